@@ -1,0 +1,255 @@
+"""The interface every dueling-bandit policy in rankduel implements.
+
+A policy holds the comparison matrix ``W`` (``W[i, j]`` = how often arm ``i`` beat arm
+``j``; a tie adds ½ to each side) and whatever structure its paper prescribes (batches,
+stages, candidate sets). The live service, the Celery workers and the offline simulator
+all drive a policy through the same few calls:
+
+``select()``
+    the next comparison: a tuple of arm indices. Pairwise policies return ``(i, j)``
+    (``i == j`` means "show one ranker's list"); multi-dueling policies (MDB) return a
+    tuple of one or more distinct arms.
+``update(i, j, outcome)``
+    one pairwise result, ``outcome`` in [0, 1]: 1 = ``i`` won, 0 = ``j`` won, ½ = tie.
+``update_many(outcomes)``
+    all pairwise results of one multileaved comparison, counted as one step.
+``add_arm()`` / ``retire_arm(arm)``
+    change the field mid-run.
+``best_arm()``
+    the arm the policy would name as the winner now (the champion).
+``state_dict()`` / ``from_state(state)``
+    the whole state as plain JSON-able lists and numbers, so it can live in Redis.
+
+Arms are integer indices ``0..K-1``; an added arm gets the next index, a retired arm keeps
+its index (and its row of ``W``) but is never chosen again.
+
+Step counting. ``t`` counts calls to ``select()`` (the papers' time step; it drives the
+round-robin over batches and the ``log t`` of confidence bounds), ``n_updates`` counts
+recorded comparisons. In the simulator they move together; in the live service many
+selections are in flight before their feedback returns, so ``t`` runs ahead.
+
+Every random choice goes through ``self.rng``, a seeded ``numpy.random.Generator`` whose
+state is part of ``state_dict()``: same seed, same run.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import numpy as np
+
+ACTIVE, ELIMINATED, RETIRED = 0, 1, 2
+STATUS_NAMES = {ACTIVE: "active", ELIMINATED: "eliminated", RETIRED: "retired"}
+
+Comparison = tuple[int, ...]
+
+
+def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """A ``Generator`` from a seed (or the generator itself)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+class DuelingBandit(abc.ABC):
+    """Shared bookkeeping of a dueling-bandit policy.
+
+    Subclasses set ``name`` and implement ``_select``; they override ``_update``,
+    ``_add_arm``, ``_retire_arm``, ``best_arm``, ``_extra_state`` and ``_load_extra_state``
+    where their algorithm keeps more than ``W``.
+
+    Parameters
+    ----------
+    n_arms
+        Number of arms (rankers) K at the start.
+    seed
+        Seed or ``numpy.random.Generator`` for every random choice.
+    """
+
+    name: ClassVar[str] = "base"
+    #: True for policies that select sets of arms (multileaving) instead of pairs.
+    multi: ClassVar[bool] = False
+
+    def __init__(self, n_arms: int, *, seed: int | np.random.Generator | None = None) -> None:
+        if int(n_arms) < 1:
+            raise ValueError(f"n_arms must be at least 1, got {n_arms}")
+        self.K = int(n_arms)
+        self.W = np.zeros((self.K, self.K))
+        self.t = 0
+        self.n_updates = 0
+        self.status = np.full(self.K, ACTIVE, dtype=np.int8)
+        #: arm -> {"step": n_updates when eliminated, "by": the arm that beat it}
+        self.eliminated: dict[int, dict[str, int]] = {}
+        self.rng = make_rng(seed)
+
+    # ------------------------------------------------------------------ public API
+    def select(self) -> Comparison:
+        """Advance the time step and return the next comparison."""
+        self.t += 1
+        return self._select()
+
+    def update(self, i: int, j: int, outcome: float) -> None:
+        """Record one pairwise result: ``outcome`` 1 = ``i`` won, 0 = ``j`` won, ½ = tie."""
+        outcome = self._check_outcome(i, j, outcome)
+        self.n_updates += 1
+        if i != j:
+            self.W[i, j] += outcome
+            self.W[j, i] += 1.0 - outcome
+        self._update(i, j, outcome)
+
+    def update_many(self, outcomes: Iterable[tuple[int, int, float]]) -> None:
+        """Record all pairwise results of one multileaved comparison as one step."""
+        checked = [(int(i), int(j), self._check_outcome(i, j, s)) for i, j, s in outcomes]
+        self.n_updates += 1
+        for i, j, s in checked:
+            if i != j:
+                self.W[i, j] += s
+                self.W[j, i] += 1.0 - s
+        self._update_many(checked)
+
+    def add_arm(self) -> int:
+        """Add a new arm with zero counts; return its index."""
+        k = self.K
+        W = np.zeros((k + 1, k + 1))
+        W[:k, :k] = self.W
+        self.W = W
+        self.status = np.append(self.status, np.int8(ACTIVE))
+        self.K = k + 1
+        self._add_arm(k)
+        return k
+
+    def retire_arm(self, arm: int) -> None:
+        """Take an arm out of play for good; its counts stay in ``W``."""
+        arm = self._check_arm(arm)
+        if self.status[arm] == RETIRED:
+            return
+        self.status[arm] = RETIRED
+        self._retire_arm(arm)
+
+    def active_arms(self) -> list[int]:
+        """Arms still in play (neither eliminated nor retired)."""
+        return np.flatnonzero(self.status == ACTIVE).tolist()
+
+    def best_arm(self) -> int:
+        """The arm the policy would name as the winner now.
+
+        Default: the active arm with the highest Copeland score on the empirical
+        preferences, ties broken by total win rate.
+        """
+        active = np.flatnonzero(self.status == ACTIVE)
+        if active.size == 0:
+            active = np.flatnonzero(self.status != RETIRED)
+        if active.size == 0:
+            active = np.arange(self.K)
+        sub = self.W[np.ix_(active, active)]
+        n = sub + sub.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(n > 0, sub / n, 0.5)
+        copeland = (p > 0.5).sum(axis=1)
+        rate = sub.sum(axis=1) / np.maximum(n.sum(axis=1), 1.0)
+        order = np.lexsort((-rate, -copeland))
+        return int(active[order[0]])
+
+    def eliminate(self, arm: int, by: int) -> None:
+        """Mark ``arm`` eliminated, beaten with confidence by ``by``."""
+        if self.status[arm] == ACTIVE:
+            self.status[arm] = ELIMINATED
+            self.eliminated[int(arm)] = {"step": int(self.n_updates), "by": int(by)}
+
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters (besides K and seed) that define this run."""
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The whole state as plain lists, numbers and strings."""
+        state: dict[str, Any] = {
+            "algorithm": self.name,
+            "params": self.params(),
+            "K": self.K,
+            "t": self.t,
+            "n_updates": self.n_updates,
+            "W": self.W.tolist(),
+            "status": self.status.tolist(),
+            "eliminated": {str(a): dict(v) for a, v in self.eliminated.items()},
+            "rng": self.rng.bit_generator.state,
+        }
+        state.update(self._extra_state())
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> DuelingBandit:
+        """Rebuild a policy from ``state_dict()`` output."""
+        if state.get("algorithm") != cls.name:
+            raise ValueError(f"state is for {state.get('algorithm')!r}, not {cls.name!r}")
+        obj = cls(int(state["K"]), seed=0, **state.get("params", {}))
+        obj.t = int(state["t"])
+        obj.n_updates = int(state["n_updates"])
+        obj.W = np.asarray(state["W"], dtype=float).reshape(obj.K, obj.K)
+        obj.status = np.asarray(state["status"], dtype=np.int8)
+        obj.eliminated = {
+            int(a): {"step": int(v["step"]), "by": int(v["by"])}
+            for a, v in state["eliminated"].items()
+        }
+        obj.rng.bit_generator.state = state["rng"]
+        obj._load_extra_state(state)
+        return obj
+
+    def __repr__(self) -> str:
+        n = self.W + self.W.T
+        lines = [
+            f"{type(self).__name__}(K={self.K}, t={self.t}, updates={self.n_updates}, "
+            f"champion={self.best_arm()})",
+            "  arm  status      played   win rate",
+        ]
+        for a in range(min(self.K, 40)):
+            played = n[a].sum()
+            rate = self.W[a].sum() / played if played else float("nan")
+            lines.append(
+                f"  {a:>3}  {STATUS_NAMES[int(self.status[a])]:<10}  {played:>7.0f}   {rate:.3f}"
+            )
+        if self.K > 40:
+            lines.append(f"  ... {self.K - 40} more arms")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ hooks
+    @abc.abstractmethod
+    def _select(self) -> Comparison:
+        """Choose the comparison for time step ``self.t``."""
+
+    def _update(self, i: int, j: int, outcome: float) -> None:  # noqa: B027
+        """React to a recorded pairwise result (``W`` is already updated)."""
+
+    def _update_many(self, outcomes: list[tuple[int, int, float]]) -> None:
+        """React to the results of one multileaved comparison (``W`` already updated)."""
+        for i, j, s in outcomes:
+            self._update(i, j, s)
+
+    def _add_arm(self, arm: int) -> None:  # noqa: B027
+        """Place a newly added arm in the policy's structure."""
+
+    def _retire_arm(self, arm: int) -> None:  # noqa: B027
+        """Remove a retired arm from the policy's structure."""
+
+    def _extra_state(self) -> dict[str, Any]:
+        """Algorithm-specific state beyond the shared fields."""
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: B027
+        """Restore what ``_extra_state`` saved."""
+
+    # ------------------------------------------------------------------ helpers
+    def _check_arm(self, arm: int) -> int:
+        arm = int(arm)
+        if not 0 <= arm < self.K:
+            raise ValueError(f"arm {arm} out of range 0..{self.K - 1}")
+        return arm
+
+    def _check_outcome(self, i: int, j: int, outcome: float) -> float:
+        self._check_arm(i)
+        self._check_arm(j)
+        s = float(outcome)
+        if not 0.0 <= s <= 1.0:
+            raise ValueError(f"outcome must be in [0, 1], got {outcome}")
+        return s

@@ -1,0 +1,1 @@
+"""Interleaving and multileaving methods, click credit, click models and a simulated world."""

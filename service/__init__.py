@@ -1,0 +1,1 @@
+"""The I/O shell of rankduel: HTTP API, Redis state, ranker client, command line."""

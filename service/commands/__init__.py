@@ -1,0 +1,1 @@
+"""One module per ``rankduel`` subcommand, each with ``add_parser(subparsers)``."""

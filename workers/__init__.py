@@ -1,0 +1,1 @@
+"""Celery application and tasks that credit impressions to the dueling bandit."""
