@@ -1,0 +1,355 @@
+"""The offline regret simulator: the papers' proxy method, as a pure function.
+
+At each step the policy picks a comparison, the outcome is a Bernoulli draw from the
+preference matrix ``P`` (seed 000, §5.3: "we compare them by drawing a sample from a
+Bernoulli distribution with mean p_ij"), and the step costs regret
+
+* r_t = (Δ_ci + Δ_cj)/2 with Δ_ck = p_ck − ½ against the Condorcet winner ``c``
+  (seed 000, eq. 1; cumulative regret eq. 2);
+* r_t = ζ* − (ζ_i + ζ_j)/2, the Copeland regret of seed 000, eq. 10, when there is no
+  Condorcet winner;
+* for a multi-dueling policy (``bandit.multi``, MDB) the mean of the per-arm regrets over
+  the chosen set; the set's outcome is every pairwise Bernoulli draw among its arms,
+  recorded as one step with ``update_many`` (seed 001 compares all chosen arms at once).
+
+Each run shuffles the arm order with its own seed, so a policy cannot profit from the
+matrix listing the winner first; ``identified`` is mapped back to the matrix's indices.
+
+Speed. The loop does nothing per step besides ``select()``, two list look-ups, one
+comparison with a pre-drawn uniform and ``update()``: the uniforms come in blocks of
+``BLOCK`` (one numpy call each), ``P`` and the pair-regret matrix are plain nested lists
+(list indexing is several times cheaper than numpy scalar indexing), and checkpoints are
+the block boundaries, so the loop never tests the step counter.
+
+Fast-forward. An eliminated arm is never chosen again (the contract of
+:mod:`bandits.base`), so once a policy has one active arm left, every later step is that
+arm against itself — MergeDTS, Algorithm 1 line 7–8, and MergeRUCB do exactly this. When
+``select()`` returns ``(a, a)`` and ``a`` is the only active arm, the remaining steps each
+cost the same regret (0 if ``a`` is the winner) and are added in one multiplication; the
+policy's ``t`` and ``n_updates`` are advanced as if the loop had run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bandits.base import ACTIVE, DuelingBandit
+from bandits.matrices import arm_regret, copeland_winners, validate_matrix
+
+#: uniforms drawn per numpy call (and the finest granularity of progress reports)
+BLOCK = 1 << 15
+
+PolicyFactory = Callable[..., DuelingBandit]
+
+
+def log_checkpoints(steps: int, per_decade: int = 20) -> np.ndarray:
+    """Log-spaced steps 1..``steps`` (about ``per_decade`` per factor 10), always ending at
+    ``steps``.
+
+    Examples
+    --------
+    >>> log_checkpoints(1000, per_decade=3).tolist()
+    [1, 2, 5, 10, 22, 46, 100, 215, 464, 1000]
+    """
+    steps = int(steps)
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    n = max(math.ceil(per_decade * math.log10(steps)) + 1, 2)
+    cps = np.unique(np.round(np.geomspace(1, steps, n)).astype(np.int64))
+    cps = cps[(cps >= 1) & (cps <= steps)]
+    if cps[-1] != steps:
+        cps = np.append(cps, steps)
+    return cps
+
+
+@dataclass
+class RunResult:
+    """One simulated run.
+
+    ``steps_per_second`` is ``looped_steps / loop_seconds``: steps that actually went
+    through ``select()``/``update()`` per second of wall time in the loop (policy plus
+    simulator overhead), i.e. measured before any fast-forward.
+    """
+
+    seed: int
+    checkpoints: np.ndarray
+    regret: np.ndarray  #: cumulative regret at each checkpoint
+    identified: int  #: ``best_arm()`` at the end, in the matrix's arm indices
+    correct: bool
+    looped_steps: int
+    loop_seconds: float
+    fast_forward_at: int | None = None  #: step after which the rest was fast-forwarded
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final_regret(self) -> float:
+        return float(self.regret[-1])
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.looped_steps / self.loop_seconds if self.loop_seconds > 0 else float("inf")
+
+
+def _make_policy(
+    algorithm: str | PolicyFactory, K: int, rng: np.random.Generator, params: dict[str, Any]
+) -> DuelingBandit:
+    if isinstance(algorithm, str):
+        from bandits import make_bandit
+
+        return make_bandit(algorithm, K, seed=rng, **params)
+    return algorithm(K, seed=rng, **params)
+
+
+def _single_active(bandit: DuelingBandit) -> bool:
+    return int(np.count_nonzero(bandit.status == ACTIVE)) == 1
+
+
+def simulate_run(
+    P: np.ndarray,
+    algorithm: str | PolicyFactory,
+    steps: int,
+    seed: int,
+    *,
+    params: dict[str, Any] | None = None,
+    checkpoints: np.ndarray | None = None,
+    shuffle: bool = True,
+    fast_forward: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Run one policy on ``P`` for ``steps`` steps and record its cumulative regret.
+
+    Parameters
+    ----------
+    P
+        Preference matrix (validated here).
+    algorithm
+        A registered name (``"mergedts"``, ...) or a factory ``f(K, seed=rng, **params)``
+        returning a :class:`~bandits.base.DuelingBandit` (a policy class will do).
+    steps
+        Number of time steps (calls to ``select()``).
+    seed
+        The run's seed: it fixes the arm shuffle, the policy's generator and the outcome
+        draws (three independent streams spawned from it).
+    params
+        Policy constructor parameters.
+    checkpoints
+        Steps at which to record cumulative regret (default ``log_checkpoints(steps)``);
+        ``steps`` is added if missing.
+    shuffle
+        Relabel the arms with a random permutation before the run (the default).
+    fast_forward
+        Add the constant regret of a single remaining arm without looping (exact).
+    progress
+        Called with the number of steps done since the last call, once per block.
+
+    Examples
+    --------
+    >>> from bandits.matrices import cycle2
+    >>> res = simulate_run(cycle2(), "uniform", 2000, seed=7)
+    >>> int(res.checkpoints[-1]), res.final_regret > 0
+    (2000, True)
+    >>> simulate_run(cycle2(), "uniform", 2000, seed=7).regret.tolist() == res.regret.tolist()
+    True
+    """
+    P = validate_matrix(P)
+    K = P.shape[0]
+    steps = int(steps)
+    params = dict(params or {})
+    cps = log_checkpoints(steps) if checkpoints is None else np.asarray(checkpoints, np.int64)
+    cps = np.unique(cps[(cps >= 1) & (cps <= steps)])
+    if cps.size == 0 or cps[-1] != steps:
+        cps = np.append(cps, steps)
+
+    s_perm, s_policy, s_outcome = np.random.SeedSequence(int(seed)).spawn(3)
+    perm = np.random.default_rng(s_perm).permutation(K) if shuffle else np.arange(K)
+    Pr = P[np.ix_(perm, perm)]  # run arm a is matrix arm perm[a]
+    r_arm, winner, kind = arm_regret(Pr)
+    bandit = _make_policy(algorithm, K, np.random.default_rng(s_policy), params)
+    orng = np.random.default_rng(s_outcome)
+
+    loop = _loop_multi if getattr(bandit, "multi", False) else _loop_pairs
+    regret, looped, seconds, ff_at = loop(
+        bandit, Pr, r_arm, cps, orng, fast_forward, progress
+    )
+
+    identified = int(perm[bandit.best_arm()])
+    if kind == "condorcet":
+        correct = identified == int(perm[winner])
+    else:
+        correct = identified in {int(perm[w]) for w in copeland_winners(Pr)}
+    return RunResult(
+        seed=int(seed),
+        checkpoints=cps,
+        regret=regret,
+        identified=identified,
+        correct=bool(correct),
+        looped_steps=looped,
+        loop_seconds=seconds,
+        fast_forward_at=ff_at,
+        params=bandit.params(),
+    )
+
+
+def _finish_fast_forward(
+    bandit: DuelingBandit,
+    cps: np.ndarray,
+    regret: np.ndarray,
+    ci: int,
+    t: int,
+    cum: float,
+    per_step: float,
+) -> None:
+    """Fill checkpoints ``ci..`` after step ``t`` with ``per_step`` regret per step."""
+    remaining = int(cps[-1]) - t
+    for k in range(ci, cps.size):
+        regret[k] = cum + (int(cps[k]) - t) * per_step
+    # keep the policy's counters as if the loop had run
+    bandit.t += remaining
+    bandit.n_updates += remaining
+
+
+def _loop_pairs(
+    bandit: DuelingBandit,
+    P: np.ndarray,
+    r_arm: np.ndarray,
+    cps: np.ndarray,
+    orng: np.random.Generator,
+    fast_forward: bool,
+    progress: Callable[[int], None] | None,
+) -> tuple[np.ndarray, int, float, int | None]:
+    Pl = P.tolist()
+    Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
+    select, update = bandit.select, bandit.update
+    regret = np.zeros(cps.size)
+    cum = 0.0
+    t = 0
+    seconds = 0.0
+    for ci in range(cps.size):
+        cp = int(cps[ci])
+        while t < cp:
+            n = min(cp - t, BLOCK)
+            us = orng.random(n).tolist()
+            start = time.perf_counter()
+            for k, u in enumerate(us):
+                i, j = select()
+                cum += Rl[i][j]
+                update(i, j, 1.0 if u < Pl[i][j] else 0.0)
+                if i == j and fast_forward and _single_active(bandit):
+                    seconds += time.perf_counter() - start
+                    t += k + 1
+                    _finish_fast_forward(bandit, cps, regret, ci, t, cum, Rl[i][i])
+                    if progress is not None:
+                        progress(int(cps[-1]) - t + k + 1)
+                    return regret, t, seconds, t
+            seconds += time.perf_counter() - start
+            t += n
+            if progress is not None:
+                progress(n)
+        regret[ci] = cum
+    return regret, t, seconds, None
+
+
+def _loop_multi(
+    bandit: DuelingBandit,
+    P: np.ndarray,
+    r_arm: np.ndarray,
+    cps: np.ndarray,
+    orng: np.random.Generator,
+    fast_forward: bool,
+    progress: Callable[[int], None] | None,
+) -> tuple[np.ndarray, int, float, int | None]:
+    """The loop for policies that select sets: all pairwise draws, one ``update_many``."""
+    Pl = P.tolist()
+    rl = r_arm.tolist()
+    select, update_many = bandit.select, bandit.update_many
+    regret = np.zeros(cps.size)
+    cum = 0.0
+    t = 0
+    seconds = 0.0
+    K = P.shape[0]
+    need = max(K * (K - 1) // 2, 1)  # most uniforms one step can use
+    us: list[float] = []
+    pos = 0
+    for ci in range(cps.size):
+        cp = int(cps[ci])
+        while t < cp:
+            n = min(cp - t, BLOCK)
+            start = time.perf_counter()
+            for k in range(n):
+                S = select()
+                m = len(S)
+                cum += sum(rl[a] for a in S) / m
+                if pos + need > len(us):
+                    us = us[pos:] + orng.random(max(BLOCK, need)).tolist()
+                    pos = 0
+                outcomes = []
+                for x in range(m):
+                    a = S[x]
+                    Pa = Pl[a]
+                    for y in range(x + 1, m):
+                        b = S[y]
+                        outcomes.append((a, b, 1.0 if us[pos] < Pa[b] else 0.0))
+                        pos += 1
+                update_many(outcomes)
+                if m == 1 and fast_forward and _single_active(bandit):
+                    seconds += time.perf_counter() - start
+                    t += k + 1
+                    _finish_fast_forward(bandit, cps, regret, ci, t, cum, rl[S[0]])
+                    if progress is not None:
+                        progress(int(cps[-1]) - t + k + 1)
+                    return regret, t, seconds, t
+            seconds += time.perf_counter() - start
+            t += n
+            if progress is not None:
+                progress(n)
+        regret[ci] = cum
+    return regret, t, seconds, None
+
+
+@dataclass
+class Aggregate:
+    """Mean and standard error of cumulative regret over runs, per checkpoint."""
+
+    checkpoints: np.ndarray
+    mean: np.ndarray
+    stderr: np.ndarray  #: sample std (ddof=1) / √runs; 0 for a single run
+    steps_per_second: float  #: all looped steps / all loop seconds, over the runs
+
+
+def aggregate(results: list[RunResult]) -> Aggregate:
+    """Combine runs that share checkpoints.
+
+    Examples
+    --------
+    >>> from bandits.matrices import cycle2
+    >>> runs = [simulate_run(cycle2(), "uniform", 500, seed=s) for s in (1, 2, 3)]
+    >>> agg = aggregate(runs)
+    >>> bool(agg.mean[-1] > 0 and agg.stderr[-1] > 0)
+    True
+    """
+    if not results:
+        raise ValueError("no runs to aggregate")
+    cps = results[0].checkpoints
+    for r in results[1:]:
+        if not np.array_equal(r.checkpoints, cps):
+            raise ValueError("runs have different checkpoints")
+    R = np.vstack([r.regret for r in results])
+    stderr = (
+        R.std(axis=0, ddof=1) / math.sqrt(len(results))
+        if len(results) > 1
+        else np.zeros(cps.size)
+    )
+    looped = sum(r.looped_steps for r in results)
+    secs = sum(r.loop_seconds for r in results)
+    return Aggregate(
+        checkpoints=cps,
+        mean=R.mean(axis=0),
+        stderr=stderr,
+        steps_per_second=looped / secs if secs > 0 else float("inf"),
+    )
