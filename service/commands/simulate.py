@@ -1,0 +1,306 @@
+"""``rankduel simulate``: offline regret simulation on a preference matrix.
+
+Contract (external scripts call it exactly so; issue 2)::
+
+    rankduel simulate --matrix P.txt --algorithm mergedts --param alpha=0.262 \\
+        --param batch_size=16 --param c=4000000 --steps 1000000 --runs 10 --seed 1 --out DIR
+
+writes ``DIR/summary.json`` and ``DIR/regret.png``. With ``--algorithm a,b,c`` it writes
+``DIR/<name>/summary.json`` (and a plot) per algorithm plus a combined ``DIR/regret.png``.
+
+* ``--param key=value`` values are parsed as int, else float, else string, and apply to
+  every algorithm named; ``--param name.key=value`` applies only to algorithm ``name``
+  (an extension of the contract, for runs comparing algorithms with different settings).
+* Run ``r`` (0-based) uses seed ``--seed + r`` for every algorithm, so algorithms meet the
+  same arm shuffles; the run itself is :func:`bandits.simulator.simulate_run`.
+* ``--jobs N`` runs the runs in N processes; results do not depend on N.
+* ``steps_per_second`` (per run and overall) counts steps that went through the policy's
+  ``select()``/``update()`` per second of loop time, i.e. before any fast-forward.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bandits import get_algorithm
+from bandits.matrices import arm_regret
+from bandits.simulator import RunResult, aggregate, log_checkpoints, simulate_run
+from service.commands.matrix import load_matrix
+from service.progress import Progress
+
+
+# ---------------------------------------------------------------------- parsing
+def parse_value(text: str) -> int | float | str:
+    """``"16"`` → 16, ``"0.262"`` / ``"4e6"`` → float, anything else stays a string."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_params(items: list[str], algorithms: list[str]) -> dict[str, dict[str, Any]]:
+    """``--param`` items → parameters per algorithm (unscoped ones go to all)."""
+    out: dict[str, dict[str, Any]] = {a: {} for a in algorithms}
+    scoped: list[tuple[str, str, Any]] = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--param {item!r}: expected key=value")
+        scope, dot, name = key.rpartition(".")
+        if dot:
+            if scope not in out:
+                raise ValueError(
+                    f"--param {item!r}: {scope!r} is not one of --algorithm "
+                    f"{','.join(algorithms)}"
+                )
+            scoped.append((scope, name, parse_value(value.strip())))
+        else:
+            for a in algorithms:
+                out[a][key] = parse_value(value.strip())
+    for scope, name, value in scoped:  # scoped settings win over unscoped ones
+        out[scope][name] = value
+    return out
+
+
+def parse_steps(text: str) -> int:
+    """A positive step count; ``1e6`` is accepted and must be whole."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
+    return int(value)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def check_params(name: str, params: dict[str, Any], K: int) -> None:
+    """Fail early, with a clear message, on parameters the policy does not take or
+    rejects, before any process starts."""
+    cls = get_algorithm(name)
+    sig = inspect.signature(cls.__init__)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    accepted = [p for p in sig.parameters if p not in ("self", "n_arms", "seed")]
+    unknown = [k for k in params if k not in accepted]
+    if unknown and not takes_any:
+        raise ValueError(
+            f"{name} does not take parameter(s) {', '.join(unknown)}; it takes: "
+            f"{', '.join(accepted) or 'none'} (scope a setting to one algorithm with "
+            f"--param ALGORITHM.KEY=VALUE)"
+        )
+    try:
+        cls(K, seed=0, **params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} with {params}: {exc}") from None
+
+
+# ---------------------------------------------------------------------- output
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def build_summary(
+    name: str,
+    params: dict[str, Any],
+    P: np.ndarray,
+    steps: int,
+    results: list[RunResult],
+) -> dict[str, Any]:
+    """The ``summary.json`` document of issue 2 (exactly its fields)."""
+    _, winner, kind = arm_regret(P)
+    agg = aggregate(results)
+    effective = {**params, **results[0].params}
+    return _jsonable(
+        {
+            "algorithm": name,
+            "params": effective,
+            "K": int(P.shape[0]),
+            "steps": int(steps),
+            "runs": len(results),
+            "winner": winner,
+            "winner_kind": kind,
+            "checkpoints": agg.checkpoints,
+            "regret_mean": agg.mean,
+            "regret_stderr": agg.stderr,
+            "per_run": [
+                {
+                    "seed": r.seed,
+                    "final_regret": r.final_regret,
+                    "identified": r.identified,
+                    "correct": r.correct,
+                    "steps_per_second": r.steps_per_second,
+                }
+                for r in results
+            ],
+            "steps_per_second": agg.steps_per_second,
+        }
+    )
+
+
+def _curve(summary: dict[str, Any]):
+    from service.plots import Curve
+
+    return Curve(
+        name=summary["algorithm"],
+        checkpoints=summary["checkpoints"],
+        mean=summary["regret_mean"],
+        stderr=summary["regret_stderr"],
+        runs=summary["runs"],
+    )
+
+
+# ---------------------------------------------------------------------- running
+def run_all(
+    P: np.ndarray,
+    algorithms: list[str],
+    params: dict[str, dict[str, Any]],
+    steps: int,
+    runs: int,
+    seed: int,
+    jobs: int = 1,
+    *,
+    fast_forward: bool = True,
+    per_decade: int = 20,
+    progress: Progress | None = None,
+) -> dict[str, list[RunResult]]:
+    """Every (algorithm, run) pair, in order; in ``jobs`` processes when ``jobs > 1``."""
+    cps = log_checkpoints(steps, per_decade)
+    tasks = [(a, r) for a in algorithms for r in range(runs)]
+    results: dict[tuple[str, int], RunResult] = {}
+    kwargs = {"checkpoints": cps, "fast_forward": fast_forward}
+    if jobs <= 1:
+        for a, r in tasks:
+            results[a, r] = simulate_run(
+                P, a, steps, seed + r, params=params[a],
+                progress=progress.advance if progress else None, **kwargs,
+            )
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {
+                pool.submit(simulate_run, P, a, steps, seed + r, params=params[a], **kwargs):
+                (a, r)
+                for a, r in tasks
+            }
+            for fut in as_completed(futures):
+                results[futures[fut]] = fut.result()
+                if progress:
+                    progress.advance(steps)
+    return {a: [results[a, r] for r in range(runs)] for a in algorithms}
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    algorithms = [a.strip() for a in args.algorithm.split(",") if a.strip()]
+    if not algorithms:
+        raise ValueError("--algorithm names no algorithm")
+    if len(set(algorithms)) != len(algorithms):
+        raise ValueError(f"--algorithm names an algorithm twice: {args.algorithm}")
+    for a in algorithms:
+        get_algorithm(a)  # unknown names fail here, with the list of known ones
+    P = load_matrix(args.matrix)
+    K = P.shape[0]
+    if K < 2:
+        raise ValueError(f"{args.matrix}: need at least 2 arms, got {K}")
+    params = parse_params(args.param or [], algorithms)
+    for a in algorithms:
+        check_params(a, params[a], K)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    label = f"simulate {','.join(algorithms)} K={K}"
+    with Progress(len(algorithms) * args.runs * args.steps, label) as progress:
+        by_alg = run_all(
+            P, algorithms, params, args.steps, args.runs, args.seed, args.jobs,
+            fast_forward=not args.no_fast_forward, per_decade=args.per_decade,
+            progress=progress,
+        )
+
+    from service.plots import plot_regret
+
+    single = len(algorithms) == 1
+    summaries = []
+    for a in algorithms:
+        summary = build_summary(a, params[a], P, args.steps, by_alg[a])
+        summaries.append(summary)
+        where = out if single else out / a
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        if not single:
+            plot_regret([_curve(summary)], where / "regret.png", title=f"{a}, K={K}")
+    title = f"K={K}, {args.runs} run{'s' if args.runs != 1 else ''}, {Path(args.matrix).name}"
+    plot_regret([_curve(s) for s in summaries], out / "regret.png", title=title)
+    print_table(summaries, file=sys.stdout)
+    return 0
+
+
+def print_table(summaries: list[dict[str, Any]], file=None) -> None:
+    """A plain table: final regret mean ± stderr, correct runs, steps/s."""
+    print(f"{'algorithm':<14} {'final regret':>24} {'correct':>8} {'steps/s':>10}", file=file)
+    for s in summaries:
+        correct = sum(r["correct"] for r in s["per_run"])
+        sps = s["steps_per_second"]
+        print(
+            f"{s['algorithm']:<14} {s['regret_mean'][-1]:>12.1f} ± {s['regret_stderr'][-1]:<9.1f}"
+            f" {correct:>4}/{s['runs']:<3} {sps if sps is not None else float('nan'):>10,.0f}",
+            file=file,
+        )
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="offline regret simulation on a preference matrix",
+        description=(
+            "Run dueling-bandit algorithms on a preference matrix (Bernoulli outcomes) and "
+            "record cumulative regret: DIR/summary.json and DIR/regret.png, or "
+            "DIR/<name>/summary.json per algorithm and a combined DIR/regret.png."
+        ),
+    )
+    parser.add_argument("--matrix", required=True,
+                        help="K×K preference matrix: .txt (numpy.loadtxt), .csv or .npy")
+    parser.add_argument("--algorithm", required=True,
+                        help="algorithm name, or several separated by commas")
+    parser.add_argument("--param", action="append", metavar="KEY=VALUE",
+                        help="algorithm parameter (repeatable); ALGORITHM.KEY=VALUE scopes it")
+    parser.add_argument("--steps", type=parse_steps, required=True, help="time steps per run")
+    parser.add_argument("--runs", type=positive_int, default=1, help="runs per algorithm")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of run 0; run r uses seed + r (default 0)")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--jobs", type=positive_int, default=1,
+                        help="parallel processes (default 1)")
+    parser.add_argument("--per-decade", type=positive_int, default=20,
+                        help="checkpoints per factor 10 of time (default 20)")
+    parser.add_argument("--no-fast-forward", action="store_true",
+                        help="loop every step even after a single arm remains")
+    parser.set_defaults(func=run_simulate)
