@@ -1,0 +1,39 @@
+"""Health, readiness, metrics and the OpenAPI document."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from service import metrics
+from service.errors import Unavailable
+from service.openapi import openapi_document
+
+bp = Blueprint("health", __name__)
+
+
+@bp.get("/healthz")
+def healthz():
+    """The process is up (no dependency checked)."""
+    return jsonify({"status": "ok"})
+
+
+@bp.get("/readyz")
+def readyz():
+    """Ready to serve: Redis answers."""
+    rt = current_app.extensions["rankduel"]
+    try:
+        rt.store.r.ping()
+    except Exception as exc:  # any failure to reach Redis means not ready
+        raise Unavailable(f"redis unreachable: {type(exc).__name__}") from None
+    return jsonify({"status": "ready"})
+
+
+@bp.get("/metrics")
+def metrics_endpoint():
+    body, content_type = metrics.render()
+    return Response(body, content_type=content_type)
+
+
+@bp.get("/openapi.json")
+def openapi():
+    return jsonify(openapi_document())

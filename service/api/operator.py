@@ -1,0 +1,99 @@
+"""Operator endpoints (``/experiments...``), behind ``Authorization: Bearer <token>``."""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Blueprint, current_app, jsonify, request
+
+from service import experiments
+from service.errors import NotFound, Unauthorized
+from service.impressions import Runtime
+from service.validation import int_param, json_object
+
+bp = Blueprint("operator", __name__, url_prefix="/experiments")
+
+
+def _rt() -> Runtime:
+    return current_app.extensions["rankduel"]
+
+
+@bp.before_request
+def require_token() -> None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not header:
+        raise Unauthorized("missing Authorization: Bearer token")
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("Authorization must be 'Bearer <token>'")
+    expected = _rt().config.admin_token.encode()
+    if not hmac.compare_digest(token.strip().encode(), expected):
+        raise Unauthorized("invalid admin token")
+
+
+def _snapshot(exp_id: str):
+    return _rt().store.snapshot(exp_id)
+
+
+@bp.post("")
+def create():
+    rt = _rt()
+    exp_id = experiments.create(rt.store, json_object(request),
+                                default_timeout_ms=rt.config.ranker_timeout_ms)
+    return jsonify(experiments.describe(rt.store, _snapshot(exp_id))), 201
+
+
+@bp.get("")
+def list_experiments():
+    rt = _rt()
+    out = []
+    for exp_id in rt.store.list_ids():
+        try:
+            out.append(experiments.summary(rt.store, _snapshot(exp_id)))
+        except NotFound:  # deleted between the listing and the read
+            continue
+    return jsonify({"experiments": out})
+
+
+@bp.get("/<exp_id>")
+def get(exp_id: str):
+    rt = _rt()
+    return jsonify(experiments.describe(rt.store, _snapshot(exp_id)))
+
+
+@bp.patch("/<exp_id>")
+def patch(exp_id: str):
+    rt = _rt()
+    experiments.patch(rt.store, exp_id, json_object(request))
+    return jsonify(experiments.describe(rt.store, _snapshot(exp_id)))
+
+
+@bp.post("/<exp_id>/rankers")
+def add_ranker(exp_id: str):
+    rt = _rt()
+    ranker = experiments.parse_ranker(json_object(request),
+                                      default_timeout_ms=rt.config.ranker_timeout_ms)
+    entry = rt.store.add_ranker(exp_id, ranker)
+    return jsonify(entry), 201
+
+
+@bp.delete("/<exp_id>/rankers/<name>")
+def retire_ranker(exp_id: str, name: str):
+    rt = _rt()
+    return jsonify(rt.store.retire_ranker(exp_id, name))
+
+
+@bp.post("/<exp_id>/<any(pause, resume, stop):action>")
+def lifecycle(exp_id: str, action: str):
+    rt = _rt()
+    state = rt.store.set_lifecycle(exp_id, action)
+    return jsonify({"id": exp_id, "lifecycle": state})
+
+
+@bp.get("/<exp_id>/audit")
+def audit(exp_id: str):
+    rt = _rt()
+    if not rt.store.exists(exp_id):
+        raise NotFound(f"no experiment {exp_id!r}")
+    limit = int_param(request.args, "limit", default=1000, lo=1, hi=10_000)
+    return jsonify({"id": exp_id, "audit": rt.store.audit(exp_id, -limit, -1)})

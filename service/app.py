@@ -1,0 +1,112 @@
+"""The Flask application factory.
+
+``create_app(config)`` builds one process's runtime (Redis client, store, controller cache,
+ranker client, Celery producer), registers the three blueprints and installs the single
+JSON error handler: every error leaves as ``{"error": "<what was wrong>"}`` with its status.
+
+Run it with ``rankduel serve`` (gunicorn), or ``gunicorn 'service.app:create_app()'``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import redis
+from flask import Flask, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from service import metrics
+from service.config import Config, load_config
+from service.controller import Controller
+from service.errors import ApiError
+from service.impressions import Runtime
+from service.rankers import RankerClient
+from service.store import Store
+
+log = logging.getLogger("rankduel.api")
+
+
+def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
+    """Build the API application.
+
+    Parameters
+    ----------
+    config
+        A :class:`~service.config.Config`, a mapping of overrides applied on top of the
+        environment, or None for the environment alone.
+    """
+    if not isinstance(config, Config):
+        config = load_config(overrides=config)
+    missing = [n for n in ("admin_token", "secret_key") if not getattr(config, n)]
+    if missing:
+        raise ValueError(
+            "refusing to start without " + " and ".join(
+                {"admin_token": "RANKDUEL_ADMIN_TOKEN", "secret_key": "RANKDUEL_SECRET_KEY"}[n]
+                for n in missing))
+    app = Flask("rankduel")
+    app.json.sort_keys = False
+    client = redis.Redis.from_url(
+        config.redis_url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=30)
+    store = Store(client)
+    from workers.celery_app import make_celery  # the API only sends tasks by name
+
+    app.extensions["rankduel"] = Runtime(
+        config=config,
+        store=store,
+        controller=Controller(store, max_age_ms=config.state_max_age_ms),
+        rankers=RankerClient(),
+        celery=make_celery(config),
+    )
+
+    from service.api import frontend, health, operator
+
+    app.register_blueprint(frontend.bp)
+    app.register_blueprint(operator.bp)
+    app.register_blueprint(health.bp)
+
+    app.before_request(_start_timer)
+    app.after_request(_observe)
+    app.register_error_handler(ApiError, _api_error)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(redis.RedisError, _redis_error)
+    app.register_error_handler(Exception, _internal_error)
+    return app
+
+
+def _start_timer() -> None:
+    g.t0 = time.perf_counter()
+
+
+def _observe(response):
+    endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
+    metrics.HTTP_REQUESTS.labels(endpoint, request.method, str(response.status_code)).inc()
+    if "t0" in g:
+        metrics.HTTP_LATENCY.labels(endpoint).observe(time.perf_counter() - g.t0)
+    return response
+
+
+def _api_error(exc: ApiError):
+    return jsonify({"error": exc.message}), exc.status, exc.headers
+
+
+def _http_error(exc: HTTPException):
+    message = {404: "no such endpoint", 405: f"method {request.method} not allowed here"}.get(
+        exc.code or 500, exc.description or exc.name)
+    headers = {"Allow": exc.response.headers["Allow"]} if (
+        exc.response is not None and "Allow" in exc.response.headers) else {}
+    if exc.code == 405 and hasattr(exc, "valid_methods") and exc.valid_methods:
+        headers["Allow"] = ", ".join(exc.valid_methods)
+    return jsonify({"error": message}), exc.code or 500, headers
+
+
+def _redis_error(exc: redis.RedisError):
+    log.error("redis error: %s", type(exc).__name__)
+    return jsonify({"error": f"state store unavailable ({type(exc).__name__})"}), 503
+
+
+def _internal_error(exc: Exception):
+    log.exception("unhandled error")
+    return jsonify({"error": "internal error"}), 500

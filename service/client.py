@@ -1,0 +1,124 @@
+"""A small Python client of the rankduel HTTP API (keep-alive, one connection per thread).
+
+Used by the demo's simulated users, the benchmarks and the tests; a front end in another
+language calls the same endpoints.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+
+class ApiResponseError(Exception):
+    """A non-2xx answer: ``status`` and the decoded body."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        msg = body.get("error") if isinstance(body, dict) else body
+        super().__init__(f"HTTP {status}: {msg}")
+        self.status = status
+        self.body = body
+
+
+class Client:
+    """Call the API at ``base_url``; operator calls send ``admin_token`` when given."""
+
+    def __init__(self, base_url: str, admin_token: str | None = None,
+                 timeout: float = 30.0) -> None:
+        parts = urlsplit(base_url)
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.base_url = base_url.rstrip("/")
+        self.admin_token = admin_token
+        self.timeout = timeout
+        self._local = threading.local()
+
+    def _conn(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = http.client.HTTPConnection(
+                self.host, self.port, timeout=self.timeout)
+        return conn
+
+    def request(self, method: str, path: str, body: Any = None, *,
+                headers: dict[str, str] | None = None, raw: bytes | None = None,
+                admin: bool = False) -> tuple[int, Any]:
+        """Send one request; return ``(status, decoded JSON body)`` whatever the status."""
+        hdrs = dict(headers or {})
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+        if admin and self.admin_token:
+            hdrs.setdefault("Authorization", f"Bearer {self.admin_token}")
+        for attempt in range(2):
+            conn = self._conn()
+            try:
+                conn.request(method, path, body=data, headers=hdrs)
+                resp = conn.getresponse()
+                payload = resp.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                self._local.conn = None
+                if attempt:
+                    raise
+        try:
+            decoded = json.loads(payload) if payload else None
+        except ValueError:
+            decoded = payload.decode(errors="replace")
+        return resp.status, decoded
+
+    def _ok(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        status, out = self.request(method, path, body, **kw)
+        if not 200 <= status < 300:
+            raise ApiResponseError(status, out)
+        return out
+
+    # ------------------------------------------------------------------ front end
+    def search(self, experiment: str, q: str, k: int | None = None,
+               user: str | None = None) -> dict[str, Any]:
+        params = {"experiment": experiment, "q": q}
+        if k is not None:
+            params["k"] = k
+        if user is not None:
+            params["user"] = user
+        return self._ok("GET", "/search?" + urlencode(params))
+
+    def click(self, impression: dict[str, Any], docs: list[tuple[Any, int]]) -> dict[str, Any]:
+        """Report clicks ``[(doc id, rank), ...]`` on an impression returned by ``search``."""
+        return self._ok("POST", "/clicks", {
+            "impression_id": impression["impression_id"], "token": impression["token"],
+            "clicks": [{"id": d, "rank": r} for d, r in docs]})
+
+    def end(self, impression: dict[str, Any]) -> dict[str, Any]:
+        return self._ok("POST", f"/impressions/{impression['impression_id']}/end",
+                        {"token": impression["token"]})
+
+    # ------------------------------------------------------------------ operator
+    def create_experiment(self, **body: Any) -> dict[str, Any]:
+        return self._ok("POST", "/experiments", body, admin=True)
+
+    def experiment(self, exp_id: str) -> dict[str, Any]:
+        return self._ok("GET", f"/experiments/{exp_id}", admin=True)
+
+    def experiments(self) -> list[dict[str, Any]]:
+        return self._ok("GET", "/experiments", admin=True)["experiments"]
+
+    def add_ranker(self, exp_id: str, name: str, url: str,
+                   timeout_ms: int | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "url": url}
+        if timeout_ms is not None:
+            body["timeout_ms"] = timeout_ms
+        return self._ok("POST", f"/experiments/{exp_id}/rankers", body, admin=True)
+
+    def retire_ranker(self, exp_id: str, name: str) -> dict[str, Any]:
+        return self._ok("DELETE", f"/experiments/{exp_id}/rankers/{name}", admin=True)
+
+    def lifecycle(self, exp_id: str, action: str) -> dict[str, Any]:
+        return self._ok("POST", f"/experiments/{exp_id}/{action}", admin=True)
+
+    def audit(self, exp_id: str) -> list[dict[str, Any]]:
+        return self._ok("GET", f"/experiments/{exp_id}/audit", admin=True)["audit"]

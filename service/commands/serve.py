@@ -1,0 +1,114 @@
+"""``rankduel serve``: the HTTP API under gunicorn (threaded workers).
+
+Settings come from the configuration (``RANKDUEL_BIND``, ``RANKDUEL_WORKERS``,
+``RANKDUEL_THREADS``, ...) and can be overridden by flags. Refuses to start without
+``RANKDUEL_ADMIN_TOKEN`` and ``RANKDUEL_SECRET_KEY``. For a deployment driven by a
+gunicorn config file, ``deploy/gunicorn.conf.py`` does the same:
+``gunicorn -c deploy/gunicorn.conf.py 'service.app:create_app()'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import shutil
+import tempfile
+
+from service.config import load_config
+
+log = logging.getLogger("rankduel.serve")
+
+
+def prepare_multiproc_dir() -> str:
+    """Point prometheus-client's multiprocess mode at a folder, emptied at start-up
+    (stale files from a previous run would add their counts to this one's)."""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not path:
+        path = tempfile.mkdtemp(prefix="rankduel-prom-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    os.makedirs(path, exist_ok=True)
+    for name in os.listdir(path):
+        if name.endswith(".db"):
+            os.unlink(os.path.join(path, name))
+    return path
+
+
+def child_exit(server, worker) -> None:
+    """gunicorn hook: forget a dead worker's live gauges."""
+    from service.metrics import mark_process_dead
+
+    mark_process_dead(worker.pid)
+
+
+def load_factory(spec: str):
+    """``module:callable`` → the callable (an app factory taking no arguments)."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ValueError(f"--app must be module:factory, got {spec!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def run_gunicorn(options: dict, factory) -> None:
+    from gunicorn.app.base import BaseApplication
+
+    class App(BaseApplication):
+        def load_config(self) -> None:
+            for key, value in options.items():
+                self.cfg.set(key, value)
+
+        def load(self):
+            return factory()
+
+    App().run()
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = {k: v for k, v in {"bind": args.bind, "workers": args.workers,
+                                   "threads": args.threads}.items() if v is not None}
+    config = load_config(overrides=overrides)
+    missing = [v for n, v in (("admin_token", "RANKDUEL_ADMIN_TOKEN"),
+                              ("secret_key", "RANKDUEL_SECRET_KEY")) if not getattr(config, n)]
+    if missing:
+        raise ValueError(f"refusing to start without {' and '.join(missing)} "
+                         "(set them, or run `rankduel demo` which generates them)")
+    for name, value in overrides.items():  # the workers re-read the environment
+        os.environ[f"RANKDUEL_{name.upper()}"] = str(value)
+    factory = load_factory(args.app)
+    prom_dir = prepare_multiproc_dir()
+    created = not args.keep_metrics_dir and prom_dir.startswith(tempfile.gettempdir())
+    logging.basicConfig(level=config.log_level)
+    log.info("serving on %s with %d workers x %d threads; config %r",
+             config.bind, config.workers, config.threads, config)
+    options = {
+        "bind": config.bind,
+        "workers": config.workers,
+        "threads": config.threads,
+        "worker_class": "gthread",
+        "timeout": 30,
+        "graceful_timeout": 10,
+        "keepalive": 5,
+        "child_exit": child_exit,
+        "loglevel": config.log_level.lower(),
+        "proc_name": "rankduel-api",
+    }
+    try:
+        run_gunicorn(options, factory)
+    finally:
+        if created and "rankduel-prom-" in prom_dir:
+            shutil.rmtree(prom_dir, ignore_errors=True)
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="run the HTTP API under gunicorn",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bind", help="host:port (default RANKDUEL_BIND or 127.0.0.1:8000)")
+    p.add_argument("--workers", type=int, help="worker processes (default RANKDUEL_WORKERS)")
+    p.add_argument("--threads", type=int, help="threads per worker (default RANKDUEL_THREADS)")
+    p.add_argument("--app", default="service.app:create_app",
+                   help="application factory module:callable (default %(default)s)")
+    p.add_argument("--keep-metrics-dir", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=run)

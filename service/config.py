@@ -1,0 +1,217 @@
+"""Configuration of the service and the workers, resolved once at start-up.
+
+Every setting comes from, in increasing priority: its default, an optional file named by
+``RANKDUEL_CONFIG`` (TOML, or JSON when the name ends in ``.json``; keys are the field
+names below, e.g. ``impression_ttl_s = 86400``), the environment (``REDIS_URL`` and the
+``RANKDUEL_*`` variables listed in :data:`ENV`), and finally the ``overrides`` mapping
+passed by code (tests, the demo).
+
+Secrets (the admin token and the HMAC key) are never printed: ``repr`` and
+:meth:`Config.public` mask them, so logging a ``Config`` is safe.
+
+Examples
+--------
+>>> cfg = load_config(env={"RANKDUEL_ADMIN_TOKEN": "s3cret", "RANKDUEL_BIND": "127.0.0.1:9000"})
+>>> cfg.bind, cfg.admin_token
+('127.0.0.1:9000', 's3cret')
+>>> "s3cret" in repr(cfg)
+False
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+#: field name -> environment variable
+ENV: dict[str, str] = {
+    "redis_url": "REDIS_URL",
+    "admin_token": "RANKDUEL_ADMIN_TOKEN",
+    "secret_key": "RANKDUEL_SECRET_KEY",
+    "bind": "RANKDUEL_BIND",
+    "workers": "RANKDUEL_WORKERS",
+    "threads": "RANKDUEL_THREADS",
+    "impression_ttl_s": "RANKDUEL_IMPRESSION_TTL_S",
+    "token_ttl_s": "RANKDUEL_TOKEN_TTL_S",
+    "inactivity_s": "RANKDUEL_INACTIVITY_S",
+    "sweep_interval_s": "RANKDUEL_SWEEP_INTERVAL_S",
+    "credit_retry_s": "RANKDUEL_CREDIT_RETRY_S",
+    "ranker_timeout_ms": "RANKDUEL_RANKER_TIMEOUT_MS",
+    "state_max_age_ms": "RANKDUEL_STATE_MAX_AGE_MS",
+    "default_k": "RANKDUEL_DEFAULT_K",
+    "max_k": "RANKDUEL_MAX_K",
+    "visibility_timeout_s": "RANKDUEL_VISIBILITY_TIMEOUT_S",
+    "credit_delay_ms": "RANKDUEL_CREDIT_DELAY_MS",
+    "log_level": "RANKDUEL_LOG_LEVEL",
+}
+
+SECRETS = frozenset({"admin_token", "secret_key"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Settings of one process. Field names are also the config-file keys.
+
+    Parameters
+    ----------
+    redis_url
+        Redis for state and as the Celery broker (``REDIS_URL``).
+    admin_token
+        Bearer token of the operator endpoints (``RANKDUEL_ADMIN_TOKEN``).
+    secret_key
+        HMAC key signing impression tokens (``RANKDUEL_SECRET_KEY``).
+    bind
+        ``host:port`` of ``rankduel serve`` (``RANKDUEL_BIND``).
+    workers, threads
+        gunicorn worker processes and threads per worker.
+    impression_ttl_s
+        How long an impression (and its clicks) lives in Redis.
+    token_ttl_s
+        How long the token issued by ``/search`` accepts clicks.
+    inactivity_s
+        An impression without ``/end`` closes this long after its last activity.
+    sweep_interval_s
+        Period of the worker's sweep for inactive impressions.
+    credit_retry_s
+        A closed impression still uncredited after this long is queued again (a lost task,
+        a killed worker).
+    ranker_timeout_ms
+        Default per-ranker timeout when an experiment's ranker gives none.
+    state_max_age_ms
+        An API process re-reads the bandit state at most this often (delayed feedback).
+    default_k, max_k
+        Result-page size when ``/search`` has no ``k``, and its upper limit.
+    visibility_timeout_s
+        Redis-broker visibility timeout: an unacknowledged task is redelivered after it.
+    credit_delay_ms
+        Fault-injection knob for tests: the credit transaction sleeps this long before
+        committing, to widen the window in which a worker can be killed mid-task. 0 in
+        production.
+    log_level
+        Python logging level name.
+    """
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    admin_token: str = ""
+    secret_key: str = ""
+    bind: str = "127.0.0.1:8000"
+    workers: int = 2
+    threads: int = 8
+    impression_ttl_s: int = 86_400
+    token_ttl_s: int = 3_600
+    inactivity_s: float = 1_800.0
+    sweep_interval_s: float = 5.0
+    credit_retry_s: float = 60.0
+    ranker_timeout_ms: int = 300
+    state_max_age_ms: float = 100.0
+    default_k: int = 10
+    max_k: int = 100
+    visibility_timeout_s: int = 300
+    credit_delay_ms: float = 0.0
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            want = _field_type(field)
+            try:
+                coerced = want(value)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"config {field.name}: expected {want.__name__}, got {value!r}"
+                ) from None
+            object.__setattr__(self, field.name, coerced)
+        positive = ("workers", "threads", "impression_ttl_s", "token_ttl_s", "inactivity_s",
+                    "sweep_interval_s", "credit_retry_s", "ranker_timeout_ms", "default_k",
+                    "max_k", "visibility_timeout_s")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")
+        if self.state_max_age_ms < 0 or self.credit_delay_ms < 0:
+            raise ValueError("config state_max_age_ms and credit_delay_ms must be >= 0")
+        if not 1 <= self.default_k <= self.max_k:
+            raise ValueError(f"config default_k must be in 1..max_k={self.max_k}")
+        host, sep, port = self.bind.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"config bind must be host:port, got {self.bind!r}")
+
+    @property
+    def host(self) -> str:
+        return self.bind.rpartition(":")[0]
+
+    @property
+    def port(self) -> int:
+        return int(self.bind.rpartition(":")[2])
+
+    def public(self) -> dict[str, Any]:
+        """All settings with secrets masked (safe to log or show)."""
+        out = dataclasses.asdict(self)
+        for name in SECRETS:
+            out[name] = _mask(out[name])
+        out["redis_url"] = _mask_url(out["redis_url"])
+        return out
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v!r}" for k, v in self.public().items())
+        return f"Config({body})"
+
+
+def _field_type(field: dataclasses.Field) -> type:
+    return {"str": str, "int": int, "float": float}[str(field.type)]
+
+
+def _mask(secret: str) -> str:
+    return "***" if secret else ""
+
+
+def _mask_url(url: str) -> str:
+    """Hide a password in ``redis://user:password@host``."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        cred, _, host = rest.rpartition("@")
+        user = cred.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
+    """Settings from a TOML or JSON file (a flat table of field names)."""
+    p = Path(path)
+    try:
+        text = p.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read config file {p}: {exc.strerror}") from None
+    try:
+        data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text.decode())
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"config file {p} is not valid: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {p} must hold a table of settings")
+    return data
+
+
+def load_config(
+    env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> Config:
+    """Resolve the configuration: defaults < ``RANKDUEL_CONFIG`` file < environment < overrides."""
+    env = os.environ if env is None else env
+    known = {f.name for f in dataclasses.fields(Config)}
+    values: dict[str, Any] = {}
+    if env.get("RANKDUEL_CONFIG"):
+        values.update(read_config_file(env["RANKDUEL_CONFIG"]))
+    for name, var in ENV.items():
+        if env.get(var, "") != "":
+            values[name] = env[var]
+    values.update(overrides or {})
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown config settings: {', '.join(unknown)}")
+    return Config(**values)

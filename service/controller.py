@@ -1,0 +1,134 @@
+"""The request-path controller: which rankers meet on this search.
+
+Each API process keeps the deserialized bandit of every experiment it serves, keyed by
+the snapshot ``version``. A search costs one Redis round trip (a Lua script that INCRs the
+experiment's selection counter ``t`` and returns the current ``version``); the full
+snapshot is re-read only when the version moved **and** the cached copy is older than
+``state_max_age_ms`` (default 100 ms). Between re-reads the process selects from a slightly
+stale ``W``: to the bandit this is the same as feedback that arrives a little later, which
+the live setting implies anyway (many selections are in flight before their clicks return)
+and the algorithms tolerate.
+
+Selection sets ``bandit.t`` from the shared counter (so the round-robin over batches and
+the ``log t`` terms follow the global time step, not this process's) and draws from a
+fresh generator seeded by the impression id, so concurrent processes do not replay each
+other's random choices. Whatever ``select()`` changes in the policy object itself stays in
+this process's cache and is **not** written back: the persisted state changes only through
+feedback (``W``, eliminations, merges) and operator actions. For MergeDTS/MergeRUCB the
+selection depends only on ``W``, the batches and ``t``, so nothing is lost; RUCB-style
+bookkeeping kept by ``select()`` (if a policy has any) is per process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bandits.base import ACTIVE, DuelingBandit
+from service import metrics
+from service.errors import Conflict
+from service.store import Snapshot, Store
+
+
+@dataclass
+class Entry:
+    """A cached snapshot of one experiment, with what selection derives from it."""
+
+    snapshot: Snapshot
+    loaded_at: float
+    bandit: DuelingBandit
+    by_arm: dict[int, dict[str, Any]]
+    champion: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The comparison chosen for one search."""
+
+    t: int
+    arms: tuple[int, ...]
+    rankers: tuple[dict[str, Any], ...]
+    duel: bool
+    snapshot: Snapshot
+
+
+class Controller:
+    """Choose comparisons from a per-process cache of experiment snapshots.
+
+    Parameters
+    ----------
+    store
+        The Redis store.
+    max_age_ms
+        Minimum interval between two re-reads of one experiment's snapshot.
+    """
+
+    def __init__(self, store: Store, *, max_age_ms: float = 100.0) -> None:
+        self.store = store
+        self.max_age = max_age_ms / 1000.0
+        self._cache: dict[str, Entry] = {}
+        self._lock = threading.Lock()
+
+    def _load(self, exp_id: str) -> Entry:
+        snap = self.store.snapshot(exp_id)
+        bandit = snap.bandit
+        entry = Entry(
+            snapshot=snap,
+            loaded_at=time.monotonic(),
+            bandit=bandit,
+            by_arm={r["arm"]: r for r in snap.rankers},
+            champion=bandit.best_arm(),
+        )
+        with self._lock:
+            self._cache[exp_id] = entry
+        return entry
+
+    def entry(self, exp_id: str, version: int) -> Entry:
+        """The cached entry, refreshed if ``version`` moved and the cache is old enough."""
+        entry = self._cache.get(exp_id)
+        if entry is None:
+            return self._load(exp_id)
+        if entry.snapshot.version != version and (
+            time.monotonic() - entry.loaded_at >= self.max_age
+        ):
+            return self._load(exp_id)
+        return entry
+
+    def choose(self, exp_id: str, seed: int) -> Choice:
+        """Count a selection and pick the comparison for it.
+
+        ``running``: the policy's ``select()``; ``paused`` or ``stopped``: the current
+        champion alone, no duel. A pair ``(a, a)`` is one ranker served as is.
+        """
+        t, version = self.store.next_t(exp_id)
+        cpu0 = time.thread_time()
+        entry = self.entry(exp_id, version)
+        snap = entry.snapshot
+        if snap.lifecycle == "running":
+            with entry.lock:
+                bandit = entry.bandit
+                bandit.t = t - 1  # select() increments it to the global step t
+                bandit.rng = np.random.default_rng(seed)
+                arms = tuple(int(a) for a in bandit.select())
+        else:
+            arms = (entry.champion,)
+        unique = tuple(dict.fromkeys(arms))
+        for a in unique:
+            if a not in entry.by_arm:
+                raise Conflict(f"experiment {exp_id!r}: arm {a} has no ranker")
+        if len(unique) > 1 and any(entry.bandit.status[a] != ACTIVE for a in unique):
+            # a stale cache may pick an arm retired since; serve but do not duel
+            unique = tuple(a for a in unique if entry.bandit.status[a] == ACTIVE) or unique[:1]
+        metrics.SELECTION_CPU.observe(time.thread_time() - cpu0)
+        return Choice(
+            t=t,
+            arms=unique,
+            rankers=tuple(entry.by_arm[a] for a in unique),
+            duel=len(unique) > 1,
+            snapshot=snap,
+        )

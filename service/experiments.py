@@ -1,0 +1,212 @@
+"""Operator operations: create, inspect and steer experiments.
+
+An experiment's ``algorithm``, ``params`` and ``interleaving`` method are fixed at
+creation (changing them would make ``W`` mean something else half-way); rankers can be
+added and retired while it runs, and its lifecycle is ``running ⇄ paused → stopped``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+import bandits
+from bandits.base import ELIMINATED, RETIRED
+from service.errors import Conflict, Unprocessable
+from service.rankers import validate_url
+from service.store import NAME_RE, Snapshot, Store, t_key
+from service.validation import field
+
+IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
+Z95 = 1.959963984540054
+
+
+def interleaving_methods() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(all method names, the pairwise ones)."""
+    import interleaving
+
+    return tuple(interleaving.METHODS), tuple(interleaving.PAIRWISE_METHODS)
+
+
+def parse_ranker(body: Any, *, default_timeout_ms: int, where: str = "") -> dict[str, Any]:
+    """Validate one ranker ``{"name", "url", "timeout_ms"}``."""
+    if not isinstance(body, dict):
+        raise Unprocessable(f"{where or 'ranker'} must be an object")
+    name = field(body, "name", str, where=where)
+    if not NAME_RE.match(name):
+        raise Unprocessable(
+            f"field {where}name: {name!r} must be 1-64 letters, digits, '_', '.' or '-'")
+    try:
+        url = validate_url(field(body, "url", str, where=where))
+    except ValueError as exc:
+        raise Unprocessable(f"field {where}url: {exc}") from None
+    timeout = field(body, "timeout_ms", int, required=False, default=default_timeout_ms,
+                    where=where)
+    if not 1 <= timeout <= 60_000:
+        raise Unprocessable(f"field {where}timeout_ms must be between 1 and 60000")
+    unknown = set(body) - {"name", "url", "timeout_ms"}
+    if unknown:
+        raise Unprocessable(f"unknown ranker fields: {', '.join(sorted(unknown))}")
+    return {"name": name, "url": url, "timeout_ms": timeout}
+
+
+def create(store: Store, body: dict[str, Any], *, default_timeout_ms: int) -> str:
+    """Validate a ``POST /experiments`` body and create the experiment."""
+    unknown = set(body) - {"name", "rankers", "algorithm", "params", "interleaving", "seed"}
+    if unknown:
+        raise Unprocessable(f"unknown fields: {', '.join(sorted(unknown))}")
+    name = field(body, "name", str)
+    if not 1 <= len(name) <= 200:
+        raise Unprocessable("field 'name' must have 1 to 200 characters")
+    algorithm = field(body, "algorithm", str)
+    if algorithm not in bandits.ALGORITHMS:
+        raise Unprocessable(
+            f"unknown algorithm {algorithm!r}; known: {', '.join(sorted(bandits.ALGORITHMS))}")
+    try:
+        policy = bandits.get_algorithm(algorithm)
+    except (ImportError, AttributeError):
+        raise Unprocessable(f"algorithm {algorithm!r} is not available in this build") from None
+    params = field(body, "params", dict, required=False, default={})
+    method = field(body, "interleaving", str)
+    methods, pairwise_methods = interleaving_methods()
+    if method not in methods:
+        raise Unprocessable(
+            f"unknown interleaving method {method!r}; known: {', '.join(methods)}")
+    pairwise = method in pairwise_methods
+    if policy.multi and pairwise:
+        raise Unprocessable(f"{algorithm} compares sets of rankers: choose a multileaving method")
+    if not policy.multi and not pairwise:
+        raise Unprocessable(f"{algorithm} compares pairs: choose a pairwise interleaving method")
+    seed = field(body, "seed", int, required=False)
+    if seed is not None and not 0 <= seed < 2**63:
+        raise Unprocessable("field 'seed' must be between 0 and 2**63 - 1")
+    raw = field(body, "rankers", list)
+    if not 2 <= len(raw) <= 1000:
+        raise Unprocessable("field 'rankers' must list 2 to 1000 rankers")
+    rankers = [parse_ranker(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].")
+               for n, r in enumerate(raw)]
+    names = [r["name"] for r in rankers]
+    if len(set(names)) != len(names):
+        raise Unprocessable("ranker names must be unique")
+    return store.create_experiment(name=name, algorithm=algorithm, params=params,
+                                   interleaving=method, rankers=rankers, seed=seed)
+
+
+def patch(store: Store, exp_id: str, body: dict[str, Any]) -> None:
+    """Only the name can change; the definition of the experiment cannot (409)."""
+    fixed = sorted(set(body) & set(IMMUTABLE))
+    if fixed:
+        raise Conflict(f"{', '.join(fixed)} cannot change after an experiment is created"
+                       " (add or retire rankers with /experiments/ID/rankers)")
+    unknown = set(body) - {"name"}
+    if unknown:
+        raise Unprocessable(f"unknown fields: {', '.join(sorted(unknown))}")
+    name = field(body, "name", str)
+    if not 1 <= len(name) <= 200:
+        raise Unprocessable("field 'name' must have 1 to 200 characters")
+    store.rename(exp_id, name)
+
+
+def wilson(wins: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of ``wins / n`` elementwise; ``[0, 1]`` where ``n == 0``.
+
+    Examples
+    --------
+    >>> lo, hi = wilson(np.array([8.0]), np.array([10.0]))
+    >>> round(float(lo[0]), 3), round(float(hi[0]), 3)
+    (0.49, 0.943)
+    """
+    n_safe = np.maximum(n, 1e-12)
+    p = wins / n_safe
+    denom = 1 + z * z / n_safe
+    centre = (p + z * z / (2 * n_safe)) / denom
+    half = z * np.sqrt(p * (1 - p) / n_safe + z * z / (4 * n_safe * n_safe)) / denom
+    lo = np.where(n > 0, np.clip(centre - half, 0, 1), 0.0)
+    hi = np.where(n > 0, np.clip(centre + half, 0, 1), 1.0)
+    return lo, hi
+
+
+def _names_of(value: Any, names: dict[int, str]) -> Any:
+    """Arm indices in a (nested) list replaced by ranker names."""
+    if isinstance(value, list):
+        return [_names_of(v, names) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return names.get(value, value)
+    return value
+
+
+def _round(a: np.ndarray, nd: int = 4) -> list:
+    return np.round(a, nd).tolist()
+
+
+def summary(store: Store, snap: Snapshot) -> dict[str, Any]:
+    """The short description listed by ``GET /experiments``."""
+    bandit = snap.bandit
+    names = {r["arm"]: r["name"] for r in snap.rankers}
+    return {
+        "id": snap.exp_id,
+        "name": snap.meta["name"],
+        "algorithm": snap.meta["algorithm"],
+        "interleaving": snap.meta["interleaving"],
+        "lifecycle": snap.lifecycle,
+        "champion": names.get(bandit.best_arm()),
+        "comparisons": int(bandit.n_updates),
+        "rankers": len(snap.rankers),
+        "active_rankers": len(bandit.active_arms()),
+    }
+
+
+def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
+    """The full state of an experiment (``GET /experiments/ID``)."""
+    bandit = snap.bandit
+    W = bandit.W
+    names = {r["arm"]: r["name"] for r in snap.rankers}
+    n = W + W.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(n > 0, W / np.maximum(n, 1e-12), 0.5)
+    lo, hi = wilson(W, n)
+    rankers = []
+    for r in snap.rankers:
+        a = r["arm"]
+        code = int(bandit.status[a])
+        status = "retired" if code == RETIRED else "eliminated" if code == ELIMINATED else "active"
+        elim = bandit.eliminated.get(a)
+        rankers.append({
+            **r,
+            "status": status,
+            "eliminated": None if elim is None else {
+                "step": elim["step"], "by": names.get(elim["by"], elim["by"])},
+            "wins": float(W[a].sum()),
+            "losses": float(W[:, a].sum()),
+            "comparisons": float(n[a].sum()),
+        })
+    state = _json_state(snap)
+    out = summary(store, snap)
+    t_raw = store.r.get(t_key(snap.exp_id))
+    out.update({
+        "params": snap.meta["params"],
+        "seed": snap.meta["seed"],
+        "created_at": snap.meta["created_at"],
+        "version": snap.version,
+        "selections": int(t_raw) if t_raw else 0,
+        "counters": store.counters(snap.exp_id),
+        "rankers": rankers,
+        "arms": [names[a] for a in range(bandit.K)],
+        "stage": state.get("stage"),
+        "batches": _names_of(state["batches"], names) if "batches" in state else None,
+        "W": W.tolist(),
+        "preferences": {
+            "p": _round(p), "lower": _round(lo), "upper": _round(hi),
+            "interval": "wilson", "confidence": 0.95,
+        },
+    })
+    return out
+
+
+def _json_state(snap: Snapshot) -> dict[str, Any]:
+    import json
+
+    state = json.loads(snap.state_json)
+    return {k: v for k, v in state.items() if not (isinstance(v, float) and math.isnan(v))}

@@ -1,0 +1,99 @@
+"""Prometheus metrics of the API and the workers (declared once, here).
+
+gunicorn and Celery run several processes; when ``PROMETHEUS_MULTIPROC_DIR`` is set
+(``rankduel serve`` and ``rankduel worker`` set it), prometheus-client writes each
+process's values to files in that folder and :func:`render` aggregates them at scrape time.
+Labels are bounded: endpoint names are the Flask endpoints, experiment and ranker names are
+what operators registered.
+
+This module holds the request-path and credit metrics; the experiment-state collector
+(regret, ranker status, champion, read from Redis at scrape time) extends it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+HTTP_REQUESTS = Counter(
+    "rankduel_http_requests_total",
+    "HTTP requests served, by endpoint, method and status code.",
+    ["endpoint", "method", "status"],
+)
+HTTP_LATENCY = Histogram(
+    "rankduel_http_request_duration_seconds",
+    "Wall time to serve an HTTP request, by endpoint.",
+    ["endpoint"],
+    buckets=LATENCY_BUCKETS,
+)
+SELECTION_CPU = Histogram(
+    "rankduel_selection_cpu_seconds",
+    "CPU time of the controller's choice of a comparison (cache lookup + bandit select).",
+    buckets=(0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01),
+)
+RANKER_LATENCY = Histogram(
+    "rankduel_ranker_request_duration_seconds",
+    "Wall time of a call to a ranker, by experiment and ranker.",
+    ["experiment", "ranker"],
+    buckets=LATENCY_BUCKETS,
+)
+RANKER_FAILURES = Counter(
+    "rankduel_ranker_failures_total",
+    "Ranker calls that failed or timed out, by experiment, ranker and reason.",
+    ["experiment", "ranker", "reason"],
+)
+FALLBACKS = Counter(
+    "rankduel_fallbacks_total",
+    "Searches served from fewer rankers than chosen (a ranker failed; no duel recorded).",
+    ["experiment"],
+)
+IMPRESSIONS = Counter(
+    "rankduel_impressions_total",
+    "Impressions served, by experiment and kind (duel, single, fallback).",
+    ["experiment", "kind"],
+)
+TOKENS_REFUSED = Counter(
+    "rankduel_tokens_refused_total",
+    "Clicks or ends refused for a missing, forged or expired token.",
+)
+CREDIT_TASKS = Counter(
+    "rankduel_credit_tasks_total",
+    "Impressions processed by the credit task, by result status.",
+    ["status"],
+)
+CREDIT_LAG = Histogram(
+    "rankduel_click_to_credit_seconds",
+    "Seconds from an impression's creation to its credit.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600),
+)
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+def render() -> tuple[bytes, str]:
+    """The exposition text (aggregated over processes in multiprocess mode)."""
+    if multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+def mark_process_dead(pid: int) -> None:
+    """gunicorn ``child_exit`` hook: drop a dead worker's live gauges."""
+    if multiprocess_dir():
+        multiprocess.mark_process_dead(pid)

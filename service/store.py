@@ -1,0 +1,579 @@
+"""Experiment state in Redis, and the transactions that change it.
+
+Key layout (``rd:`` prefix; ``{e}`` an experiment id, ``{i}`` an impression id)::
+
+    rd:experiments          ZSET  experiment ids by creation time
+    rd:exp:{e}              HASH  meta (JSON: name, algorithm, params, interleaving, seed),
+                                  lifecycle, rankers (JSON list by arm index),
+                                  W (float64 bytes, row-major), state (the rest of the
+                                  bandit's state_dict, JSON), version
+    rd:exp:{e}:t            STR   selection counter, INCR'd by every /search
+    rd:exp:{e}:counters     HASH  impressions, duels, decisive, ties, no_clicks, ...
+    rd:exp:{e}:audit        LIST  operator actions, eliminations and stage changes (JSON)
+    rd:imp:{i}              HASH  exp, arms, record, shown, duel, closed, credited, ... (TTL)
+    rd:imp:{i}:clicks       SET   clicked positions (0-based)                          (TTL)
+    rd:pending              ZSET  impressions not yet credited, by the time they are due
+
+Only the transactions below write ``rd:exp:{e}``; each is an optimistic transaction: WATCH
+the keys it reads, compute with the pure bandit code, then MULTI/EXEC the new snapshot with
+``version`` + 1 and its side effects, retrying on ``WatchError``. Crediting an impression
+additionally marks it ``credited`` inside the same EXEC, and a transaction that finds the
+mark does nothing. Hence each impression changes ``W`` at most once, and the eliminations
+and stage merges computed by the bandit's ``update`` are written exactly once, whatever
+the task retries, duplicate deliveries or worker crashes (a crash before EXEC writes
+nothing; the impression stays in ``rd:pending`` and is credited again later).
+
+The request path (:mod:`service.controller`) only reads the snapshot and INCRs ``t``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import redis
+
+import bandits
+from bandits.base import ACTIVE, ELIMINATED, RETIRED, STATUS_NAMES, DuelingBandit
+from service.errors import Conflict, NotFound, Unprocessable
+
+log = logging.getLogger(__name__)
+
+PREFIX = "rd:"
+PENDING = PREFIX + "pending"
+EXPERIMENTS = PREFIX + "experiments"
+LIFECYCLES = ("running", "paused", "stopped")
+#: action -> (allowed source states, target state)
+TRANSITIONS = {
+    "pause": (("running",), "paused"),
+    "resume": (("paused",), "running"),
+    "stop": (("running", "paused"), "stopped"),
+}
+AUDIT_MAX = 10_000
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+
+
+def exp_key(exp_id: str) -> str:
+    return f"{PREFIX}exp:{exp_id}"
+
+
+def t_key(exp_id: str) -> str:
+    return f"{PREFIX}exp:{exp_id}:t"
+
+
+def counters_key(exp_id: str) -> str:
+    return f"{PREFIX}exp:{exp_id}:counters"
+
+
+def audit_key(exp_id: str) -> str:
+    return f"{PREFIX}exp:{exp_id}:audit"
+
+
+def imp_key(imp_id: str) -> str:
+    return f"{PREFIX}imp:{imp_id}"
+
+
+def clicks_key(imp_id: str) -> str:
+    return f"{PREFIX}imp:{imp_id}:clicks"
+
+
+# ---------------------------------------------------------------------- snapshot codec
+def encode_bandit(bandit: DuelingBandit) -> dict[str, bytes | str]:
+    """The bandit's ``state_dict`` as two hash fields: ``W`` as raw float64 bytes (compact,
+    exact, and a ``frombuffer`` away from an array) and the rest as JSON."""
+    state = bandit.state_dict()
+    state.pop("W")
+    return {"W": np.ascontiguousarray(bandit.W, dtype="<f8").tobytes(), "state": json.dumps(state)}
+
+
+def decode_bandit(w_bytes: bytes, state_json: bytes | str) -> DuelingBandit:
+    """Inverse of :func:`encode_bandit`."""
+    state = json.loads(state_json)
+    K = int(state["K"])
+    state["W"] = np.frombuffer(w_bytes, dtype="<f8").reshape(K, K).copy()
+    return bandits.bandit_from_state(state)
+
+
+def _s(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@dataclass
+class Snapshot:
+    """One consistent read of an experiment's hash."""
+
+    exp_id: str
+    meta: dict[str, Any]
+    lifecycle: str
+    rankers: list[dict[str, Any]]
+    version: int
+    w_bytes: bytes
+    state_json: str
+    _bandit: DuelingBandit | None = field(default=None, repr=False)
+
+    @property
+    def bandit(self) -> DuelingBandit:
+        if self._bandit is None:
+            self._bandit = decode_bandit(self.w_bytes, self.state_json)
+        return self._bandit
+
+    def ranker(self, name: str) -> dict[str, Any]:
+        for r in self.rankers:
+            if r["name"] == name:
+                return r
+        raise NotFound(f"experiment {self.exp_id!r} has no ranker {name!r}")
+
+
+SNAPSHOT_FIELDS = ("meta", "lifecycle", "rankers", "version", "W", "state")
+
+
+def parse_snapshot(exp_id: str, values: list[Any]) -> Snapshot:
+    meta, lifecycle, rankers, version, w_bytes, state_json = values
+    if meta is None:
+        raise NotFound(f"no experiment {exp_id!r}")
+    return Snapshot(
+        exp_id=exp_id,
+        meta=json.loads(meta),
+        lifecycle=_s(lifecycle),
+        rankers=json.loads(rankers),
+        version=int(version),
+        w_bytes=w_bytes,
+        state_json=_s(state_json),
+    )
+
+
+# ---------------------------------------------------------------------- the store
+class Store:
+    """Experiments, impressions and their transactions on one Redis.
+
+    Parameters
+    ----------
+    client
+        A ``redis.Redis`` with ``decode_responses=False`` (``W`` is binary).
+    clock
+        Seconds since the epoch; injectable for tests.
+    """
+
+    def __init__(self, client: redis.Redis, *, clock: Callable[[], float] = time.time) -> None:
+        self.r = client
+        self.clock = clock
+        self._click_script = client.register_script(_CLICK_LUA)
+        self._end_script = client.register_script(_END_LUA)
+        self._select_script = client.register_script(_SELECT_LUA)
+
+    # ------------------------------------------------------------------ reads
+    def snapshot(self, exp_id: str) -> Snapshot:
+        return parse_snapshot(exp_id, self.r.hmget(exp_key(exp_id), SNAPSHOT_FIELDS))
+
+    def exists(self, exp_id: str) -> bool:
+        return bool(self.r.exists(exp_key(exp_id)))
+
+    def list_ids(self) -> list[str]:
+        return [_s(x) for x in self.r.zrange(EXPERIMENTS, 0, -1)]
+
+    def counters(self, exp_id: str) -> dict[str, int]:
+        raw = self.r.hgetall(counters_key(exp_id))
+        return {_s(k): int(v) for k, v in raw.items()}
+
+    def audit(self, exp_id: str, start: int = 0, stop: int = -1) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in self.r.lrange(audit_key(exp_id), start, stop)]
+
+    def next_t(self, exp_id: str) -> tuple[int, int]:
+        """INCR the selection counter; return ``(t, version)``. One round trip.
+
+        Raises :class:`NotFound` (and creates nothing) for an unknown experiment.
+        """
+        out = self._select_script(keys=[exp_key(exp_id), t_key(exp_id)])
+        if out is None:
+            raise NotFound(f"no experiment {exp_id!r}")
+        return int(out[0]), int(out[1])
+
+    # ------------------------------------------------------------------ create
+    def create_experiment(
+        self,
+        *,
+        name: str,
+        algorithm: str,
+        params: dict[str, Any],
+        interleaving: str,
+        rankers: list[dict[str, Any]],
+        seed: int | None = None,
+        actor: str = "operator",
+    ) -> str:
+        """Create an experiment (inputs already validated by the caller); return its id."""
+        if seed is None:
+            seed = secrets.randbits(63)
+        try:
+            bandit = bandits.make_bandit(algorithm, len(rankers), seed=seed, **params)
+        except (TypeError, ValueError) as exc:
+            raise Unprocessable(f"invalid params for {algorithm}: {exc}") from None
+        exp_id = secrets.token_hex(6)
+        now = self.clock()
+        meta = {
+            "id": exp_id,
+            "name": name,
+            "algorithm": algorithm,
+            "params": params,
+            "interleaving": interleaving,
+            "seed": seed,
+            "created_at": now,
+        }
+        table = [
+            {**r, "arm": a, "status": "active", "added_at": now, "retired_at": None}
+            for a, r in enumerate(rankers)
+        ]
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hset(
+            exp_key(exp_id),
+            mapping={
+                "meta": json.dumps(meta),
+                "lifecycle": "running",
+                "rankers": json.dumps(table),
+                "version": 1,
+                **encode_bandit(bandit),
+            },
+        )
+        pipe.zadd(EXPERIMENTS, {exp_id: now})
+        pipe.rpush(audit_key(exp_id), _audit(
+            now, "created", actor=actor, name=name, algorithm=algorithm,
+            rankers=[r["name"] for r in rankers]))
+        pipe.execute()
+        return exp_id
+
+    # ------------------------------------------------------------------ transactions
+    def _transact(self, exp_id: str, fn: Callable[[redis.client.Pipeline, Snapshot], Any],
+                  extra_watch: Iterable[str] = ()) -> Any:
+        """Run ``fn(pipe, snapshot)`` under WATCH of the experiment (and ``extra_watch``),
+        retrying on conflict. ``fn`` reads in immediate mode, calls ``pipe.multi()`` and
+        queues its writes; its return value is returned after a successful EXEC."""
+        key = exp_key(exp_id)
+        with self.r.pipeline(transaction=True) as pipe:
+            for _attempt in range(1000):
+                try:
+                    pipe.watch(key, *extra_watch)
+                    snap = parse_snapshot(exp_id, pipe.hmget(key, SNAPSHOT_FIELDS))
+                    result = fn(pipe, snap)
+                    if pipe.explicit_transaction:
+                        pipe.execute()
+                    else:
+                        pipe.unwatch()
+                    return result
+                except redis.WatchError:
+                    continue
+            raise RuntimeError(f"experiment {exp_id}: too much contention")
+
+    def add_ranker(self, exp_id: str, ranker: dict[str, Any], actor: str = "operator") -> dict:
+        """Add a ranker mid-run: a new arm with zero counts (the bandit places it)."""
+
+        def fn(pipe, snap: Snapshot) -> dict:
+            if snap.lifecycle == "stopped":
+                raise Conflict(f"experiment {exp_id!r} is stopped")
+            if any(r["name"] == ranker["name"] for r in snap.rankers):
+                raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker['name']!r}")
+            bandit = snap.bandit
+            arm = bandit.add_arm()
+            now = self.clock()
+            entry = {**ranker, "arm": arm, "status": "active", "added_at": now, "retired_at": None}
+            pipe.multi()
+            self._write_state(pipe, exp_id, bandit, rankers=[*snap.rankers, entry])
+            pipe.rpush(audit_key(exp_id), _audit(now, "ranker_added", actor=actor,
+                                                  ranker=ranker["name"], arm=arm))
+            return entry
+
+        return self._transact(exp_id, fn)
+
+    def retire_ranker(self, exp_id: str, name: str, actor: str = "operator") -> dict:
+        """Retire a ranker for good: never chosen again, its counts stay in ``W``."""
+
+        def fn(pipe, snap: Snapshot) -> dict:
+            entry = dict(snap.ranker(name))
+            if entry["status"] == "retired":
+                raise Conflict(f"ranker {name!r} is already retired")
+            bandit = snap.bandit
+            if bandit.active_arms() == [entry["arm"]]:
+                raise Conflict(f"cannot retire {name!r}: it is the last active ranker")
+            bandit.retire_arm(entry["arm"])
+            now = self.clock()
+            entry.update(status="retired", retired_at=now)
+            table = [entry if r["name"] == name else r for r in snap.rankers]
+            pipe.multi()
+            self._write_state(pipe, exp_id, bandit, rankers=table)
+            pipe.rpush(audit_key(exp_id), _audit(now, "ranker_retired", actor=actor,
+                                                  ranker=name, arm=entry["arm"]))
+            return entry
+
+        return self._transact(exp_id, fn)
+
+    def set_lifecycle(self, exp_id: str, action: str, actor: str = "operator") -> str:
+        """``pause`` / ``resume`` / ``stop``; 409 for a transition the lifecycle forbids."""
+        sources, target = TRANSITIONS[action]
+
+        def fn(pipe, snap: Snapshot) -> str:
+            if snap.lifecycle not in sources:
+                raise Conflict(f"cannot {action} experiment {exp_id!r}: it is {snap.lifecycle}")
+            pipe.multi()
+            pipe.hset(exp_key(exp_id), "lifecycle", target)
+            pipe.hincrby(exp_key(exp_id), "version", 1)
+            pipe.rpush(audit_key(exp_id), _audit(self.clock(), action, actor=actor,
+                                                  **{"from": snap.lifecycle, "to": target}))
+            return target
+
+        return self._transact(exp_id, fn)
+
+    def rename(self, exp_id: str, name: str, actor: str = "operator") -> None:
+        def fn(pipe, snap: Snapshot) -> None:
+            meta = {**snap.meta, "name": name}
+            pipe.multi()
+            pipe.hset(exp_key(exp_id), "meta", json.dumps(meta))
+            pipe.rpush(audit_key(exp_id), _audit(self.clock(), "renamed", actor=actor,
+                                                  **{"from": snap.meta["name"], "to": name}))
+
+        self._transact(exp_id, fn)
+
+    def _write_state(self, pipe, exp_id: str, bandit: DuelingBandit,
+                     rankers: list[dict] | None = None) -> None:
+        mapping: dict[str, Any] = dict(encode_bandit(bandit))
+        if rankers is not None:
+            mapping["rankers"] = json.dumps(rankers)
+        pipe.hset(exp_key(exp_id), mapping=mapping)
+        pipe.hincrby(exp_key(exp_id), "version", 1)
+        pipe.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)
+
+    # ------------------------------------------------------------------ impressions
+    def save_impression(
+        self,
+        imp_id: str,
+        *,
+        exp_id: str,
+        arms: list[int],
+        shown: list[str],
+        record: Any,
+        duel: bool,
+        token_expires: int,
+        ttl_s: int,
+        inactivity_s: float,
+        counters: dict[str, int],
+    ) -> None:
+        """Store an impression (with TTL) and queue it for crediting when it goes idle."""
+        now = self.clock()
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hset(imp_key(imp_id), mapping={
+            "exp": exp_id,
+            "arms": json.dumps(arms),
+            "shown": json.dumps(shown),
+            "record": json.dumps(record),
+            "duel": int(duel),
+            "created": now,
+            "expires": token_expires,
+            "closed": 0,
+        })
+        pipe.expire(imp_key(imp_id), ttl_s)
+        pipe.zadd(PENDING, {imp_id: now + inactivity_s})
+        for name, n in counters.items():
+            pipe.hincrby(counters_key(exp_id), name, n)
+        pipe.execute()
+
+    def impression(self, imp_id: str) -> dict[str, Any] | None:
+        """The impression's fields, or None when unknown or expired."""
+        raw = self.r.hgetall(imp_key(imp_id))
+        if not raw:
+            return None
+        d = {_s(k): _s(v) for k, v in raw.items()}
+        d["shown"] = json.loads(d["shown"])
+        d["arms"] = json.loads(d["arms"])
+        d["record"] = json.loads(d["record"])
+        d["closed"] = d.get("closed") == "1"
+        d["duel"] = d.get("duel") == "1"
+        d["expires"] = int(d["expires"])
+        return d
+
+    def clicked_positions(self, imp_id: str) -> list[int]:
+        return sorted(int(x) for x in self.r.smembers(clicks_key(imp_id)))
+
+    def add_clicks(self, imp_id: str, positions: list[int], *, inactivity_s: float,
+                   ttl_s: int) -> int:
+        """Record clicked positions (a set: repeats count once) unless the impression is
+        closed; push back its inactivity deadline. Returns how many positions were new.
+        Atomic (Lua), so a click can never slip in after the impression was credited."""
+        now = self.clock()
+        out = self._click_script(
+            keys=[imp_key(imp_id), clicks_key(imp_id), PENDING],
+            args=[now + inactivity_s, imp_id, ttl_s, *positions],
+        )
+        if out == -1:
+            raise NotFound(f"no impression {imp_id!r} (unknown or expired)")
+        if out == -2:
+            raise Conflict(f"impression {imp_id!r} is closed; clicks are no longer accepted")
+        return int(out)
+
+    def end_impression(self, imp_id: str) -> bool:
+        """Close the impression to new clicks and make it due now. False if already closed."""
+        out = self._end_script(keys=[imp_key(imp_id), PENDING], args=[self.clock(), imp_id])
+        if out == -1:
+            raise NotFound(f"no impression {imp_id!r} (unknown or expired)")
+        return bool(out)
+
+    def due_impressions(self, *, limit: int = 1000, retry_s: float) -> list[str]:
+        """Claim impressions whose deadline passed: push their deadline ``retry_s`` ahead
+        (so a lost task is retried, not forgotten) and return their ids."""
+        now = self.clock()
+        ids = self.r.zrangebyscore(PENDING, "-inf", now, start=0, num=limit)
+        if ids:
+            self.r.zadd(PENDING, {i: now + retry_s for i in ids}, xx=True)
+        return [_s(i) for i in ids]
+
+    def credit_impression(
+        self,
+        imp_id: str,
+        credit_fn: Callable[[Any, list[int]], list[tuple[int, int, float]]],
+        *,
+        delay_s: float = 0.0,
+    ) -> dict[str, Any]:
+        """Close the impression and apply its outcome to ``W``, exactly once.
+
+        ``credit_fn(record, clicked_positions)`` returns pairwise outcomes over the
+        impression's participants (``interleaving.credit``). Returns a summary
+        ``{"status": ...}``: ``credited`` (W changed), ``no_clicks``, ``no_duel``,
+        ``stale`` (every participant retired meanwhile), ``already`` or ``missing``.
+        """
+        ikey, ckey = imp_key(imp_id), clicks_key(imp_id)
+        with self.r.pipeline(transaction=True) as pipe:
+            for _attempt in range(1000):
+                try:
+                    pipe.watch(ikey, ckey)
+                    imp = pipe.hgetall(ikey)
+                    if not imp:
+                        pipe.multi()
+                        pipe.zrem(PENDING, imp_id)
+                        pipe.execute()
+                        return {"status": "missing"}
+                    imp = {_s(k): v for k, v in imp.items()}
+                    if imp.get("credited"):
+                        pipe.multi()
+                        pipe.zrem(PENDING, imp_id)
+                        pipe.execute()
+                        return {"status": "already"}
+                    exp_id = _s(imp["exp"])
+                    ekey = exp_key(exp_id)
+                    pipe.watch(ekey)
+                    positions = sorted(int(x) for x in pipe.smembers(ckey))
+                    result = self._credit_outcome(pipe, exp_id, imp, positions, credit_fn)
+                    result["created"] = float(imp.get("created") or 0.0)
+                    if delay_s:
+                        time.sleep(delay_s)
+                    pipe.multi()
+                    if result.pop("_bandit", None) is not None:
+                        self._write_state(pipe, exp_id, result.pop("_new"))
+                        for entry in result.pop("_audit"):
+                            pipe.rpush(audit_key(exp_id), entry)
+                    pipe.hset(ikey, mapping={"closed": 1, "credited": json.dumps(result)})
+                    pipe.zrem(PENDING, imp_id)
+                    for name in result.pop("_counters"):
+                        pipe.hincrby(counters_key(exp_id), name, 1)
+                    pipe.execute()
+                    return result
+                except redis.WatchError:
+                    continue
+            raise RuntimeError(f"impression {imp_id}: too much contention")
+
+    def _credit_outcome(self, pipe, exp_id, imp, positions, credit_fn) -> dict[str, Any]:
+        """Compute (not write) the effect of one impression."""
+        if imp.get("duel", b"0") in (b"0", "0"):
+            return {"status": "no_duel", "_counters": ["credited_no_duel"]}
+        record = json.loads(imp["record"])
+        arms = json.loads(imp["arms"])
+        outcomes = credit_fn(record, positions)
+        if not outcomes:
+            return {"status": "no_clicks", "_counters": ["no_clicks"]}
+        snap = parse_snapshot(exp_id, pipe.hmget(exp_key(exp_id), SNAPSHOT_FIELDS))
+        bandit = snap.bandit
+        pairs = [(arms[a], arms[b], float(s)) for a, b, s in outcomes]
+        live = [(i, j, s) for i, j, s in pairs if bandit.status[i] != RETIRED
+                and bandit.status[j] != RETIRED]
+        if not live:
+            return {"status": "stale", "_counters": ["stale"]}
+        before_status = bandit.status.copy()
+        before_extra = _stage_of(bandit)
+        if bandit.multi:
+            bandit.update_many(live)
+        else:
+            i, j, s = live[0]  # a pairwise method yields one outcome per impression
+            bandit.update(i, j, s)
+        now = self.clock()
+        names = {r["arm"]: r["name"] for r in snap.rankers}
+        audit = []
+        for arm in np.flatnonzero((before_status == ACTIVE) & (bandit.status == ELIMINATED)):
+            info = bandit.eliminated.get(int(arm), {})
+            audit.append(_audit(now, "eliminated", actor="bandit", ranker=names.get(int(arm)),
+                                by=names.get(info.get("by")), step=info.get("step")))
+        after_extra = _stage_of(bandit)
+        if after_extra != before_extra:
+            audit.append(_audit(now, "stage_changed", actor="bandit", **{
+                "from": before_extra, "to": after_extra}))
+        counters = ["decisive"]
+        if any(s == 0.5 for _, _, s in live):
+            counters.append("ties")
+        return {
+            "status": "credited",
+            "outcomes": [[i, j, s] for i, j, s in live],
+            "_bandit": True,
+            "_new": bandit,
+            "_audit": audit,
+            "_counters": counters,
+        }
+
+
+def _stage_of(bandit: DuelingBandit) -> Any:
+    """The policy's stage and number of batches when it has them (MergeDTS/MergeRUCB)."""
+    stage = getattr(bandit, "stage", None)
+    batches = getattr(bandit, "batches", None)
+    if stage is None and batches is None:
+        return None
+    return {"stage": _plain(stage), "batches": len(batches) if batches is not None else None}
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _audit(ts: float, action: str, *, actor: str, **detail: Any) -> str:
+    return json.dumps({"ts": ts, "action": action, "actor": actor, **detail})
+
+
+def status_name(code: int) -> str:
+    return STATUS_NAMES[int(code)]
+
+
+# KEYS: imp, clicks, pending; ARGV: due, imp_id, ttl, positions...
+_CLICK_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('HGET', KEYS[1], 'closed') == '1' then return -2 end
+local added = 0
+for i = 4, #ARGV do added = added + redis.call('SADD', KEYS[2], ARGV[i]) end
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+redis.call('ZADD', KEYS[3], 'XX', ARGV[1], ARGV[2])
+return added
+"""
+
+# KEYS: imp, pending; ARGV: now, imp_id
+_END_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
+redis.call('HSET', KEYS[1], 'closed', '1')
+redis.call('ZADD', KEYS[2], 'XX', ARGV[1], ARGV[2])
+return 1
+"""
+
+# KEYS: exp, t
+_SELECT_LUA = """
+local v = redis.call('HGET', KEYS[1], 'version')
+if not v then return nil end
+return {redis.call('INCR', KEYS[2]), tonumber(v)}
+"""

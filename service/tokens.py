@@ -1,0 +1,48 @@
+"""Click tokens: an HMAC that ties clicks to the impression ``/search`` issued.
+
+``token = expiry "." hex(HMAC-SHA256(secret, impression_id | experiment_id | expiry))``.
+The expiry travels in clear so the server can check it before the MAC; the MAC covers it,
+so it cannot be extended. Comparison is constant-time (``hmac.compare_digest``).
+
+Examples
+--------
+>>> tok = issue_token(b"k", "imp1", "exp1", expires_at=2_000_000_000)
+>>> verify_token(b"k", tok, "imp1", "exp1", now=1_900_000_000)
+>>> verify_token(b"k", tok, "imp2", "exp1", now=1_900_000_000)
+Traceback (most recent call last):
+...
+service.errors.Forbidden: invalid token for this impression
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from service.errors import Forbidden
+
+
+def _mac(secret: bytes, impression_id: str, experiment_id: str, expires_at: int) -> str:
+    msg = f"{impression_id}|{experiment_id}|{expires_at}".encode()
+    return hmac.new(secret, msg, hashlib.sha256).hexdigest()
+
+
+def issue_token(secret: bytes, impression_id: str, experiment_id: str, expires_at: int) -> str:
+    """The token for one impression, valid until ``expires_at`` (unix seconds)."""
+    return f"{int(expires_at)}.{_mac(secret, impression_id, experiment_id, int(expires_at))}"
+
+
+def verify_token(
+    secret: bytes, token: object, impression_id: str, experiment_id: str, *, now: float
+) -> None:
+    """Raise :class:`Forbidden` unless ``token`` is valid and unexpired for the impression."""
+    if not isinstance(token, str) or not token:
+        raise Forbidden("missing token")
+    expiry, sep, mac = token.partition(".")
+    if not sep or not expiry.isdigit() or len(mac) != 64:
+        raise Forbidden("malformed token")
+    expected = _mac(secret, impression_id, experiment_id, int(expiry))
+    if not hmac.compare_digest(expected, mac):
+        raise Forbidden("invalid token for this impression")
+    if now > int(expiry):
+        raise Forbidden("token expired")

