@@ -475,7 +475,7 @@ class Store:
                             pipe.rpush(audit_key(exp_id), entry)
                     pipe.hset(ikey, mapping={"closed": 1, "credited": json.dumps(result)})
                     pipe.zrem(PENDING, imp_id)
-                    for name in result.pop("_counters"):
+                    for name in ["credited", *result.pop("_counters")]:
                         pipe.hincrby(counters_key(exp_id), name, 1)
                     pipe.execute()
                     return result

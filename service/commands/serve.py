@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
                          "(set them, or run `rankduel demo` which generates them)")
     for name, value in overrides.items():  # the workers re-read the environment
         os.environ[f"RANKDUEL_{name.upper()}"] = str(value)
+    prom_dir = prepare_multiproc_dir()  # before any metric is created by an import
     factory = load_factory(args.app)
-    prom_dir = prepare_multiproc_dir()
     created = not args.keep_metrics_dir and prom_dir.startswith(tempfile.gettempdir())
     logging.basicConfig(level=config.log_level)
     log.info("serving on %s with %d workers x %d threads; config %r",

