@@ -1,0 +1,137 @@
+"""Team-draft interleaving and team-draft multileaving.
+
+Team-draft interleave (Radlinski, Kurup, Joachims, "How does clickthrough data reflect
+retrieval quality?", CIKM 2008, Algorithm 2): like captains picking teams, at each step
+the ranker whose team is smaller (a coin decides when they are equal) adds its highest
+ranked document not yet shown, and that document joins its team. A click credits the
+team of the clicked document; the team with more credited clicks wins.
+
+Team-draft multileave (Schuth, Sietsma, Whiteson, Lefortier, de Rijke, "Multileaved
+comparisons for fast online evaluation", CIKM 2014, §3.1) is the same draft among any
+number of rankers: the rankers with the smallest team are eligible and one of them,
+chosen uniformly at random, picks next. With two rankers the two are the same method.
+
+Decisions, where the papers leave room:
+
+* **Identical top prefix.** Documents on which all participants agree position by
+  position are shown first and belong to no team (team ``-1``); clicks on them count as
+  clicks (so a comparison with only such clicks is a tie) but credit nobody.
+* **A list that runs out** (shorter than the page, or everything it has is already
+  shown): it stops picking and the others keep drafting until the page is full or every
+  list is exhausted. An empty list never gets a team member.
+* **Seeding**: the random choices come from the ``rng`` argument; the service seeds it
+  with :func:`interleaving.seed_for` so that a repeated view shows the same list.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from interleaving.base import Interleaver, Outcome, identical_prefix, pairwise_from_scores
+
+
+def team_draft(
+    rankings: list[list[str]], k: int, rng: np.random.Generator
+) -> tuple[list[str], list[int]]:
+    """The shown list and the team (participant index, ``-1`` for none) of each slot.
+
+    Shared by team-draft interleave and multileave and by SOSM's list creation.
+    """
+    m = len(rankings)
+    prefix = identical_prefix(rankings, k) if m > 1 else 0
+    shown = list(rankings[0][:prefix]) if prefix else []
+    teams = [-1] * prefix
+    in_list = set(shown)
+    pointer = [prefix] * m
+    size = [0] * m
+    while len(shown) < k:
+        # advance each pointer past documents already shown; exhausted rankers drop out
+        live = []
+        for j in range(m):
+            r, p = rankings[j], pointer[j]
+            while p < len(r) and r[p] in in_list:
+                p += 1
+            pointer[j] = p
+            if p < len(r):
+                live.append(j)
+        if not live:
+            break
+        smallest = min(size[j] for j in live)
+        eligible = [j for j in live if size[j] == smallest]
+        j = eligible[int(rng.integers(len(eligible)))] if len(eligible) > 1 else eligible[0]
+        doc = rankings[j][pointer[j]]
+        shown.append(doc)
+        in_list.add(doc)
+        teams.append(j)
+        size[j] += 1
+    return shown, teams
+
+
+def team_credit(teams: list[int], clicked: list[int], m: int) -> list[float]:
+    """Clicks credited to each of ``m`` teams."""
+    scores = [0.0] * m
+    for p in clicked:
+        t = teams[p]
+        if t >= 0:
+            scores[t] += 1.0
+    return scores
+
+
+class TeamDraft(Interleaver):
+    """Team-draft interleave of two rankings (Radlinski et al. 2008).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> td = TeamDraft()
+    >>> shown, record = td.interleave([["a", "b", "c"], ["a", "c", "d"]], 4,
+    ...                               np.random.default_rng(1))
+    >>> shown[0], record["teams"][0]     # shared top document: shown first, no team
+    ('a', -1)
+    >>> sorted(shown)
+    ['a', 'b', 'c', 'd']
+    >>> winner = record["teams"].index(1)   # a click on ranker 1's first pick
+    >>> td.credit(record, [winner])
+    [(0, 1, 0.0)]
+    >>> td.credit(record, [])               # no clicks, no duel
+    []
+    """
+
+    name: ClassVar[str] = "team_draft"
+    pairwise: ClassVar[bool] = True
+
+    def _interleave(
+        self, rankings: list[list[str]], k: int, rng: np.random.Generator
+    ) -> tuple[list[str], dict[str, Any]]:
+        shown, teams = team_draft(rankings, k, rng)
+        return shown, {"teams": teams}
+
+    def _credit(self, record: dict[str, Any], clicked: list[int]) -> list[Outcome]:
+        return pairwise_from_scores(team_credit(record["teams"], clicked, int(record["n"])))
+
+
+class TeamDraftMultileave(TeamDraft):
+    """Team-draft multileave of any number of rankings (Schuth et al. 2014, §3.1).
+
+    Every pair of participants is compared on the clicks credited to their teams; a
+    participant without a team member in the shown list has credit 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tdm = TeamDraftMultileave()
+    >>> shown, record = tdm.interleave([["a", "b"], ["c", "d"], ["e", "f"]], 3,
+    ...                                np.random.default_rng(0))
+    >>> sorted(shown)                       # each ranker drafts its top document
+    ['a', 'c', 'e']
+    >>> first = record["teams"][0]
+    >>> [o for o in tdm.credit(record, [0]) if first in o[:2]] == [
+    ...     (min(first, j), max(first, j), 1.0 if first < j else 0.0)
+    ...     for j in range(3) if j != first]
+    True
+    """
+
+    name: ClassVar[str] = "team_draft_multileave"
+    pairwise: ClassVar[bool] = False
