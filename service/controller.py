@@ -11,12 +11,13 @@ and the algorithms tolerate.
 
 Selection sets ``bandit.t`` from the shared counter (so the round-robin over batches and
 the ``log t`` terms follow the global time step, not this process's) and draws from a
-fresh generator seeded by the impression id, so concurrent processes do not replay each
-other's random choices. Whatever ``select()`` changes in the policy object itself stays in
-this process's cache and is **not** written back: the persisted state changes only through
-feedback (``W``, eliminations, merges) and operator actions. For MergeDTS/MergeRUCB the
-selection depends only on ``W``, the batches and ``t``, so nothing is lost; RUCB-style
-bookkeeping kept by ``select()`` (if a policy has any) is per process.
+fresh generator seeded by ``(experiment seed, t)``: reproducible for a given order of
+requests, and distinct across the processes (each ``t`` is handed out once). Whatever
+``select()`` changes in the policy object itself stays in this process's cache and is
+**not** written back: the persisted state changes only through feedback (``W``,
+eliminations, merges) and operator actions. For MergeDTS/MergeRUCB the selection depends
+only on ``W``, the batches and ``t``, so nothing is lost; RUCB-style bookkeeping kept by
+``select()`` (if a policy has any) is per process.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class Controller:
             return self._load(exp_id)
         return entry
 
-    def choose(self, exp_id: str, seed: int) -> Choice:
+    def choose(self, exp_id: str) -> Choice:
         """Count a selection and pick the comparison for it.
 
         ``running``: the policy's ``select()``; ``paused`` or ``stopped``: the current
@@ -113,7 +114,8 @@ class Controller:
             with entry.lock:
                 bandit = entry.bandit
                 bandit.t = t - 1  # select() increments it to the global step t
-                bandit.rng = np.random.default_rng(seed)
+                # reproducible and distinct per step: the experiment's seed and t
+                bandit.rng = np.random.default_rng([snap.meta["seed"], t])
                 arms = tuple(int(a) for a in bandit.select())
         else:
             arms = (entry.champion,)

@@ -16,7 +16,7 @@ import bandits
 from bandits.base import ELIMINATED, RETIRED
 from service.errors import Conflict, Unprocessable
 from service.rankers import validate_url
-from service.store import NAME_RE, Snapshot, Store, t_key
+from service.store import NAME_RE, Snapshot, Store
 from service.validation import field
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
@@ -160,6 +160,8 @@ def summary(store: Store, snap: Snapshot) -> dict[str, Any]:
 
 def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
     """The full state of an experiment (``GET /experiments/ID``)."""
+    if snap.counters is None:
+        snap = store.snapshot(snap.exp_id, full=True)
     bandit = snap.bandit
     W = bandit.W
     names = {r["arm"]: r["name"] for r in snap.rankers}
@@ -184,14 +186,13 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         })
     state = _json_state(snap)
     out = summary(store, snap)
-    t_raw = store.r.get(t_key(snap.exp_id))
     out.update({
         "params": snap.meta["params"],
         "seed": snap.meta["seed"],
         "created_at": snap.meta["created_at"],
         "version": snap.version,
-        "selections": int(t_raw) if t_raw else 0,
-        "counters": store.counters(snap.exp_id),
+        "selections": snap.selections,
+        "counters": snap.counters,
         "rankers": rankers,
         "arms": [names[a] for a in range(bandit.K)],
         "stage": state.get("stage"),

@@ -53,9 +53,9 @@ def _interleaving():
 
 
 def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...],
-                    seed: int) -> np.random.Generator:
+                    seed: list[int]) -> np.random.Generator:
     """Seed from (user, query) when the user is known, so a repeated view of the same
-    comparison shows the same list; from the impression id otherwise."""
+    comparison shows the same list; from (experiment seed, t) otherwise."""
     if user:
         salt = f"{exp_id}:{','.join(map(str, arms))}"
         return np.random.default_rng(_interleaving().seed_for(user, q, salt=salt))
@@ -65,8 +65,8 @@ def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...]
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[str, Any]:
     """Serve one search of experiment ``exp_id``; see the module docstring."""
     imp_id = secrets.token_hex(12)
-    seed = int(imp_id[:16], 16)
-    choice = rt.controller.choose(exp_id, seed)
+    choice = rt.controller.choose(exp_id)
+    seed = [choice.snapshot.meta["seed"], choice.t, 1]
     method = choice.snapshot.meta["interleaving"]
     lists = rt.rankers.fetch_all(list(choice.rankers), q, k, experiment=exp_id)
     ok = [(arm, r, res) for arm, r, res in zip(choice.arms, choice.rankers, lists, strict=True)

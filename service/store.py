@@ -116,6 +116,9 @@ class Snapshot:
     version: int
     w_bytes: bytes
     state_json: str
+    #: counters and selection count, when read with the snapshot (``full=True``)
+    counters: dict[str, int] | None = None
+    selections: int | None = None
     _bandit: DuelingBandit | None = field(default=None, repr=False)
 
     @property
@@ -169,8 +172,21 @@ class Store:
         self._select_script = client.register_script(_SELECT_LUA)
 
     # ------------------------------------------------------------------ reads
-    def snapshot(self, exp_id: str) -> Snapshot:
-        return parse_snapshot(exp_id, self.r.hmget(exp_key(exp_id), SNAPSHOT_FIELDS))
+    def snapshot(self, exp_id: str, *, full: bool = False) -> Snapshot:
+        """The experiment's snapshot; with ``full``, also its counters and selection
+        count, read in the same MULTI so that they agree with ``W`` (a credit commits
+        the new ``W`` and its counters together)."""
+        if not full:
+            return parse_snapshot(exp_id, self.r.hmget(exp_key(exp_id), SNAPSHOT_FIELDS))
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hmget(exp_key(exp_id), SNAPSHOT_FIELDS)
+        pipe.hgetall(counters_key(exp_id))
+        pipe.get(t_key(exp_id))
+        values, counters, t = pipe.execute()
+        snap = parse_snapshot(exp_id, values)
+        snap.counters = {_s(k): int(v) for k, v in counters.items()}
+        snap.selections = int(t or 0)
+        return snap
 
     def exists(self, exp_id: str) -> bool:
         return bool(self.r.exists(exp_key(exp_id)))

@@ -31,8 +31,8 @@ def require_token() -> None:
         raise Unauthorized("invalid admin token")
 
 
-def _snapshot(exp_id: str):
-    return _rt().store.snapshot(exp_id)
+def _snapshot(exp_id: str, full: bool = True):
+    return _rt().store.snapshot(exp_id, full=full)
 
 
 @bp.post("")
@@ -49,7 +49,7 @@ def list_experiments():
     out = []
     for exp_id in rt.store.list_ids():
         try:
-            out.append(experiments.summary(rt.store, _snapshot(exp_id)))
+            out.append(experiments.summary(rt.store, _snapshot(exp_id, full=False)))
         except NotFound:  # deleted between the listing and the read
             continue
     return jsonify({"experiments": out})
