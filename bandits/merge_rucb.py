@@ -1,0 +1,104 @@
+"""MergeRUCB, Zoghi's thesis (seed 003), Algorithm 4.
+
+The batch, stage and merge machinery is shared with MergeDTS
+(:class:`bandits.merge_dts.MergeBandit`, whose module docstring lists the departures from
+the pseudo-code that both make: elimination and merges evaluated at update time, ties,
+added and retired arms, stage thresholds relative to the stage's field, the stage merge
+of :func:`~bandits.merge_dts.pair_batches`). Specific to MergeRUCB:
+
+- line 2 makes ``b_1 = floor(K/p)`` batches (sizes between ``p`` and ``2p``, filled evenly);
+- a batch left with one arm while other batches exist merges with the next batch, as in
+  MergeDTS (seed 000, Algorithm 1 lines 12–13). Algorithm 4 does not say what to do then
+  (line 10's ``argmax`` over ``B_i \\ {ρ_c}`` is over an empty set), and it is what the
+  same authors' successor algorithm does;
+- uncompared pairs have ``U = 2`` by the ``x/0 := 1`` rule of seed 000's line 10 (as in
+  :mod:`bandits.rucb`); ties in line 10's ``argmax`` are broken uniformly at random.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bandits.merge_dts import MergeBandit, _Batch
+
+
+class MergeRUCB(MergeBandit):
+    """MergeRUCB, seed 003 (Zoghi 2017) Algorithm 4.
+
+    The arms are split into ``floor(K/p)`` batches (line 2) visited round robin
+    (line 6, ``i = t mod b_S``). In the visited batch ``B_i``, with
+    ``U = W/(W + Wᵀ) + sqrt(α ln(t + C)/(W + Wᵀ))`` (line 7):
+
+    - an arm ``ρ_k`` with ``U_kl < ½`` for some ``ρ_l`` of the batch is removed (line 8);
+    - ``ρ_c`` is drawn uniformly from the batch (line 9) and
+      ``d = argmax_{l ≠ c} U_lc``, the arm most likely to beat it (line 10);
+    - the caller compares ``(ρ_c, ρ_d)`` and reports through :meth:`update` (line 11);
+    - once at most ``K/2^S`` arms are left the batches are paired up so that each has
+      between ``p/2`` and ``3p/2`` arms (lines 12–14).
+
+    With one arm left it is played against itself for ever (horizonless operation).
+
+    Parameters
+    ----------
+    n_arms
+        Number of arms K.
+    alpha
+        Exploration parameter α (thesis: α > ½, 1.01 in its experiments; seed 000 tunes
+        α = 0.8⁶ for MergeRUCB on 136 rankers).
+    batch_size
+        Batch size p (thesis: 4; seed 000 tunes 8).
+    c
+        ``C(δ)`` (line 3; seed 000 tunes 4·10⁵). Default: the line-3 formula with
+        δ = 1/``horizon`` (needs α > ½).
+    horizon
+        T for the default ``c``.
+    seed
+        Seed or ``numpy.random.Generator``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bandits.merge_rucb import MergeRUCB
+    >>> P = np.array([[0.5, 0.7, 0.8, 0.9],
+    ...               [0.3, 0.5, 0.6, 0.8],
+    ...               [0.2, 0.4, 0.5, 0.7],
+    ...               [0.1, 0.2, 0.3, 0.5]])
+    >>> env = np.random.default_rng(0)
+    >>> b = MergeRUCB(4, alpha=0.51, batch_size=2, c=100, seed=1)
+    >>> b.batches
+    [[0, 1], [2, 3]]
+    >>> for _ in range(5000):
+    ...     i, j = b.select()
+    ...     b.update(i, j, float(env.random() < P[i, j]))
+    >>> b.best_arm(), b.select()
+    (0, (0, 0))
+    """
+
+    name = "mergerucb"
+    _round_up = False
+
+    def _prepare(self, bt: _Batch, W_sub: np.ndarray) -> None:
+        n = W_sub + W_sub.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # U = R + S sqrt(α ln(t + C)); an uncompared pair gets 1 + 1 = 2 (x/0 := 1)
+            bt.R = np.where(n > 0, W_sub / n, 2.0)
+            bt.S = np.where(n > 0, 1.0 / np.sqrt(n), 0.0)
+
+    def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
+        n = w_ab + w_ba
+        s = 1.0 / math.sqrt(n)
+        bt.R[a, b] = w_ab / n
+        bt.R[b, a] = w_ba / n
+        bt.S[a, b] = bt.S[b, a] = s
+
+    def _choose(self, bt: _Batch, t: int, rng: np.random.Generator) -> tuple[int, int]:
+        c = int(rng.integers(bt.n))  # line 9
+        # line 10: d = argmax_{l != c} U_lc
+        u = bt.S[:, c] * math.sqrt(self.bonus(t))
+        u += bt.R[:, c]
+        u[c] = -np.inf
+        top = np.flatnonzero(u == u.max())
+        d = int(top[0]) if top.size == 1 else int(top[rng.integers(top.size)])
+        return c, d
