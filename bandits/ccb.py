@@ -1,0 +1,223 @@
+"""Copeland Confidence Bounds (CCB), Zoghi's thesis (seed 003), Algorithm 5."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from bandits.base import ACTIVE, Comparison, DuelingBandit
+from bandits.rucb import rand_argmax
+
+
+class CCB(DuelingBandit):
+    """Copeland Confidence Bounds, seed 003 (Zoghi 2017) Algorithm 5.
+
+    Targets a *Copeland* winner (an arm beating the most others), so it needs no
+    Condorcet winner. Each step (line numbers of Algorithm 5):
+
+    - line 6: ``U``, ``L = W/(W+Wᵀ) ± sqrt(alpha ln t/(W+Wᵀ))``, ``u_ii = l_ii = 1/2``,
+      ``x/0 := 1`` (an uncompared pair has ``u = 2``, ``l = 0``);
+    - line 7: optimistic and pessimistic Copeland scores ``#{k ≠ i : u_ik >= 1/2}``
+      and ``#{k ≠ i : l_ik >= 1/2}``; line 8: ``C_t`` = the optimistic top scorers;
+    - line 9: maintain the shortlist ``B_t`` of potential best arms, the sets ``B_t^i``
+      of arms likely to beat ``a_i``, and ``L̄_C``, the estimated number of losses of
+      a Copeland winner: A. reset everything (lines 2–4) if some ``a_j ∈ B_t^i`` has
+      ``l_ij > 1/2``; B. drop from ``B_t`` every arm whose optimistic score is below
+      some arm's pessimistic score, refilling its ``B_t^i = {a_k | u_ik < 1/2}``
+      unless it holds ``L̄_C + 1`` arms, and reset if ``B_t`` empties; C. for every
+      ``a_i ∈ C_t`` with equal scores, add it to ``B_t``, empty ``B_t^i``, set
+      ``L̄_C = K - 1 - score``, empty the other ``B_t^j`` smaller than ``L̄_C + 1`` and
+      trim the larger ones to ``L̄_C + 1`` random members;
+    - line 10: with probability 1/4 play a uniform pair ``(i, j)`` with
+      ``a_j ∈ B_t^i`` and ``1/2 ∈ [l_ij, u_ij]``, if there is one;
+    - lines 11–12: otherwise ``a_c`` is uniform over ``B_t ∩ C_t`` (with probability
+      2/3, when non-empty) or over ``C_t``;
+    - line 13: with probability 1/2 the opponent pool is ``B_t^c``, else all arms;
+      ``d = argmax u_jc`` over the pool's arms with ``l_jc <= 1/2``, ties avoiding
+      ``d = c``;
+    - line 14: the caller compares ``(c, d)`` and reports it through :meth:`update`.
+
+    Choices and departures:
+
+    - when the pool ``B_t^c`` of line 13 has no arm with ``l_jc <= 1/2`` (for example
+      when it is empty), all arms are used (which always contains ``c``, as
+      ``l_cc = 1/2``); the pseudo-code leaves this case open;
+    - horizonless (as in the thesis), ``t`` = number of ``select()`` calls;
+    - "all arms" and ``K`` mean the ACTIVE arms (``K`` in line 9C counts them); a
+      retired arm leaves ``B_t`` and every ``B_t^i``; an added arm starts with zero
+      counts, joins ``B_t`` (as every arm does on line 2) with an empty ``B^i``, and
+      ``L̄_C`` is kept;
+    - a tie (outcome ½) adds ½ to each side of ``W``;
+    - CCB never eliminates; the O(K²) confidence matrices are recomputed every step.
+
+    ``best_arm()``: the base rule, the active arm with the most empirical wins
+    (``w_ij > w_ji``), ties by win rate — an estimate of a Copeland winner.
+
+    Parameters
+    ----------
+    n_arms
+        Number of arms K.
+    alpha
+        Exploration parameter, ``alpha > 1/2``.
+    seed
+        Seed or ``numpy.random.Generator``.
+
+    Examples
+    --------
+    A 4-arm instance without a Condorcet winner (0 → 1 → 2 → 0 is a cycle; 0 and 1
+    both beat two arms, 0 is upset by 2 and 1 by 0): CCB settles on a Copeland winner.
+
+    >>> import numpy as np
+    >>> from bandits.ccb import CCB
+    >>> P = np.array([[0.5, 0.9, 0.1, 0.9],
+    ...               [0.1, 0.5, 0.9, 0.9],
+    ...               [0.9, 0.1, 0.5, 0.1],
+    ...               [0.1, 0.1, 0.9, 0.5]])
+    >>> env = np.random.default_rng(0)
+    >>> b = CCB(4, seed=1)
+    >>> for _ in range(3000):
+    ...     c, d = b.select()
+    ...     b.update(c, d, float(env.random() < P[c, d]))
+    >>> b.best_arm() in (0, 1)
+    True
+    """
+
+    name = "ccb"
+
+    def __init__(
+        self,
+        n_arms: int,
+        *,
+        alpha: float = 0.51,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(n_arms, seed=seed)
+        if alpha <= 0:
+            raise ValueError(f"alpha must be positive, got {alpha}")
+        self.alpha = float(alpha)
+        #: B_t, the potential best arms (line 2), as a mask over all arms
+        self.shortlist = np.ones(self.K, dtype=bool)
+        #: B_t^i as row i of a K×K mask: arms likely to beat a_i (line 3)
+        self.opponents = np.zeros((self.K, self.K), dtype=bool)
+        #: L̄_C, the estimated max losses of a Copeland winner (line 4)
+        self.max_losses = self.K
+
+    # ------------------------------------------------------------------ helpers
+    def _reset(self, Bb: np.ndarray, Bo: np.ndarray, k: int) -> int:
+        """Lines 2–4 on the active-arm views; returns the new ``L̄_C``."""
+        Bb[:] = True
+        Bo[:] = False
+        return k
+
+    def _bounds(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Line 6 on the active arms ``A``: (U, L)."""
+        Wa = self.W[np.ix_(A, A)]
+        n = Wa + Wa.T
+        zero = n == 0
+        n_safe = n + zero
+        mean = Wa / n_safe
+        radius = np.sqrt(self.alpha * math.log(self.t) / n_safe)
+        U = mean + radius
+        L = mean - radius
+        U[zero] = 2.0  # x/0 := 1 in both terms: 1 + 1
+        L[zero] = 0.0  # and 1 - 1
+        np.fill_diagonal(U, 0.5)
+        np.fill_diagonal(L, 0.5)
+        return U, L
+
+    # ------------------------------------------------------------------ hooks
+    def _select(self) -> Comparison:
+        A = np.flatnonzero(self.status == ACTIVE)
+        k = A.size
+        if k == 0:
+            raise RuntimeError("no active arms")
+        if k == 1:
+            return (int(A[0]), int(A[0]))
+        rng = self.rng
+        U, L = self._bounds(A)
+        off = ~np.eye(k, dtype=bool)
+        # line 7: optimistic / pessimistic Copeland scores; line 8: C_t
+        cpld_up = ((U >= 0.5) & off).sum(axis=1)
+        cpld_lo = ((L >= 0.5) & off).sum(axis=1)
+        C = cpld_up == cpld_up.max()
+        # line 9, on views restricted to the active arms
+        Bb = self.shortlist[A]
+        Bo = self.opponents[np.ix_(A, A)]
+        LC = self.max_losses
+        # 9A: reset disproven hypotheses
+        if (Bo & (L > 0.5)).any():
+            LC = self._reset(Bb, Bo, k)
+        # 9B: remove non-Copeland winners
+        drop = Bb & (cpld_up < cpld_lo.max())
+        if drop.any():
+            Bb[drop] = False
+            refill = drop & (Bo.sum(axis=1) != LC + 1)
+            Bo[refill] = U[refill] < 0.5
+            if not Bb.any():
+                LC = self._reset(Bb, Bo, k)
+        # 9C: add Copeland winners
+        for i in np.flatnonzero(C & (cpld_up == cpld_lo)):
+            Bb[i] = True
+            Bo[i] = False
+            LC = int(k - 1 - cpld_up[i])
+            sizes = Bo.sum(axis=1)
+            Bo[sizes < LC + 1] = False
+            for j in np.flatnonzero(sizes > LC + 1):
+                members = np.flatnonzero(Bo[j])
+                keep = rng.choice(members, size=LC + 1, replace=False)
+                Bo[j] = False
+                Bo[j, keep] = True
+        self.shortlist[A] = Bb
+        self.opponents[np.ix_(A, A)] = Bo
+        self.max_losses = LC
+        # line 10: with probability 1/4, an uncertain pair (i, j) with a_j in B^i
+        if rng.random() < 0.25:
+            pairs = np.flatnonzero(Bo & (L <= 0.5) & (U >= 0.5))
+            if pairs.size:
+                p = int(pairs[rng.integers(pairs.size)])
+                return (int(A[p // k]), int(A[p % k]))
+        # line 11: prefer B_t ∩ C_t with probability 2/3
+        both = Bb & C
+        if both.any() and rng.random() < 2.0 / 3.0:
+            C = both
+        # line 12: a_c uniform over C_t
+        cs = np.flatnonzero(C)
+        c = int(cs[rng.integers(cs.size)])
+        # line 13: the opponent pool is B^c or all arms, each with probability 1/2
+        eligible = L[:, c] <= 0.5
+        if rng.random() < 0.5 and (Bo[c] & eligible).any():
+            eligible = Bo[c] & eligible
+        u = np.where(eligible, U[:, c], -np.inf)
+        d = rand_argmax(u, rng, avoid=c)
+        return (int(A[c]), int(A[d]))
+
+    def _add_arm(self, arm: int) -> None:
+        self.shortlist = np.append(self.shortlist, True)
+        Bo = np.zeros((self.K, self.K), dtype=bool)
+        Bo[:arm, :arm] = self.opponents
+        self.opponents = Bo
+
+    def _retire_arm(self, arm: int) -> None:
+        self.shortlist[arm] = False
+        self.opponents[arm, :] = False
+        self.opponents[:, arm] = False
+
+    def params(self) -> dict[str, Any]:
+        return {"alpha": self.alpha}
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {
+            "shortlist": np.flatnonzero(self.shortlist).tolist(),
+            "opponents": [np.flatnonzero(row).tolist() for row in self.opponents],
+            "max_losses": int(self.max_losses),
+        }
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.shortlist = np.zeros(self.K, dtype=bool)
+        self.shortlist[state["shortlist"]] = True
+        self.opponents = np.zeros((self.K, self.K), dtype=bool)
+        for i, row in enumerate(state["opponents"]):
+            self.opponents[i, row] = True
+        self.max_losses = int(state["max_losses"])
