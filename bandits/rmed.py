@@ -1,0 +1,234 @@
+"""Relative Minimum Empirical Divergence (RMED1), Komiyama, Honda, Kashima & Nakagawa, COLT 2015."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.special import xlogy
+
+from bandits.base import ACTIVE, Comparison, DuelingBandit
+from bandits.rucb import rand_argmax
+
+
+def _divergence_terms(w: np.ndarray, w_rev: np.ndarray) -> np.ndarray:
+    """``N_ij d(μ̂_ij, 1/2)`` where ``μ̂_ij <= 1/2``, else 0 (uncompared pairs: 0).
+
+    ``d(p, 1/2) = p log 2p + (1 - p) log 2(1 - p)``, the Bernoulli KL divergence, so
+    ``N d(μ̂, 1/2) = w log(2w/N) + w' log(2w'/N)`` with ``N = w + w'``.
+    """
+    n = w + w_rev
+    n_safe = np.where(n > 0, n, 1.0)
+    term = xlogy(w, 2.0 * w / n_safe) + xlogy(w_rev, 2.0 * w_rev / n_safe)
+    return np.where((n > 0) & (2.0 * w <= n), term, 0.0)
+
+
+class RMED1(DuelingBandit):
+    """RMED1 (Komiyama et al. 2015, Algorithms 1 and 2), a baseline of seed 000 §3/§5.5.
+
+    Seed 000 describes it in prose only (§3: it extends DMED, "pulling each pair of
+    rankers the minimum number of times prescribed by the lower bound"); seed 001 §4.1.1
+    gives the setting ``f(K) = 0.3 K^1.01``. The steps follow the original paper.
+
+    Statistics: ``μ̂_ij = w_ij / N_ij`` (½ when uncompared); ``Ô_i = {j ≠ i : μ̂_ij <= 1/2}``;
+    the empirical divergence ``I_i = Σ_{j ∈ Ô_i} N_ij d(μ̂_ij, 1/2)`` (the evidence
+    that ``i`` is not the Condorcet winner); ``î* = argmin_i I_i``; arm ``j`` stays a
+    candidate when ``J_j: I_j - I_î* <= log t + f(K)``.
+
+    Algorithm 1:
+
+    - initial phase: draw every pair once (``L = 1``);
+    - then rounds: ``L_C = L_R`` = the candidates, ``L_N = ∅``; for each ``l ∈ L_C`` in a
+      fixed (ascending) order: choose ``m`` (Algorithm 2), play ``(l, m)``, remove
+      ``l`` from ``L_R``, and add to ``L_N`` every arm ``j ∉ L_R`` for which ``J_j``
+      holds; at the end of the round ``L_C, L_R <- L_N``.
+
+    Algorithm 2 (RMED1's choice of ``m``): ``m = î*`` if ``Ô_l`` is empty or contains
+    ``î*``; otherwise ``m = argmin_{j ≠ l} μ̂_lj``. Once ``î*`` beats everyone
+    empirically it is the only candidate and is played against itself.
+
+    Departures, for live operation:
+
+    - horizonless (RMED1 is anytime); ``t`` is the number of ``select()`` calls and the
+      candidate test runs when a pair is selected, on the feedback received so far;
+    - an added arm gets its own initial phase (one duel against each active arm) on the
+      next steps, then enters ``L_N`` through ``J`` like any arm; a retired arm is
+      skipped everywhere, and ``K`` in ``f(K)`` counts the active arms; if a round ends
+      with no candidate left (only possible after retirements) all active arms are;
+    - ties of ``argmin`` (frequent after the initial phase) are broken at random;
+    - a tie (outcome ½) adds ½ to each side of ``W``;
+    - ``I`` is kept up to date per compared pair (O(K) per step, not O(K²)).
+
+    ``best_arm()``: ``î*``, the active arm with the least empirical divergence, ties by
+    win rate.
+
+    Parameters
+    ----------
+    n_arms
+        Number of arms K.
+    f_scale, f_power
+        ``f(K) = f_scale * K ** f_power`` (paper: 0.3 and 1.01).
+    seed
+        Seed or ``numpy.random.Generator``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bandits.rmed import RMED1
+    >>> P = np.array([[0.5, 0.8, 0.9], [0.2, 0.5, 0.7], [0.1, 0.3, 0.5]])
+    >>> env = np.random.default_rng(0)
+    >>> b = RMED1(3, seed=1)
+    >>> [b.select() for _ in range(3)]  # the initial phase: every pair once
+    [(1, 0), (2, 0), (2, 1)]
+    >>> for (c, d) in [(1, 0), (2, 0), (2, 1)]:
+    ...     b.update(c, d, float(env.random() < P[c, d]))
+    >>> for _ in range(2000):
+    ...     c, d = b.select()
+    ...     b.update(c, d, float(env.random() < P[c, d]))
+    >>> b.best_arm()
+    0
+    >>> b.select()
+    (0, 0)
+    """
+
+    name = "rmed1"
+
+    def __init__(
+        self,
+        n_arms: int,
+        *,
+        f_scale: float = 0.3,
+        f_power: float = 1.01,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(n_arms, seed=seed)
+        self.f_scale = float(f_scale)
+        self.f_power = float(f_power)
+        #: index of the next pair of the initial phase (pairs (i, j), j < i, by i)
+        self.init_pos = 0
+        #: L_C, the current round's arms in order, and the position in it
+        self.round: list[int] = list(range(self.K))
+        self.cursor = 0
+        #: L_R and L_N as masks
+        self.remaining = np.ones(self.K, dtype=bool)
+        self.next_round = np.zeros(self.K, dtype=bool)
+        self._D: np.ndarray | None = None
+        self._I = np.zeros(self.K)
+
+    # ------------------------------------------------------------------ statistics
+    def _divergences(self) -> np.ndarray:
+        """``I_i`` for every arm (inactive opponents do not count)."""
+        if self._D is None:
+            D = _divergence_terms(self.W, self.W.T)
+            np.fill_diagonal(D, 0.0)
+            D[:, self.status != ACTIVE] = 0.0
+            self._D = D
+            self._I = np.array([row.sum() for row in D])
+        return self._I
+
+    def _threshold(self) -> float:
+        k = int(np.count_nonzero(self.status == ACTIVE))
+        return math.log(max(self.t, 1)) + self.f_scale * k**self.f_power
+
+    # ------------------------------------------------------------------ hooks
+    def _select(self) -> Comparison:
+        active = self.status == ACTIVE
+        if not active.any():
+            raise RuntimeError("no active arms")
+        # initial phase (Algorithm 1, L = 1), extended by each added arm's pairs
+        while self.init_pos < self.K * (self.K - 1) // 2:
+            p = self.init_pos
+            self.init_pos += 1
+            i = (1 + math.isqrt(1 + 8 * p)) // 2
+            j = p - i * (i - 1) // 2
+            if active[i] and active[j]:
+                return (i, j)
+        # next l in L_C (skipping arms retired since the round began)
+        while True:
+            if self.cursor >= len(self.round):
+                self._new_round(active)
+            l_arm = self.round[self.cursor]
+            self.cursor += 1
+            if active[l_arm]:
+                break
+        div = self._divergences()
+        arms = np.flatnonzero(active)
+        star = int(arms[rand_argmax(-div[arms], self.rng)])
+        # Algorithm 2: m(t)
+        row = self.W[l_arm]
+        n = row + self.W[:, l_arm]
+        mu = np.where(n > 0, row / np.where(n > 0, n, 1.0), 0.5)
+        mu[~active] = np.inf
+        mu[l_arm] = np.inf
+        losers_to = mu <= 0.5  # Ô_l
+        # Algorithm 2: î* if Ô_l is empty or holds î*, else the arm l loses to most
+        use_star = not losers_to.any() or bool(losers_to[star])
+        m = star if use_star else rand_argmax(-mu, self.rng)
+        # Algorithm 1: L_R <- L_R \ {l}; L_N <- L_N ∪ {j ∉ L_R : J_j}
+        self.remaining[l_arm] = False
+        cand = active & ~self.remaining & (div - div[star] <= self._threshold())
+        self.next_round |= cand
+        return (l_arm, m)
+
+    def _new_round(self, active: np.ndarray) -> None:
+        nxt = self.next_round & active
+        if not nxt.any():
+            nxt = active.copy()
+        self.round = np.flatnonzero(nxt).tolist()
+        self.cursor = 0
+        self.remaining = nxt.copy()
+        self.next_round = np.zeros(self.K, dtype=bool)
+
+    def _update(self, i: int, j: int, outcome: float) -> None:
+        if self._D is None or i == j:
+            return
+        D, W = self._D, self.W
+        pair = _divergence_terms(W[[i, j], [j, i]], W[[j, i], [i, j]])
+        if self.status[j] == ACTIVE:
+            D[i, j] = pair[0]
+        if self.status[i] == ACTIVE:
+            D[j, i] = pair[1]
+        self._I[i] = D[i].sum()
+        self._I[j] = D[j].sum()
+
+    def _add_arm(self, arm: int) -> None:
+        self.remaining = np.append(self.remaining, False)
+        self.next_round = np.append(self.next_round, False)
+        self._D = None
+
+    def _retire_arm(self, arm: int) -> None:
+        self.remaining[arm] = False
+        self.next_round[arm] = False
+        self._D = None
+
+    def best_arm(self) -> int:
+        arms = np.flatnonzero(self.status == ACTIVE)
+        if arms.size == 0:
+            return super().best_arm()
+        div = self._divergences()[arms]
+        n = self.W + self.W.T
+        rate = self.W[arms].sum(axis=1) / np.maximum(n[arms].sum(axis=1), 1.0)
+        return int(arms[np.lexsort((-rate, div))[0]])
+
+    def params(self) -> dict[str, Any]:
+        return {"f_scale": self.f_scale, "f_power": self.f_power}
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {
+            "init_pos": int(self.init_pos),
+            "round": [int(a) for a in self.round],
+            "cursor": int(self.cursor),
+            "remaining": np.flatnonzero(self.remaining).tolist(),
+            "next_round": np.flatnonzero(self.next_round).tolist(),
+        }
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.init_pos = int(state["init_pos"])
+        self.round = [int(a) for a in state["round"]]
+        self.cursor = int(state["cursor"])
+        self.remaining = np.zeros(self.K, dtype=bool)
+        self.remaining[state["remaining"]] = True
+        self.next_round = np.zeros(self.K, dtype=bool)
+        self.next_round[state["next_round"]] = True
+        self._D = None
