@@ -341,7 +341,7 @@ def sosm_batch(
     document among the shown documents it retrieved (``sa``/``sb``, 0 = not retrieved).
     """
     shown, td = team_draft_batch(A, B, rng, prep)
-    info = {}
+    info = {"n_shown": (shown >= 0).sum(axis=1)}
     for name, idx in (("sa", td["ia"]), ("sb", td["ib"])):
         scored = idx >= 0
         rho = 1 + ((idx[:, None, :] < idx[:, :, None]) & scored[:, None, :]).sum(axis=2)
@@ -350,12 +350,21 @@ def sosm_batch(
 
 
 def sosm_credit_batch(info: Info, clicks: np.ndarray, power: float = 1.0) -> np.ndarray:
-    """Sample-only scored credit (reciprocal rank within the shown list)."""
+    """Sample-only scored credit: ``1/ρ`` within the shown list; a shown document the
+    ranker did not retrieve earns the mean of ``1/ρ`` over the ranks below its
+    retrieved ones (see :mod:`interleaving.sosm`)."""
+    n_shown = info["n_shown"]
+    k = clicks.shape[1]
+    weights = np.arange(1, k + 1, dtype=float) ** -power
+    cum = np.concatenate([[0.0], np.cumsum(weights)])
     scores = []
     for name in ("sa", "sb"):
         rho = info[name]
-        credit = np.where(clicks & (rho > 0), np.maximum(rho, 1).astype(float) ** -power, 0.0)
-        scores.append(credit.sum(axis=1))
+        n_ret = (rho > 0).sum(axis=1)
+        gap = n_shown - n_ret
+        missing = (cum[n_shown] - cum[n_ret]) / np.maximum(gap, 1)
+        credit = np.where(rho > 0, weights[np.maximum(rho, 1) - 1], missing[:, None])
+        scores.append(np.where(clicks, credit, 0.0).sum(axis=1))
     sa, sb = scores
     tie = np.isclose(sa, sb, rtol=1e-12, atol=1e-12)
     return np.where(tie, 0.5, (sa > sb).astype(float))

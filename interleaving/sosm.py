@@ -11,8 +11,17 @@ probabilistic user model). The seed gives only prose; the definition followed he
 * **Scoring** ignores the teams. Every participant is scored on the shown list only
   (hence "sample only"): it ranks the shown documents by its own order, and a clicked
   document at rank ``ρ_j(d)`` within that re-ranked sample earns it ``1 / ρ_j(d)``.
-  A shown document the participant did not retrieve earns it nothing ("only scored":
-  only documents the ranker scores count). Pairwise outcomes compare the scores.
+  Pairwise outcomes compare the scores.
+* **Documents a participant did not retrieve.** In the papers' setting every feature
+  ranker scores every document, so each participant orders the whole sample. Rankers
+  behind an HTTP API return only their top ``k``; a shown document missing from a
+  participant's list ranks below all of its retrieved ones, in unknown order. It gets
+  the *average* credit of those bottom ranks, ``mean(1/ρ for ρ = n_j+1 .. |L|)`` with
+  ``n_j`` the participant's retrieved shown documents — so every participant's credits
+  over the sample sum to the same total, and clicks at random favour nobody. (Giving
+  such documents no credit, as a literal reading of "only scored" would, rewards
+  rankers for overlapping with the others: under random clicks a participant whose
+  list covers more of the page wins.)
 
 This is what makes SOSM robust to similar rankers (the failure of team-draft credit that
 Brost et al. describe): two rankers that order the sample the same way get the same
@@ -42,6 +51,12 @@ def sample_ranks(rankings: list[list[str]], shown: list[str]) -> list[list[int]]
     --------
     >>> sample_ranks([["x", "b", "a"], ["a"]], ["a", "b", "c"])
     [[2, 1, 0], [1, 0, 0]]
+    >>> sosm = SOSM()
+    >>> record = {"method": "sosm", "n": 2, "len": 3, "ranks": [[2, 1, 0], [1, 0, 0]]}
+    >>> sosm.credit(record, [1])     # ranker 0 ranks "b" 1st; ranker 1 lacks it: (1/2+1/3)/2
+    [(0, 1, 1.0)]
+    >>> sosm.credit(record, [2])     # both lack "c": 1/3 against (1/2 + 1/3)/2
+    [(0, 1, 0.0)]
     """
     out = []
     for ranking in rankings:
@@ -86,7 +101,12 @@ class SOSM(Interleaver):
         return shown, {"ranks": sample_ranks(rankings, shown)}
 
     def _credit(self, record: dict[str, Any], clicked: list[int]) -> list[Outcome]:
+        n = int(record["len"])
+        weights = [rho ** -self.power for rho in range(1, n + 1)]
         scores = []
         for ranks in record["ranks"]:
-            scores.append(sum(ranks[p] ** -self.power for p in clicked if ranks[p] > 0))
+            n_ret = sum(1 for r in ranks if r > 0)
+            missing = sum(weights[n_ret:]) / (n - n_ret) if n_ret < n else 0.0
+            scores.append(sum(weights[ranks[p] - 1] if ranks[p] > 0 else missing
+                              for p in clicked))
         return pairwise_from_scores(scores)
