@@ -37,6 +37,19 @@ def refresh_win_prob(Q: np.ndarray, W: np.ndarray, i: int, j: int) -> None:
         Q[j, i] = betainc(W[i, j] + 1.0, W[j, i] + 1.0, 0.5)
 
 
+def to_threshold32(q: np.ndarray | float) -> np.ndarray:
+    """``floor(q · 2³²)`` as uint32 (capped at 2³² - 1): ``r < T`` for a uniform 32-bit
+    ``r`` is a Bernoulli(``q``) draw to within 2⁻³², at half the cost of a float64
+    uniform (two draws per 64-bit word of the generator)."""
+    return np.minimum(np.asarray(q) * 4294967296.0, 4294967295.0).astype(np.uint32)
+
+
+def random_u32(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Uniform 32-bit integers from ``rng``'s raw 64-bit output (part of its state)."""
+    n = math.prod(shape)
+    return rng.bit_generator.random_raw((n + 1) // 2).view(np.uint32)[:n].reshape(shape)
+
+
 _TRI = np.ones((0, 0), dtype=bool)
 
 
@@ -73,7 +86,8 @@ class DTS(DuelingBandit):
       of the K×K matrix ``U``;
     - Phase 1 only uses the indicators ``1(θ⁽¹⁾_ij > 1/2)``, which are drawn directly
       as Bernoulli(``q_ij``) with ``q_ij = P(Beta(w_ij+1, w_ji+1) > 1/2)`` (kept up to
-      date per compared pair), one uniform each instead of two gamma variates;
+      date per compared pair), one 32-bit uniform each instead of two gamma variates
+      (exact to within 2⁻³² per draw, see :func:`to_threshold32`);
     - they are only drawn for rows in ``C`` (the argmax looks at nothing else),
       antisymmetric inside ``C × C``; with ``|C| = 1`` nothing is drawn;
     - Phase 2 first draws, per eligible arm, whether ``θ⁽²⁾_i > 1/2`` (Bernoulli
@@ -132,6 +146,7 @@ class DTS(DuelingBandit):
         self.alpha = float(alpha)
         self._lc: LossCounter | None = None
         self._q: np.ndarray | None = None
+        self._t32 = np.zeros((0, 0), dtype=np.uint32)
 
     def _counter(self) -> LossCounter:
         # "not a win" for the upper Copeland score: u_ij <= 1/2 (ζ⁺ counts u_ij > 1/2)
@@ -157,24 +172,32 @@ class DTS(DuelingBandit):
         if cand.size == 1:
             first = int(cand[0])
         else:
-            Q = self._win_prob()
-            # 1(θ⁽¹⁾_ij > 1/2) ~ Bernoulli(q_ij), q_ij = P(Beta(w_ij+1, w_ji+1) > 1/2)
-            if lc.all_active:
-                q = Q[cand]
-                pos = cand
-            else:
-                q = Q[np.ix_(cand, lc.arms)]
-                pos = np.searchsorted(lc.arms, cand)
-            wins = rng.random(q.shape) < q
+            T = self._thresholds()
+            # 1(θ⁽¹⁾_ij > 1/2) ~ Bernoulli(q_ij), q_ij = P(Beta(w_ij+1, w_ji+1) > 1/2),
+            # drawn as r < T_ij with r a uniform 32-bit integer.
             # Inside C × C the tournament is antisymmetric (θ_ji = 1 - θ_ij): only the
-            # draws above the diagonal (in C order) count, and p beats q below it
-            # exactly when q lost to p above it.
-            mask = _upper(cand.size)
-            up = wins[:, pos] & mask
-            block = up | ~(up.T | mask)  # below the diagonal: the mirror of ``up``
-            np.fill_diagonal(block, False)  # no arm beats itself
-            wins[:, pos] = block
-            score = wins.sum(axis=1)
+            # draws above the diagonal (in C order) are used, and below it p beats q
+            # exactly when q lost to p above it. So candidate p scores
+            #   (wins outside C) + (wins above the diagonal in row p)
+            #   + p - (wins above the diagonal in column p).
+            n_c = cand.size
+            mask = _upper(n_c)
+            if n_c == lc.arms.size:  # C = every active arm
+                t = T if lc.all_active else T[np.ix_(cand, cand)]
+                up = (random_u32(rng, t.shape) < t) & mask
+                score = up.sum(axis=1) - up.sum(axis=0)
+            else:
+                if lc.all_active:
+                    t = T[cand]
+                    pos = cand
+                else:
+                    t = T[np.ix_(cand, lc.arms)]
+                    pos = np.searchsorted(lc.arms, cand)
+                wins = random_u32(rng, t.shape) < t
+                block = wins[:, pos]
+                up = block & mask
+                score = wins.sum(axis=1) - block.sum(axis=1) + up.sum(axis=1) - up.sum(axis=0)
+            score += np.arange(n_c)
             first = int(cand[rand_argmax(score, rng)])
         # ---- Phase 2: second candidate among l_{i first} <= 1/2, i.e. u_{first i} >= 1/2,
         # i.e. w_{first i} + sqrt(alpha ln t * n) >= n / 2 (true for n = 0: x/0 := 1).
@@ -202,13 +225,20 @@ class DTS(DuelingBandit):
         """:func:`beta_win_prob` of ``W``, kept up to date pair by pair."""
         if self._q is None:
             self._q = beta_win_prob(self.W)
+            self._t32 = to_threshold32(self._q)
         return self._q
+
+    def _thresholds(self) -> np.ndarray:
+        """:func:`to_threshold32` of :meth:`_win_prob`, kept up to date with it."""
+        self._win_prob()
+        return self._t32
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if self._lc is not None:
             self._lc.update_pair(i, j, self.W[i, j], self.W[j, i])
-        if self._q is not None:
+        if self._q is not None and i != j:
             refresh_win_prob(self._q, self.W, i, j)
+            self._t32[[i, j], [j, i]] = to_threshold32(self._q[[i, j], [j, i]])
 
     def _add_arm(self, arm: int) -> None:
         self._lc = None
