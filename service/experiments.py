@@ -54,7 +54,8 @@ def parse_ranker(body: Any, *, default_timeout_ms: int, where: str = "") -> dict
 
 def create(store: Store, body: dict[str, Any], *, default_timeout_ms: int) -> str:
     """Validate a ``POST /experiments`` body and create the experiment."""
-    unknown = set(body) - {"name", "rankers", "algorithm", "params", "interleaving", "seed"}
+    unknown = set(body) - {"name", "rankers", "algorithm", "params", "interleaving", "seed",
+                           "true_preferences", "true_best"}
     if unknown:
         raise Unprocessable(f"unknown fields: {', '.join(sorted(unknown))}")
     name = field(body, "name", str)
@@ -90,8 +91,38 @@ def create(store: Store, body: dict[str, Any], *, default_timeout_ms: int) -> st
     names = [r["name"] for r in rankers]
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
+    truth = parse_truth(body, names)
     return store.create_experiment(name=name, algorithm=algorithm, params=params,
-                                   interleaving=method, rankers=rankers, seed=seed)
+                                   interleaving=method, rankers=rankers, seed=seed, truth=truth)
+
+
+def parse_truth(body: dict[str, Any], names: list[str]) -> dict[str, Any] | None:
+    """The optional ground truth of a simulated experiment (the demo sends it), used only
+    by the ``rankduel_experiment_true_regret`` metric.
+
+    ``true_preferences`` is the K×K preference matrix over ``rankers`` in their order
+    (validated like ``rankduel simulate --matrix``); ``true_best`` names the ranker regret
+    is measured against (default: the Condorcet winner, else the Copeland regret of seed
+    000 eq. 10, as in the simulator).
+    """
+    from bandits.matrices import validate_matrix
+
+    raw = body.get("true_preferences")
+    best = field(body, "true_best", str, required=False)
+    if raw is None:
+        if best is not None:
+            raise Unprocessable("field 'true_best' needs 'true_preferences'")
+        return None
+    try:
+        P = validate_matrix(raw)
+    except ValueError as exc:
+        raise Unprocessable(f"field 'true_preferences': {exc}") from None
+    if P.shape[0] != len(names):
+        raise Unprocessable(f"field 'true_preferences' must be {len(names)}×{len(names)} "
+                            f"(one row per ranker), got {P.shape[0]}×{P.shape[1]}")
+    if best is not None and best not in names:
+        raise Unprocessable(f"field 'true_best': no ranker named {best!r}")
+    return {"preferences": P.tolist(), "best": None if best is None else names.index(best)}
 
 
 def patch(store: Store, exp_id: str, body: dict[str, Any]) -> None:

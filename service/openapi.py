@@ -50,6 +50,13 @@ SCHEMAS: dict[str, Any] = {
             "interleaving": {"type": "string",
                              "examples": ["team_draft", "probabilistic", "balanced"]},
             "seed": {"type": "integer", "minimum": 0},
+            "true_preferences": {
+                "type": "array", "items": {"type": "array", "items": {"type": "number"}},
+                "description": "Simulations only: the true K×K preference matrix over "
+                               "`rankers` (for the true-regret metric)"},
+            "true_best": {"type": "string",
+                          "description": "Ranker that true regret is measured against "
+                                         "(default: the Condorcet winner of true_preferences)"},
         },
     },
     "Experiment": {

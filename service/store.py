@@ -10,6 +10,8 @@ Key layout (``rd:`` prefix; ``{e}`` an experiment id, ``{i}`` an impression id):
     rd:exp:{e}:t            STR   selection counter, INCR'd by every /search
     rd:exp:{e}:counters     HASH  impressions, duels, decisive, ties, no_clicks, ...
     rd:exp:{e}:audit        LIST  operator actions, eliminations and stage changes (JSON)
+    rd:exp:{e}:shown        HASH  per arm: n:{arm} impressions that showed it, share:{arm}
+                                  the same weighted 1/(rankers in the impression)
     rd:imp:{i}              HASH  exp, arms, record, shown, duel, closed, credited, ... (TTL)
     rd:imp:{i}:clicks       SET   clicked positions (0-based)                          (TTL)
     rd:pending              ZSET  impressions not yet credited, by the time they are due
@@ -70,6 +72,10 @@ def t_key(exp_id: str) -> str:
 
 def counters_key(exp_id: str) -> str:
     return f"{PREFIX}exp:{exp_id}:counters"
+
+
+def shown_key(exp_id: str) -> str:
+    return f"{PREFIX}exp:{exp_id}:shown"
 
 
 def audit_key(exp_id: str) -> str:
@@ -188,6 +194,28 @@ class Store:
         snap.selections = int(t or 0)
         return snap
 
+    def scrape(self, exp_id: str) -> tuple[Snapshot, dict[int, tuple[int, float]], Any]:
+        """What the metrics collector exports of one experiment, read in one MULTI: the
+        full snapshot, ``{arm: (impressions that showed it, its share of them)}`` and
+        the optional ``truth`` given at creation (None without one)."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hmget(exp_key(exp_id), (*SNAPSHOT_FIELDS, "truth"))
+        pipe.hgetall(counters_key(exp_id))
+        pipe.get(t_key(exp_id))
+        pipe.hgetall(shown_key(exp_id))
+        values, counters, t, shown = pipe.execute()
+        snap = parse_snapshot(exp_id, values[:-1])
+        snap.counters = {_s(k): int(v) for k, v in counters.items()}
+        snap.selections = int(t or 0)
+        per_arm: dict[int, list[float]] = {}
+        for key, value in shown.items():
+            kind, _, arm = _s(key).partition(":")
+            slot = per_arm.setdefault(int(arm), [0, 0.0])
+            slot[0 if kind == "n" else 1] = float(value)
+        arms = {a: (int(n), share) for a, (n, share) in per_arm.items()}
+        truth = json.loads(values[-1]) if values[-1] else None
+        return snap, arms, truth
+
     def exists(self, exp_id: str) -> bool:
         return bool(self.r.exists(exp_key(exp_id)))
 
@@ -222,8 +250,13 @@ class Store:
         rankers: list[dict[str, Any]],
         seed: int | None = None,
         actor: str = "operator",
+        truth: dict[str, Any] | None = None,
     ) -> str:
-        """Create an experiment (inputs already validated by the caller); return its id."""
+        """Create an experiment (inputs already validated by the caller); return its id.
+
+        ``truth`` (optional, simulations and the demo): ``{"preferences": K×K list,
+        "best": arm or None}``, kept in its own hash field (off the request path) for the
+        true-regret metric."""
         if seed is None:
             seed = secrets.randbits(63)
         try:
@@ -254,6 +287,7 @@ class Store:
                 "rankers": json.dumps(table),
                 "version": 1,
                 **encode_bandit(bandit),
+                **({"truth": json.dumps(truth)} if truth else {}),
             },
         )
         pipe.zadd(EXPERIMENTS, {exp_id: now})
@@ -394,6 +428,9 @@ class Store:
         pipe.zadd(PENDING, {imp_id: now + inactivity_s})
         for name, n in counters.items():
             pipe.hincrby(counters_key(exp_id), name, n)
+        for arm in arms:  # exposure, for regret and traffic share (service.collector)
+            pipe.hincrby(shown_key(exp_id), f"n:{arm}", 1)
+            pipe.hincrbyfloat(shown_key(exp_id), f"share:{arm}", 1.0 / len(arms))
         pipe.execute()
 
     def impression(self, imp_id: str) -> dict[str, Any] | None:
