@@ -1,0 +1,381 @@
+"""The baseline dueling bandits: RUCB, RCS, CCB, DTS, Self-Sparring, RMED1 and MDB.
+
+Statistical tests use fixed seeds; each states how many seeded runs must succeed and why
+that tolerance. Everything here runs in well under a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bandits import ACTIVE, bandit_from_state, make_bandit
+from bandits.ccb import CCB
+from bandits.dts import DTS, beta_win_prob
+from bandits.matrices import bradley_terry, condorcet_winner, copeland_winners, non_condorcet
+from bandits.mdb import MDB
+from bandits.rcs import RCS
+from bandits.rmed import RMED1
+from bandits.rucb import RUCB, LossCounter, rand_argmax, ucb_column
+
+PAIRWISE = ["rucb", "rcs", "ccb", "dts", "self_sparring", "rmed1"]
+ALL = [*PAIRWISE, "mdb"]
+
+
+def play(bandit, P: np.ndarray, steps: int, env: np.random.Generator) -> list[tuple[int, ...]]:
+    """Drive ``bandit`` on preference matrix ``P`` (the simulator's proxy method)."""
+    chosen = []
+    for _ in range(steps):
+        arms = bandit.select()
+        chosen.append(arms)
+        if bandit.multi:
+            bandit.update_many(
+                [
+                    (i, j, float(env.random() < P[i, j]))
+                    for x, i in enumerate(arms)
+                    for j in arms[x + 1 :]
+                ]
+            )
+        else:
+            i, j = arms
+            bandit.update(i, j, float(env.random() < P[i, j]))
+    return chosen
+
+
+# ---------------------------------------------------------------------- shared helpers
+def dense_u(W: np.ndarray, bonus: float) -> np.ndarray:
+    """The thesis' U (Algorithm 2 lines 5-6) computed directly, for reference."""
+    n = W + W.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        U = np.where(n > 0, W / n + np.sqrt(bonus / n), 2.0)
+    np.fill_diagonal(U, 0.5)
+    return U
+
+
+def test_loss_counter_matches_direct_count():
+    rng = np.random.default_rng(0)
+    K = 9
+    W = np.zeros((K, K))
+    active = np.ones(K, dtype=bool)
+    active[[2, 7]] = False
+    for strict in (True, False):
+        lc = LossCounter(W, active, strict=strict)
+        thr = 0.0
+        for step in range(3000):
+            i, j = rng.choice(K, size=2, replace=False)
+            s = rng.choice([0.0, 0.5, 1.0], p=[0.3, 0.1, 0.6] if i < j else [0.6, 0.1, 0.3])
+            W[i, j] += s
+            W[j, i] += 1 - s
+            lc.update_pair(i, j, W[i, j], W[j, i])
+            if step % 7 == 0:
+                thr = math.log(step + 2) * 0.6
+                lc.set_threshold(thr)
+                U = dense_u(W, thr)
+                loss = (U < 0.5) if strict else (U <= 0.5)
+                np.fill_diagonal(loss, False)
+                expect = (loss & active[None, :]).sum(axis=1)
+                np.testing.assert_array_equal(lc.counts[active], expect[active])
+                assert (lc.counts[~active] >= LossCounter.INACTIVE).all()
+        W[:] = 0
+
+
+def test_ucb_column_and_rand_argmax():
+    W = np.array([[0.0, 3.0, 0.0], [1.0, 0.0, 2.0], [0.0, 2.0, 0.0]])
+    u = ucb_column(W, 1, 0.7)
+    np.testing.assert_allclose(u, dense_u(W, 0.7)[:, 1])
+    assert u[1] == 0.5
+    rng = np.random.default_rng(0)
+    # a tie between index 0 and 2 that avoids 2
+    assert {rand_argmax(np.array([1.0, 0.0, 1.0]), rng, avoid=2) for _ in range(20)} == {0}
+    assert {rand_argmax(np.array([1.0, 0.0, 1.0]), rng) for _ in range(50)} == {0, 2}
+
+
+class DenseRUCB(RUCB):
+    """Algorithm 2 with the full matrix U, consuming random numbers like RUCB."""
+
+    def _select(self):
+        active = self.status == ACTIVE
+        bonus = self.alpha * math.log(self.t)
+        U = dense_u(self.W, bonus)
+        ok = (U >= 0.5) | ~active[None, :]
+        cand = np.flatnonzero(active & ok.all(axis=1))
+        if cand.size == 0:
+            self.B = []
+            arms = np.flatnonzero(active)
+            c = int(arms[self.rng.integers(arms.size)])
+        else:
+            self.B = [b for b in self.B if b in cand]
+            if cand.size == 1:
+                c = int(cand[0])
+                self.B = [c]
+            elif self.B and self.rng.random() < 0.5:
+                c = self.B[0]
+            else:
+                rest = cand[~np.isin(cand, self.B)]
+                c = int(rest[self.rng.integers(rest.size)])
+        u = np.where(active, U[:, c], -np.inf)
+        return (c, rand_argmax(u, self.rng, avoid=c))
+
+
+def test_rucb_candidate_set_equals_dense_algorithm():
+    # Same seed, same environment: the incremental candidate set must give exactly the
+    # choices of the dense pseudo-code, including across a retirement.
+    P = bradley_terry(10, gap=0.05, seed=4)
+    fast, dense = RUCB(10, seed=3), DenseRUCB(10, seed=3)
+    e1, e2 = np.random.default_rng(9), np.random.default_rng(9)
+    assert play(fast, P, 1500, e1) == play(dense, P, 1500, e2)
+    fast.retire_arm(4)
+    dense.retire_arm(4)
+    assert play(fast, P, 1500, e1) == play(dense, P, 1500, e2)
+
+
+# ---------------------------------------------------------------------- exact-law shortcuts
+def _fixed_state(cls, **params):
+    """A policy with a fixed, partly informative W on 4 arms and t held at 50."""
+    W = np.array([[0, 6, 3, 1], [4, 0, 5, 2], [2, 3, 0, 0], [1, 1, 0, 0]], dtype=float)
+    b = cls(4, seed=11, **params)
+    b.W = W.copy()
+    b._load_extra_state(b.state_dict())  # drop caches built from the old W
+    return b
+
+
+def _frequencies(draw, n: int) -> dict:
+    out: dict = {}
+    for _ in range(n):
+        k = draw()
+        out[k] = out.get(k, 0) + 1
+    return {k: v / n for k, v in out.items()}
+
+
+def _assert_same_law(f1: dict, f2: dict, n: int):
+    # Two independent samples of n draws: each frequency differs by at most
+    # 5 standard errors of a difference (sqrt(2 p (1 - p) / n)) plus 0.002; a false
+    # alarm over the handful of outcomes compared has probability well below 1e-5.
+    for k in set(f1) | set(f2):
+        p = max(f1.get(k, 0.0), f2.get(k, 0.0))
+        tol = 5 * math.sqrt(2 * p * (1 - p) / n) + 0.002
+        assert abs(f1.get(k, 0.0) - f2.get(k, 0.0)) <= tol, (k, f1.get(k), f2.get(k))
+
+
+def test_dts_choices_have_the_law_of_the_papers_sampling():
+    # DTS draws only what decides the pair (Bernoulli indicators, truncated Betas);
+    # its pairs must be distributed as with the paper's full Beta sampling.
+    n = 12000
+    b = _fixed_state(DTS, alpha=0.51)
+    t0 = 50
+
+    def fast():
+        b.t = t0 - 1
+        return b.select()
+
+    W = b.W
+    rng = np.random.default_rng(5)
+    K = 4
+    U = dense_u(W, 0.51 * math.log(t0))
+    L = 1 - U.T
+    up_cpld = ((U > 0.5) & ~np.eye(K, dtype=bool)).sum(axis=1)
+    C = np.flatnonzero(up_cpld == up_cpld.max())
+
+    def reference():
+        theta = np.full((K, K), 0.5)
+        for i in range(K):
+            for j in range(i + 1, K):
+                theta[i, j] = rng.beta(W[i, j] + 1, W[j, i] + 1)
+                theta[j, i] = 1 - theta[i, j]
+        score = (theta > 0.5).sum(axis=1)
+        first = int(C[rand_argmax(score[C], rng)])
+        th2 = np.array(
+            [0.5 if i == first else rng.beta(W[i, first] + 1, W[first, i] + 1) for i in range(K)]
+        )
+        th2[L[:, first] > 0.5] = -1.0
+        return (first, int(np.argmax(th2)))
+
+    assert C.size > 1  # the instance exercises Phase 1's sampling
+    _assert_same_law(_frequencies(fast, n), _frequencies(reference, n), n)
+
+
+def test_rcs_champion_has_the_law_of_the_sampled_tournament():
+    n = 12000
+    b = _fixed_state(RCS)
+    W = b.W
+    rng = np.random.default_rng(6)
+
+    def fast():
+        b.t = 49
+        b.champion_counts[:] = [0, 0, 0, 10**9]  # fallback champion: the least often
+        return b.select()[0]
+
+    def reference():
+        K = 4
+        theta = np.full((K, K), 0.5)
+        for i in range(K):
+            for j in range(i + 1, K):
+                theta[i, j] = rng.beta(W[i, j] + 1, W[j, i] + 1)
+                theta[j, i] = 1 - theta[i, j]
+        beats_all = np.flatnonzero((theta >= 0.5).all(axis=1))
+        return int(beats_all[0]) if beats_all.size else int(rng.integers(3))
+
+    _assert_same_law(_frequencies(fast, n), _frequencies(reference, n), n)
+
+
+def test_beta_win_prob():
+    W = np.array([[0.0, 7.0], [2.0, 0.0]])
+    rng = np.random.default_rng(0)
+    mc = (rng.beta(8, 3, 200_000) > 0.5).mean()
+    assert abs(beta_win_prob(W)[0, 1] - mc) < 0.005  # MC standard error ~0.0005
+    assert beta_win_prob(W)[0, 1] + beta_win_prob(W)[1, 0] == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------- finding winners
+STEPS = {"rucb": 3000, "rcs": 3000, "ccb": 2000, "dts": 3000, "self_sparring": 3000, "rmed1": 3000}
+
+
+@pytest.mark.parametrize("name", PAIRWISE)
+def test_finds_condorcet_winner(name):
+    # 10 seeded runs on 8-arm Bradley-Terry instances (smallest gap 0.1); at least 9
+    # must name the Condorcet winner: one miss is allowed for an unlucky run, more
+    # would mean the policy does not converge at this budget.
+    hits = 0
+    for seed in range(10):
+        P = bradley_terry(8, gap=0.1, spread=3.0, seed=100 + seed)
+        b = make_bandit(name, 8, seed=seed)
+        play(b, P, STEPS[name], np.random.default_rng(1000 + seed))
+        hits += b.best_arm() == condorcet_winner(P)
+    assert hits >= 9, f"{name}: {hits}/10"
+
+
+def test_mdb_selects_sets_and_learns_from_update_many():
+    hits = 0
+    for seed in range(10):
+        P = bradley_terry(8, gap=0.1, spread=3.0, seed=100 + seed)
+        b = MDB(8, seed=seed)
+        first = b.select()
+        assert first == tuple(range(8))  # Algorithm 1 line 2: play all arms
+        b.update_many([(i, j, float(P[i, j] > 0.5)) for i in first for j in first if i < j])
+        assert b.n_updates == 1 and b.W.sum() == 8 * 7 / 2
+        chosen = play(b, P, 800, np.random.default_rng(1000 + seed))
+        for S in chosen:
+            assert isinstance(S, tuple) and len(S) >= 1 and len(set(S)) == len(S)
+        assert max(len(S) for S in chosen) > 2  # it did multileave
+        # At the end it exploits one arm, the winner; 9 of 10 runs (same tolerance as
+        # the pairwise policies).
+        hits += chosen[-1] == (condorcet_winner(P),) and b.best_arm() == condorcet_winner(P)
+    assert hits >= 9, f"{hits}/10"
+
+
+def test_ccb_finds_a_copeland_winner_without_condorcet_winner():
+    # No Condorcet winner, two Copeland winners; 10 runs, at least 9 must name one of
+    # them (tolerance as above).
+    hits = 0
+    for seed in range(10):
+        P = non_condorcet(8, n_winners=2, gap=0.1, spread=3.0, seed=seed)
+        assert condorcet_winner(P) is None
+        b = CCB(8, seed=seed)
+        play(b, P, 2000, np.random.default_rng(50 + seed))
+        hits += b.best_arm() in copeland_winners(P)
+    assert hits >= 9, f"{hits}/10"
+
+
+# ---------------------------------------------------------------------- live operations
+@pytest.mark.parametrize("name", ALL)
+def test_add_and_retire_mid_run(name):
+    K = 6
+    P7 = bradley_terry(K + 1, gap=0.1, spread=3.0, seed=21)
+    winner = condorcet_winner(P7)
+    # arm 6 joins later; make it a loser so the winner stays the same
+    if winner == K:
+        perm = [*range(K + 1)]
+        perm[K], perm[0] = 0, K
+        P7 = P7[np.ix_(perm, perm)]
+        winner = condorcet_winner(P7)
+    env = np.random.default_rng(3)
+    b = make_bandit(name, K, seed=7)
+    play(b, P7[:K, :K], 400, env)
+    gone = next(a for a in range(K) if a != winner)
+    b.retire_arm(gone)
+    assert b.status[gone] != ACTIVE
+    new = b.add_arm()
+    assert new == K and b.K == K + 1 and b.W[new].sum() == 0
+    chosen = play(b, P7, 2500, env)
+    assert all(gone not in arms for arms in chosen)
+    assert any(new in arms for arms in chosen)
+    assert b.best_arm() == winner
+    assert b.best_arm() != gone
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_state_round_trip_continues_identically(name):
+    P = bradley_terry(7, gap=0.05, seed=5)
+    P8 = bradley_terry(8, gap=0.05, seed=5)
+    b = make_bandit(name, 7, seed=13)
+    env = np.random.default_rng(2)
+    play(b, P, 300, env)
+    b.retire_arm(2)
+    b.add_arm()
+    play(b, P8, 100, env)
+    state = json.loads(json.dumps(b.state_dict()))  # as it would live in Redis
+    restored = bandit_from_state(state)
+    assert type(restored) is type(b)
+    assert json.dumps(restored.state_dict()) == json.dumps(b.state_dict())
+    e1, e2 = np.random.default_rng(8), np.random.default_rng(8)
+    assert play(b, P8, 400, e1) == play(restored, P8, 400, e2)
+    assert json.dumps(restored.state_dict()) == json.dumps(b.state_dict())
+    assert restored.best_arm() == b.best_arm()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_same_seed_same_run(name):
+    P = bradley_terry(7, gap=0.05, seed=6)
+    runs = []
+    for _ in range(2):
+        b = make_bandit(name, 7, seed=42)
+        runs.append(play(b, P, 500, np.random.default_rng(4)))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_repr_and_params(name):
+    b = make_bandit(name, 5, seed=1)
+    assert repr(b).startswith(type(b).__name__ + "(K=5")
+    rebuilt = make_bandit(name, 5, seed=1, **b.params())
+    assert rebuilt.params() == b.params()
+
+
+def test_rmed1_initial_phase_draws_every_pair_once_also_for_added_arms():
+    b = RMED1(5, seed=0)
+    first = [b.select() for _ in range(10)]
+    assert sorted(tuple(sorted(p)) for p in first) == [
+        (i, j) for i in range(5) for j in range(i + 1, 5)
+    ]
+    for i, j in first:
+        b.update(i, j, 1.0)
+    b.retire_arm(1)
+    new = b.add_arm()
+    nxt = [b.select() for _ in range(4)]
+    assert sorted(nxt) == [(new, 0), (new, 2), (new, 3), (new, 4)]
+
+
+def test_rucb_keeps_the_hypothesised_best_arm_in_the_state():
+    P = bradley_terry(5, gap=0.2, seed=1)
+    b = RUCB(5, seed=0)
+    play(b, P, 2000, np.random.default_rng(0))
+    winner = condorcet_winner(P)
+    hypothesis = b.B
+    assert hypothesis == [winner]
+    assert b.state_dict()["B"] == b.B
+    b.retire_arm(b.B[0])
+    assert b.B == []
+
+
+def test_self_duels_carry_no_information():
+    for name in PAIRWISE:
+        b = make_bandit(name, 4, seed=0)
+        before = json.dumps(b.state_dict())
+        b.update(2, 2, 1.0)
+        after = b.state_dict()
+        assert after["n_updates"] == 1
+        after["n_updates"] = 0
+        assert json.dumps(after) == before, name
