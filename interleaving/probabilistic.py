@@ -64,6 +64,7 @@ def probabilistic_interleave(
     remaining: list[dict[str, float]] = [
         {d: (r + 1.0) ** -tau for r, d in enumerate(ranking)} for ranking in rankings
     ]
+    totals = [sum(r.values()) for r in remaining]
     shown: list[str] = []
     posterior: list[list[float]] = []
     while len(shown) < k:
@@ -72,10 +73,9 @@ def probabilistic_interleave(
             break
         # a fair coin (die) over the rankers that still have documents
         j = live[int(rng.random() * len(live))] if len(live) > 1 else live[0]
-        weights = remaining[j]
-        u = rng.random() * sum(weights.values())
-        doc = None
-        for d, w in weights.items():
+        u = rng.random() * totals[j]
+        doc = ""
+        for d, w in remaining[j].items():
             doc = d
             u -= w
             if u < 0.0:
@@ -85,17 +85,37 @@ def probabilistic_interleave(
         for i in live:
             w = remaining[i].get(doc)
             if w is not None:
-                probs[i] = w / sum(remaining[i].values())
+                probs[i] = w / totals[i]
         total = sum(probs)
         posterior.append([p / total for p in probs])
         shown.append(doc)
         for i in live:
-            remaining[i].pop(doc, None)
+            w = remaining[i].pop(doc, None)
+            if w is not None:
+                # recompute rather than subtract, so no rounding drift accumulates
+                totals[i] = sum(remaining[i].values())
     return shown, posterior
 
 
+def _marginal_small(posterior: list[list[float]], a: int, b: int) -> float:
+    """:func:`marginal_outcomes` for one pair, in plain Python (fast for a few clicks)."""
+    c = len(posterior)
+    dist = [0.0] * (2 * c + 1)
+    dist[c] = 1.0
+    for row in posterior:
+        pa, pb = row[a], row[b]
+        po = max(0.0, 1.0 - pa - pb)
+        new = [x * po for x in dist]
+        for i in range(2 * c):
+            new[i + 1] += dist[i] * pa
+            new[i] += dist[i + 1] * pb
+        dist = new
+    s = sum(dist[c + 1 :]) + 0.5 * dist[c]
+    return min(1.0, max(0.0, s))
+
+
 def marginal_outcomes(
-    posterior: np.ndarray, pairs: list[tuple[int, int]]
+    posterior: np.ndarray | list[list[float]], pairs: list[tuple[int, int]]
 ) -> np.ndarray:
     """Exact expected outcome of each pair ``(a, b)`` over the clicked slots.
 
@@ -111,6 +131,9 @@ def marginal_outcomes(
     >>> round(float(marginal_outcomes(post, [(0, 1)])[0]), 10)
     0.65
     """
+    if len(pairs) * len(posterior) <= 64:  # a live request: numpy's overhead dominates
+        rows = [list(map(float, row)) for row in posterior]
+        return np.array([_marginal_small(rows, a, b) for a, b in pairs])
     posterior = np.asarray(posterior, dtype=float)
     c = posterior.shape[0]
     a = np.array([p[0] for p in pairs], dtype=int)
@@ -167,7 +190,7 @@ class Probabilistic(Interleaver):
 
     def _credit(self, record: dict[str, Any], clicked: list[int]) -> list[Outcome]:
         m = int(record["n"])
-        post = np.asarray(record["post"], dtype=float).reshape(-1, m)[clicked]
+        post = [record["post"][p] for p in clicked]
         pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
         s = marginal_outcomes(post, pairs)
         return [(a, b, float(x)) for (a, b), x in zip(pairs, s, strict=True)]

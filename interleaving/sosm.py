@@ -18,7 +18,9 @@ probabilistic user model). The seed gives only prose; the definition followed he
   participant's list ranks below all of its retrieved ones, in unknown order. It gets
   the *average* credit of those bottom ranks, ``mean(1/ρ for ρ = n_j+1 .. |L|)`` with
   ``n_j`` the participant's retrieved shown documents — so every participant's credits
-  over the sample sum to the same total, and clicks at random favour nobody. (Giving
+  over the sample sum to the same total, and clicks at random favour nobody. An empty
+  list is a ranker of unknown order: it wins a click only where the other ranks the
+  clicked document in the bottom half of the page. (Giving
   such documents no credit, as a literal reading of "only scored" would, rewards
   rankers for overlapping with the others: under random clicks a participant whose
   list covers more of the page wins.)

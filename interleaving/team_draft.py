@@ -60,7 +60,8 @@ def team_draft(
             break
         smallest = min(size[j] for j in live)
         eligible = [j for j in live if size[j] == smallest]
-        j = eligible[int(rng.integers(len(eligible)))] if len(eligible) > 1 else eligible[0]
+        # uniform among the eligible (rng.random() is ~5x cheaper than rng.integers())
+        j = eligible[int(rng.random() * len(eligible))] if len(eligible) > 1 else eligible[0]
         doc = rankings[j][pointer[j]]
         shown.append(doc)
         in_list.add(doc)
