@@ -171,7 +171,7 @@ def estimate_matrix(
     ]
     if int(jobs) <= 1 or len(tasks) <= 1:
         for task in tasks:
-            c, a = task[0], starts[task[0]]
+            a = starts[task[0]]
             w, n = estimate_pairs(
                 world, method, model, comparisons, np.random.default_rng(task[5]),
                 task[6], task[7], k=int(k), batch_size=batch_size, progress=progress,

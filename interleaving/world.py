@@ -1,7 +1,7 @@
 """A seeded synthetic search world: queries, graded documents, rankers of graded quality.
 
 It stands in for a learning-to-rank collection (MSLR, Yahoo!) and its feature rankers,
-which the papers use to build their dueling-bandit problems (seed 000 §5.1–5.3, seed
+which the papers use to build their dueling-bandit problems (seed 000 §5.2–5.3, seed
 001 §4.1: "for a given feature, we construct a ranker which ranks documents only
 according to the score of that feature ... many of the features perform similarly").
 
