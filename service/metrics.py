@@ -6,13 +6,17 @@ process's values to files in that folder and :func:`render` aggregates them at s
 Labels are bounded: endpoint names are the Flask endpoints, experiment and ranker names are
 what operators registered.
 
-This module holds the request-path and credit metrics; the experiment-state collector
-(regret, ranker status, champion, read from Redis at scrape time) extends it.
+This module holds the request-path, credit and worker metrics; the experiment-state
+collector (:mod:`service.collector`: regret, ranker status, champion, queue depth, read
+from Redis at scrape time) is added to the API's ``/metrics`` by :func:`render`, and the
+Celery worker exports its aggregate on its own port (:mod:`workers.monitoring`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -77,20 +81,48 @@ CREDIT_LAG = Histogram(
     "Seconds from an impression's creation to its credit.",
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600),
 )
+WORKER_TASKS_PROCESSED = Counter(
+    "rankduel_worker_tasks_processed_total",
+    "Celery task runs finished (succeeded, failed or retried), by task name.",
+    ["task"],
+)
+WORKER_TASKS_FAILED = Counter(
+    "rankduel_worker_tasks_failed_total",
+    "Celery task runs that failed for good (no retry left), by task name.",
+    ["task"],
+)
+WORKER_TASKS_RETRIED = Counter(
+    "rankduel_worker_tasks_retried_total",
+    "Celery task runs that raised and were scheduled again, by task name.",
+    ["task"],
+)
+WORKER_TASK_DURATION = Histogram(
+    "rankduel_worker_task_duration_seconds",
+    "Wall time of one Celery task run, by task name.",
+    ["task"],
+    buckets=LATENCY_BUCKETS,
+)
 
 
 def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
-def render() -> tuple[bytes, str]:
-    """The exposition text (aggregated over processes in multiprocess mode)."""
+def render(collectors: Iterable[Any] = ()) -> tuple[bytes, str]:
+    """The exposition text (aggregated over processes in multiprocess mode), followed by
+    what ``collectors`` (e.g. :class:`service.collector.StateCollector`) read at scrape
+    time. They are registered in a registry built for this scrape only, never in the
+    per-process ones, so their values appear once whatever the number of processes."""
     if multiprocess_dir():
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
     else:
         registry = REGISTRY
-    return generate_latest(registry), CONTENT_TYPE_LATEST
+    body = generate_latest(registry)
+    extra = CollectorRegistry(auto_describe=True)
+    for collector in collectors:
+        extra.register(collector)
+    return body + generate_latest(extra), CONTENT_TYPE_LATEST
 
 
 def mark_process_dead(pid: int) -> None:

@@ -30,7 +30,10 @@ def readyz():
 
 @bp.get("/metrics")
 def metrics_endpoint():
-    body, content_type = metrics.render()
+    from service.collector import StateCollector
+
+    rt = current_app.extensions["rankduel"]
+    body, content_type = metrics.render([StateCollector(rt.store)])
     return Response(body, content_type=content_type)
 
 

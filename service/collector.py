@@ -1,0 +1,338 @@
+"""Experiment state as Prometheus metrics, read from Redis at scrape time.
+
+prometheus-client's multiprocess mode (gunicorn, Celery prefork) aggregates counters and
+histograms that each process writes to files; it does not support custom collectors nor
+callback gauges. Experiment state (regret, ranker status, champion, queue depth) lives
+in Redis anyway, so rather than mirroring it into per-process gauges,
+:class:`StateCollector` reads it once per scrape and exports it. The API registers it in
+the registry it builds for ``/metrics`` (next to the multiprocess aggregate), never in the
+per-process registries, so each value is exported once per scrape, whatever the number of
+gunicorn workers.
+
+Exported families (``experiment`` is the experiment id, ``ranker`` and ``opponent`` are
+ranker names; all label values are bounded by what operators registered):
+
+=============================================== ========================================
+``rankduel_experiment_info``                    1, with name, algorithm, interleaving
+``rankduel_experiment_lifecycle``               1 for the current lifecycle, 0 otherwise
+``rankduel_experiment_estimated_regret``        cumulative regret estimated from ``W``
+``rankduel_experiment_true_regret``             cumulative regret against the truth given
+                                                at creation (simulations, the demo)
+``rankduel_experiment_comparisons_total``       outcomes recorded in ``W`` (bandit steps)
+``rankduel_experiment_selections_total``        comparisons chosen by ``/search``
+``rankduel_experiment_impressions_total``       impressions served
+``rankduel_experiment_decisive_impressions_total`` impressions whose clicks decided a duel
+``rankduel_experiment_ties_total``              decisive impressions with a tie
+``rankduel_experiment_no_click_impressions_total`` duels credited without any click
+``rankduel_experiment_credited_impressions_total`` impressions credited by a worker
+``rankduel_experiment_pending_impressions``     impressions waiting to be credited
+``rankduel_experiment_champion``                1, labelled with the champion's name
+``rankduel_experiment_rankers``                 rankers by status (active, eliminated, ...)
+``rankduel_experiment_stage``                   MergeDTS/MergeRUCB stage
+``rankduel_experiment_batches``                 MergeDTS/MergeRUCB number of batches
+``rankduel_ranker_status``                      1 for the ranker's status, 0 for the others
+``rankduel_ranker_stage``                       stage the ranker plays in (active only)
+``rankduel_ranker_batch``                       index of its batch (active only)
+``rankduel_ranker_impressions_total``           impressions that showed the ranker
+``rankduel_ranker_traffic_total``               the same, weighted 1/(rankers shown)
+``rankduel_ranker_wins_total``                  row sum of ``W`` (a tie counts ½)
+``rankduel_ranker_losses_total``                column sum of ``W``
+``rankduel_ranker_eliminated_at_comparison``    bandit step of its elimination, by whom
+``rankduel_pair_preference``                    empirical P(ranker beats opponent)
+``rankduel_queue_length``                       tasks waiting in the Celery queue
+``rankduel_queue_unacked_tasks``                tasks delivered to workers, not yet acked
+``rankduel_state_scrape_errors``                experiments that could not be read
+=============================================== ========================================
+
+Regret follows the papers' definition (seed 000 §5.4, eq. 1): an impression comparing
+``i`` and ``j`` costs ``(Δ_ci + Δ_cj) / 2`` with ``Δ_ca = p_ca − ½``; a single-ranker
+impression counts ``i = j`` and a multileaved one the mean over its rankers. That is
+linear in how often each ranker was shown, so the cumulative regret is
+``Σ_a s_a Δ_ca`` with ``s_a`` = ``rankduel_ranker_traffic_total`` (the per-arm exposure
+the API records with each impression), and needs no per-impression history:
+
+* **estimated**: ``c`` is the current champion and ``p`` the empirical preference matrix
+  ``W / (W + Wᵀ)`` (½ for pairs never compared), recomputed at every scrape, so the whole
+  history is re-weighted as the estimates sharpen (the series can go down);
+* **true**: ``p`` and ``c`` come from the ``true_preferences`` / ``true_best`` given at
+  creation; without ``true_best``, the Condorcet winner, or the Copeland regret of seed
+  000 eq. 10 when there is none (:func:`bandits.matrices.arm_regret`), as in ``rankduel
+  simulate``. Rankers added after creation are outside the matrix and do not count.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from bandits.base import STATUS_NAMES
+from service.store import LIFECYCLES, Store
+
+log = logging.getLogger(__name__)
+
+#: pairwise preferences are exported only for experiments with at most this many rankers
+#: (K² series; a heatmap of more is unreadable anyway)
+PAIRWISE_MAX = 40
+#: kombu's Redis transport keeps a queue's messages of priority p > 0 in "<queue>\x06\x16p"
+_PRIORITY_SEP = "\x06\x16"
+_PRIORITY_STEPS = (0, 3, 6, 9)
+_UNACKED = "unacked"
+
+#: name -> (kind, documentation, labels)
+FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "rankduel_experiment_info": (
+        "gauge", "Experiment definition (value 1).",
+        ("experiment", "name", "algorithm", "interleaving")),
+    "rankduel_experiment_lifecycle": (
+        "gauge", "1 for the experiment's lifecycle state, 0 for the others.",
+        ("experiment", "lifecycle")),
+    "rankduel_experiment_estimated_regret": (
+        "gauge", "Cumulative regret estimated from the empirical preference matrix against "
+        "the current champion (seed 000 eq. 1, re-weighted at every scrape).",
+        ("experiment",)),
+    "rankduel_experiment_true_regret": (
+        "gauge", "Cumulative regret against the true preference matrix given at creation.",
+        ("experiment",)),
+    "rankduel_experiment_comparisons": (
+        "counter", "Comparisons recorded in W (bandit updates).", ("experiment",)),
+    "rankduel_experiment_selections": (
+        "counter", "Comparisons chosen by the controller (one per /search).", ("experiment",)),
+    "rankduel_experiment_impressions": (
+        "counter", "Impressions served.", ("experiment",)),
+    "rankduel_experiment_decisive_impressions": (
+        "counter", "Impressions whose clicks decided a comparison (win, loss or tie).",
+        ("experiment",)),
+    "rankduel_experiment_ties": (
+        "counter", "Decisive impressions with a tie.", ("experiment",)),
+    "rankduel_experiment_no_click_impressions": (
+        "counter", "Duel impressions credited without a click.", ("experiment",)),
+    "rankduel_experiment_credited_impressions": (
+        "counter", "Impressions credited by a worker (whatever their outcome).",
+        ("experiment",)),
+    "rankduel_experiment_pending_impressions": (
+        "gauge", "Impressions waiting to be credited.", ("experiment",)),
+    "rankduel_experiment_champion": (
+        "gauge", "The current champion (value 1, name in the ranker label).",
+        ("experiment", "ranker")),
+    "rankduel_experiment_rankers": (
+        "gauge", "Rankers of the experiment by status.", ("experiment", "status")),
+    "rankduel_experiment_stage": (
+        "gauge", "Stage of a MergeDTS/MergeRUCB experiment.", ("experiment",)),
+    "rankduel_experiment_batches": (
+        "gauge", "Number of batches of a MergeDTS/MergeRUCB experiment.", ("experiment",)),
+    "rankduel_ranker_status": (
+        "gauge", "1 for the ranker's status (active, eliminated, retired), 0 for the others.",
+        ("experiment", "ranker", "status")),
+    "rankduel_ranker_stage": (
+        "gauge", "Stage in which an active ranker plays.", ("experiment", "ranker")),
+    "rankduel_ranker_batch": (
+        "gauge", "Index of the batch of an active ranker.", ("experiment", "ranker")),
+    "rankduel_ranker_impressions": (
+        "counter", "Impressions that showed the ranker's results (times chosen).",
+        ("experiment", "ranker")),
+    "rankduel_ranker_traffic": (
+        "counter", "Impressions that showed the ranker, each weighted 1/(rankers shown): "
+        "its share of the traffic.", ("experiment", "ranker")),
+    "rankduel_ranker_wins": (
+        "counter", "Comparisons the ranker won (row sum of W; a tie counts 1/2).",
+        ("experiment", "ranker")),
+    "rankduel_ranker_losses": (
+        "counter", "Comparisons the ranker lost (column sum of W; a tie counts 1/2).",
+        ("experiment", "ranker")),
+    "rankduel_ranker_eliminated_at_comparison": (
+        "gauge", "Bandit step (comparisons recorded) at which the ranker was eliminated, "
+        "and by which ranker.", ("experiment", "ranker", "by")),
+    "rankduel_pair_preference": (
+        "gauge", "Empirical probability that ranker beats opponent (1/2 before any "
+        f"comparison); experiments of at most {PAIRWISE_MAX} rankers.",
+        ("experiment", "ranker", "opponent")),
+    "rankduel_queue_length": (
+        "gauge", "Tasks waiting in the Celery queue (Redis broker).", ("queue",)),
+    "rankduel_queue_unacked_tasks": (
+        "gauge", "Tasks delivered to workers and not yet acknowledged.", ()),
+    "rankduel_state_scrape_errors": (
+        "gauge", "Experiments whose state could not be read during this scrape.", ()),
+}
+
+
+def exported_names() -> set[str]:
+    """Every sample name this collector can export (counters with ``_total``)."""
+    return {n + "_total" if kind == "counter" else n for n, (kind, _, _) in FAMILIES.items()}
+
+
+def _family(name: str) -> Metric:
+    kind, doc, labels = FAMILIES[name]
+    cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+    return cls(name, doc, labels=list(labels))
+
+
+def preference_estimate(W: np.ndarray) -> np.ndarray:
+    """``W / (W + Wᵀ)`` elementwise, ½ where a pair was never compared.
+
+    Examples
+    --------
+    >>> preference_estimate(np.array([[0.0, 3.0], [1.0, 0.0]])).tolist()
+    [[0.5, 0.75], [0.25, 0.5]]
+    """
+    n = W + W.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > 0, W / np.where(n > 0, n, 1.0), 0.5)
+
+
+def cumulative_regret(arm_regret: np.ndarray, traffic: np.ndarray) -> float:
+    """``Σ_a traffic_a · arm_regret_a`` over the arms both cover (see the module docstring).
+
+    Examples
+    --------
+    A pair (0, 1) shown twice and ranker 1 alone once, with Δ = (0, 0.2):
+    ``2 · (0 + 0.2)/2 + 0.2 = 0.4``.
+
+    >>> cumulative_regret(np.array([0.0, 0.2]), np.array([1.0, 2.0]))
+    0.4
+    """
+    k = min(len(arm_regret), len(traffic))
+    return float(np.dot(arm_regret[:k], traffic[:k]))
+
+
+def true_arm_regret(truth: dict[str, Any]) -> np.ndarray:
+    """Per-arm regret from the experiment's ``truth`` (see the module docstring)."""
+    from bandits.matrices import arm_regret
+
+    P = np.asarray(truth["preferences"], dtype=float)
+    best = truth.get("best")
+    if best is not None:
+        return P[int(best)] - 0.5
+    return arm_regret(P)[0]
+
+
+class StateCollector:
+    """A prometheus-client collector exporting every experiment in ``store``.
+
+    Parameters
+    ----------
+    store
+        The API's :class:`~service.store.Store`.
+    queues
+        Celery queues whose length to export (their broker is the same Redis).
+    pairwise_max
+        Largest experiment (in rankers) whose pairwise preferences are exported.
+    """
+
+    def __init__(self, store: Store, *, queues: Iterable[str] = ("rankduel",),
+                 pairwise_max: int = PAIRWISE_MAX) -> None:
+        self.store = store
+        self.queues = tuple(queues)
+        self.pairwise_max = pairwise_max
+
+    def describe(self) -> list[Metric]:
+        return [_family(name) for name in FAMILIES]
+
+    def collect(self) -> Iterator[Metric]:
+        fams = {name: _family(name) for name in FAMILIES}
+        errors = 0
+        for exp_id in self.store.list_ids():
+            try:
+                self._experiment(fams, exp_id)
+            except Exception:  # one unreadable experiment must not hide the others
+                errors += 1
+                log.exception("metrics: cannot read experiment %s", exp_id)
+        self._queues(fams)
+        fams["rankduel_state_scrape_errors"].add_metric([], errors)
+        yield from fams.values()
+
+    # ------------------------------------------------------------------ parts
+    def _queues(self, fams: dict[str, Metric]) -> None:
+        pipe = self.store.r.pipeline(transaction=False)
+        for q in self.queues:
+            for p in _PRIORITY_STEPS:
+                pipe.llen(f"{q}{_PRIORITY_SEP}{p}" if p else q)
+        pipe.hlen(_UNACKED)
+        out = pipe.execute()
+        for n, q in enumerate(self.queues):
+            chunk = out[n * len(_PRIORITY_STEPS):(n + 1) * len(_PRIORITY_STEPS)]
+            fams["rankduel_queue_length"].add_metric([q], sum(chunk))
+        fams["rankduel_queue_unacked_tasks"].add_metric([], out[-1])
+
+    def _experiment(self, fams: dict[str, Metric], exp_id: str) -> None:
+        snap, shown, truth = self.store.scrape(exp_id)
+        bandit = snap.bandit
+        K = bandit.K
+        names = {r["arm"]: r["name"] for r in snap.rankers}
+        name = [names.get(a, str(a)) for a in range(K)]
+        e = [exp_id]
+        meta = snap.meta
+        fams["rankduel_experiment_info"].add_metric(
+            [exp_id, str(meta.get("name", "")), str(meta.get("algorithm", "")),
+             str(meta.get("interleaving", ""))], 1)
+        for lc in LIFECYCLES:
+            fams["rankduel_experiment_lifecycle"].add_metric([exp_id, lc],
+                                                             int(snap.lifecycle == lc))
+        counters = snap.counters or {}
+        for family, key in (("rankduel_experiment_impressions", "impressions"),
+                            ("rankduel_experiment_decisive_impressions", "decisive"),
+                            ("rankduel_experiment_ties", "ties"),
+                            ("rankduel_experiment_no_click_impressions", "no_clicks"),
+                            ("rankduel_experiment_credited_impressions", "credited")):
+            fams[family].add_metric(e, counters.get(key, 0))
+        fams["rankduel_experiment_comparisons"].add_metric(e, bandit.n_updates)
+        fams["rankduel_experiment_selections"].add_metric(e, snap.selections or 0)
+        pending = getattr(self.store, "pending_count", None)
+        if pending is not None:
+            fams["rankduel_experiment_pending_impressions"].add_metric(e, pending(exp_id))
+
+        # regret: the exposure of each arm times its gap to the champion
+        W = bandit.W
+        p = preference_estimate(W)
+        champion = int(bandit.best_arm())
+        traffic = np.zeros(K)
+        impressions = np.zeros(K)
+        for arm, (n, share) in shown.items():
+            if arm < K:
+                impressions[arm], traffic[arm] = n, share
+        fams["rankduel_experiment_estimated_regret"].add_metric(
+            e, cumulative_regret(p[champion] - 0.5, traffic))
+        if truth:
+            fams["rankduel_experiment_true_regret"].add_metric(
+                e, cumulative_regret(true_arm_regret(truth), traffic))
+        fams["rankduel_experiment_champion"].add_metric([exp_id, name[champion]], 1)
+
+        status = bandit.status
+        for code, label in STATUS_NAMES.items():
+            fams["rankduel_experiment_rankers"].add_metric(
+                [exp_id, label], int(np.count_nonzero(status == code)))
+        stage = getattr(bandit, "stage", None)
+        batches = getattr(bandit, "batches", None)
+        if stage is not None:
+            fams["rankduel_experiment_stage"].add_metric(e, int(stage))
+        batch_of: dict[int, int] = {}
+        if batches is not None:
+            fams["rankduel_experiment_batches"].add_metric(e, len(batches))
+            batch_of = {int(a): m for m, batch in enumerate(batches) for a in batch}
+
+        wins, losses = W.sum(axis=1), W.sum(axis=0)
+        for a in range(K):
+            rk = [exp_id, name[a]]
+            for code, label in STATUS_NAMES.items():
+                fams["rankduel_ranker_status"].add_metric([*rk, label], int(status[a] == code))
+            if a in batch_of:
+                fams["rankduel_ranker_batch"].add_metric(rk, batch_of[a])
+                if stage is not None:
+                    fams["rankduel_ranker_stage"].add_metric(rk, int(stage))
+            fams["rankduel_ranker_impressions"].add_metric(rk, impressions[a])
+            fams["rankduel_ranker_traffic"].add_metric(rk, traffic[a])
+            fams["rankduel_ranker_wins"].add_metric(rk, float(wins[a]))
+            fams["rankduel_ranker_losses"].add_metric(rk, float(losses[a]))
+            elim = bandit.eliminated.get(a)
+            if elim is not None:
+                fams["rankduel_ranker_eliminated_at_comparison"].add_metric(
+                    [*rk, names.get(elim["by"], str(elim["by"]))], elim["step"])
+        if self.pairwise_max >= K:  # K² series
+            pref = fams["rankduel_pair_preference"]
+            for i in range(K):
+                for j in range(K):
+                    if i != j:
+                        pref.add_metric([exp_id, name[i], name[j]], float(p[i, j]))
