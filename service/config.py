@@ -48,6 +48,7 @@ ENV: dict[str, str] = {
     "visibility_timeout_s": "RANKDUEL_VISIBILITY_TIMEOUT_S",
     "credit_delay_ms": "RANKDUEL_CREDIT_DELAY_MS",
     "log_level": "RANKDUEL_LOG_LEVEL",
+    "worker_metrics_bind": "RANKDUEL_WORKER_METRICS_BIND",
 }
 
 SECRETS = frozenset({"admin_token", "secret_key"})
@@ -89,11 +90,14 @@ class Config:
     visibility_timeout_s
         Redis-broker visibility timeout: an unacknowledged task is redelivered after it.
     credit_delay_ms
-        Fault-injection knob for tests: the credit transaction sleeps this long before
-        committing, to widen the window in which a worker can be killed mid-task. 0 in
-        production.
+        Fault-injection knob for tests: a credit transaction sleeps this long per
+        impression before committing, to widen the window in which a worker can be killed
+        mid-task. 0 in production.
     log_level
         Python logging level name.
+    worker_metrics_bind
+        ``host:port`` on which a Celery worker's main process serves its Prometheus
+        metrics (aggregated over its pool processes); empty (the default) for none.
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -114,6 +118,7 @@ class Config:
     visibility_timeout_s: int = 300
     credit_delay_ms: float = 0.0
     log_level: str = "INFO"
+    worker_metrics_bind: str = ""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -136,9 +141,13 @@ class Config:
             raise ValueError("config state_max_age_ms and credit_delay_ms must be >= 0")
         if not 1 <= self.default_k <= self.max_k:
             raise ValueError(f"config default_k must be in 1..max_k={self.max_k}")
-        host, sep, port = self.bind.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"config bind must be host:port, got {self.bind!r}")
+        for name in ("bind", "worker_metrics_bind"):
+            value = getattr(self, name)
+            if name == "worker_metrics_bind" and not value:
+                continue  # optional
+            host, sep, port = value.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"config {name} must be host:port, got {value!r}")
 
     @property
     def host(self) -> str:

@@ -34,6 +34,34 @@ from service import metrics
 from service.errors import Conflict
 from service.store import Snapshot, Store
 
+_M128 = (1 << 128) - 1
+
+
+def reseed(gen: np.random.Generator, seed: int, t: int) -> np.random.Generator:
+    """Put ``gen`` (a PCG64 generator) in a state that is a fixed function of
+    ``(seed, t)``: distinct, well-mixed streams per step at ~2 µs, where building a new
+    ``default_rng([seed, t])`` costs ~20 µs (SeedSequence hashing).
+
+    Examples
+    --------
+    >>> g = np.random.Generator(np.random.PCG64())
+    >>> a = reseed(g, 7, 1).random(); b = reseed(g, 7, 2).random()
+    >>> a == reseed(g, 7, 1).random() and a != b
+    True
+    """
+    x = (int(seed) * 0x9E3779B97F4A7C15F39CC0605CEDC835 + int(t) + 1) & _M128
+    for mult in (0xBF58476D1CE4E5B9D1B54A32D192ED03, 0x94D049BB133111EBAEF1E5A5B9FD2F71):
+        x ^= x >> 64
+        x = (x * mult) & _M128
+    x ^= x >> 64
+    gen.bit_generator.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": x, "inc": 0xDA3E39CB94B95BDB1B3F2A7C4D5E6F71},
+        "has_uint32": 0,
+        "uinteger": 0,
+    }
+    return gen
+
 
 @dataclass
 class Entry:
@@ -45,6 +73,8 @@ class Entry:
     by_arm: dict[int, dict[str, Any]]
     champion: int
     lock: threading.Lock = field(default_factory=threading.Lock)
+    rng: np.random.Generator = field(
+        default_factory=lambda: np.random.Generator(np.random.PCG64()))
 
 
 @dataclass(frozen=True)
@@ -115,7 +145,7 @@ class Controller:
                 bandit = entry.bandit
                 bandit.t = t - 1  # select() increments it to the global step t
                 # reproducible and distinct per step: the experiment's seed and t
-                bandit.rng = np.random.default_rng([snap.meta["seed"], t])
+                bandit.rng = reseed(entry.rng, snap.meta["seed"], t)
                 arms = tuple(int(a) for a in bandit.select())
         else:
             arms = (entry.champion,)

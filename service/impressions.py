@@ -25,7 +25,7 @@ import numpy as np
 from service import metrics
 from service.config import Config
 from service.controller import Controller
-from service.errors import BadGateway, Unprocessable
+from service.errors import BadGateway, NotFound, Unprocessable
 from service.rankers import RankerClient, RankerFailure
 from service.store import Store
 from service.tokens import issue_token, verify_token
@@ -83,6 +83,9 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
         for item in res:
             by_id.setdefault(str(item["id"]), item)
     if len(ok) >= 2:
+        # participants in arm order, so the pair (j, i) interleaves exactly like (i, j)
+        # and a repeated (user, query) view of the same comparison shows the same list
+        ok.sort(key=lambda x: x[0])
         arms = tuple(arm for arm, _, _ in ok)
         rng = _interleave_rng(exp_id, q, user, arms, seed)
         rankings = [[str(item["id"]) for item in res] for _, _, res in ok]
@@ -120,8 +123,6 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
 def _load_verified(rt: Runtime, imp_id: str, token: object) -> dict[str, Any]:
     imp = rt.store.impression(imp_id)
     if imp is None:
-        from service.errors import NotFound
-
         raise NotFound(f"no impression {imp_id!r} (unknown or expired)")
     try:
         verify_token(rt.secret, token, imp_id, imp["exp"], now=time.time())
@@ -144,16 +145,28 @@ def record_clicks(rt: Runtime, imp_id: str, token: object,
             raise Unprocessable(
                 f"document {doc!r} was shown at rank {shown.index(doc) + 1}, not {rank}")
         positions.append(rank - 1)
-    added = rt.store.add_clicks(imp_id, positions, inactivity_s=rt.config.inactivity_s,
+    added = rt.store.add_clicks(imp_id, imp["exp"], positions,
+                                inactivity_s=rt.config.inactivity_s,
                                 ttl_s=rt.config.impression_ttl_s)
     return {"impression_id": imp_id, "accepted": added, "duplicates": len(positions) - added}
 
 
 def end_impression(rt: Runtime, imp_id: str, token: object | None) -> dict[str, Any]:
-    """Close the impression and queue its credit. The token is checked when given."""
+    """Close the impression and make sure a worker will credit it.
+
+    The token is checked when given. Rather than one task per impression, the worker
+    credits each experiment's closed impressions in batches (``rankduel.drain``): a drain
+    task is queued only when none is queued or running for the experiment (a flag in
+    Redis, taken atomically with the close).
+    """
     if token is not None:
-        _load_verified(rt, imp_id, token)
-    first = rt.store.end_impression(imp_id)
-    if first:
-        rt.celery.send_task("rankduel.credit_impression", args=[imp_id])
+        imp = _load_verified(rt, imp_id, token)
+    else:
+        imp = rt.store.impression(imp_id)
+        if imp is None:
+            raise NotFound(f"no impression {imp_id!r} (unknown or expired)")
+    first, drain = rt.store.end_impression(imp_id, imp["exp"],
+                                           drain_ttl_s=rt.config.credit_retry_s)
+    if drain:
+        rt.celery.send_task("rankduel.drain", args=[imp["exp"]])
     return {"impression_id": imp_id, "status": "closed", "already_closed": not first}

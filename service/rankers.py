@@ -134,6 +134,11 @@ class RankerClient:
             return parse_results(body)
         raise AssertionError("unreachable")
 
+    def _timed_fetch(self, url: str, q: str, k: int,
+                     timeout: float) -> tuple[list[dict[str, Any]], float]:
+        t0 = time.perf_counter()
+        return self._fetch(url, q, k, timeout), time.perf_counter() - t0
+
     def fetch_all(
         self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = ""
     ) -> list[list[dict[str, Any]] | RankerFailure]:
@@ -141,14 +146,16 @@ class RankerClient:
         errs or misses its ``timeout_ms``. Never raises for a ranker's fault."""
         start = time.perf_counter()
         futures: list[Future] = [
-            self._pool.submit(self._fetch, r["url"], q, k, r["timeout_ms"] / 1000.0)
+            self._pool.submit(self._timed_fetch, r["url"], q, k, r["timeout_ms"] / 1000.0)
             for r in rankers
         ]
         out: list[list[dict[str, Any]] | RankerFailure] = []
         for r, fut in zip(rankers, futures, strict=True):
             remaining = start + r["timeout_ms"] / 1000.0 - time.perf_counter()
+            elapsed = None
             try:
-                out.append(fut.result(timeout=max(remaining, 0.0)))
+                results, elapsed = fut.result(timeout=max(remaining, 0.0))
+                out.append(results)
             except TimeoutError:
                 fut.cancel()
                 out.append(RankerFailure("timeout", f"no answer within {r['timeout_ms']} ms"))
@@ -161,8 +168,9 @@ class RankerClient:
                 out.append(RankerFailure(reason, str(exc) or type(exc).__name__))
             except Exception as exc:  # an upstream fault must never fail the request
                 out.append(RankerFailure("error", f"{type(exc).__name__}: {exc}"))
-            elapsed = time.perf_counter() - start
             result = out[-1]
+            if elapsed is None:  # failed: time until we gave up on it
+                elapsed = time.perf_counter() - start
             metrics.RANKER_LATENCY.labels(experiment, r["name"]).observe(elapsed)
             if isinstance(result, RankerFailure):
                 metrics.RANKER_FAILURES.labels(experiment, r["name"], result.reason).inc()

@@ -14,7 +14,8 @@ Key layout (``rd:`` prefix; ``{e}`` an experiment id, ``{i}`` an impression id):
                                   the same weighted 1/(rankers in the impression)
     rd:imp:{i}              HASH  exp, arms, record, shown, duel, closed, credited, ... (TTL)
     rd:imp:{i}:clicks       SET   clicked positions (0-based)                          (TTL)
-    rd:pending              ZSET  impressions not yet credited, by the time they are due
+    rd:exp:{e}:pending      ZSET  impressions not yet credited, by the time they are due
+    rd:exp:{e}:draining     STR   flag (with TTL): a drain task is queued or running
 
 Only the transactions below write ``rd:exp:{e}``; each is an optimistic transaction: WATCH
 the keys it reads, compute with the pure bandit code, then MULTI/EXEC the new snapshot with
@@ -23,7 +24,9 @@ additionally marks it ``credited`` inside the same EXEC, and a transaction that 
 mark does nothing. Hence each impression changes ``W`` at most once, and the eliminations
 and stage merges computed by the bandit's ``update`` are written exactly once, whatever
 the task retries, duplicate deliveries or worker crashes (a crash before EXEC writes
-nothing; the impression stays in ``rd:pending`` and is credited again later).
+nothing; the impression stays in its experiment's pending set and is credited again
+later). Impressions are credited in batches, one transaction per batch, so the snapshot
+is decoded and written once per batch rather than once per impression.
 
 The request path (:mod:`service.controller`) only reads the snapshot and INCRs ``t``.
 """
@@ -49,7 +52,6 @@ from service.errors import Conflict, NotFound, Unprocessable
 log = logging.getLogger(__name__)
 
 PREFIX = "rd:"
-PENDING = PREFIX + "pending"
 EXPERIMENTS = PREFIX + "experiments"
 LIFECYCLES = ("running", "paused", "stopped")
 #: action -> (allowed source states, target state)
@@ -76,6 +78,14 @@ def counters_key(exp_id: str) -> str:
 
 def shown_key(exp_id: str) -> str:
     return f"{PREFIX}exp:{exp_id}:shown"
+
+
+def pending_key(exp_id: str) -> str:
+    return f"{PREFIX}exp:{exp_id}:pending"
+
+
+def drain_key(exp_id: str) -> str:
+    return f"{PREFIX}exp:{exp_id}:draining"
 
 
 def audit_key(exp_id: str) -> str:
@@ -411,7 +421,7 @@ class Store:
         inactivity_s: float,
         counters: dict[str, int],
     ) -> None:
-        """Store an impression (with TTL) and queue it for crediting when it goes idle."""
+        """Store an impression (with TTL) and schedule its credit for when it goes idle."""
         now = self.clock()
         pipe = self.r.pipeline(transaction=False)
         pipe.hset(imp_key(imp_id), mapping={
@@ -425,7 +435,7 @@ class Store:
             "closed": 0,
         })
         pipe.expire(imp_key(imp_id), ttl_s)
-        pipe.zadd(PENDING, {imp_id: now + inactivity_s})
+        pipe.zadd(pending_key(exp_id), {imp_id: now + inactivity_s})
         for name, n in counters.items():
             pipe.hincrby(counters_key(exp_id), name, n)
         for arm in arms:  # exposure, for regret and traffic share (service.collector)
@@ -450,14 +460,14 @@ class Store:
     def clicked_positions(self, imp_id: str) -> list[int]:
         return sorted(int(x) for x in self.r.smembers(clicks_key(imp_id)))
 
-    def add_clicks(self, imp_id: str, positions: list[int], *, inactivity_s: float,
-                   ttl_s: int) -> int:
+    def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
+                   inactivity_s: float, ttl_s: int) -> int:
         """Record clicked positions (a set: repeats count once) unless the impression is
         closed; push back its inactivity deadline. Returns how many positions were new.
         Atomic (Lua), so a click can never slip in after the impression was credited."""
         now = self.clock()
         out = self._click_script(
-            keys=[imp_key(imp_id), clicks_key(imp_id), PENDING],
+            keys=[imp_key(imp_id), clicks_key(imp_id), pending_key(exp_id)],
             args=[now + inactivity_s, imp_id, ttl_s, *positions],
         )
         if out == -1:
@@ -466,121 +476,193 @@ class Store:
             raise Conflict(f"impression {imp_id!r} is closed; clicks are no longer accepted")
         return int(out)
 
-    def end_impression(self, imp_id: str) -> bool:
-        """Close the impression to new clicks and make it due now. False if already closed."""
-        out = self._end_script(keys=[imp_key(imp_id), PENDING], args=[self.clock(), imp_id])
+    def end_impression(self, imp_id: str, exp_id: str, *, drain_ttl_s: float) -> tuple[bool, bool]:
+        """Close the impression to new clicks and make it due now.
+
+        Returns ``(closed now, drain needed)``: the second is True when this call took the
+        experiment's drain flag, i.e. the caller must queue a drain task (no drain is
+        queued or running for the experiment).
+        """
+        out = self._end_script(
+            keys=[imp_key(imp_id), pending_key(exp_id), drain_key(exp_id)],
+            args=[self.clock(), imp_id, max(1, int(drain_ttl_s))])
         if out == -1:
             raise NotFound(f"no impression {imp_id!r} (unknown or expired)")
-        return bool(out)
+        return out >= 1, out == 2
 
-    def due_impressions(self, *, limit: int = 1000, retry_s: float) -> list[str]:
-        """Claim impressions whose deadline passed: push their deadline ``retry_s`` ahead
-        (so a lost task is retried, not forgotten) and return their ids."""
-        now = self.clock()
-        ids = self.r.zrangebyscore(PENDING, "-inf", now, start=0, num=limit)
-        if ids:
-            self.r.zadd(PENDING, {i: now + retry_s for i in ids}, xx=True)
+    # ------------------------------------------------------------------ crediting
+    def due(self, exp_id: str, limit: int) -> list[str]:
+        """Impressions of ``exp_id`` whose credit is due (closed, or idle too long)."""
+        ids = self.r.zrangebyscore(pending_key(exp_id), "-inf", self.clock(), start=0,
+                                   num=limit)
         return [_s(i) for i in ids]
 
-    def credit_impression(
-        self,
-        imp_id: str,
-        credit_fn: Callable[[Any, list[int]], list[tuple[int, int, float]]],
-        *,
-        delay_s: float = 0.0,
-    ) -> dict[str, Any]:
-        """Close the impression and apply its outcome to ``W``, exactly once.
+    def take_drain(self, exp_id: str, ttl_s: float) -> bool:
+        """Take the experiment's drain flag (SET NX with TTL); True if we got it."""
+        return bool(self.r.set(drain_key(exp_id), 1, nx=True, ex=max(1, int(ttl_s))))
 
-        ``credit_fn(record, clicked_positions)`` returns pairwise outcomes over the
-        impression's participants (``interleaving.credit``). Returns a summary
-        ``{"status": ...}``: ``credited`` (W changed), ``no_clicks``, ``no_duel``,
-        ``stale`` (every participant retired meanwhile), ``already`` or ``missing``.
+    def refresh_drain(self, exp_id: str, ttl_s: float) -> None:
+        self.r.expire(drain_key(exp_id), max(1, int(ttl_s)))
+
+    def release_drain(self, exp_id: str) -> None:
+        self.r.delete(drain_key(exp_id))
+
+    def experiments_with_due(self) -> list[str]:
+        """Experiments that have at least one impression due (the sweep's scan)."""
+        now = self.clock()
+        ids = self.list_ids()
+        pipe = self.r.pipeline(transaction=False)
+        for e in ids:
+            pipe.zrangebyscore(pending_key(e), "-inf", now, start=0, num=1)
+        return [e for e, due in zip(ids, pipe.execute(), strict=True) if due]
+
+    def credit_impression(self, imp_id: str, credit_fn: CreditFn, *,
+                          delay_s: float = 0.0) -> dict[str, Any]:
+        """Credit one impression (see :meth:`credit_batch`); its summary."""
+        exp = self.r.hget(imp_key(imp_id), "exp")
+        if exp is None:
+            return {"status": "missing"}
+        return self.credit_batch(_s(exp), [imp_id], credit_fn, delay_s=delay_s)[imp_id]
+
+    def credit_batch(self, exp_id: str, imp_ids: list[str], credit_fn: CreditFn, *,
+                     delay_s: float = 0.0) -> dict[str, dict[str, Any]]:
+        """Close impressions of ``exp_id`` and apply their outcomes to ``W``, exactly once.
+
+        ``credit_fn(record, clicked_positions)`` returns pairwise outcomes over an
+        impression's participants (``interleaving.credit``). One optimistic transaction
+        for the whole batch: WATCH the experiment and every impression and click set,
+        read them all (one round trip on a second connection), decode the bandit once,
+        apply the outcomes in order, then MULTI: the new snapshot, ``version`` + 1, each
+        impression's ``credited`` mark, its removal from the pending set, counters and
+        audit entries; EXEC. A conflict retries the whole batch.
+
+        Returns per impression a summary ``{"status": ...}``: ``credited`` (W changed),
+        ``no_clicks``, ``no_duel``, ``stale`` (its rankers were retired meanwhile),
+        ``already`` (credited before) or ``missing`` (unknown or expired).
         """
-        ikey, ckey = imp_key(imp_id), clicks_key(imp_id)
+        ekey, pkey = exp_key(exp_id), pending_key(exp_id)
+        watch = [ekey]
+        for i in imp_ids:
+            watch += [imp_key(i), clicks_key(i)]
         with self.r.pipeline(transaction=True) as pipe:
             for _attempt in range(1000):
                 try:
-                    pipe.watch(ikey, ckey)
-                    imp = pipe.hgetall(ikey)
-                    if not imp:
-                        pipe.multi()
-                        pipe.zrem(PENDING, imp_id)
-                        pipe.execute()
-                        return {"status": "missing"}
-                    imp = {_s(k): v for k, v in imp.items()}
-                    if imp.get("credited"):
-                        pipe.multi()
-                        pipe.zrem(PENDING, imp_id)
-                        pipe.execute()
-                        return {"status": "already"}
-                    exp_id = _s(imp["exp"])
-                    ekey = exp_key(exp_id)
-                    pipe.watch(ekey)
-                    positions = sorted(int(x) for x in pipe.smembers(ckey))
-                    result = self._credit_outcome(pipe, exp_id, imp, positions, credit_fn)
-                    result["created"] = float(imp.get("created") or 0.0)
-                    if delay_s:
-                        time.sleep(delay_s)
+                    pipe.watch(*watch)
+                    reader = self.r.pipeline(transaction=False)
+                    reader.hmget(ekey, SNAPSHOT_FIELDS)
+                    for i in imp_ids:
+                        reader.hgetall(imp_key(i))
+                        reader.smembers(clicks_key(i))
+                    values = reader.execute()
+                    plan = self._plan_credit(exp_id, imp_ids, values, credit_fn)
+                    if delay_s:  # fault-injection knob (tests): a slow transaction
+                        time.sleep(delay_s * len(imp_ids))
                     pipe.multi()
-                    if result.pop("_bandit", None) is not None:
-                        self._write_state(pipe, exp_id, result.pop("_new"))
-                        for entry in result.pop("_audit"):
-                            pipe.rpush(audit_key(exp_id), entry)
-                    pipe.hset(ikey, mapping={"closed": 1, "credited": json.dumps(result)})
-                    pipe.zrem(PENDING, imp_id)
-                    for name in ["credited", *result.pop("_counters")]:
-                        pipe.hincrby(counters_key(exp_id), name, 1)
+                    if plan.bandit is not None:
+                        self._write_state(pipe, exp_id, plan.bandit)
+                        if plan.audit:
+                            pipe.rpush(audit_key(exp_id), *plan.audit)
+                    for i, result in plan.results.items():
+                        if result["status"] not in ("missing", "already"):
+                            pipe.hset(imp_key(i), mapping={
+                                "closed": 1, "credited": json.dumps(result)})
+                    pipe.zrem(pkey, *imp_ids)
+                    for name, n in plan.counters.items():
+                        pipe.hincrby(counters_key(exp_id), name, n)
                     pipe.execute()
-                    return result
+                    return plan.results
                 except redis.WatchError:
                     continue
-            raise RuntimeError(f"impression {imp_id}: too much contention")
+            raise RuntimeError(f"experiment {exp_id}: too much contention crediting")
 
-    def _credit_outcome(self, pipe, exp_id, imp, positions, credit_fn) -> dict[str, Any]:
-        """Compute (not write) the effect of one impression."""
-        if imp.get("duel", b"0") in (b"0", "0"):
-            return {"status": "no_duel", "_counters": ["credited_no_duel"]}
-        record = json.loads(imp["record"])
-        arms = json.loads(imp["arms"])
-        outcomes = credit_fn(record, positions)
-        if not outcomes:
-            return {"status": "no_clicks", "_counters": ["no_clicks"]}
-        snap = parse_snapshot(exp_id, pipe.hmget(exp_key(exp_id), SNAPSHOT_FIELDS))
-        bandit = snap.bandit
-        pairs = [(arms[a], arms[b], float(s)) for a, b, s in outcomes]
-        live = [(i, j, s) for i, j, s in pairs if bandit.status[i] != RETIRED
-                and bandit.status[j] != RETIRED]
-        if not live:
-            return {"status": "stale", "_counters": ["stale"]}
-        before_status = bandit.status.copy()
-        before_extra = _stage_of(bandit)
-        if bandit.multi:
-            bandit.update_many(live)
-        else:
-            i, j, s = live[0]  # a pairwise method yields one outcome per impression
-            bandit.update(i, j, s)
-        now = self.clock()
-        names = {r["arm"]: r["name"] for r in snap.rankers}
-        audit = []
-        for arm in np.flatnonzero((before_status == ACTIVE) & (bandit.status == ELIMINATED)):
-            info = bandit.eliminated.get(int(arm), {})
-            audit.append(_audit(now, "eliminated", actor="bandit", ranker=names.get(int(arm)),
-                                by=names.get(info.get("by")), step=info.get("step")))
-        after_extra = _stage_of(bandit)
-        if after_extra != before_extra:
-            audit.append(_audit(now, "stage_changed", actor="bandit", **{
-                "from": before_extra, "to": after_extra}))
-        counters = ["decisive"]
-        if any(s == 0.5 for _, _, s in live):
-            counters.append("ties")
-        return {
-            "status": "credited",
-            "outcomes": [[i, j, s] for i, j, s in live],
-            "_bandit": True,
-            "_new": bandit,
-            "_audit": audit,
-            "_counters": counters,
-        }
+    def _plan_credit(self, exp_id: str, imp_ids: list[str], values: list[Any],
+                     credit_fn: CreditFn) -> _Plan:
+        """Compute (not write) the effect of a batch of impressions."""
+        snap_values, rest = values[0], values[1:]
+        plan = _Plan()
+        snap: Snapshot | None = None
+        bandit: DuelingBandit | None = None
+        names: dict[int, str] = {}
+        for n, imp_id in enumerate(imp_ids):
+            raw, clicks = rest[2 * n], rest[2 * n + 1]
+            imp = {_s(k): v for k, v in raw.items()}
+            if not imp or _s(imp.get("exp")) != exp_id:
+                plan.results[imp_id] = {"status": "missing"}
+                continue
+            if imp.get("credited"):
+                plan.results[imp_id] = {"status": "already"}
+                continue
+            status, outcomes = "no_duel", None
+            if _s(imp.get("duel")) == "1":
+                record = json.loads(imp["record"])
+                outcomes = credit_fn(record, sorted(int(x) for x in clicks))
+                status = "credited" if outcomes else "no_clicks"
+            result: dict[str, Any] = {"status": status,
+                                      "created": float(imp.get("created") or 0.0)}
+            if status == "credited":
+                if bandit is None:
+                    snap = parse_snapshot(exp_id, snap_values)
+                    bandit = snap.bandit
+                    names = {r["arm"]: r["name"] for r in snap.rankers}
+                arms = json.loads(imp["arms"])
+                pairs = [(arms[a], arms[b], float(s)) for a, b, s in outcomes]
+                live = [(i, j, s) for i, j, s in pairs
+                        if bandit.status[i] != RETIRED and bandit.status[j] != RETIRED]
+                if not live:
+                    result["status"] = "stale"
+                else:
+                    plan.audit += _apply(bandit, live, names, self.clock())
+                    result["outcomes"] = [[i, j, s] for i, j, s in live]
+                    plan.changed = True
+                    if any(s == 0.5 for _, _, s in live):
+                        plan.count("ties")
+            plan.count("credited")
+            plan.count({"credited": "decisive", "no_duel": "credited_no_duel"}.get(
+                result["status"], result["status"]))
+            plan.results[imp_id] = result
+        if plan.changed:
+            plan.bandit = bandit
+        return plan
+
+
+CreditFn = Callable[[Any, list[int]], list[tuple[int, int, float]]]
+
+
+@dataclass
+class _Plan:
+    """What a credit transaction will write."""
+
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    audit: list[str] = field(default_factory=list)
+    changed: bool = False
+    bandit: DuelingBandit | None = None
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
+
+
+def _apply(bandit: DuelingBandit, live: list[tuple[int, int, float]], names: dict[int, str],
+           now: float) -> list[str]:
+    """Apply one impression's outcomes; return audit entries for what it changed
+    (eliminations, stage or batch-count changes), computed by the pure policy."""
+    before_status = bandit.status.copy()
+    before_stage = _stage_of(bandit)
+    if bandit.multi:
+        bandit.update_many(live)
+    else:
+        i, j, s = live[0]  # a pairwise method yields one outcome per impression
+        bandit.update(i, j, s)
+    audit = []
+    for arm in np.flatnonzero((before_status == ACTIVE) & (bandit.status == ELIMINATED)):
+        info = bandit.eliminated.get(int(arm), {})
+        audit.append(_audit(now, "eliminated", actor="bandit", ranker=names.get(int(arm)),
+                            by=names.get(info.get("by")), step=info.get("step")))
+    after_stage = _stage_of(bandit)
+    if after_stage != before_stage:
+        audit.append(_audit(now, "stage_changed", actor="bandit",
+                            **{"from": before_stage, "to": after_stage}))
+    return audit
 
 
 def _stage_of(bandit: DuelingBandit) -> Any:
@@ -615,12 +697,14 @@ redis.call('ZADD', KEYS[3], 'XX', ARGV[1], ARGV[2])
 return added
 """
 
-# KEYS: imp, pending; ARGV: now, imp_id
+# KEYS: imp, pending, drain flag; ARGV: now, imp_id, flag ttl
+# returns -1 unknown, 0 already closed, 1 closed, 2 closed and the drain flag taken
 _END_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
 redis.call('HSET', KEYS[1], 'closed', '1')
 redis.call('ZADD', KEYS[2], 'XX', ARGV[1], ARGV[2])
+if redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[3]) then return 2 end
 return 1
 """
 
