@@ -35,6 +35,10 @@ among those with documents left (a fair ``m``-sided die, the direct generalizati
 PI's coin), which keeps the posterior factorized, so the pairwise outcomes are exact
 and cheap. With two rankers PM is exactly PI.
 
+**Which documents:** the softmax of a ranker covers the list it returned (its top ``k``
+behind an HTTP API; the estimator does the same), not every document of the collection
+as in Hofmann et al.'s offline setting. With τ = 3 the mass beyond rank 10 is under 0.4%.
+
 **Short or empty lists:** a ranker whose documents are all shown is out of the draw (the
 other rankers fill the page, the coin or die covers only rankers with documents left),
 and a slot only a single ranker could have filled is credited to it with certainty.
