@@ -497,6 +497,10 @@ class Store:
                                    num=limit)
         return [_s(i) for i in ids]
 
+    def pending_count(self, exp_id: str) -> int:
+        """Impressions of ``exp_id`` not yet credited (open, closed or idle)."""
+        return int(self.r.zcard(pending_key(exp_id)))
+
     def take_drain(self, exp_id: str, ttl_s: float) -> bool:
         """Take the experiment's drain flag (SET NX with TTL); True if we got it."""
         return bool(self.r.set(drain_key(exp_id), 1, nx=True, ex=max(1, int(ttl_s))))
