@@ -73,3 +73,5 @@ from celery.signals import worker_ready, worker_shutdown  # noqa: E402
 
 worker_ready.connect(_on_ready, weak=False)
 worker_shutdown.connect(_on_shutdown, weak=False)
+
+import workers.monitoring  # noqa: E402, F401 - task metrics and the worker's exporter

@@ -12,8 +12,9 @@ from service.config import load_config
 
 def run(args: argparse.Namespace) -> int:
     load_config()  # fail early, with one clear line, on a bad configuration
-    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="rankduel-prom-w-")
+    from service.commands.serve import prepare_multiproc_dir
+
+    prepare_multiproc_dir()  # emptied: stale files would add a previous run's counts
     from workers.celery_app import QUEUE, app
 
     argv = ["worker", "--loglevel", args.loglevel, "--concurrency", str(args.concurrency),

@@ -1,0 +1,106 @@
+"""Prometheus metrics of the Celery workers.
+
+Task metrics are counted by Celery signals in whichever process runs the task (a prefork
+pool process, or the main process with the solo/threads pools): runs processed, failed
+for good, retried, and their duration (:mod:`service.metrics`). ``rankduel worker`` sets
+``PROMETHEUS_MULTIPROC_DIR`` (emptied at start-up), so each process writes its values to
+files there, and the worker's main process serves their aggregate over HTTP on
+``RANKDUEL_WORKER_METRICS_BIND`` (``host:port``; off when empty) once the worker is ready:
+a scrape sees the sum over the pool processes, including those that were replaced.
+
+The credit task itself counts impressions by outcome and the click-to-credit lag
+(``rankduel_credit_tasks_total``, ``rankduel_click_to_credit_seconds``). Queue depth is
+read from Redis at scrape time by the API's collector (:mod:`service.collector`), once,
+rather than by every worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+from celery.signals import (
+    task_failure,
+    task_postrun,
+    task_prerun,
+    task_retry,
+    worker_ready,
+)
+
+from service import metrics
+
+log = logging.getLogger("rankduel.worker.metrics")
+
+_started: dict[str, float] = {}
+_lock = threading.Lock()
+_server = None
+
+
+def _task_name(sender) -> str:
+    return getattr(sender, "name", None) or "unknown"
+
+
+def _on_prerun(sender=None, task_id=None, **_kw) -> None:
+    with _lock:
+        _started[task_id] = time.perf_counter()
+
+
+def _on_postrun(sender=None, task_id=None, **_kw) -> None:
+    name = _task_name(sender)
+    with _lock:
+        t0 = _started.pop(task_id, None)
+    metrics.WORKER_TASKS_PROCESSED.labels(name).inc()
+    if t0 is not None:
+        metrics.WORKER_TASK_DURATION.labels(name).observe(time.perf_counter() - t0)
+
+
+def _on_failure(sender=None, **_kw) -> None:
+    metrics.WORKER_TASKS_FAILED.labels(_task_name(sender)).inc()
+
+
+def _on_retry(sender=None, **_kw) -> None:
+    metrics.WORKER_TASKS_RETRIED.labels(_task_name(sender)).inc()
+
+
+def start_exporter(bind: str):
+    """Serve the worker's metrics on ``bind`` (``host:port``) from a daemon thread.
+
+    Aggregates ``PROMETHEUS_MULTIPROC_DIR`` when it is set (every pool process), else
+    serves this process's registry only. Returns the server, or None when it cannot
+    listen (the worker goes on without it; the error is logged).
+    """
+    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_http_server
+
+    host, _, port = bind.rpartition(":")
+    if metrics.multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        log.warning("PROMETHEUS_MULTIPROC_DIR is not set: the worker's metrics cover its "
+                    "main process only (start it with `rankduel worker`)")
+        registry = REGISTRY
+    try:
+        server, _thread = start_http_server(int(port), addr=host, registry=registry)
+    except OSError as exc:
+        log.error("cannot serve worker metrics on %s: %s", bind, exc)
+        return None
+    log.info("worker metrics on http://%s/metrics (pid %d)", bind, os.getpid())
+    return server
+
+
+def _on_ready(**_kw) -> None:
+    global _server
+    from service.config import load_config
+
+    bind = load_config().worker_metrics_bind
+    if bind and _server is None:
+        _server = start_exporter(bind)
+
+
+task_prerun.connect(_on_prerun, weak=False)
+task_postrun.connect(_on_postrun, weak=False)
+task_failure.connect(_on_failure, weak=False)
+task_retry.connect(_on_retry, weak=False)
+worker_ready.connect(_on_ready, weak=False)
