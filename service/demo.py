@@ -35,6 +35,12 @@ from service.client import ApiResponseError, Client
 from service.demo_rankers import demo_world, ranker_name
 from service.stack import Stack, free_port, http_ok, wait_until
 
+#: per-algorithm parameters of the demo (see :meth:`Demo.params`)
+DEMO_PARAMS: dict[str, dict[str, Any]] = {
+    "mergedts": {"alpha": 0.8**6, "c": 4e6, "batch_size": 4},
+    "mergerucb": {"alpha": 0.8**6, "c": 4e5, "batch_size": 4},
+}
+
 
 @dataclass
 class DemoOptions:
@@ -194,7 +200,8 @@ class Demo:
         q = self.tally.queries
         c = state["counters"]
         active = [r["name"] for r in state["rankers"] if r["status"] == "active"]
-        out = [r for r in state["rankers"] if r["status"] == "eliminated"]
+        out = sorted((r for r in state["rankers"] if r["status"] == "eliminated"),
+                     key=lambda r: r["eliminated"]["step"])
         elim = ", ".join(f"{r['name']}<{r['eliminated']['by']}" for r in out[-4:])
         more = f" (+{len(out) - 4})" if len(out) > 4 else ""
         return (f"  {q:>6}/{self.opts.queries} queries {q / max(elapsed, 1e-9):6.0f} q/s | "
@@ -234,7 +241,8 @@ class Demo:
                         "timeout_ms": 1000} for n in range(w.n_rankers)]
             exp = client.create_experiment(
                 name=f"demo world {o.seed}", rankers=rankers, algorithm=o.algorithm,
-                params=o.params, interleaving=o.interleaving, seed=o.seed)
+                params=self.params(), interleaving=o.interleaving, seed=o.seed,
+                true_preferences=P.tolist(), true_best=ranker_name(best))
             exp_id = exp["id"]
             self.say(f"experiment {exp_id}: {o.algorithm} over {w.n_rankers} rankers, "
                      f"{o.interleaving} interleaving, {o.click_model} users; "
@@ -259,6 +267,16 @@ class Demo:
         finally:
             stack.close()
 
+    def params(self) -> dict[str, Any]:
+        """The algorithm's parameters: ``--param`` values over the demo defaults. For
+        MergeDTS and MergeRUCB the defaults are the values the papers tuned on their
+        LTR datasets (seed 000 §5.5: MergeDTS α = 0.8⁶, C = 4·10⁶, M = 4 in the online
+        setting here; MergeRUCB α = 0.8⁶, C = 4·10⁵): with the constructors' default
+        α = 1.01 and C(ε = 1/10⁶) the confidence bounds are so wide that a few thousand
+        comparisons eliminate almost nothing."""
+        defaults = DEMO_PARAMS.get(self.opts.algorithm, {})
+        return {**defaults, **self.opts.params}
+
     def summary(self, state: dict[str, Any], api_url: str, exp_id: str) -> dict[str, Any]:
         c = state["counters"]
         return {
@@ -270,6 +288,7 @@ class Demo:
             "regret": round(self.tally.regret, 3),
             "experiment": exp_id,
             "algorithm": self.opts.algorithm,
+            "params": self.params(),
             "interleaving": self.opts.interleaving,
             "click_model": self.opts.click_model,
             "impressions": int(c.get("impressions", 0)),
