@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import rand_argmax
+from bandits.rucb import LossCounter, rand_argmax
 
 
 class CCB(DuelingBandit):
@@ -50,7 +50,13 @@ class CCB(DuelingBandit):
       counts, joins ``B_t`` (as every arm does on line 2) with an empty ``B^i``, and
       ``L̄_C`` is kept;
     - a tie (outcome ½) adds ½ to each side of ``W``;
-    - CCB never eliminates; the O(K²) confidence matrices are recomputed every step.
+    - CCB never eliminates.
+
+    Cost: the Copeland scores of line 7 come from two
+    :class:`~bandits.rucb.LossCounter` (O(1) amortized per step), and ``U``/``L`` are
+    only evaluated where a line reads them (the pairs in the sets ``B^i``, one row on a
+    refill, column ``c``), so a step is O(K + Σ|B^i|) instead of O(K²). The choices
+    are those of the dense pseudo-code (the tests compare the two).
 
     ``best_arm()``: the base rule, the active arm with the most empirical wins
     (``w_ij > w_ji``), ties by win rate — an estimate of a Copeland winner.
@@ -103,81 +109,124 @@ class CCB(DuelingBandit):
         self.opponents = np.zeros((self.K, self.K), dtype=bool)
         #: L̄_C, the estimated max losses of a Copeland winner (line 4)
         self.max_losses = self.K
+        self._losses: LossCounter | None = None
+        self._beaten: LossCounter | None = None
+        self._pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ helpers
-    def _reset(self, Bb: np.ndarray, Bo: np.ndarray, k: int) -> int:
-        """Lines 2–4 on the active-arm views; returns the new ``L̄_C``."""
-        Bb[:] = True
-        Bo[:] = False
-        return k
+    def _counters(self) -> tuple[LossCounter, LossCounter]:
+        """Counters for line 7 at the current ``t``.
 
-    def _bounds(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Line 6 on the active arms ``A``: (U, L)."""
-        Wa = self.W[np.ix_(A, A)]
-        n = Wa + Wa.T
+        ``losses.counts[i] = #{k : u_ik < 1/2}`` gives the optimistic score
+        ``(K - 1) - losses``; ``beaten.counts[i] = #{k : u_ki <= 1/2} = #{k : l_ik >= 1/2}``
+        (as ``l_ik = 1 - u_ki``) is the pessimistic score: a counter on ``Wᵀ``.
+        """
+        if self._losses is None or self._beaten is None:
+            active = self.status == ACTIVE
+            self._losses = LossCounter(self.W, active, strict=True)
+            self._beaten = LossCounter(self.W.T, active, strict=False)
+            self._pairs = None
+        thr = self.alpha * math.log(max(self.t, 1))
+        self._losses.set_threshold(thr)
+        self._beaten.set_threshold(thr)
+        return self._losses, self._beaten
+
+    def _pair_bounds(self, ii: np.ndarray, jj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Line 6 for the pairs ``(ii[k], jj[k])``: ``(u, l)``, elementwise."""
+        w = self.W[ii, jj]
+        n = w + self.W[jj, ii]
         zero = n == 0
         n_safe = n + zero
-        mean = Wa / n_safe
-        radius = np.sqrt(self.alpha * math.log(self.t) / n_safe)
-        U = mean + radius
-        L = mean - radius
-        U[zero] = 2.0  # x/0 := 1 in both terms: 1 + 1
-        L[zero] = 0.0  # and 1 - 1
-        np.fill_diagonal(U, 0.5)
-        np.fill_diagonal(L, 0.5)
-        return U, L
+        mean = w / n_safe
+        radius = np.sqrt(self.alpha * math.log(max(self.t, 1)) / n_safe)
+        u = mean + radius
+        lo = mean - radius
+        u[zero] = 2.0  # x/0 := 1 in both terms: 1 + 1
+        lo[zero] = 0.0  # and 1 - 1
+        same = ii == jj
+        u[same] = 0.5
+        lo[same] = 0.5
+        return u, lo
+
+    def _opponent_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All ``(i, j)`` with ``a_j ∈ B^i`` (row-major) and the row sizes ``|B^i|``."""
+        if self._pairs is None:
+            ii, jj = np.nonzero(self.opponents)
+            self._pairs = (ii, jj, np.bincount(ii, minlength=self.K))
+        return self._pairs
+
+    def _reset(self, Bb: np.ndarray, k: int) -> int:
+        """Lines 2–4 (``Bb`` is the active arms' view of ``B_t``); returns ``L̄_C``."""
+        Bb[:] = True
+        self.opponents[:] = False
+        self._pairs = None
+        return k
 
     # ------------------------------------------------------------------ hooks
     def _select(self) -> Comparison:
-        A = np.flatnonzero(self.status == ACTIVE)
+        losses, beaten = self._counters()
+        A = losses.arms
         k = A.size
         if k == 0:
             raise RuntimeError("no active arms")
         if k == 1:
             return (int(A[0]), int(A[0]))
         rng = self.rng
-        U, L = self._bounds(A)
-        off = ~np.eye(k, dtype=bool)
-        # line 7: optimistic / pessimistic Copeland scores; line 8: C_t
-        cpld_up = ((U >= 0.5) & off).sum(axis=1)
-        cpld_lo = ((L >= 0.5) & off).sum(axis=1)
+        Bo = self.opponents
+        # line 7: optimistic / pessimistic Copeland scores; line 8: C_t (positions in A)
+        cpld_up = (k - 1) - losses.counts[A]
+        cpld_lo = beaten.counts[A]
         C = cpld_up == cpld_up.max()
-        # line 9, on views restricted to the active arms
+        # line 9 (B_t as a view on the active arms)
         Bb = self.shortlist[A]
-        Bo = self.opponents[np.ix_(A, A)]
         LC = self.max_losses
         # 9A: reset disproven hypotheses
-        if (Bo & (L > 0.5)).any():
-            LC = self._reset(Bb, Bo, k)
+        ii, jj, _ = self._opponent_pairs()
+        if ii.size and (self._pair_bounds(ii, jj)[1] > 0.5).any():
+            LC = self._reset(Bb, k)
         # 9B: remove non-Copeland winners
         drop = Bb & (cpld_up < cpld_lo.max())
         if drop.any():
             Bb[drop] = False
-            refill = drop & (Bo.sum(axis=1) != LC + 1)
-            Bo[refill] = U[refill] < 0.5
+            sizes = self._opponent_pairs()[2][A]
+            for p in np.flatnonzero(drop & (sizes != LC + 1)):
+                i = int(A[p])
+                u_row = self._pair_bounds(np.full(k, i), A)[0]
+                Bo[i] = False
+                Bo[i, A[u_row < 0.5]] = True
+                self._pairs = None
             if not Bb.any():
-                LC = self._reset(Bb, Bo, k)
+                LC = self._reset(Bb, k)
         # 9C: add Copeland winners
-        for i in np.flatnonzero(C & (cpld_up == cpld_lo)):
-            Bb[i] = True
-            Bo[i] = False
-            LC = int(k - 1 - cpld_up[i])
-            sizes = Bo.sum(axis=1)
-            Bo[sizes < LC + 1] = False
+        for p in np.flatnonzero(C & (cpld_up == cpld_lo)):
+            i = int(A[p])
+            Bb[p] = True
+            LC = int(k - 1 - cpld_up[p])
+            if Bo[i].any():
+                Bo[i] = False
+                self._pairs = None
+            sizes = self._opponent_pairs()[2]
+            small = (sizes > 0) & (sizes < LC + 1)
+            if small.any():
+                Bo[small] = False
+                self._pairs = None
             for j in np.flatnonzero(sizes > LC + 1):
                 members = np.flatnonzero(Bo[j])
                 keep = rng.choice(members, size=LC + 1, replace=False)
                 Bo[j] = False
                 Bo[j, keep] = True
+                self._pairs = None
         self.shortlist[A] = Bb
-        self.opponents[np.ix_(A, A)] = Bo
         self.max_losses = LC
         # line 10: with probability 1/4, an uncertain pair (i, j) with a_j in B^i
         if rng.random() < 0.25:
-            pairs = np.flatnonzero(Bo & (L <= 0.5) & (U >= 0.5))
-            if pairs.size:
-                p = int(pairs[rng.integers(pairs.size)])
-                return (int(A[p // k]), int(A[p % k]))
+            ii, jj, _ = self._opponent_pairs()
+            if ii.size:
+                u, lo = self._pair_bounds(ii, jj)
+                pairs = np.flatnonzero((lo <= 0.5) & (u >= 0.5))
+                if pairs.size:
+                    p = int(pairs[rng.integers(pairs.size)])
+                    return (int(ii[p]), int(jj[p]))
         # line 11: prefer B_t ∩ C_t with probability 2/3
         both = Bb & C
         if both.any() and rng.random() < 2.0 / 3.0:
@@ -185,24 +234,34 @@ class CCB(DuelingBandit):
         # line 12: a_c uniform over C_t
         cs = np.flatnonzero(C)
         c = int(cs[rng.integers(cs.size)])
+        c_arm = int(A[c])
         # line 13: the opponent pool is B^c or all arms, each with probability 1/2
-        eligible = L[:, c] <= 0.5
-        if rng.random() < 0.5 and (Bo[c] & eligible).any():
-            eligible = Bo[c] & eligible
-        u = np.where(eligible, U[:, c], -np.inf)
+        u_col, l_col = self._pair_bounds(A, np.full(k, c_arm))
+        eligible = l_col <= 0.5
+        pool = Bo[c_arm, A] & eligible
+        if rng.random() < 0.5 and pool.any():
+            eligible = pool
+        u = np.where(eligible, u_col, -np.inf)
         d = rand_argmax(u, rng, avoid=c)
-        return (int(A[c]), int(A[d]))
+        return (c_arm, int(A[d]))
+
+    def _update(self, i: int, j: int, outcome: float) -> None:
+        if self._losses is not None and self._beaten is not None:
+            self._losses.update_pair(i, j, self.W[i, j], self.W[j, i])
+            self._beaten.update_pair(i, j, self.W[j, i], self.W[i, j])
 
     def _add_arm(self, arm: int) -> None:
         self.shortlist = np.append(self.shortlist, True)
         Bo = np.zeros((self.K, self.K), dtype=bool)
         Bo[:arm, :arm] = self.opponents
         self.opponents = Bo
+        self._losses = self._beaten = None
 
     def _retire_arm(self, arm: int) -> None:
         self.shortlist[arm] = False
         self.opponents[arm, :] = False
         self.opponents[:, arm] = False
+        self._losses = self._beaten = None
 
     def params(self) -> dict[str, Any]:
         return {"alpha": self.alpha}
@@ -221,3 +280,4 @@ class CCB(DuelingBandit):
         for i, row in enumerate(state["opponents"]):
             self.opponents[i, row] = True
         self.max_losses = int(state["max_losses"])
+        self._losses = self._beaten = None

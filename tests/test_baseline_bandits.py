@@ -132,6 +132,98 @@ def test_rucb_candidate_set_equals_dense_algorithm():
     assert play(fast, P, 1500, e1) == play(dense, P, 1500, e2)
 
 
+class DenseCCB(CCB):
+    """Algorithm 5 with the full matrices U and L, consuming random numbers like CCB."""
+
+    def _select(self):
+        A = np.flatnonzero(self.status == ACTIVE)
+        k = A.size
+        if k == 1:
+            return (int(A[0]), int(A[0]))
+        rng = self.rng
+        Wa = self.W[np.ix_(A, A)]
+        n = Wa + Wa.T
+        zero = n == 0
+        mean = Wa / (n + zero)
+        radius = np.sqrt(self.alpha * math.log(self.t) / (n + zero))
+        U, L = mean + radius, mean - radius
+        U[zero], L[zero] = 2.0, 0.0
+        np.fill_diagonal(U, 0.5)
+        np.fill_diagonal(L, 0.5)
+        off = ~np.eye(k, dtype=bool)
+        up = ((U >= 0.5) & off).sum(axis=1)  # line 7
+        lo = ((L >= 0.5) & off).sum(axis=1)
+        C = up == up.max()  # line 8
+        Bb = self.shortlist[A]
+        Bo = self.opponents[np.ix_(A, A)]
+        LC = self.max_losses
+        if (Bo & (L > 0.5)).any():  # 9A
+            Bb[:], Bo[:], LC = True, False, k
+        drop = Bb & (up < lo.max())  # 9B
+        if drop.any():
+            Bb[drop] = False
+            refill = drop & (Bo.sum(axis=1) != LC + 1)
+            Bo[refill] = U[refill] < 0.5
+            if not Bb.any():
+                Bb[:], Bo[:], LC = True, False, k
+        for i in np.flatnonzero(C & (up == lo)):  # 9C
+            Bb[i] = True
+            Bo[i] = False
+            LC = int(k - 1 - up[i])
+            sizes = Bo.sum(axis=1)
+            Bo[sizes < LC + 1] = False
+            for j in np.flatnonzero(sizes > LC + 1):
+                keep = rng.choice(np.flatnonzero(Bo[j]), size=LC + 1, replace=False)
+                Bo[j] = False
+                Bo[j, keep] = True
+        self.shortlist[A] = Bb
+        self.opponents[np.ix_(A, A)] = Bo
+        self.max_losses = LC
+        if rng.random() < 0.25:  # line 10
+            pairs = np.flatnonzero(Bo & (L <= 0.5) & (U >= 0.5))
+            if pairs.size:
+                p = int(pairs[rng.integers(pairs.size)])
+                return (int(A[p // k]), int(A[p % k]))
+        both = Bb & C  # line 11
+        if both.any() and rng.random() < 2.0 / 3.0:
+            C = both
+        cs = np.flatnonzero(C)  # line 12
+        c = int(cs[rng.integers(cs.size)])
+        eligible = L[:, c] <= 0.5  # line 13
+        if rng.random() < 0.5 and (Bo[c] & eligible).any():
+            eligible = Bo[c] & eligible
+        d = rand_argmax(np.where(eligible, U[:, c], -np.inf), rng, avoid=c)
+        return (int(A[c]), int(A[d]))
+
+
+@pytest.mark.parametrize("condorcet", [True, False])
+def test_ccb_equals_dense_algorithm(condorcet):
+    # CCB evaluates U and L only where Algorithm 5 reads them; its choices must be
+    # those of the dense pseudo-code, step for step. After a retirement and an addition
+    # every preference is reversed, so learnt hypotheses are disproven (line 9A resets)
+    # and the sets B^i are rebuilt (9B) and trimmed (9C).
+    if condorcet:
+        P = bradley_terry(9, gap=0.1, seed=2)
+    else:
+        P = non_condorcet(9, n_winners=2, gap=0.1, seed=3)
+    P10 = np.full((10, 10), 0.5)
+    P10[:9, :9] = P
+    P10[9, :9], P10[:9, 9] = 0.3, 0.7
+    P10 = P10.T.copy()
+    fast, dense = CCB(9, seed=3), DenseCCB(9, seed=3)
+    e1, e2 = np.random.default_rng(9), np.random.default_rng(9)
+    assert play(fast, P, 1500, e1) == play(dense, P, 1500, e2)
+    assert fast.opponents.any()  # 9B filled some B^i
+    for b in (fast, dense):
+        b.retire_arm(4)
+        b.add_arm()
+    assert play(fast, P10, 1500, e1) == play(dense, P10, 1500, e2)
+    assert fast.max_losses == dense.max_losses
+    np.testing.assert_array_equal(fast.opponents, dense.opponents)
+    np.testing.assert_array_equal(fast.shortlist, dense.shortlist)
+    assert fast.best_arm() == 9  # the reversed field's Condorcet winner
+
+
 # ---------------------------------------------------------------------- exact-law shortcuts
 def _fixed_state(cls, **params):
     """A policy with a fixed, partly informative W on 4 arms and t held at 50."""
