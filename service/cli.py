@@ -13,7 +13,7 @@ import importlib
 import sys
 
 #: subcommand modules, in the order ``--help`` lists them
-COMMANDS = ["simulate", "matrix", "serve", "worker", "demo"]
+COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic"]
 
 
 def build_parser() -> argparse.ArgumentParser:
