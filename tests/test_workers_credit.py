@@ -195,3 +195,60 @@ def test_other_pairwise_methods_credit_once(client, ranker_server, worker, rd, m
     decisive = expected_decisive(rd, ids)
     assert decisive > 5
     assert np.isclose(np.array(state["W"]).sum(), decisive)
+
+
+def test_multileaved_mdb_comparisons_are_credited_once(client, ranker_server, worker, rd):
+    # MDB selects sets of rankers; every decisive multileaved impression adds one to W's
+    # total per pair of participants (s and 1 - s), counted once
+    worker.ensure()
+    exp = client.create_experiment(name="mdb", rankers=rankers_for(ranker_server, "good", "bad",
+                                                                     "mid", "alt"),
+                                   algorithm="mdb", interleaving="team_draft_multileave",
+                                   seed=6)
+    seen: list = []
+    ids = drive(client, exp["id"], 30, np.random.default_rng(4), names=seen)
+    assert max(len(n) for n in seen) > 2  # some impressions really multileaved > 2 rankers
+    state = wait_for(all_credited(client, exp["id"]), what="mdb credits")
+    pairs = 0
+    for imp in ids:
+        stored = json.loads(rd.hget(f"rd:imp:{imp}", "credited"))
+        pairs += len(stored.get("outcomes", []))
+    assert pairs > 10
+    assert np.isclose(np.array(state["W"]).sum(), pairs)
+    assert state["comparisons"] == state["counters"]["decisive"]
+
+
+def test_pairwise_policy_rejects_a_multileaving_method(client, ranker_server):
+    status, body = client.request("POST", "/experiments", {
+        "name": "x", "rankers": rankers_for(ranker_server, "good", "bad"),
+        "algorithm": "mergedts", "interleaving": "team_draft_multileave"}, admin=True)
+    assert status == 422 and "pairwise" in body["error"]
+    status, body = client.request("POST", "/experiments", {
+        "name": "x", "rankers": rankers_for(ranker_server, "good", "bad"),
+        "algorithm": "mdb", "interleaving": "team_draft"}, admin=True)
+    assert status == 422 and "multileaving" in body["error"]
+
+
+def test_eliminations_are_recorded_exactly_once(client, ranker_server, worker):
+    # users always click the document with the lowest id: "good" (d00, d01, ...) wins its
+    # duels, so MergeDTS (small C to converge within the test) eliminates the others
+    worker.ensure()
+    exp = client.create_experiment(
+        name="elim", rankers=rankers_for(ranker_server, "good", "bad", "mid", "alt"),
+        algorithm="mergedts", params={"alpha": 0.5, "c": 10, "batch_size": 4},
+        interleaving="team_draft", seed=3)
+    e = exp["id"]
+    for n in range(250):
+        page = client.search(e, f"q{n}", k=6)
+        res = page["results"]
+        p = min(range(len(res)), key=lambda i: res[i]["id"])
+        client.click(page, [(res[p]["id"], p + 1)])
+        client.end(page)
+    state = wait_for(all_credited(client, e), what="credits")
+    out = {r["name"]: r for r in state["rankers"] if r["status"] == "eliminated"}
+    assert len(out) >= 2 and state["champion"] == "good"
+    logged = [a for a in client.audit(e) if a["action"] == "eliminated"]
+    assert sorted(a["ranker"] for a in logged) == sorted(out)  # once each, no more
+    for a in logged:
+        assert a["by"] == out[a["ranker"]]["eliminated"]["by"]
+        assert a["step"] == out[a["ranker"]]["eliminated"]["step"]
