@@ -85,6 +85,19 @@ def http_ok(url: str) -> bool:
     return status == 200
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, ask for SIGTERM when the parent dies, so
+    that even a SIGKILLed demo leaves no orphans (the children run in their own sessions
+    and would not get the terminal's signals)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class Child:
     """A child process in its own process group, with its output in a log file."""
 
@@ -103,7 +116,8 @@ class Child:
         log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's life
         self.proc = subprocess.Popen(
             self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.cwd)
+            stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.cwd,
+            preexec_fn=_die_with_parent)
         log.close()
 
     @property
