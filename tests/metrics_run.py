@@ -37,6 +37,8 @@ PHASES = (200, 200, 200)
 RANKERS = 6
 SEED = 3
 SCRAPE_S = 1
+FAULT_SEARCHES = 8
+FORGED_CLICKS = 3
 
 
 @dataclass
@@ -62,6 +64,9 @@ class MetricsRun:
     exp_id: str = ""
     true_best: str = ""
     checkpoints: list[Checkpoint] = field(default_factory=list)
+    faults_exp: str = ""
+    #: HTTP status -> count of the searches made by :meth:`_faults`
+    fault_searches: dict[int, int] = field(default_factory=dict)
     final_state: dict[str, Any] = field(default_factory=dict)
     stack: Any = None
     run: Any = None
@@ -115,8 +120,10 @@ class MetricsRun:
                                  name="metrics test")
         self.exp_id = self.run.exp_id
         self.true_best = ranker_name(self.run.best)
-        for n in PHASES:
+        for phase, n in enumerate(PHASES):
             traffic.send(self.run, n)
+            if phase == 1:
+                self._faults(f"http://127.0.0.1:{rank_port}")
             self.final_state = traffic.wait_credited(self.run, timeout=120)
             self._checkpoint()
 
@@ -151,6 +158,36 @@ class MetricsRun:
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: http_ok(f"{url}/-/ready"), 60, "prometheus", proc.proc)
         return url
+
+    def _faults(self, rank_url: str) -> None:
+        """Deliberate failures, on a second experiment, so that the service dashboard's
+        error panels have real data: a ranker that refuses connections (ranker failures,
+        fallbacks, 502 when it is the only one chosen), searches of an unknown experiment
+        (404) and clicks with a forged token (403)."""
+        from service.client import Client
+        from service.stack import free_port
+
+        client = Client(self.api_url, ADMIN)
+        exp = client.create_experiment(
+            name="faults", algorithm="mergedts", interleaving="team_draft", seed=1,
+            rankers=[{"name": "r00", "url": f"{rank_url}/rankers/0"},
+                     {"name": "down", "url": f"http://127.0.0.1:{free_port()}/down",
+                      "timeout_ms": 200}])
+        self.faults_exp = exp["id"]
+        for _ in range(FAULT_SEARCHES):
+            status, page = client.request("GET", f"/search?experiment={exp['id']}&q=q1")
+            self.fault_searches[status] = self.fault_searches.get(status, 0) + 1
+            if status == 200:
+                client.end(page)
+                shown = page
+        for _ in range(2):
+            status, _ = client.request("GET", "/search?experiment=nosuchexp&q=q1")
+            self.fault_searches[status] = self.fault_searches.get(status, 0) + 1
+        for _ in range(FORGED_CLICKS):
+            status, _ = client.request("POST", "/clicks", {
+                "impression_id": shown["impression_id"], "token": "forged.token",
+                "clicks": [{"id": "x", "rank": 1}]})
+            assert status == 403, status
 
     def _checkpoint(self) -> None:
         """Record the round's end once Prometheus (if any) has scraped its final values."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from metrics_run import PHASES, get, metrics_run, samples, total  # noqa: F401
+from metrics_run import FORGED_CLICKS, PHASES, get, metrics_run, samples, total  # noqa: F401
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -35,19 +35,23 @@ def test_run_was_clean(metrics_run):  # noqa: F811
 def test_request_counts_are_summed_over_gunicorn_workers(metrics_run, scraped):  # noqa: F811
     api, _ = scraped
     queries = metrics_run.checkpoints[-1].queries
-    assert total(api, "rankduel_http_requests_total", endpoint="/search",
-                 status="200") == queries
+    faults = metrics_run.fault_searches  # the deliberate failures of the run, by status
+    for status in {200, *faults}:
+        assert total(api, "rankduel_http_requests_total", endpoint="/search",
+                     status=str(status)) == faults.get(status, 0) + queries * (status == 200)
     ends = [lab["endpoint"] for n, lab, _ in api
             if n == "rankduel_http_requests_total" and lab["endpoint"].endswith("/end")]
     assert ends, "no /impressions/<id>/end requests counted"
-    assert total(api, "rankduel_http_requests_total", endpoint=ends[0]) == queries
+    assert total(api, "rankduel_http_requests_total", endpoint=ends[0]) == (
+        queries + faults.get(200, 0))
     assert total(api, "rankduel_http_request_duration_seconds_count",
-                 endpoint="/search") == queries
+                 endpoint="/search") == queries + sum(faults.values())
+    assert total(api, "rankduel_tokens_refused_total") == FORGED_CLICKS
     # the sum above is genuinely over several processes: at least two gunicorn workers
     # served searches (6 concurrent keep-alive clients spread over 3 workers)
     per_pid = _per_process(metrics_run.api_prom_dir, "rankduel_http_requests_total",
-                           endpoint="/search")
-    assert sum(per_pid.values()) == queries
+                           endpoint="/search", status="200")
+    assert sum(per_pid.values()) == queries + faults.get(200, 0)
     assert sum(1 for v in per_pid.values() if v > 0) >= 2, per_pid
 
 
@@ -140,11 +144,14 @@ def test_worker_metrics_sum_over_pool_processes(metrics_run, scraped):  # noqa: 
     _, worker = scraped
     queries = metrics_run.checkpoints[-1].queries
     decisive = metrics_run.final_state["counters"]["decisive"]
-    # each impression is credited once; its outcome and lag are observed once
+    # each impression is credited once; its outcome and lag are observed once (the
+    # worker's metrics cover every experiment: the main one and the faults one, whose
+    # impressions are single-ranker, credited without a duel)
+    impressions = queries + metrics_run.fault_searches.get(200, 0)
     statuses = {lab["status"]: v for n, lab, v in worker if n == "rankduel_credit_tasks_total"}
     assert statuses.get("credited") == decisive
-    assert sum(v for s, v in statuses.items() if s not in ("already", "missing")) == queries
-    assert total(worker, "rankduel_click_to_credit_seconds_count") == queries
+    assert sum(v for s, v in statuses.items() if s not in ("already", "missing")) == impressions
+    assert total(worker, "rankduel_click_to_credit_seconds_count") == impressions
     processed = total(worker, "rankduel_worker_tasks_processed_total")
     assert processed >= total(worker, "rankduel_worker_tasks_processed_total",
                               task="rankduel.drain") >= 1
@@ -155,6 +162,21 @@ def test_worker_metrics_sum_over_pool_processes(metrics_run, scraped):  # noqa: 
     per_pid = _per_process(metrics_run.worker_prom_dir, "rankduel_worker_tasks_processed_total")
     assert sum(per_pid.values()) == processed
     assert sum(1 for v in per_pid.values() if v > 0) >= 2, per_pid
+
+
+def test_ranker_failures_and_fallbacks(metrics_run, scraped):  # noqa: F811
+    """The faults experiment: its ranker "down" refuses connections."""
+    api, _ = scraped
+    e = metrics_run.faults_exp
+    failures = total(api, "rankduel_ranker_failures_total", experiment=e, ranker="down")
+    fallbacks = total(api, "rankduel_fallbacks_total", experiment=e)
+    bad_gateway = metrics_run.fault_searches.get(502, 0)
+    # every search that chose "down" failed it once: served from r00 alone (a fallback)
+    # or, when "down" was the only ranker chosen, answered 502
+    assert failures == fallbacks + bad_gateway
+    assert fallbacks >= 1
+    assert total(api, "rankduel_ranker_failures_total", ranker="r00") == 0
+    assert total(api, "rankduel_impressions_total", experiment=e, kind="fallback") == fallbacks
 
 
 def test_queue_depth_is_read_from_redis(metrics_run, scraped):  # noqa: F811

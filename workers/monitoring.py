@@ -90,10 +90,18 @@ def start_exporter(bind: str):
     return server
 
 
-def _on_ready(**_kw) -> None:
+def _on_ready(sender=None, **_kw) -> None:
     global _server
     from service.config import load_config
 
+    # every task's series exist from the start, at 0 (a failure panel shows 0, not
+    # "no data", and rate() sees the first failure)
+    app = getattr(sender, "app", None)
+    for name in getattr(app, "tasks", {}):
+        if name.startswith("rankduel."):
+            for counter in (metrics.WORKER_TASKS_PROCESSED, metrics.WORKER_TASKS_FAILED,
+                            metrics.WORKER_TASKS_RETRIED):
+                counter.labels(name)
     bind = load_config().worker_metrics_bind
     if bind and _server is None:
         _server = start_exporter(bind)
