@@ -11,7 +11,8 @@ here), and measures, in the same run:
    the same closed-loop load (``--clients`` keep-alive connections split over
    ``--procs`` load processes, for ``--seconds`` each);
 2. mean CPU per selection (the controller's cache lookup + ``select()``), from the
-   API's ``rankduel_selection_cpu_seconds`` histogram;
+   API's ``rankduel_selection_cpu_seconds`` histogram under the search load, and in one
+   thread of this process with no load;
 3. impressions credited per second by one Celery worker (concurrency 1): ``--impressions``
    closed impressions with clicks are queued while no worker runs, then one worker is
    started and timed from its ready marker until all are credited.
@@ -116,6 +117,31 @@ def metric_value(text: str, name: str) -> float:
         if line.startswith(name + " ") or line.startswith(name + "{"):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def isolated_selection_cpu(redis_url: str, exp_id: str, n: int = 3000) -> float:
+    """Mean thread CPU of ``Controller.choose`` past its Redis round trip (cache lookup,
+    reseed, ``select()``), in this process, one thread, warm cache."""
+    import redis as redis_lib
+
+    from service import metrics
+    from service.controller import Controller
+    from service.store import Store
+
+    ctl = Controller(Store(redis_lib.Redis.from_url(redis_url)), max_age_ms=1e9)
+    for _ in range(100):
+        ctl.choose(exp_id)
+
+    def totals() -> tuple[float, float]:
+        samples = {s.name: s.value for m in metrics.SELECTION_CPU.collect() for s in m.samples}
+        return (samples["rankduel_selection_cpu_seconds_sum"],
+                samples["rankduel_selection_cpu_seconds_count"])
+
+    s0, c0 = totals()
+    for _ in range(n):
+        ctl.choose(exp_id)
+    s1, c1 = totals()
+    return round((s1 - s0) / (c1 - c0) * 1e6, 1)
 
 
 def make_impressions(client: Client, exp_id: str, world, n: int) -> list[str]:
@@ -259,6 +285,11 @@ def main() -> int:
         results["selection_cpu_us"] = round(s / max(n, 1) * 1e6, 1)
         print(f"selection CPU: {results['selection_cpu_us']} µs mean over {n:.0f} selections",
               flush=True)
+
+        results["selection_cpu_us_single_thread"] = isolated_selection_cpu(redis_url,
+                                                                           exp["id"])
+        print(f"selection CPU, one thread, no load: "
+              f"{results['selection_cpu_us_single_thread']} µs", flush=True)
 
         # ---- credit throughput of one worker
         results["credit"] = credit_throughput(client, stack, env, work, redis_url, world,
