@@ -277,6 +277,7 @@ def bradley_terry(
     spread: float = 4.0,
     uninformative_share: float = 0.0,
     uninformative_gap: float | None = None,
+    winner_gap: float | None = None,
     seed: int | np.random.Generator | None = None,
 ) -> np.ndarray:
     """A Bradley–Terry instance: p_ij = σ(θ_i − θ_j) for strengths θ, labels shuffled.
@@ -293,6 +294,10 @@ def bradley_terry(
     ``uninformative_share`` of the arms (rounded) are *uninformative*, like rankers that
     return random lists (seed 000, Assumptions 1–2): tied at exactly ½ among themselves and
     losing to every informative arm, by at least ``uninformative_gap`` (default ``gap``).
+
+    ``winner_gap`` (optional, ≥ ``gap``) fixes p − ½ between the best and the second-best
+    arm, which sets how long identifying the winner takes; the smallest gap is then
+    between two other neighbours (needs 3 informative arms to stay exactly ``gap``).
 
     Examples
     --------
@@ -320,11 +325,26 @@ def bradley_terry(
     delta = float(logit(0.5 + gap))
     # differences between neighbours in the order (best first)
     extra = rng.exponential(1.0, size=max(n_i - 1, 0))
-    if extra.size:
-        extra[rng.integers(extra.size)] = 0.0
-        room = max(spread - (n_i - 1) * delta, 0.0)
-        extra *= room / extra.sum() if extra.sum() > 0 else 0.0
-    theta = -np.concatenate([[0.0], np.cumsum(delta + extra)])
+    if winner_gap is None:
+        if extra.size:
+            extra[rng.integers(extra.size)] = 0.0
+            room = max(spread - (n_i - 1) * delta, 0.0)
+            extra *= room / extra.sum() if extra.sum() > 0 else 0.0
+        steps = delta + extra
+    else:
+        if not gap <= winner_gap < 0.5:
+            raise ValueError(f"winner gap must be in [gap, 0.5), got {winner_gap}")
+        if n_i < 2:
+            raise ValueError("a winner gap needs at least 2 informative arms")
+        # the first step (best to second best) is fixed; the exact-minimum step is another
+        w_step = float(logit(0.5 + winner_gap))
+        rest = extra[1:]
+        if rest.size:
+            rest[rng.integers(rest.size)] = 0.0
+            room = max(spread - w_step - (n_i - 2) * delta, 0.0)
+            rest *= room / rest.sum() if rest.sum() > 0 else 0.0
+        steps = np.concatenate([[w_step], delta + rest])
+    theta = -np.concatenate([[0.0], np.cumsum(steps)])
     if n_u:
         u_gap = gap if uninformative_gap is None else float(uninformative_gap)
         if not 0.0 < u_gap < 0.5:

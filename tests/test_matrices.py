@@ -193,3 +193,15 @@ def test_non_condorcet_has_several_copeland_winners(k, w):
 def test_non_condorcet_needs_enough_arms():
     with pytest.raises(ValueError, match="need k >= 7"):
         M.non_condorcet(6, n_winners=3)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bradley_terry_winner_gap(seed):
+    P = M.bradley_terry(40, gap=0.002, winner_gap=0.02, uninformative_share=0.25, seed=seed)
+    c = M.condorcet_winner(P)
+    assert np.delete(P[c] - 0.5, c).min() == pytest.approx(0.02, rel=1e-9)
+    informative = np.flatnonzero((P > 0.5).sum(axis=1) > 0)
+    sub = P[np.ix_(informative, informative)]
+    assert np.abs(offdiag(sub) - 0.5).min() == pytest.approx(0.002, rel=1e-9)
+    with pytest.raises(ValueError, match="winner gap"):
+        M.bradley_terry(10, gap=0.05, winner_gap=0.01)

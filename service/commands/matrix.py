@@ -98,6 +98,7 @@ def generate(args: argparse.Namespace) -> np.ndarray:
             spread=args.spread,
             uninformative_share=share,
             uninformative_gap=args.uninformative_gap,
+            winner_gap=args.winner_gap,
             seed=args.seed,
         )
     if kind == "non-condorcet":
@@ -116,8 +117,10 @@ def generate(args: argparse.Namespace) -> np.ndarray:
 _OPTIONS = {
     "cycle": ("k", "p_winner", "p_cycle"),
     "cycle2": ("k", "p_winner", "p_cycle"),
-    "bradley-terry": ("k", "gap", "spread", "uninformative_share", "uninformative_gap", "seed"),
-    "uninformative": ("k", "gap", "spread", "uninformative_share", "uninformative_gap", "seed"),
+    "bradley-terry": ("k", "gap", "spread", "uninformative_share", "uninformative_gap",
+                      "winner_gap", "seed"),
+    "uninformative": ("k", "gap", "spread", "uninformative_share", "uninformative_gap",
+                      "winner_gap", "seed"),
     "non-condorcet": ("k", "winners", "gap", "spread", "upset", "seed"),
 }
 
@@ -179,6 +182,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--uninformative-gap", type=float, default=None,
                      help="smallest margin by which informative arms beat uninformative "
                      "ones (default: --gap)")
+    gen.add_argument("--winner-gap", type=float, default=None,
+                     help="bradley-terry/uninformative: p - 0.5 between the best and the "
+                     "second-best arm (default: random, at least --gap)")
     gen.add_argument("--spread", type=float, default=4.0,
                      help="logit range of the Bradley-Terry strengths: the best informative "
                      "arm beats the worst with probability sigmoid(spread) (default 4)")
