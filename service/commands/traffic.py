@@ -111,6 +111,9 @@ def _run(args: argparse.Namespace) -> int:
               f"{active}/{len(state['rankers'])}, champion {state['champion']}, true regret "
               f"{t.regret:.1f}", flush=True)
         n += 1
+        if args.heartbeat:  # the compose healthcheck looks at its age
+            with open(args.heartbeat, "w") as f:
+                f.write(f"{time.time():.0f} {t.queries}\n")
         if args.pause:
             time.sleep(args.pause)
     return 0 if run.demo.tally.errors == 0 else 1
@@ -134,6 +137,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--rounds", type=int, default=0, help="rounds to send; 0 = forever")
     p.add_argument("--pause", type=float, default=1.0, help="seconds between rounds")
     p.add_argument("--concurrency", type=int, default=8, help="concurrent users (default 8)")
+    p.add_argument("--heartbeat", metavar="PATH",
+                   help="file rewritten after every round (for a container healthcheck)")
     p.add_argument("--wait", type=float, default=120,
                    help="seconds to wait for the API to come up (default 120)")
     p.set_defaults(func=_run)

@@ -1,0 +1,174 @@
+"""The docker compose deployment, checked without Docker (no engine runs on the machines
+the tests run on): docker-compose.yml parses; every command it runs parses with the real
+``rankduel`` argument parser or names a real application factory; every file and folder
+it mounts or builds from exists; the ports agree between the services, their
+healthchecks, the Prometheus scrape config and the Grafana datasource; every service has
+a healthcheck; no secret is written in the compose file or baked into the image.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+SECRETS = ("REDIS_PASSWORD", "RANKDUEL_ADMIN_TOKEN", "RANKDUEL_SECRET_KEY",
+           "GRAFANA_ADMIN_PASSWORD")
+_VAR = re.compile(r"\$\{(\w+)(?::?[-?]([^}]*))?\}")
+
+
+def interpolate(value: str) -> str:
+    """Compose's ``${VAR:-default}`` with the defaults (``${VAR:?msg}`` -> ``VAR``)."""
+    def sub(m: re.Match) -> str:
+        text = m.group(0)
+        return m.group(2) if ":-" in text else f"<{m.group(1)}>"
+    return _VAR.sub(sub, value).replace("$$", "$")
+
+
+def command(name: str) -> list[str]:
+    cmd = SERVICES[name]["command"]
+    return [interpolate(str(c)) for c in (cmd if isinstance(cmd, list) else cmd.split())]
+
+
+def env(name: str) -> dict[str, str]:
+    return {k: interpolate(str(v)) for k, v in (SERVICES[name].get("environment") or {}).items()}
+
+
+def test_services_and_profiles():
+    assert {"redis", "api", "worker", "scheduler", "prometheus", "grafana"} <= set(SERVICES)
+    demo = {n for n, s in SERVICES.items() if "demo" in s.get("profiles", [])}
+    assert demo == {"demo-rankers", "demo-traffic"}
+    for name, svc in SERVICES.items():
+        assert "healthcheck" in svc and svc["healthcheck"]["test"], f"{name}: no healthcheck"
+        for dep in svc.get("depends_on") or {}:
+            assert dep in SERVICES, f"{name} depends on unknown service {dep}"
+    # the worker is scalable: no fixed host port, no fixed container name
+    assert "ports" not in SERVICES["worker"] and "container_name" not in SERVICES["worker"]
+    for volume in ("redis-data", "prometheus-data", "grafana-data"):
+        assert volume in COMPOSE["volumes"]
+
+
+def test_redis_persists_with_aof():
+    cmd = " ".join(command("redis"))
+    assert "--appendonly yes" in cmd
+    assert any(v.endswith(":/data") for v in SERVICES["redis"]["volumes"])
+
+
+@pytest.mark.parametrize("name", ["api", "worker", "scheduler", "demo-traffic"])
+def test_rankduel_commands_parse(name):
+    from service.cli import build_parser
+
+    cmd = command(name)
+    assert cmd[0] == "rankduel"
+    args = build_parser().parse_args(cmd[1:])
+    assert callable(args.func)
+
+
+def test_gunicorn_app_factory_exists():
+    cmd = command("demo-rankers")
+    assert cmd[0] == "gunicorn"
+    spec = cmd[-1]
+    module, _, call = spec.partition(":")
+    factory = getattr(importlib.import_module(module), call.split("(")[0])
+    assert callable(factory)
+    # the world the rankers serve is the one the traffic expects
+    traffic = command("demo-traffic")
+    seed = re.search(r"seed=(\d+)", spec).group(1)
+    n = re.search(r"n_rankers=(\d+)", spec).group(1)
+    assert traffic[traffic.index("--seed") + 1] == seed
+    assert traffic[traffic.index("--rankers") + 1] == n
+
+
+def test_ports_agree():
+    api_bind = command("api")[command("api").index("--bind") + 1]
+    assert api_bind == "0.0.0.0:8000"
+    assert any(p.endswith(":8000") for p in map(interpolate, SERVICES["api"]["ports"]))
+    assert "127.0.0.1:8000/" in str(SERVICES["api"]["healthcheck"]["test"])
+    for name in ("worker", "scheduler"):
+        assert env(name)["RANKDUEL_WORKER_METRICS_BIND"] == "0.0.0.0:9101"
+        assert "127.0.0.1:9101/" in str(SERVICES[name]["healthcheck"]["test"])
+    rankers = command("demo-rankers")
+    assert rankers[rankers.index("--bind") + 1] == "0.0.0.0:8001"
+    traffic = command("demo-traffic")
+    assert traffic[traffic.index("--api") + 1] == "http://api:8000"
+    assert traffic[traffic.index("--rankers-url") + 1] == "http://demo-rankers:8001"
+    # Prometheus scrapes the API on 8000 and every worker and the scheduler on 9101
+    prom = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    jobs = {j["job_name"]: j for j in prom["scrape_configs"]}
+    api_sd = jobs["rankduel-api"]["dns_sd_configs"][0]
+    assert api_sd["names"] == ["api"] and api_sd["port"] == 8000
+    worker_sd = jobs["rankduel-worker"]["dns_sd_configs"][0]
+    assert set(worker_sd["names"]) == {"worker", "scheduler"} and worker_sd["port"] == 9101
+    # Grafana's datasource is the prometheus service
+    ds = yaml.safe_load(
+        (ROOT / "deploy/grafana/provisioning/datasources/prometheus.yml").read_text())
+    assert ds["datasources"][0]["url"] == "http://prometheus:9090"
+    assert any(p.endswith(":9090") for p in map(interpolate, SERVICES["prometheus"]["ports"]))
+
+
+def test_mounted_and_built_paths_exist():
+    for name, svc in SERVICES.items():
+        for volume in svc.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("."):
+                assert (ROOT / source).exists(), f"{name} mounts missing {source}"
+        build = svc.get("build")
+        if build:
+            assert (ROOT / build["context"] / build["dockerfile"]).is_file()
+    # Grafana finds its dashboards where the provisioning file says
+    grafana = {v.split(":")[1]: v.split(":")[0] for v in SERVICES["grafana"]["volumes"]}
+    prov = yaml.safe_load(
+        (ROOT / "deploy/grafana/provisioning/dashboards/rankduel.yml").read_text())
+    target = prov["providers"][0]["options"]["path"]
+    dashboards = ROOT / grafana[target]
+    assert sorted(p.name for p in dashboards.glob("*.json")) == ["experiment.json",
+                                                                 "service.json"]
+    home = env("grafana")["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert (dashboards / Path(home).relative_to(target)).is_file()
+    assert grafana["/etc/grafana/provisioning"] == "./deploy/grafana/provisioning"
+
+
+def test_prometheus_config_is_valid():
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool (Debian package prometheus) not installed")
+    out = subprocess.run([promtool, "check", "config",
+                          str(ROOT / "deploy/prometheus/prometheus.yml")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_no_secret_in_compose_or_image():
+    text = (ROOT / "docker-compose.yml").read_text()
+    for name in SECRETS:
+        # each mention is a required interpolation from .env / the environment
+        # (${NAME:?...}), an environment key set from one, or the container's own
+        # variable ($$NAME); never a literal value nor a default
+        for m in re.finditer(name, text):
+            before, after = text[m.start() - 2:m.start()], text[m.end():m.end() + 5]
+            in_message = text[m.start() - 4:m.start()] == "set "  # ${X:?set X in .env}
+            ok = in_message or (before == "${" and after.startswith(":?")) or before == "$$" or (
+                after.startswith(": ${") and text[m.end() + 3:].startswith(f"{{{name}:?"))
+            assert ok, text[m.start() - 20:m.end() + 20]
+    dockerfile = (ROOT / "deploy/Dockerfile").read_text()
+    for line in dockerfile.splitlines():
+        if line.startswith(("ENV", "ARG")) or line.startswith(" "):
+            for word in ("PASSWORD", "TOKEN", "SECRET"):
+                assert word not in line.upper(), line
+    assert re.search(r"^USER (?!root)\w+", dockerfile, re.M), "the image must not run as root"
+    assert dockerfile.count("FROM python:3.11-slim") >= 1
+    for src in re.findall(r"^COPY (?:--\S+ )*(\S+)", dockerfile, re.M):
+        assert (ROOT / src).exists(), src
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert ".env" in ignored and ".git" in ignored
+    example = (ROOT / ".env.example").read_text()
+    for name in SECRETS:
+        assert f"{name}=change-me" in example
