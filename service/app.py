@@ -48,6 +48,7 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
                 for n in missing))
     app = Flask("rankduel")
     app.json.sort_keys = False
+    app.config["MAX_CONTENT_LENGTH"] = 1 << 20  # bodies are small JSON; 413 beyond 1 MiB
     client = redis.Redis.from_url(
         config.redis_url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=30)
     store = Store(client)

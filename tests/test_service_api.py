@@ -179,6 +179,7 @@ def test_click_validation(client, exp, api):
 
     base = {"impression_id": imp, "token": page["token"]}
     assert_error(clicks(raw=b"nope"), 400, "JSON object")
+    assert_error(clicks(raw=b"[" + b"1," * 600_000 + b"1]"), 413)
     assert_error(clicks({"token": page["token"], "clicks": [{"id": first, "rank": 1}]}), 400,
                  "impression_id")
     assert_error(clicks({**base, "clicks": []}), 400, "non-empty")
