@@ -598,8 +598,17 @@ class Store:
                 continue
             status, outcomes = "no_duel", None
             if _s(imp.get("duel")) == "1":
-                record = json.loads(imp["record"])
-                outcomes = credit_fn(record, sorted(int(x) for x in clicks))
+                try:
+                    record = json.loads(imp["record"])
+                    outcomes = credit_fn(record, sorted(int(x) for x in clicks))
+                except (ValueError, TypeError, KeyError) as exc:
+                    # a record this code cannot credit must not block the batch for
+                    # ever: close it as an error (counted, logged), credit the rest
+                    log.error("impression %s cannot be credited: %s", imp_id, exc)
+                    plan.results[imp_id] = {"status": "error", "error": str(exc)[:200]}
+                    plan.count("credited")
+                    plan.count("credit_errors")
+                    continue
                 status = "credited" if outcomes else "no_clicks"
             result: dict[str, Any] = {"status": status,
                                       "created": float(imp.get("created") or 0.0)}

@@ -252,3 +252,23 @@ def test_eliminations_are_recorded_exactly_once(client, ranker_server, worker):
     for a in logged:
         assert a["by"] == out[a["ranker"]]["eliminated"]["by"]
         assert a["step"] == out[a["ranker"]]["eliminated"]["step"]
+
+
+def test_an_uncreditable_impression_does_not_block_the_rest(client, ranker_server, worker, rd):
+    # a corrupted record (say, written by an incompatible version) is closed as an error
+    # and counted; the other impressions of the batch are credited normally
+    worker.ensure()
+    exp = client.create_experiment(name="poison", rankers=rankers_for(ranker_server, "good",
+                                                                        "bad"),
+                                   algorithm="uniform", interleaving="team_draft", seed=5)
+    pages = []
+    for _ in range(5):
+        page = client.search(exp["id"], "q", k=4)
+        client.click(page, [(page["results"][0]["id"], 1)])
+        pages.append(page)
+    rd.hset(f"rd:imp:{pages[2]['impression_id']}", "record", '{"method": "no-such-method"}')
+    for page in pages:
+        client.end(page)
+    state = wait_for(all_credited(client, exp["id"]), what="credits")
+    assert state["counters"]["credit_errors"] == 1
+    assert state["counters"]["decisive"] == 4 == np.array(state["W"]).sum()
