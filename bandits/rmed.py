@@ -155,7 +155,7 @@ class RMED1(DuelingBandit):
         div = self._divergences()
         arms = np.flatnonzero(active)
         star = int(arms[rand_argmax(-div[arms], self.rng)])
-        # Algorithm 2: m(t)
+        # Algorithm 2: m(t), from row l of the empirical preferences
         row = self.W[l_arm]
         n = row + self.W[:, l_arm]
         mu = np.where(n > 0, row / np.where(n > 0, n, 1.0), 0.5)

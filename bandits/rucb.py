@@ -238,37 +238,38 @@ class RUCB(DuelingBandit):
         return self._lc
 
     def _select(self) -> Comparison:
-        active = self.status == ACTIVE
-        if not active.any():
-            raise RuntimeError("no active arms")
-        bonus = self.alpha * math.log(self.t)
         lc = self._counter()
+        if lc.arms.size == 0:
+            raise RuntimeError("no active arms")
+        rng = self.rng
+        bonus = self.alpha * math.log(self.t)
         lc.set_threshold(bonus)
-        # line 7: C = {c | u_cj >= 1/2 for all j}
-        cand = np.flatnonzero(active & (lc.counts == 0))
+        # line 7: C = {c | u_cj >= 1/2 for all j} (inactive arms carry a count offset)
+        cand = np.flatnonzero(lc.counts == 0)
         if cand.size == 0:
             # line 8 (and line 9 empties B)
             self.B = []
-            arms = np.flatnonzero(active)
-            c = int(arms[self.rng.integers(arms.size)])
+            c = int(lc.arms[rng.integers(lc.arms.size)])
         else:
             # line 9: B <- B ∩ C
-            self.B = [b for b in self.B if bool(np.any(cand == b))]
+            if self.B and not (cand == self.B[0]).any():
+                self.B = []
             if cand.size == 1:
                 # line 10
                 c = int(cand[0])
                 self.B = [c]
-            elif self.B and self.rng.random() < 0.5:
+            elif self.B and rng.random() < 0.5:
                 # line 12, the arm in B with probability 1/2
                 c = self.B[0]
             else:
                 # line 12, the rest uniformly (all of C when B is empty)
-                rest = cand[~np.isin(cand, self.B)]
-                c = int(rest[self.rng.integers(rest.size)])
+                rest = cand[cand != self.B[0]] if self.B else cand
+                c = int(rest[rng.integers(rest.size)])
         # line 14: d = argmax_j u_jc over the active arms
         u = ucb_column(self.W, c, bonus)
-        u[~active] = -np.inf
-        d = rand_argmax(u, self.rng, avoid=c)
+        if not lc.all_active:
+            u[~lc.active] = -np.inf
+        d = rand_argmax(u, rng, avoid=c)
         return (c, d)
 
     def _update(self, i: int, j: int, outcome: float) -> None:
