@@ -3,16 +3,19 @@
     gunicorn -c deploy/gunicorn.conf.py 'service.app:create_app()'
 
 The same settings ``rankduel serve`` uses, read from the environment (``RANKDUEL_BIND``,
-``RANKDUEL_WORKERS``, ``RANKDUEL_THREADS``). Set ``PROMETHEUS_MULTIPROC_DIR`` to an empty
-folder so ``/metrics`` aggregates over the workers.
+``RANKDUEL_WORKERS``, ``RANKDUEL_THREADS``). ``PROMETHEUS_MULTIPROC_DIR`` (created and
+emptied here; a temp folder when unset) lets ``/metrics`` aggregate over the workers.
 """
 
 import os
 
-from service.commands.serve import child_exit  # noqa: F401 - gunicorn hook
+from service.commands.serve import child_exit, prepare_multiproc_dir  # noqa: F401 - hook
 from service.config import load_config
 
 _config = load_config()
+# metrics folder: created (a temp dir when unset) and emptied of a previous run's files
+# before any worker imports the metrics
+prepare_multiproc_dir()
 
 bind = os.environ.get("RANKDUEL_BIND", "0.0.0.0:8000")
 workers = _config.workers

@@ -87,3 +87,14 @@ def test_worker_refuses_a_bad_configuration():
 def test_service_doctests(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_deploy_gunicorn_config_loads_the_app(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKDUEL_")}
+    env.update(RANKDUEL_ADMIN_TOKEN="a", RANKDUEL_SECRET_KEY="b",
+               PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prom" / "fresh"))
+    proc = subprocess.run([sys.executable, "-m", "gunicorn", "--check-config", "-c",
+                           "deploy/gunicorn.conf.py", "service.app:create_app()"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "prom" / "fresh").is_dir()
