@@ -25,7 +25,7 @@ import numpy as np
 from service import metrics
 from service.config import Config
 from service.controller import Controller
-from service.errors import BadGateway, NotFound, Unprocessable
+from service.errors import BadGateway, Forbidden, NotFound, Unprocessable
 from service.rankers import RankerClient, RankerFailure
 from service.store import Store
 from service.tokens import issue_token, verify_token
@@ -126,7 +126,7 @@ def _load_verified(rt: Runtime, imp_id: str, token: object) -> dict[str, Any]:
         raise NotFound(f"no impression {imp_id!r} (unknown or expired)")
     try:
         verify_token(rt.secret, token, imp_id, imp["exp"], now=time.time())
-    except Exception:
+    except Forbidden:
         metrics.TOKENS_REFUSED.inc()
         raise
     return imp
