@@ -280,9 +280,8 @@ class StateCollector:
             fams[family].add_metric(e, counters.get(key, 0))
         fams["rankduel_experiment_comparisons"].add_metric(e, bandit.n_updates)
         fams["rankduel_experiment_selections"].add_metric(e, snap.selections or 0)
-        pending = getattr(self.store, "pending_count", None)
-        if pending is not None:
-            fams["rankduel_experiment_pending_impressions"].add_metric(e, pending(exp_id))
+        fams["rankduel_experiment_pending_impressions"].add_metric(
+            e, self.store.pending_count(exp_id))
 
         # regret: the exposure of each arm times its gap to the champion
         W = bandit.W
