@@ -85,7 +85,8 @@ def _observe(response):
     endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
     metrics.HTTP_REQUESTS.labels(endpoint, request.method, str(response.status_code)).inc()
     if "t0" in g:
-        metrics.HTTP_LATENCY.labels(endpoint).observe(time.perf_counter() - g.t0)
+        metrics.HTTP_LATENCY.labels(endpoint, str(response.status_code)).observe(
+            time.perf_counter() - g.t0)
     return response
 
 

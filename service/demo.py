@@ -118,7 +118,10 @@ class Demo:
             "-m", "gunicorn", "--bind", f"127.0.0.1:{rank_port}", "--workers", "1",
             "--threads", "16", "--worker-class", "gthread", "--log-level", "warning", factory,
         ], env)
-        worker_env = dict(env, PROMETHEUS_MULTIPROC_DIR=str(workdir / "prom-worker"))
+        worker_bind = f"127.0.0.1:{free_port()}"  # the worker's metrics exporter
+        self.worker_metrics_url = f"http://{worker_bind}/metrics"
+        worker_env = dict(env, PROMETHEUS_MULTIPROC_DIR=str(workdir / "prom-worker"),
+                          RANKDUEL_WORKER_METRICS_BIND=worker_bind)
         os.makedirs(worker_env["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
         worker = stack.start_worker(worker_env, concurrency=o.worker_concurrency)
         api_port = o.port or free_port()
@@ -298,7 +301,8 @@ class Demo:
             "seconds": round(self.elapsed, 2),
             "queries_per_second": round(self.tally.queries / max(self.elapsed, 1e-9), 1),
             "urls": {"api": api_url, "experiment": f"{api_url}/experiments/{exp_id}",
-                     "metrics": f"{api_url}/metrics", "openapi": f"{api_url}/openapi.json"},
+                     "metrics": f"{api_url}/metrics", "openapi": f"{api_url}/openapi.json",
+                     "worker_metrics": self.worker_metrics_url},
         }
 
     def print_summary(self, s: dict[str, Any], state: dict[str, Any]) -> None:

@@ -37,8 +37,8 @@ HTTP_REQUESTS = Counter(
 )
 HTTP_LATENCY = Histogram(
     "rankduel_http_request_duration_seconds",
-    "Wall time to serve an HTTP request, by endpoint.",
-    ["endpoint"],
+    "Wall time to serve an HTTP request, by endpoint and status code.",
+    ["endpoint", "status"],
     buckets=LATENCY_BUCKETS,
 )
 SELECTION_CPU = Histogram(

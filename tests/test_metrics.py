@@ -37,8 +37,11 @@ def test_request_counts_are_summed_over_gunicorn_workers(metrics_run, scraped): 
     queries = metrics_run.checkpoints[-1].queries
     faults = metrics_run.fault_searches  # the deliberate failures of the run, by status
     for status in {200, *faults}:
+        n = faults.get(status, 0) + queries * (status == 200)
         assert total(api, "rankduel_http_requests_total", endpoint="/search",
-                     status=str(status)) == faults.get(status, 0) + queries * (status == 200)
+                     status=str(status)) == n
+        assert total(api, "rankduel_http_request_duration_seconds_count", endpoint="/search",
+                     status=str(status)) == n
     ends = [lab["endpoint"] for n, lab, _ in api
             if n == "rankduel_http_requests_total" and lab["endpoint"].endswith("/end")]
     assert ends, "no /impressions/<id>/end requests counted"
