@@ -206,23 +206,26 @@ def pair_batches(batches: list[list[int]], batch_size: int) -> list[list[int]]:
 
 
 # ---------------------------------------------------------------------- the shared machinery
+# ---------------------------------------------------------------------- the shared machinery
 class _Batch:
-    """One batch and the per-batch caches of its algorithm (rebuilt when it changes)."""
+    """One batch: its arms, and the handles of its algorithm's caches."""
 
-    __slots__ = ("A", "R", "S", "W1", "ar", "arms", "m", "n", "pidx", "pos", "pu", "xf")
+    __slots__ = ("PP", "R", "S", "arms", "choice", "k", "n", "pos", "pu")
 
     def __init__(self, arms: list[int]) -> None:
         self.arms = list(arms)
         self.n = len(self.arms)
         self.pos = {a: k for k, a in enumerate(self.arms)}
+        self.k = -1  # row in the algorithm's stacked caches
+        self.choice: tuple[int, int] | None = None  # a prepared pair (local indices)
 
 
 class MergeBandit(DuelingBandit):
     """Batches, stages, eliminations and merges shared by MergeDTS and MergeRUCB.
 
-    Subclasses implement :meth:`_prepare` (build a batch's caches from ``W``),
-    :meth:`_pair_changed` (refresh them after one comparison) and :meth:`_choose` (pick
-    the pair inside a batch), and set ``_round_up`` (how ``b_1`` is rounded).
+    Subclasses implement :meth:`_build_all` / :meth:`_build_one` (caches from ``W``),
+    :meth:`_pair_changed` (refresh them after one comparison) and :meth:`_pair_for` (the
+    pair to play inside a batch), and set ``_round_up`` (how ``b_1`` is rounded).
 
     Operator-visible state: :attr:`batches` (lists of arm indices, in round-robin order),
     :attr:`stage` (``s``), :attr:`stage_field` (the arms the current stage started with,
@@ -257,12 +260,11 @@ class MergeBandit(DuelingBandit):
             raise ValueError(f"c must be a finite non-negative number, got {c}")
         self.c = float(c)
         self.stage = 1
-        arms = list(range(self.K))
         if self._round_up:
             nb = math.ceil(self.K / self.batch_size)
         else:
             nb = max(1, self.K // self.batch_size)
-        self._set_batches(split_evenly(arms, nb))
+        self._set_batches(split_evenly(list(range(self.K)), nb))
         self.stage_field = self.K
         # a 1-arm batch at the start merges away as in line 12-13
         self._settle([])
@@ -288,20 +290,18 @@ class MergeBandit(DuelingBandit):
     def select_in_batch(
         self, arms: list[int], W_sub: np.ndarray, t: int, rng: np.random.Generator
     ) -> Comparison:
-        """Choose the pair inside one batch from its own data only.
+        """Choose the pair inside one batch from that batch's own data only.
 
         ``arms`` are the batch's arm indices, ``W_sub = W[arms][:, arms]`` its wins, ``t``
         the step and ``rng`` the generator: this is all the choice depends on, so the
-        live service can select from the current batch without loading the whole
-        matrix. Returns arm indices (``(a, a)`` for a one-arm batch). Draws from ``rng``
-        exactly as :meth:`select` does for the same batch.
+        live service can select from the current batch without loading the whole matrix
+        (and without this object's prepared pairs). Returns arm indices (``(a, a)`` for a
+        one-arm batch). With a single batch, :meth:`select` draws exactly the same.
         """
         arms = [int(a) for a in arms]
         if len(arms) == 1:
             return (arms[0], arms[0])
-        bt = _Batch(arms)
-        self._prepare(bt, np.asarray(W_sub, dtype=float))
-        c, d = self._choose(bt, int(t), rng)
+        c, d = self._pair_from(np.asarray(W_sub, dtype=float), int(t), rng)
         return (arms[c], arms[d])
 
     def best_arm(self) -> int:
@@ -351,17 +351,33 @@ class MergeBandit(DuelingBandit):
         return "\n".join([lines[0], head, *lines[1:]])
 
     # ------------------------------------------------------------------ algorithm hooks
-    def _prepare(self, bt: _Batch, W_sub: np.ndarray) -> None:
-        """Build the batch's caches from its wins sub-matrix."""
+    def _build_all(self) -> None:
+        """Rebuild the caches of every batch (after the batch list changed)."""
+        for k, bt in enumerate(self._batches):
+            bt.k = k
+            self._build_one(bt)
+
+    def _build_one(self, bt: _Batch) -> None:
+        """Rebuild the caches of one batch whose arms changed."""
         raise NotImplementedError
 
     def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
         """Local pair ``(a, b)`` of ``bt`` now has ``w_ab`` and ``w_ba`` wins."""
         raise NotImplementedError
 
-    def _choose(self, bt: _Batch, t: int, rng: np.random.Generator) -> tuple[int, int]:
-        """Local indices ``(c, d)`` of the pair to compare inside ``bt`` at step ``t``."""
+    def _pair_for(self, bt: _Batch) -> tuple[int, int]:
+        """Local indices ``(c, d)`` of the pair ``bt`` plays at step ``self.t``."""
         raise NotImplementedError
+
+    def _pair_from(
+        self, W_sub: np.ndarray, t: int, rng: np.random.Generator
+    ) -> tuple[int, int]:
+        """The same choice from a batch's wins matrix alone (:meth:`select_in_batch`)."""
+        raise NotImplementedError
+
+    def _sub(self, arms: list[int]) -> np.ndarray:
+        idx = np.asarray(arms, dtype=np.intp)
+        return self.W[np.ix_(idx, idx)]
 
     # ------------------------------------------------------------------ base-class hooks
     def _select(self) -> Comparison:
@@ -373,8 +389,9 @@ class MergeBandit(DuelingBandit):
             # lines 7-8: one ranker left (b_s = 1); played against itself for ever
             a = bt.arms[0]
             return (a, a)
-        c, d = self._choose(bt, self.t, self.rng)
-        return (bt.arms[c], bt.arms[d])
+        c, d = self._pair_for(bt)
+        arms = bt.arms
+        return (arms[c], arms[d])
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if i == j:
@@ -386,7 +403,8 @@ class MergeBandit(DuelingBandit):
         W = self.W
         w_ij = W.item(i, j)
         w_ji = W.item(j, i)
-        self._pair_changed(bt, bt.pos[i], bt.pos[j], w_ij, w_ji)
+        pos = bt.pos
+        self._pair_changed(bt, pos[i], pos[j], w_ij, w_ji)
         # lines 10-11 for the pair just compared, at the step they would next run
         n = w_ij + w_ji
         r = math.sqrt(self.alpha * math.log(self.t + 1 + self.c) / n)
@@ -398,11 +416,12 @@ class MergeBandit(DuelingBandit):
     def _add_arm(self, arm: int) -> None:
         if self._batches:
             k = min(range(len(self._batches)), key=lambda q: self._batches[q].n)
-            arms = [*self._batches[k].arms, arm]
-            self._replace(k, arms)
+            self._replace(k, [*self._batches[k].arms, arm])
         else:
             self._batches.append(self._make([arm]))
+            self._list_changed = True
         self.stage_field += 1
+        self._settle([])
 
     def _retire_arm(self, arm: int) -> None:
         if arm not in self._where:
@@ -416,18 +435,25 @@ class MergeBandit(DuelingBandit):
             "batches": self.batches,
             "stage": self.stage,
             "stage_field": self.stage_field,
+            # pairs drawn ahead for a batch (see MergeDTS), as arm indices
+            "prepared": [
+                None if b.choice is None else [b.arms[b.choice[0]], b.arms[b.choice[1]]]
+                for b in self._batches
+            ],
         }
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._set_batches([[int(a) for a in b] for b in state["batches"]])
         self.stage = int(state["stage"])
         self.stage_field = int(state["stage_field"])
+        self._sync()
+        for bt, ch in zip(self._batches, state.get("prepared") or [], strict=False):
+            if ch is not None:
+                bt.choice = (bt.pos[int(ch[0])], bt.pos[int(ch[1])])
 
     # ------------------------------------------------------------------ structure
     def _make(self, arms: list[int]) -> _Batch:
         bt = _Batch(arms)
-        idx = np.asarray(bt.arms, dtype=np.intp)
-        self._prepare(bt, self.W[np.ix_(idx, idx)])
         for a in bt.arms:
             self._where[a] = bt
         return bt
@@ -435,9 +461,14 @@ class MergeBandit(DuelingBandit):
     def _set_batches(self, batches: list[list[int]]) -> None:
         self._where: dict[int, _Batch] = {}
         self._batches: list[_Batch] = [self._make(b) for b in batches if b]
+        self._list_changed = True
+        self._touched: list[_Batch] = []
 
     def _replace(self, k: int, arms: list[int]) -> _Batch:
+        old = self._batches[k]
         self._batches[k] = bt = self._make(arms)
+        bt.k = old.k
+        self._touched.append(bt)
         return bt
 
     def _remove(self, arm: int) -> None:
@@ -449,6 +480,18 @@ class MergeBandit(DuelingBandit):
             self._replace(k, rest)
         else:
             del self._batches[k]
+            self._list_changed = True
+
+    def _sync(self) -> None:
+        """Bring the algorithm's caches in line with the batches."""
+        if self._list_changed:
+            self._build_all()
+        else:
+            for bt in self._touched:
+                if self._where.get(bt.arms[0]) is bt:
+                    self._build_one(bt)
+        self._list_changed = False
+        self._touched = []
 
     def _eliminate_arms(self, losers: list[tuple[int, int]]) -> None:
         """Line 11: remove each ``(arm, by)`` from its batch, then settle the structure."""
@@ -461,8 +504,7 @@ class MergeBandit(DuelingBandit):
     def _purge(self, bt: _Batch) -> list[tuple[int, int]]:
         """Line 11 over every pair of ``bt``: ``(arm, by)`` for each arm with some
         ``u_ij < ½`` (``by`` = the arm with the smallest ``u_ij``)."""
-        idx = np.asarray(bt.arms, dtype=np.intp)
-        w = self.W[np.ix_(idx, idx)]
+        w = self._sub(bt.arms)
         n = w + w.T
         with np.errstate(divide="ignore", invalid="ignore"):
             u = np.where(n > 0, w / n + np.sqrt(self.bonus(self.t + 1) / n), 2.0)
@@ -474,7 +516,8 @@ class MergeBandit(DuelingBandit):
 
     def _settle(self, fresh: list[_Batch]) -> None:
         """Apply line 11 to batches formed by merges, lines 12–13 and lines 18–22 until
-        nothing changes (each round removes an arm or a batch, so it ends)."""
+        nothing changes (each round removes an arm or a batch, so it ends), then bring
+        the caches up to date."""
         while True:
             fresh = [b for b in fresh if b in self._batches]
             losers = [x for b in fresh for x in self._purge(b)]
@@ -493,6 +536,7 @@ class MergeBandit(DuelingBandit):
                 merged = sorted(batches[single].arms + batches[nxt].arms)
                 fresh = [self._replace(nxt, merged)]
                 del batches[single]
+                self._list_changed = True
                 continue
             # lines 18-22: half of the stage's field eliminated -> next stage
             remaining = sum(b.n for b in batches)
@@ -505,7 +549,8 @@ class MergeBandit(DuelingBandit):
                 self.stage += 1
                 self.stage_field = remaining
                 continue
-            return
+            break
+        self._sync()
 
 
 # ---------------------------------------------------------------------- MergeDTS
@@ -513,21 +558,88 @@ _INCIDENCE: dict[int, tuple[np.ndarray, list[list[int]], np.ndarray, np.ndarray]
 
 
 def _incidence(n: int) -> tuple[np.ndarray, list[list[int]], np.ndarray, np.ndarray]:
-    """For a batch of ``n`` arms: the pair incidence matrix ``A`` (``n × n(n−1)/2``,
-    +1 for the first arm of pair ``k``, −1 for the second), the pair index table and
-    the pairs' row and column indices, cached per ``n``."""
+    """For ``n`` batch positions: the extended transposed pair incidence matrix
+    (``n(n−1)/2 + 1`` rows × ``n``; pair ``k = (i, j)``, ``i < j``, has +1 at ``i`` and −1
+    at ``j``, and the last row is ``0, 1, ..., n−1``), the pair index table and the pairs'
+    row and column indices; cached per ``n``."""
     got = _INCIDENCE.get(n)
     if got is None:
         iu, ju = np.triu_indices(n, 1)
         m = iu.size
-        A = np.zeros((n, m))
-        A[iu, np.arange(m)] = 1.0
-        A[ju, np.arange(m)] = -1.0
+        AT = np.zeros((m + 1, n))
+        AT[np.arange(m), iu] = 1.0
+        AT[np.arange(m), ju] = -1.0
+        AT[m] = np.arange(n)
         pidx = [[-1] * n for _ in range(n)]
         for k in range(m):
             pidx[iu[k]][ju[k]] = pidx[ju[k]][iu[k]] = k
-        got = _INCIDENCE[n] = (A, pidx, iu, ju)
+        got = _INCIDENCE[n] = (AT, pidx, iu, ju)
     return got
+
+
+def _dts_rows(W_sub: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
+    """The cache rows of one batch with wins ``W_sub`` (``n × n``), padded to ``N ≥ n``
+    positions.
+
+    ``PP`` (``N × 2N``): the Gamma shapes of Phase II; row ``c`` holds ``w_jc + 1`` for
+    every ``j`` (1 for padding), then ``w_cj + 1`` (0 for ``j = c`` and for padding:
+    ``Gamma(0)`` is 0, which takes those arms out of the arg max without a mask).
+
+    ``pu`` (``N(N−1)/2 + 1``): ``P(θ_ij > ½)`` for every pair ``i < j`` (Algorithm 2), 1
+    for pairs with a padding position, and a final 2 (an always-true slot that adds the
+    ``+ i`` of the tally through the last row of the incidence matrix). With padding
+    pairs at 1 every real arm gains the same ``N − n`` and a padding position tallies at
+    most ``N − n − 1``, so padding never wins Phase I.
+    """
+    n = W_sub.shape[0]
+    W1 = np.ones((N, N))
+    W1[:n, :n] += W_sub
+    H = W1.copy()
+    np.fill_diagonal(H, 0.0)
+    H[:, n:] = 0.0
+    PP = np.concatenate((W1.T, H), axis=1)
+    _, _, iu, ju = _incidence(N)
+    # P(θ_ij > ½) for θ_ij ~ Beta(w_ij + 1, w_ji + 1) is I_½(w_ji + 1, w_ij + 1)
+    pu = np.where(ju < n, betainc(W1[ju, iu], W1[iu, ju], 0.5), 1.0)
+    return PP, np.append(pu, 2.0)
+
+
+def _draw_one(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    """Phases I and II (Algorithms 2 and 3) in one batch: the local ``(a_c, a_d)``.
+
+    ``PP`` and ``pu`` are the rows of :func:`_dts_rows`.
+
+    Phase I: ``x_k = 1(θ_ij > ½)`` is drawn as ``u_k < P(θ_ij > ½)`` for every pair at
+    once (lines 1–4); the tallies ``(|B| − 1) κ_i = Σ_{j>i} x_ij + Σ_{j<i} (1 − x_ji) =
+    (A x)_i + i`` are one matrix product (line 5), and a uniform in [0, 1) added to each
+    breaks ties at random (line 6).
+
+    Phase II: ``φ_j = g_j / (g_j + h_j) ~ Beta(w_jc + 1, w_cj + 1)`` with independent
+    ``g_j ~ Gamma(w_jc + 1)``, ``h_j ~ Gamma(w_cj + 1)`` (lines 1–3); ``arg min φ =
+    arg max h/g`` (line 5), and ``h_c = Gamma(0) = 0`` keeps ``a_c`` out (line 4).
+    """
+    N = PP.shape[0]
+    m1 = pu.shape[0]
+    u = rng.random(m1 + N)
+    kappa = (u[:m1] < pu).dot(_incidence(N)[0])
+    kappa += u[m1:]
+    c = int(kappa.argmax())
+    g = rng.standard_gamma(PP[c])
+    return c, int((g[N:] / g[:N]).argmax())
+
+
+def _draw_all(PP: np.ndarray, PU: np.ndarray, rng: np.random.Generator) -> tuple[list, list]:
+    """:func:`_draw_one` for a stack of ``B`` batches at once (``PP``: ``B × N × 2N``,
+    ``PU``: ``B × (N(N−1)/2 + 1)``), with the same two generator calls whatever ``B``."""
+    B, N, _ = PP.shape
+    m1 = PU.shape[1]
+    u = rng.random((B, m1 + N))
+    kappa = (u[:, :m1] < PU).dot(_incidence(N)[0])
+    kappa += u[:, m1:]
+    c = kappa.argmax(axis=1)
+    g = rng.standard_gamma(PP[np.arange(B), c])
+    d = (g[:, N:] / g[:, :N]).argmax(axis=1)
+    return c.tolist(), d.tolist()
 
 
 class MergeDTS(MergeBandit):
@@ -552,6 +664,17 @@ class MergeDTS(MergeBandit):
     batches are paired up (lines 18–22, :func:`pair_batches`). With one arm left, that
     arm is played against itself for ever (lines 7–8, horizonless operation).
     The module docstring lists every departure from the pseudo-code.
+
+    *Speed.* Phases I and II of a batch depend only on that batch's counts, and those
+    change only when the batch's own pair is reported. So when a batch is due and has
+    no pair ready, the pairs of *all* batches are drawn at once, vectorized over the
+    batches (:func:`_draw_all`: two generator calls in all), and each batch keeps its
+    pair until its turn. A report on a batch discards its prepared pair (a fresh one is
+    drawn from the new counts when it is next due), so every pair is drawn from exactly
+    the counts the paper would use at that step. In the simulator one draw serves a whole
+    round of ``b_s`` steps. The prepared pairs are part of :meth:`state_dict`. With a
+    single batch the pair is drawn when needed (:func:`_draw_one`, the same draws as
+    :meth:`select_in_batch`).
 
     Parameters
     ----------
@@ -593,35 +716,63 @@ class MergeDTS(MergeBandit):
     name = "mergedts"
     _round_up = True
 
-    def _prepare(self, bt: _Batch, W_sub: np.ndarray) -> None:
-        n = bt.n
-        bt.W1 = W_sub + 1.0  # Beta parameters w + 1 (Algorithm 2 line 2, Algorithm 3 line 2)
-        A, pidx, iu, ju = _incidence(n)
-        bt.A, bt.pidx = A, pidx
-        bt.m = iu.size
-        # P(θ_ij > ½) for θ_ij ~ Beta(w_ij + 1, w_ji + 1), i < j
-        bt.pu = betainc(bt.W1[ju, iu], bt.W1[iu, ju], 0.5)
-        bt.xf = np.empty(bt.m)
-        bt.ar = np.arange(n, dtype=float)
+    def _build_all(self) -> None:
+        batches = self._batches
+        B = len(batches)
+        N = max([2, *(bt.n for bt in batches)])
+        self._N = N
+        self._PP = np.ones((B, N, 2 * N))
+        self._PU = np.ones((B, N * (N - 1) // 2 + 1))
+        self._pidx = _incidence(N)[1]
+        for k, bt in enumerate(batches):
+            bt.k = k
+            self._fill(bt)
+
+    def _build_one(self, bt: _Batch) -> None:
+        # the padding N is always the largest batch size, so that the draws are a
+        # function of the batches alone (and a restored state draws the same)
+        N = max([2, *(b.n for b in self._batches)])
+        if N != self._N or not 0 <= bt.k < len(self._batches):
+            self._build_all()
+        else:
+            self._fill(bt)
+
+    def _fill(self, bt: _Batch) -> None:
+        k = bt.k
+        self._PP[k], self._PU[k] = _dts_rows(self._sub(bt.arms), self._N)
+        bt.PP = self._PP[k]
+        bt.pu = self._PU[k]
+        bt.choice = None
 
     def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
-        bt.W1[a, b] = w_ab + 1.0
-        bt.W1[b, a] = w_ba + 1.0
-        if a > b:
-            a, b, w_ab, w_ba = b, a, w_ba, w_ab
-        bt.pu[bt.pidx[a][b]] = betainc(w_ba + 1.0, w_ab + 1.0, 0.5)
+        N = self._N
+        PP = bt.PP
+        x = w_ab + 1.0
+        y = w_ba + 1.0
+        # PP[c, j] = w_jc + 1 and PP[c, N + j] = w_cj + 1
+        PP[b, a] = x
+        PP[a, N + b] = x
+        PP[a, b] = y
+        PP[b, N + a] = y
+        bt.pu[self._pidx[a][b]] = betainc(y, x, 0.5) if a < b else betainc(x, y, 0.5)
+        bt.choice = None
 
-    def _choose(self, bt: _Batch, t: int, rng: np.random.Generator) -> tuple[int, int]:
-        m = bt.m
-        u = rng.random(m + bt.n)
-        # Algorithm 2 lines 1-4: x_k = 1(θ_ij > ½) for pair k = (i, j), i < j
-        np.less(u[:m], bt.pu, out=bt.xf)
-        # line 5: (|B|-1) κ_i = Σ_{j>i} x_ij + Σ_{j<i} (1 - x_ji) = (A x)_i + i
-        kappa = bt.A.dot(bt.xf)
-        kappa += bt.ar
-        kappa += u[m:]  # line 6: random tie-breaking among the integer tallies
-        c = int(kappa.argmax())
-        # Algorithm 3 lines 1-3: φ_j ~ Beta(w_jc + 1, w_cj + 1)
-        phi = rng.beta(bt.W1[:, c], bt.W1[c, :])
-        phi[c] = 2.0  # line 4, out of reach (see the module docstring)
-        return c, int(phi.argmin())  # line 5
+    def _pair_for(self, bt: _Batch) -> tuple[int, int]:
+        choice = bt.choice
+        if choice is not None:
+            bt.choice = None
+            return choice
+        batches = self._batches
+        if len(batches) == 1:
+            return _draw_one(bt.PP, bt.pu, self.rng)
+        cs, ds = _draw_all(self._PP, self._PU, self.rng)
+        for other, c, d in zip(batches, cs, ds, strict=True):
+            other.choice = (c, d)
+        bt.choice = None
+        return cs[bt.k], ds[bt.k]
+
+    def _pair_from(
+        self, W_sub: np.ndarray, t: int, rng: np.random.Generator
+    ) -> tuple[int, int]:
+        PP, pu = _dts_rows(W_sub, max(2, W_sub.shape[0]))
+        return _draw_one(PP, pu, rng)

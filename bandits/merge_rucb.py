@@ -79,26 +79,45 @@ class MergeRUCB(MergeBandit):
     name = "mergerucb"
     _round_up = False
 
-    def _prepare(self, bt: _Batch, W_sub: np.ndarray) -> None:
-        n = W_sub + W_sub.T
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # U = R + S sqrt(α ln(t + C)); an uncompared pair gets 1 + 1 = 2 (x/0 := 1)
-            bt.R = np.where(n > 0, W_sub / n, 2.0)
-            bt.S = np.where(n > 0, 1.0 / np.sqrt(n), 0.0)
+    def _build_one(self, bt: _Batch) -> None:
+        bt.R, bt.S = _ucb_parts(self._sub(bt.arms))
 
     def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
         n = w_ab + w_ba
-        s = 1.0 / math.sqrt(n)
         bt.R[a, b] = w_ab / n
         bt.R[b, a] = w_ba / n
-        bt.S[a, b] = bt.S[b, a] = s
+        bt.S[a, b] = bt.S[b, a] = 1.0 / math.sqrt(n)
 
-    def _choose(self, bt: _Batch, t: int, rng: np.random.Generator) -> tuple[int, int]:
-        c = int(rng.integers(bt.n))  # line 9
-        # line 10: d = argmax_{l != c} U_lc
-        u = bt.S[:, c] * math.sqrt(self.bonus(t))
-        u += bt.R[:, c]
-        u[c] = -np.inf
-        top = np.flatnonzero(u == u.max())
-        d = int(top[0]) if top.size == 1 else int(top[rng.integers(top.size)])
-        return c, d
+    def _pair_for(self, bt: _Batch) -> tuple[int, int]:
+        return _rucb_pair(bt.R, bt.S, self.bonus(self.t), self.rng)
+
+    def _pair_from(
+        self, W_sub: np.ndarray, t: int, rng: np.random.Generator
+    ) -> tuple[int, int]:
+        R, S = _ucb_parts(W_sub)
+        return _rucb_pair(R, S, self.bonus(t), rng)
+
+
+def _ucb_parts(W_sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``U = R + S sqrt(α ln(t + C))`` (line 7): ``R = w/n`` and ``S = 1/sqrt(n)``, with
+    ``R = 2, S = 0`` for an uncompared pair (``x/0 := 1`` in both terms)."""
+    n = W_sub + W_sub.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = np.where(n > 0, W_sub / n, 2.0)
+        S = np.where(n > 0, 1.0 / np.sqrt(n), 0.0)
+    return R, S
+
+
+def _rucb_pair(
+    R: np.ndarray, S: np.ndarray, bonus: float, rng: np.random.Generator
+) -> tuple[int, int]:
+    """Lines 9–10: ``c`` uniform in the batch, ``d = argmax_{l != c} U_lc`` (ties at
+    random)."""
+    n = R.shape[0]
+    c = min(int(rng.random() * n), n - 1)  # line 9 (one uniform: cheaper than integers)
+    u = S[:, c] * math.sqrt(bonus)
+    u += R[:, c]
+    u[c] = -np.inf
+    top = np.flatnonzero(u == u.max())
+    d = int(top[0]) if top.size == 1 else int(top[min(int(rng.random() * top.size), top.size - 1)])
+    return c, d

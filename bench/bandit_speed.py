@@ -1,0 +1,133 @@
+"""Steps per second of every registered dueling-bandit policy, before convergence.
+
+For each K (default 136 and 700) a Bradley–Terry preference matrix is generated
+(:func:`bandits.matrices.bradley_terry`, smallest gap 0.01) and each policy runs the
+simulator's loop — ``select()``, a Bernoulli outcome per compared pair, ``update()``
+(``update_many()`` for multi-dueling policies) — for the first ``--steps`` steps, or until
+``--max-seconds`` have passed. Those first steps are before convergence (the script prints
+how many arms each policy still had active at the end, so this can be checked): nothing
+is fast-forwarded. The outcome uniforms are drawn before the clock starts, as in
+:mod:`bandits.simulator`.
+
+Policies that do not import yet (modules being written) are skipped with a note.
+Parameters are the tuned values of seed 000 §5.5 where it gives them (MergeDTS α=0.8⁶,
+M=16, C=4·10⁶; MergeRUCB α=0.8⁶, M=8, C=4·10⁵; DTS α=0.8⁷), else the policy's defaults.
+
+Each figure is the best of ``--repeat`` runs (same seeds), since the machine is shared;
+the ratio column compares with Uniform, measured in the same run.
+
+    .venv/bin/python bench/bandit_speed.py
+    .venv/bin/python bench/bandit_speed.py --ks 136 --algorithms mergedts,mergerucb
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bandits import ACTIVE, ALGORITHMS, get_algorithm
+from bandits.matrices import bradley_terry
+
+#: tuned parameters from seed 000 §5.5 (Table/Section 6.7), where the paper gives them
+TUNED = {
+    "mergedts": {"alpha": 0.8**6, "batch_size": 16, "c": 4e6},
+    "mergerucb": {"alpha": 0.8**6, "batch_size": 8, "c": 4e5},
+    "dts": {"alpha": 0.8**7},
+}
+
+
+def make_policy(name: str, K: int, seed: int):
+    cls = get_algorithm(name)
+    params = TUNED.get(name, {})
+    try:
+        return cls(K, seed=seed, **params), params
+    except TypeError:
+        return cls(K, seed=seed), {}
+
+
+def run_once(name: str, P: np.ndarray, steps: int, max_seconds: float, seed: int):
+    K = P.shape[0]
+    bandit, params = make_policy(name, K, seed)
+    Pl = P.tolist()
+    env = np.random.default_rng(seed + 1)
+    multi = getattr(bandit, "multi", False)
+    select, update = bandit.select, bandit.update
+    done = 0
+    chunk = 1000
+    seconds = 0.0
+    while done < steps and seconds < max_seconds:
+        n = min(chunk, steps - done)
+        if multi:
+            us = env.random((n, K)).tolist()
+            start = time.perf_counter()
+            for row in us:
+                arms = select()
+                outs = []
+                for x in range(len(arms)):
+                    for y in range(x + 1, len(arms)):
+                        i, j = arms[x], arms[y]
+                        outs.append((i, j, 1.0 if row[i] < Pl[i][j] else 0.0))
+                bandit.update_many(outs)
+            seconds += time.perf_counter() - start
+        else:
+            us = env.random(n).tolist()
+            start = time.perf_counter()
+            for u in us:
+                i, j = select()
+                update(i, j, 1.0 if u < Pl[i][j] else 0.0)
+            seconds += time.perf_counter() - start
+        done += n
+    active = int(np.count_nonzero(bandit.status == ACTIVE))
+    return done / seconds, done, active, params
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ks", type=int, nargs="+", default=[136, 700])
+    ap.add_argument("--steps", type=int, default=20_000, help="steps measured per run")
+    ap.add_argument("--max-seconds", type=float, default=5.0, help="time cap per run")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure (best is kept)")
+    ap.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+
+    names = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    available = []
+    for name in names:
+        try:
+            get_algorithm(name)
+        except (ImportError, AttributeError, ValueError) as exc:
+            print(f"# skipped {name}: {type(exc).__name__}: {exc}")
+            continue
+        available.append(name)
+
+    print(f"# first {args.steps} steps (cap {args.max_seconds:g} s), best of {args.repeat}")
+    print(f"{'algorithm':<14} {'K':>4} {'steps':>7} {'steps/s':>10} {'x uniform':>9} "
+          f"{'active at end':>13}  params")
+    for K in args.ks:
+        P = bradley_terry(K, gap=0.01, seed=args.seed)
+        rows = {}
+        for name in available:
+            best = None
+            for r in range(args.repeat):
+                res = run_once(name, P, args.steps, args.max_seconds, args.seed + 10 * r)
+                if best is None or res[0] > best[0]:
+                    best = res
+            rows[name] = best
+        base = rows.get("uniform", (float("nan"),))[0]
+        for name, (sps, done, active, params) in rows.items():
+            ptxt = ", ".join(f"{k}={v:g}" for k, v in params.items())
+            print(f"{name:<14} {K:>4} {done:>7} {sps:>10,.0f} {sps / base:>9.2f} "
+                  f"{active:>13}  {ptxt}")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
