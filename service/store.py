@@ -575,7 +575,8 @@ class Store:
                         pipe.hincrby(counters_key(exp_id), name, n)
                     pipe.execute()
                     return plan.results
-                except redis.WatchError:
+                except redis.WatchError:  # another writer got there first: redo the batch
+                    self.r.hincrby(counters_key(exp_id), "credit_conflicts", 1)
                     continue
             raise RuntimeError(f"experiment {exp_id}: too much contention crediting")
 

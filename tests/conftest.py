@@ -128,19 +128,22 @@ class WorkerControl:
         self.stack, self.env, self.redis_url = stack, env, redis_url
         self.child = None
         self.generation = 0
+        self.delay_ms, self.concurrency = 0.0, 1
 
-    def ensure(self, delay_ms: float = 0.0) -> None:
-        if self.child is not None and self.child.alive() and self.delay_ms == delay_ms:
+    def ensure(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
+        if (self.child is not None and self.child.alive() and self.delay_ms == delay_ms
+                and self.concurrency == concurrency):
             return
-        self.restart(delay_ms)
+        self.restart(delay_ms, concurrency)
 
-    def restart(self, delay_ms: float = 0.0) -> None:
+    def restart(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
         if self.child is not None:
             self.child.stop()
         env = dict(self.env, RANKDUEL_CREDIT_DELAY_MS=str(delay_ms))
         self.generation += 1
-        self.delay_ms = delay_ms
-        self.child = self.stack.start_worker(env, name=f"worker{self.generation}")
+        self.delay_ms, self.concurrency = delay_ms, concurrency
+        self.child = self.stack.start_worker(env, name=f"worker{self.generation}",
+                                             concurrency=concurrency)
         self.stack.wait_worker(self.child, self.redis_url)
 
     def kill9(self) -> None:

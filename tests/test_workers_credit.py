@@ -272,3 +272,27 @@ def test_an_uncreditable_impression_does_not_block_the_rest(client, ranker_serve
     state = wait_for(all_credited(client, exp["id"]), what="credits")
     assert state["counters"]["credit_errors"] == 1
     assert state["counters"]["decisive"] == 4 == np.array(state["W"]).sum()
+
+
+def test_concurrent_workers_contending_for_one_experiment(client, ranker_server, worker, rd,
+                                                         api):
+    # two pool processes run per-impression tasks and a drain for the same experiment at
+    # the same time: their transactions conflict (WATCH) and retry, and W still counts
+    # every decisive impression exactly once
+    worker.ensure(concurrency=2)
+    exp = client.create_experiment(name="race", rankers=rankers_for(ranker_server, "good", "bad",
+                                                                      "mid"),
+                                   algorithm="uniform", interleaving="team_draft", seed=12)
+    ids = drive(client, exp["id"], 60, np.random.default_rng(8), end=False)
+    celery = api.server.app.extensions["rankduel"].celery
+    for imp in ids:
+        celery.send_task("rankduel.credit_impression", args=[imp])
+        client.request("POST", f"/impressions/{imp}/end")
+    state = wait_for(all_credited(client, exp["id"]), what="contended credits")
+    decisive = expected_decisive(rd, ids)
+    assert decisive > 20
+    assert np.array(state["W"]).sum() == decisive == state["counters"]["decisive"]
+    assert state["counters"]["credited"] == 60
+    print("credit transactions retried after a conflict:",
+          state["counters"].get("credit_conflicts", 0))
+    worker.ensure(concurrency=1)
