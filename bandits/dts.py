@@ -199,22 +199,25 @@ class DTS(DuelingBandit):
                 score = wins.sum(axis=1) - block.sum(axis=1) + up.sum(axis=1) - up.sum(axis=0)
             score += np.arange(n_c)
             first = int(cand[rand_argmax(score, rng)])
-        # ---- Phase 2: second candidate among l_{i first} <= 1/2, i.e. u_{first i} >= 1/2,
-        # i.e. w_{first i} + sqrt(alpha ln t * n) >= n / 2 (true for n = 0: x/0 := 1).
-        n = W[first] + W[:, first]
-        bonus = self.alpha * math.log(max(self.t, 1))
-        eligible = W[first] + np.sqrt(bonus * n) >= 0.5 * n
-        if not lc.all_active:
-            eligible &= lc.active
-        eligible[first] = False
-        # a⁽²⁾ = argmax θ⁽²⁾_i with θ⁽²⁾_first = 1/2: only arms with θ⁽²⁾_i > 1/2 can
-        # beat ``first``. Draw that event first, Bernoulli(q_{i first}), then the value
-        # given it, from the Beta truncated to (1/2, 1] by inverting its CDF:
+        # ---- Phase 2: a⁽²⁾ = argmax θ⁽²⁾_i over the arms with l_{i first} <= 1/2, with
+        # θ⁽²⁾_first = 1/2: only arms with θ⁽²⁾_i > 1/2 can beat ``first``. Draw that
+        # event first, Bernoulli(q_{i first}) for every arm, then the value given it,
+        # from the Beta truncated to (1/2, 1] by inverting its CDF:
         # 1 - θ ~ Beta(w_{first i} + 1, w_{i first} + 1) restricted to [0, 1/2), whose
         # mass there is q_{i first}. Same law as sampling every θ⁽²⁾_i, a fraction of
         # the cost once ``first`` wins most duels.
         q = self._win_prob()[:, first]
-        hit = np.flatnonzero(eligible & (rng.random(self.K) < q))
+        hit = np.flatnonzero(rng.random(self.K) < q)
+        if hit.size:
+            # eligible: l_{i first} <= 1/2, i.e. u_{first i} >= 1/2, i.e.
+            # w_{first i} + sqrt(alpha ln t * n) >= n / 2 (true for n = 0: x/0 := 1)
+            w_f = W[first, hit]
+            n = w_f + W[hit, first]
+            bonus = self.alpha * math.log(max(self.t, 1))
+            keep = (w_f + np.sqrt(bonus * n) >= 0.5 * n) & (hit != first)
+            if not lc.all_active:
+                keep &= lc.active[hit]
+            hit = hit[keep]
         if hit.size == 0:
             return (first, first)
         v = rng.random(hit.size) * q[hit]
