@@ -471,3 +471,19 @@ def test_self_duels_carry_no_information():
         assert after["n_updates"] == 1
         after["n_updates"] = 0
         assert json.dumps(after) == before, name
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_last_active_arm_plays_itself(name):
+    b = make_bandit(name, 4, seed=0)
+    play(b, bradley_terry(4, gap=0.1, seed=0), 50, np.random.default_rng(0))
+    for arm in (0, 1, 3):
+        b.retire_arm(arm)
+    for _ in range(5):
+        arms = b.select()
+        assert set(arms) == {2}
+        if b.multi:
+            b.update_many([])
+        else:
+            b.update(*arms, 0.5)
+    assert b.best_arm() == 2
