@@ -99,6 +99,8 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
     now = time.time()
     expires = int(now + rt.config.token_ttl_s)
     counters = {"impressions": 1, kind: 1}
+    if fallback:  # also a multileaved comparison that lost some of its rankers
+        counters["fallback"] = 1
     rt.store.save_impression(
         imp_id, exp_id=exp_id, arms=list(arms), shown=shown, record=record, duel=duel,
         token_expires=expires, ttl_s=rt.config.impression_ttl_s,
