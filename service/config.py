@@ -139,6 +139,9 @@ class Config:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")
         if self.state_max_age_ms < 0 or self.credit_delay_ms < 0:
             raise ValueError("config state_max_age_ms and credit_delay_ms must be >= 0")
+        if self.inactivity_s >= self.impression_ttl_s or self.token_ttl_s > self.impression_ttl_s:
+            raise ValueError("config impression_ttl_s must exceed inactivity_s and token_ttl_s "
+                             "(an impression must outlive its clicks and its credit)")
         if not 1 <= self.default_k <= self.max_k:
             raise ValueError(f"config default_k must be in 1..max_k={self.max_k}")
         for name in ("bind", "worker_metrics_bind"):

@@ -36,6 +36,7 @@ def test_precedence_file_env_overrides(tmp_path):
     ({"RANKDUEL_BIND": "nowhere"}, "host:port"),
     ({"RANKDUEL_DEFAULT_K": "500"}, "default_k"),
     ({"RANKDUEL_CONFIG": "/nonexistent/rd.toml"}, "cannot read config file"),
+    ({"RANKDUEL_IMPRESSION_TTL_S": "60", "RANKDUEL_INACTIVITY_S": "120"}, "must exceed"),
 ])
 def test_invalid_settings_are_refused(env, message):
     with pytest.raises(ValueError, match=message):
