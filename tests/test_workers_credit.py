@@ -247,6 +247,10 @@ def test_eliminations_are_recorded_exactly_once(client, ranker_server, worker):
     state = wait_for(all_credited(client, e), what="credits")
     out = {r["name"]: r for r in state["rankers"] if r["status"] == "eliminated"}
     assert len(out) >= 2 and state["champion"] == "good"
+    # the batches and the stage are shown with ranker names; eliminated rankers left them
+    in_batches = {n for b in state["batches"] for n in b}
+    assert "good" in in_batches and not in_batches & set(out)
+    assert state["stage"] >= 1
     logged = [a for a in client.audit(e) if a["action"] == "eliminated"]
     assert sorted(a["ranker"] for a in logged) == sorted(out)  # once each, no more
     for a in logged:
