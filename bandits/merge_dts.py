@@ -619,6 +619,12 @@ def _draw_one(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple
     arg max h/g`` (line 5), and ``h_c = Gamma(0) = 0`` keeps ``a_c`` out (line 4).
     """
     N = PP.shape[0]
+    if N == 2:
+        # two arms: a_c wins Phase I with probability P(θ_01 > ½), and a_d is the other
+        c = 0 if rng.random() < pu.item(0) else 1
+        return c, 1 - c
+    if N <= SMALL_BATCH:
+        return _draw_small(PP, pu, rng)
     m1 = pu.shape[0]
     u = rng.random(m1 + N)
     kappa = (u[:m1] < pu).dot(_incidence(N)[0])
@@ -626,6 +632,39 @@ def _draw_one(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple
     c = int(kappa.argmax())
     g = rng.standard_gamma(PP[c])
     return c, int((g[N:] / g[:N]).argmax())
+
+
+#: up to this batch size a lone batch is drawn with scalar Python code (numpy's per-call
+#: overhead, above all the checks of an array-parameter gamma draw, costs more there)
+SMALL_BATCH = 10
+
+
+def _draw_small(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    """:func:`_draw_one` for a small batch, in scalar code: the same Phase I indicators
+    and tie-breaking, and Phase II's ``φ_j ~ Beta(w_jc + 1, w_cj + 1)`` drawn one by one."""
+    N = PP.shape[0]
+    m = N * (N - 1) // 2
+    u = rng.random(m + N).tolist()
+    p = pu.tolist()
+    kappa = u[m:]  # tie-breaking uniforms (line 6) under the integer tallies
+    k = 0
+    for i in range(N - 1):
+        for j in range(i + 1, N):
+            if u[k] < p[k]:  # θ_ij > ½ (Algorithm 2, lines 2-5)
+                kappa[i] += 1.0
+            else:
+                kappa[j] += 1.0
+            k += 1
+    c = kappa.index(max(kappa))
+    row = PP[c].tolist()
+    beta = rng.beta
+    best, d = 2.0, c
+    for j in range(N):  # Algorithm 3: φ_j for j != c; φ_c out of reach
+        if j != c and row[N + j] > 0.0:
+            phi = beta(row[j], row[N + j])
+            if phi < best:
+                best, d = phi, j
+    return c, d
 
 
 def _draw_all(PP: np.ndarray, PU: np.ndarray, rng: np.random.Generator) -> tuple[list, list]:

@@ -31,8 +31,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bandits import ACTIVE, ALGORITHMS, get_algorithm
+from bandits import ACTIVE, ALGORITHMS, DuelingBandit, get_algorithm
 from bandits.matrices import bradley_terry
+from bandits.merge_dts import pair_batches
 
 #: tuned parameters from seed 000 §5.5 (Table/Section 6.7), where the paper gives them
 TUNED = {
@@ -42,7 +43,67 @@ TUNED = {
 }
 
 
+class LiteralMergeDTS(DuelingBandit):
+    """Algorithms 1–3 of seed 000 transcribed step by step with plain numpy: every step
+    builds the batch's ``U`` and purges it (lines 10–14), draws Beta variates for every
+    pair and for Phase II (``rng.beta``), and checks line 18. A stand-in for the
+    authors' published code (not available here), to give the speed of a direct
+    implementation measured in the same run."""
+
+    name = "mergedts-literal"
+
+    def __init__(self, n_arms, *, alpha, batch_size, c, seed=None):
+        super().__init__(n_arms, seed=seed)
+        self.alpha, self.M, self.C = alpha, batch_size, c
+        nb = -(-self.K // batch_size)
+        self.B = [list(range(k * batch_size, min(self.K, (k + 1) * batch_size)))
+                  for k in range(nb)]
+        self.s = 1
+
+    def _select(self):
+        m = self.t % len(self.B)
+        arms = np.array(self.B[m])
+        if len(self.B) == 1 and arms.size == 1:
+            return (int(arms[0]), int(arms[0]))
+        w = self.W[np.ix_(arms, arms)]
+        n = w + w.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            U = np.where(n > 0, w / n, 1.0) + np.where(
+                n > 0, np.sqrt(self.alpha * np.log(self.t + self.C) / n), 1.0)
+        np.fill_diagonal(U, 0.5)
+        keep = ~(U < 0.5).any(axis=1)
+        for a in arms[~keep]:
+            self.status[a] = 1
+        arms, w = arms[keep], w[np.ix_(keep, keep)]
+        self.B[m] = arms.tolist()
+        if len(self.B) > 1 and arms.size == 1:
+            nxt = (m + 1) % len(self.B)
+            self.B[nxt] = sorted(self.B[nxt] + self.B[m])
+            del self.B[m]
+            return self._select()
+        if len(self.B) == 1 and arms.size == 1:
+            return (int(arms[0]), int(arms[0]))
+        iu, ju = np.triu_indices(arms.size, 1)
+        theta = np.full((arms.size, arms.size), 0.5)
+        theta[iu, ju] = self.rng.beta(w[iu, ju] + 1, w[ju, iu] + 1)
+        theta[ju, iu] = 1 - theta[iu, ju]
+        kappa = (theta > 0.5).sum(axis=1)
+        top = np.flatnonzero(kappa == kappa.max())
+        c = int(top[self.rng.integers(top.size)])
+        phi = self.rng.beta(w[:, c] + 1, w[c, :] + 1)
+        phi[c] = 1.0
+        d = int(phi.argmin())
+        return (int(arms[c]), int(arms[d]))
+
+    def _update(self, i, j, outcome):
+        if sum(len(b) for b in self.B) <= self.K / 2**self.s:
+            self.B = pair_batches(self.B, self.M)
+            self.s += 1
+
+
 def make_policy(name: str, K: int, seed: int):
+    if name == LiteralMergeDTS.name:
+        return LiteralMergeDTS(K, seed=seed, **TUNED["mergedts"]), TUNED["mergedts"]
     cls = get_algorithm(name)
     params = TUNED.get(name, {})
     try:
@@ -93,13 +154,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=20_000, help="steps measured per run")
     ap.add_argument("--max-seconds", type=float, default=5.0, help="time cap per run")
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure (best is kept)")
-    ap.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    ap.add_argument(
+        "--algorithms", default=",".join([*ALGORITHMS, LiteralMergeDTS.name]),
+        help="comma-separated registered names (plus mergedts-literal, the baseline)",
+    )
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
 
     names = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     available = []
     for name in names:
+        if name == LiteralMergeDTS.name:
+            available.append(name)
+            continue
         try:
             get_algorithm(name)
         except (ImportError, AttributeError, ValueError) as exc:

@@ -272,16 +272,17 @@ def reference_dts_pair(W: np.ndarray, rng: np.random.Generator) -> tuple[int, in
     return c, int(phi.argmin())
 
 
-@pytest.mark.parametrize("n_batches", [1, 6])
-def test_mergedts_pairs_follow_algorithms_2_and_3(n_batches):
+@pytest.mark.parametrize(("n_batches", "size"), [(1, 6), (1, 12), (6, 6)])
+def test_mergedts_pairs_follow_algorithms_2_and_3(n_batches, size):
     """MergeDTS draws its pairs with shortcuts (Bernoulli indicators for Phase I, gamma
-    ratios, vectorized rounds over the batches); the pair distribution
+    ratios, vectorized rounds over the batches, scalar code for a small lone batch); the
+    pair distribution
     must be that of the literal pseudo-code. On fixed counts (no updates, so every draw
     is from the same distribution) we compare 3000 pairs of the batch with a literal
     implementation's 3000: the total variation distance between the two empirical
     distributions stays below 0.06 (its sampling noise here is about 0.02-0.03)."""
-    K = 6 * n_batches
-    b = MergeDTS(K, alpha=0.51, batch_size=6, c=1e9, seed=7)
+    K = size * n_batches
+    b = MergeDTS(K, alpha=0.51, batch_size=size, c=1e9, seed=7)
     assert len(b.batches) == n_batches
     gen = np.random.default_rng(1)
     # fixed, informative counts inside the first batch (ties included)
