@@ -210,7 +210,7 @@ def pair_batches(batches: list[list[int]], batch_size: int) -> list[list[int]]:
 class _Batch:
     """One batch: its arms, and the handles of its algorithm's caches."""
 
-    __slots__ = ("PP", "R", "S", "arms", "choice", "k", "n", "pos", "pu")
+    __slots__ = ("PP", "R", "S", "arms", "choice", "k", "n", "pool", "pos", "pu")
 
     def __init__(self, arms: list[int]) -> None:
         self.arms = list(arms)
@@ -218,6 +218,7 @@ class _Batch:
         self.pos = {a: k for k, a in enumerate(self.arms)}
         self.k = -1  # row in the algorithm's stacked caches
         self.choice: tuple[int, int] | None = None  # a prepared pair (local indices)
+        self.pool: list | None = None  # MergeDTS' gamma pool (see MergeDTS._relative_pooled)
 
 
 class MergeBandit(DuelingBandit):
@@ -604,81 +605,103 @@ def _dts_rows(W_sub: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
     return PP, np.append(pu, 2.0)
 
 
-def _draw_one(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    """Phases I and II (Algorithms 2 and 3) in one batch: the local ``(a_c, a_d)``.
-
-    ``PP`` and ``pu`` are the rows of :func:`_dts_rows`.
-
-    Phase I: ``x_k = 1(θ_ij > ½)`` is drawn as ``u_k < P(θ_ij > ½)`` for every pair at
-    once (lines 1–4); the tallies ``(|B| − 1) κ_i = Σ_{j>i} x_ij + Σ_{j<i} (1 − x_ji) =
-    (A x)_i + i`` are one matrix product (line 5), and a uniform in [0, 1) added to each
-    breaks ties at random (line 6).
-
-    Phase II: ``φ_j = g_j / (g_j + h_j) ~ Beta(w_jc + 1, w_cj + 1)`` with independent
-    ``g_j ~ Gamma(w_jc + 1)``, ``h_j ~ Gamma(w_cj + 1)`` (lines 1–3); ``arg min φ =
-    arg max h/g`` (line 5), and ``h_c = Gamma(0) = 0`` keeps ``a_c`` out (line 4).
-    """
-    N = PP.shape[0]
-    if N == 2:
-        # two arms: a_c wins Phase I with probability P(θ_01 > ½), and a_d is the other
-        c = 0 if rng.random() < pu.item(0) else 1
-        return c, 1 - c
-    if N <= SMALL_BATCH:
-        return _draw_small(PP, pu, rng)
-    m1 = pu.shape[0]
-    u = rng.random(m1 + N)
-    kappa = (u[:m1] < pu).dot(_incidence(N)[0])
-    kappa += u[m1:]
-    c = int(kappa.argmax())
-    g = rng.standard_gamma(PP[c])
-    return c, int((g[N:] / g[:N]).argmax())
-
-
 #: up to this batch size a lone batch is drawn with scalar Python code (numpy's per-call
 #: overhead, above all the checks of an array-parameter gamma draw, costs more there)
 SMALL_BATCH = 10
 
 
-def _draw_small(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    """:func:`_draw_one` for a small batch, in scalar code: the same Phase I indicators
-    and tie-breaking, and Phase II's ``φ_j ~ Beta(w_jc + 1, w_cj + 1)`` drawn one by one."""
+def _sample_tournament(pu: np.ndarray, N: int, rng: np.random.Generator) -> int:
+    """Algorithm 2 (SampleTournament) in one batch of ``N`` positions: the local ``a_c``.
+
+    ``x_k = 1(θ_ij > ½)`` is drawn as ``u_k < P(θ_ij > ½)`` (``pu``, the row of
+    :func:`_dts_rows`) for every pair at once (lines 1–4); the tallies
+    ``(|B| − 1) κ_i = Σ_{j>i} x_ij + Σ_{j<i} (1 − x_ji) = (A x)_i + i`` are one matrix
+    product (line 5), and a uniform in [0, 1) added to each breaks ties at random
+    (line 6). Small batches do the same in scalar code.
+    """
+    if N == 2:
+        return 0 if rng.random() < pu.item(0) else 1
+    m1 = pu.shape[0]
+    if N <= SMALL_BATCH:
+        m = m1 - 1
+        u = rng.random(m + N).tolist()
+        p = pu.tolist()
+        kappa = u[m:]  # the tie-breaking uniforms, under the integer tallies
+        k = 0
+        for i in range(N - 1):
+            for j in range(i + 1, N):
+                if u[k] < p[k]:  # θ_ij > ½
+                    kappa[i] += 1.0
+                else:
+                    kappa[j] += 1.0
+                k += 1
+        return kappa.index(max(kappa))
+    u = rng.random(m1 + N)
+    kappa = (u[:m1] < pu).dot(_incidence(N)[0])
+    kappa += u[m1:]
+    return int(kappa.argmax())
+
+
+def _relative_tournament(PP: np.ndarray, c: int, rng: np.random.Generator) -> int:
+    """Algorithm 3 (RelativeTournament) in one batch: the local ``a_d`` given ``a_c``.
+
+    ``φ_j = g_j / (g_j + h_j) ~ Beta(w_jc + 1, w_cj + 1)`` with independent
+    ``g_j ~ Gamma(w_jc + 1)``, ``h_j ~ Gamma(w_cj + 1)`` (lines 1–3, the shapes are row
+    ``c`` of ``PP``); ``arg min φ = arg max h/g`` (line 5), and ``h_c = Gamma(0) = 0``
+    keeps ``a_c`` out (line 4). Small batches draw the ``φ_j`` one by one.
+    """
     N = PP.shape[0]
-    m = N * (N - 1) // 2
-    u = rng.random(m + N).tolist()
-    p = pu.tolist()
-    kappa = u[m:]  # tie-breaking uniforms (line 6) under the integer tallies
-    k = 0
-    for i in range(N - 1):
-        for j in range(i + 1, N):
-            if u[k] < p[k]:  # θ_ij > ½ (Algorithm 2, lines 2-5)
-                kappa[i] += 1.0
-            else:
-                kappa[j] += 1.0
-            k += 1
-    c = kappa.index(max(kappa))
-    row = PP[c].tolist()
-    beta = rng.beta
-    best, d = 2.0, c
-    for j in range(N):  # Algorithm 3: φ_j for j != c; φ_c out of reach
-        if j != c and row[N + j] > 0.0:
-            phi = beta(row[j], row[N + j])
-            if phi < best:
-                best, d = phi, j
-    return c, d
+    if N == 2:
+        return 1 - c
+    if N <= SMALL_BATCH:
+        row = PP[c].tolist()
+        beta = rng.beta
+        best, d = 2.0, c
+        for j in range(N):
+            if j != c and row[N + j] > 0.0:
+                phi = beta(row[j], row[N + j])
+                if phi < best:
+                    best, d = phi, j
+        return d
+    g = rng.standard_gamma(PP[c])
+    return int((g[N:] / g[:N]).argmax())
 
 
-def _draw_all(PP: np.ndarray, PU: np.ndarray, rng: np.random.Generator) -> tuple[list, list]:
-    """:func:`_draw_one` for a stack of ``B`` batches at once (``PP``: ``B × N × 2N``,
-    ``PU``: ``B × (N(N−1)/2 + 1)``), with the same two generator calls whatever ``B``."""
-    B, N, _ = PP.shape
-    m1 = PU.shape[1]
+#: with at most this many batches, Phase II draws from per-batch gamma pools
+POOL_MAX_BATCHES = 4
+#: rows per gamma pool refill
+POOL_ROWS = 32
+#: a batch's pool follows a new first candidate after this many misses in a row
+POOL_PATIENCE = 3
+
+
+def _draw_one(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    """Phases I and II in one batch (the rows of :func:`_dts_rows`): local ``(a_c, a_d)``."""
+    c = _sample_tournament(pu, PP.shape[0], rng)
+    return c, _relative_tournament(PP, c, rng)
+
+
+def _sample_tournaments(PU: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """:func:`_sample_tournament` for a stack of ``B`` batches at once (``PU``:
+    ``B × (N(N−1)/2 + 1)``), in one generator call whatever ``B``."""
+    B, m1 = PU.shape
+    N = _N_OF_M1[m1]
     u = rng.random((B, m1 + N))
     kappa = (u[:, :m1] < PU).dot(_incidence(N)[0])
     kappa += u[:, m1:]
-    c = kappa.argmax(axis=1)
+    return kappa.argmax(axis=1)
+
+
+#: N from the length N(N-1)/2 + 1 of a ``pu`` row
+_N_OF_M1 = {n * (n - 1) // 2 + 1: n for n in range(2, 1024)}
+
+
+def _relative_tournaments(PP: np.ndarray, c: np.ndarray, rng: np.random.Generator) -> list:
+    """:func:`_relative_tournament` for a stack of ``B`` batches at once (``PP``:
+    ``B × N × 2N``, ``c``: the ``B`` first candidates), in one generator call."""
+    B, N, _ = PP.shape
     g = rng.standard_gamma(PP[np.arange(B), c])
-    d = (g[:, N:] / g[:, :N]).argmax(axis=1)
-    return c.tolist(), d.tolist()
+    return (g[:, N:] / g[:, :N]).argmax(axis=1).tolist()
 
 
 class MergeDTS(MergeBandit):
@@ -712,8 +735,12 @@ class MergeDTS(MergeBandit):
     drawn from the new counts when it is next due), so every pair is drawn from exactly
     the counts the paper would use at that step. In the simulator one draw serves a whole
     round of ``b_s`` steps. The prepared pairs are part of :meth:`state_dict`. With a
-    single batch the pair is drawn when needed (:func:`_draw_one`, the same draws as
-    :meth:`select_in_batch`).
+    single batch the pair is drawn when needed. With few batches (at most
+    ``POOL_MAX_BATCHES``) Phase II comes from per-batch pools of gamma variates drawn
+    ahead for the batch's usual first candidate and kept exact by Gamma additivity
+    (:meth:`_relative_pooled`; the pools, at most ``32 × 2N`` numbers each, are part of
+    the state too). A small lone batch uses scalar code (numpy's per-call overhead
+    dominates there).
 
     Parameters
     ----------
@@ -782,12 +809,23 @@ class MergeDTS(MergeBandit):
         bt.PP = self._PP[k]
         bt.pu = self._PU[k]
         bt.choice = None
+        bt.pool = None
 
     def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
         N = self._N
         PP = bt.PP
         x = w_ab + 1.0
         y = w_ba + 1.0
+        pool = bt.pool
+        if pool is not None and (pool[0] == a or pool[0] == b) and pool[2] < POOL_ROWS:
+            # keep the unused pool rows exact for the new counts: Gamma(s) + Gamma(δ)
+            # ~ Gamma(s + δ) for independent terms, δ the increase of each shape
+            h, G, ptr = pool[0], pool[1], pool[2]
+            o = b if h == a else a
+            for e, new in ((o, y if h == a else x), (N + o, x if h == a else y)):
+                delta = new - PP.item(h, e)
+                if delta > 0.0:
+                    G[ptr:, e] += self.rng.standard_gamma(delta, POOL_ROWS - ptr)
         # PP[c, j] = w_jc + 1 and PP[c, N + j] = w_cj + 1
         PP[b, a] = x
         PP[a, N + b] = x
@@ -803,8 +841,14 @@ class MergeDTS(MergeBandit):
             return choice
         batches = self._batches
         if len(batches) == 1:
-            return _draw_one(bt.PP, bt.pu, self.rng)
-        cs, ds = _draw_all(self._PP, self._PU, self.rng)
+            c = _sample_tournament(bt.pu, self._N, self.rng)
+            return c, self._relative_pooled(bt, c)
+        c_arr = _sample_tournaments(self._PU, self.rng)
+        cs = c_arr.tolist()
+        if len(batches) <= POOL_MAX_BATCHES:
+            ds = [self._relative_pooled(o, c) for o, c in zip(batches, cs, strict=True)]
+        else:
+            ds = _relative_tournaments(self._PP, c_arr, self.rng)
         for other, c, d in zip(batches, cs, ds, strict=True):
             other.choice = (c, d)
         bt.choice = None
@@ -815,3 +859,58 @@ class MergeDTS(MergeBandit):
     ) -> tuple[int, int]:
         PP, pu = _dts_rows(W_sub, max(2, W_sub.shape[0]))
         return _draw_one(PP, pu, rng)
+
+    def _relative_pooled(self, bt: _Batch, c: int) -> int:
+        """Algorithm 3 in ``bt``, from its gamma pool when the pool belongs to ``c``.
+
+        The pool holds ``POOL_ROWS`` independent rows of the Gamma variates of
+        :func:`_relative_tournament` for one first candidate ``h`` (drawn in one call),
+        each used once; :meth:`_pair_changed` keeps the unused rows exact as ``h``'s
+        counts grow. In the last stages ``a_c`` is mostly the same arm of its batch, so
+        most steps need no gamma draw of their own. After ``POOL_PATIENCE`` other first
+        candidates in a row the pool moves to the newcomer.
+        """
+        N = self._N
+        if N == 2:
+            return 1 - c
+        pool = bt.pool
+        if pool is not None and pool[0] == c:
+            pool[3] = 0
+            if pool[2] == POOL_ROWS:
+                pool[1] = self._pool_rows(bt, c)
+                pool[2] = 0
+        elif pool is None or pool[3] >= POOL_PATIENCE:
+            pool = bt.pool = [c, self._pool_rows(bt, c), 0, 0]
+        else:
+            pool[3] += 1
+            return _relative_tournament(bt.PP, c, self.rng)
+        g = pool[1][pool[2]]
+        pool[2] += 1
+        return int((g[N:] / g[:N]).argmax())
+
+    def _pool_rows(self, bt: _Batch, c: int) -> np.ndarray:
+        return self.rng.standard_gamma(np.broadcast_to(bt.PP[c], (POOL_ROWS, 2 * self._N)))
+
+    def _extra_state(self) -> dict[str, Any]:
+        state = super()._extra_state()
+        pools = []
+        for bt in self._batches:
+            pool = bt.pool
+            if pool is None:
+                pools.append(None)
+            else:
+                h, G, ptr, misses = pool
+                pools.append({"arm": bt.arms[h], "misses": misses, "rows": G[ptr:].tolist()})
+        if any(p is not None for p in pools):
+            state["pools"] = pools
+        return state
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_state(state)
+        for bt, saved in zip(self._batches, state.get("pools") or [], strict=False):
+            if saved is not None:
+                rows = np.asarray(saved["rows"], dtype=float).reshape(-1, 2 * self._N)
+                G = np.zeros((POOL_ROWS, 2 * self._N))
+                ptr = POOL_ROWS - rows.shape[0]
+                G[ptr:] = rows
+                bt.pool = [bt.pos[int(saved["arm"])], G, ptr, int(saved["misses"])]
