@@ -370,6 +370,11 @@ class MergeBandit(DuelingBandit):
         """Local indices ``(c, d)`` of the pair ``bt`` plays at step ``self.t``."""
         raise NotImplementedError
 
+    def _shrink(self, old: _Batch, new: _Batch, p: int) -> bool:
+        """Optionally update the caches of ``new``, which is ``old`` without the arm at
+        position ``p``, in place; return False to have them rebuilt from ``W``."""
+        return False
+
     def _pair_from(
         self, W_sub: np.ndarray, t: int, rng: np.random.Generator
     ) -> tuple[int, int]:
@@ -478,7 +483,9 @@ class MergeBandit(DuelingBandit):
         k = self._batches.index(bt)
         rest = [a for a in bt.arms if a != arm]
         if rest:
-            self._replace(k, rest)
+            new = self._replace(k, rest)
+            if not self._list_changed and self._shrink(bt, new, bt.pos[arm]):
+                self._touched.remove(new)  # caches already up to date
         else:
             del self._batches[k]
             self._list_changed = True
@@ -575,6 +582,17 @@ def _incidence(n: int) -> tuple[np.ndarray, list[list[int]], np.ndarray, np.ndar
         for k in range(m):
             pidx[iu[k]][ju[k]] = pidx[ju[k]][iu[k]] = k
         got = _INCIDENCE[n] = (AT, pidx, iu, ju)
+    return got
+
+
+_PAIR_TABLE: dict[int, np.ndarray] = {}
+
+
+def _pair_table(n: int) -> np.ndarray:
+    """The pair index table of :func:`_incidence` as an array (−1 on the diagonal)."""
+    got = _PAIR_TABLE.get(n)
+    if got is None:
+        got = _PAIR_TABLE[n] = np.asarray(_incidence(n)[1], dtype=np.intp)
     return got
 
 
@@ -810,6 +828,31 @@ class MergeDTS(MergeBandit):
         bt.pu = self._PU[k]
         bt.choice = None
         bt.pool = None
+
+    def _shrink(self, old: _Batch, new: _Batch, p: int) -> bool:
+        # Move position p to the first padding slot q = n - 1 and give it padding
+        # values: the same arrays as _dts_rows on the smaller batch, without recomputing
+        # the incomplete beta function of every pair.
+        N = self._N
+        if max(b.n for b in self._batches) != N or new.n < 2:
+            return False  # the padding size changes (or one arm is left): rebuild
+        q = new.n
+        order = np.array([*range(p), *range(p + 1, q + 1), p, *range(q + 1, N)])
+        k = new.k
+        PP = self._PP[k]
+        PP[:] = PP[np.ix_(order, np.r_[order, order + N])]
+        PP[q, :N] = 1.0
+        PP[q, N:] = 0.0
+        PP[q, N : N + q] = 1.0
+        PP[:, q] = 1.0
+        PP[:, N + q] = 0.0
+        pu = self._PU[k]
+        _, _, iu, ju = _incidence(N)
+        vals = pu[_pair_table(N)[order[iu], order[ju]]]
+        vals[ju >= q] = 1.0
+        pu[:-1] = vals
+        new.PP, new.pu, new.choice, new.pool = PP, pu, None, None
+        return True
 
     def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
         N = self._N

@@ -213,19 +213,21 @@ def test_state_round_trip_continues_identically(name):
 
 @pytest.mark.parametrize("name", sorted(ALGS))
 def test_ties_count_half_and_caches_stay_consistent(name):
-    K = 24
+    K = 40
+    P = bradley_terry(K, gap=0.05, seed=9)
     b = make(name, K, seed=6)
     env = np.random.default_rng(2)
-    for _ in range(2000):
+    for _ in range(2500):
         i, j = b.select()
-        # a third of the outcomes are ties
-        r = env.random()
-        b.update(i, j, 0.5 if r < 1 / 3 else float(r < 2 / 3))
+        # a third of the outcomes are ties, the rest follow P
+        r, u = env.random(2)
+        b.update(i, j, 0.5 if r < 1 / 3 else float(u < P[i, j]))
     i, j = b.select()
     before = (b.W[i, j], b.W[j, i])
     b.update(i, j, 0.5)
     assert (b.W[i, j], b.W[j, i]) == (before[0] + 0.5, before[1] + 0.5)
     assert np.any(b.W % 1 == 0.5)
+    assert b.eliminated and len(b.batches) > 1
     # the incremental per-batch caches agree with a rebuild from W
     fresh = bandit_from_state(b.state_dict())
     assert fresh is not b
@@ -385,3 +387,26 @@ def test_mergedts_round_trip_mid_pool():
     b = bandit_from_state(state)
     assert play(a, P, 3000, np.random.default_rng(7)) == play(b, P, 3000, np.random.default_rng(7))
     assert np.array_equal(a.W, b.W)
+
+
+def test_mergedts_caches_after_each_elimination():
+    """Eliminations update a batch's cached rows in place (a permutation, not a rebuild
+    from W); after every one they equal a rebuild."""
+    from bandits.merge_dts import _dts_rows
+
+    K = 48
+    P = bradley_terry(K, gap=0.05, seed=13)
+    b = MergeDTS(K, alpha=0.51, batch_size=16, c=100.0, seed=2)
+    env = np.random.default_rng(4)
+    checked = 0
+    for u in env.random(6000):
+        i, j = b.select()
+        before = len(b.eliminated)
+        b.update(i, j, float(u < P[i, j]))
+        if len(b.eliminated) != before and len(b.batches) > 1:
+            checked += 1
+            for k, arms in enumerate(b.batches):
+                PP, pu = _dts_rows(b.W[np.ix_(arms, arms)], b._N)
+                assert np.array_equal(b._PP[k], PP)
+                assert np.array_equal(b._PU[k], pu)
+    assert checked >= 10
