@@ -210,7 +210,7 @@ def pair_batches(batches: list[list[int]], batch_size: int) -> list[list[int]]:
 class _Batch:
     """One batch: its arms, and the handles of its algorithm's caches."""
 
-    __slots__ = ("PP", "R", "S", "arms", "choice", "k", "n", "pool", "pos", "pu")
+    __slots__ = ("PP", "R", "S", "arms", "choice", "k", "n", "pos", "pu")
 
     def __init__(self, arms: list[int]) -> None:
         self.arms = list(arms)
@@ -218,7 +218,6 @@ class _Batch:
         self.pos = {a: k for k, a in enumerate(self.arms)}
         self.k = -1  # row in the algorithm's stacked caches
         self.choice: tuple[int, int] | None = None  # a prepared pair (local indices)
-        self.pool: list | None = None  # MergeDTS' gamma pool (see MergeDTS._relative_pooled)
 
 
 class MergeBandit(DuelingBandit):
@@ -685,14 +684,6 @@ def _relative_tournament(PP: np.ndarray, c: int, rng: np.random.Generator) -> in
     return int((g[N:] / g[:N]).argmax())
 
 
-#: with at most this many batches, Phase II draws from per-batch gamma pools
-POOL_MAX_BATCHES = 4
-#: rows per gamma pool refill
-POOL_ROWS = 32
-#: a batch's pool follows a new first candidate after this many misses in a row
-POOL_PATIENCE = 3
-
-
 def _draw_one(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
     """Phases I and II in one batch (the rows of :func:`_dts_rows`): local ``(a_c, a_d)``."""
     c = _sample_tournament(pu, PP.shape[0], rng)
@@ -753,12 +744,10 @@ class MergeDTS(MergeBandit):
     drawn from the new counts when it is next due), so every pair is drawn from exactly
     the counts the paper would use at that step. In the simulator one draw serves a whole
     round of ``b_s`` steps. The prepared pairs are part of :meth:`state_dict`. With a
-    single batch the pair is drawn when needed. With few batches (at most
-    ``POOL_MAX_BATCHES``) Phase II comes from per-batch pools of gamma variates drawn
-    ahead for the batch's usual first candidate and kept exact by Gamma additivity
-    (:meth:`_relative_pooled`; the pools, at most ``32 × 2N`` numbers each, are part of
-    the state too). A small lone batch uses scalar code (numpy's per-call overhead
-    dominates there).
+    single batch (the last stages) the pair is drawn when it is needed, exactly as
+    :meth:`select_in_batch` draws it; a small batch uses scalar code there, since
+    numpy's per-call overhead (above all the argument checks of an array-parameter
+    gamma draw) costs more than the arithmetic.
 
     Parameters
     ----------
@@ -827,7 +816,6 @@ class MergeDTS(MergeBandit):
         bt.PP = self._PP[k]
         bt.pu = self._PU[k]
         bt.choice = None
-        bt.pool = None
 
     def _shrink(self, old: _Batch, new: _Batch, p: int) -> bool:
         # Move position p to the first padding slot q = n - 1 and give it padding
@@ -851,7 +839,7 @@ class MergeDTS(MergeBandit):
         vals = pu[_pair_table(N)[order[iu], order[ju]]]
         vals[ju >= q] = 1.0
         pu[:-1] = vals
-        new.PP, new.pu, new.choice, new.pool = PP, pu, None, None
+        new.PP, new.pu, new.choice = PP, pu, None
         return True
 
     def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
@@ -859,16 +847,6 @@ class MergeDTS(MergeBandit):
         PP = bt.PP
         x = w_ab + 1.0
         y = w_ba + 1.0
-        pool = bt.pool
-        if pool is not None and (pool[0] == a or pool[0] == b) and pool[2] < POOL_ROWS:
-            # keep the unused pool rows exact for the new counts: Gamma(s) + Gamma(δ)
-            # ~ Gamma(s + δ) for independent terms, δ the increase of each shape
-            h, G, ptr = pool[0], pool[1], pool[2]
-            o = b if h == a else a
-            for e, new in ((o, y if h == a else x), (N + o, x if h == a else y)):
-                delta = new - PP.item(h, e)
-                if delta > 0.0:
-                    G[ptr:, e] += self.rng.standard_gamma(delta, POOL_ROWS - ptr)
         # PP[c, j] = w_jc + 1 and PP[c, N + j] = w_cj + 1
         PP[b, a] = x
         PP[a, N + b] = x
@@ -884,14 +862,10 @@ class MergeDTS(MergeBandit):
             return choice
         batches = self._batches
         if len(batches) == 1:
-            c = _sample_tournament(bt.pu, self._N, self.rng)
-            return c, self._relative_pooled(bt, c)
+            return _draw_one(bt.PP, bt.pu, self.rng)
         c_arr = _sample_tournaments(self._PU, self.rng)
         cs = c_arr.tolist()
-        if len(batches) <= POOL_MAX_BATCHES:
-            ds = [self._relative_pooled(o, c) for o, c in zip(batches, cs, strict=True)]
-        else:
-            ds = _relative_tournaments(self._PP, c_arr, self.rng)
+        ds = _relative_tournaments(self._PP, c_arr, self.rng)
         for other, c, d in zip(batches, cs, ds, strict=True):
             other.choice = (c, d)
         bt.choice = None
@@ -902,58 +876,3 @@ class MergeDTS(MergeBandit):
     ) -> tuple[int, int]:
         PP, pu = _dts_rows(W_sub, max(2, W_sub.shape[0]))
         return _draw_one(PP, pu, rng)
-
-    def _relative_pooled(self, bt: _Batch, c: int) -> int:
-        """Algorithm 3 in ``bt``, from its gamma pool when the pool belongs to ``c``.
-
-        The pool holds ``POOL_ROWS`` independent rows of the Gamma variates of
-        :func:`_relative_tournament` for one first candidate ``h`` (drawn in one call),
-        each used once; :meth:`_pair_changed` keeps the unused rows exact as ``h``'s
-        counts grow. In the last stages ``a_c`` is mostly the same arm of its batch, so
-        most steps need no gamma draw of their own. After ``POOL_PATIENCE`` other first
-        candidates in a row the pool moves to the newcomer.
-        """
-        N = self._N
-        if N == 2:
-            return 1 - c
-        pool = bt.pool
-        if pool is not None and pool[0] == c:
-            pool[3] = 0
-            if pool[2] == POOL_ROWS:
-                pool[1] = self._pool_rows(bt, c)
-                pool[2] = 0
-        elif pool is None or pool[3] >= POOL_PATIENCE:
-            pool = bt.pool = [c, self._pool_rows(bt, c), 0, 0]
-        else:
-            pool[3] += 1
-            return _relative_tournament(bt.PP, c, self.rng)
-        g = pool[1][pool[2]]
-        pool[2] += 1
-        return int((g[N:] / g[:N]).argmax())
-
-    def _pool_rows(self, bt: _Batch, c: int) -> np.ndarray:
-        return self.rng.standard_gamma(np.broadcast_to(bt.PP[c], (POOL_ROWS, 2 * self._N)))
-
-    def _extra_state(self) -> dict[str, Any]:
-        state = super()._extra_state()
-        pools = []
-        for bt in self._batches:
-            pool = bt.pool
-            if pool is None:
-                pools.append(None)
-            else:
-                h, G, ptr, misses = pool
-                pools.append({"arm": bt.arms[h], "misses": misses, "rows": G[ptr:].tolist()})
-        if any(p is not None for p in pools):
-            state["pools"] = pools
-        return state
-
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        for bt, saved in zip(self._batches, state.get("pools") or [], strict=False):
-            if saved is not None:
-                rows = np.asarray(saved["rows"], dtype=float).reshape(-1, 2 * self._N)
-                G = np.zeros((POOL_ROWS, 2 * self._N))
-                ptr = POOL_ROWS - rows.shape[0]
-                G[ptr:] = rows
-                bt.pool = [bt.pos[int(saved["arm"])], G, ptr, int(saved["misses"])]
