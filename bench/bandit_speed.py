@@ -198,9 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# first {args.steps} steps of each run (measured time capped at "
           f"{args.max_seconds:g} s), {args.repeat} runs per policy, all interleaved")
     print("# wall/s: steps per wall-clock second; cpu/s: per CPU second of the process;")
-    print("# x literal: wall rate / mergedts-literal's wall rate (same K, same load)")
-    print(f"{'algorithm':<17} {'K':>4} {'steps':>6} {'wall/s':>9} {'cpu/s':>9} {'x literal':>9} "
-          f"{'active':>6}  params")
+    print("# x uniform, x literal: wall rate / that of uniform, of mergedts-literal (same K,")
+    print("# same load); active: fewest arms still active at the end of a run")
+    print(f"{'algorithm':<17} {'K':>4} {'steps':>6} {'wall/s':>9} {'cpu/s':>9} {'x uniform':>9} "
+          f"{'x literal':>9} {'active':>6}  params")
     for K in args.ks:
         P = bradley_terry(K, gap=0.01, seed=args.seed)
         runs = {
@@ -215,13 +216,14 @@ def main(argv: list[str] | None = None) -> int:
             pending = [r for r in pending if not r.finished]
         rate = {n: sum(r.done for r in rs) / sum(r.wall for r in rs) for n, rs in runs.items()}
         base = rate.get(LiteralMergeDTS.name, float("nan"))
+        floor = rate.get("uniform", float("nan"))
         for name, rs in runs.items():
             done = sum(r.done for r in rs) // len(rs)
             cpu_rate = sum(r.done for r in rs) / sum(r.cpu for r in rs)
             active = min(r.active for r in rs)
             ptxt = ", ".join(f"{k}={v:g}" for k, v in rs[0].params.items())
             print(f"{name:<17} {K:>4} {done:>6} {rate[name]:>9,.0f} {cpu_rate:>9,.0f} "
-                  f"{rate[name] / base:>9.1f} {active:>6}  {ptxt}")
+                  f"{rate[name] / floor:>9.2f} {rate[name] / base:>9.1f} {active:>6}  {ptxt}")
         sys.stdout.flush()
     return 0
 
