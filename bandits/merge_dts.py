@@ -715,6 +715,41 @@ def _relative_tournaments(PP: np.ndarray, c: np.ndarray, rng: np.random.Generato
     return (g[:, N:] / g[:, :N]).argmax(axis=1).tolist()
 
 
+#: with at most this many batches, draws are prepared several rounds ahead
+AHEAD_MAX_BATCHES = 4
+#: steps prepared ahead per lookahead draw, shared among the batches
+AHEAD_STEPS = 8
+
+
+class _Ahead:
+    """Draws prepared ``L`` rounds ahead for every batch (see ``MergeDTS._pair_ahead``).
+
+    ``u``: the Phase I uniforms (``L × B × (m1 + N)``); ``kap``: the tallies they give
+    with the probabilities ``pu0`` of the moment; ``cpred``: their arg max; ``G``: the
+    Phase II gamma rows for ``cpred`` with the shapes ``PP0`` of the moment; ``next``:
+    the next round of each batch; ``changed``: per batch, the local pairs compared since.
+    """
+
+    __slots__ = ("G", "L", "PP0", "changed", "cpred", "kap", "next", "pu0", "rng_state", "u")
+
+    def __init__(self, PU: np.ndarray, PP: np.ndarray, L: int, rng: np.random.Generator):
+        self.rng_state = rng.bit_generator.state
+        B, m1 = PU.shape
+        N = PP.shape[1]
+        self.L = L
+        self.pu0 = PU.copy()
+        self.PP0 = PP.copy()
+        u = self.u = rng.random((L, B, m1 + N))
+        kap = self.kap = (u[..., :m1] < PU).dot(_incidence(N)[0])
+        kap += u[..., m1:]
+        cpred = kap.argmax(axis=2)
+        rows = PP.reshape(B * N, 2 * N).take((cpred + _offsets(B, N)).ravel(), axis=0)
+        self.G = rng.standard_gamma(rows.ravel()).reshape(L, B, 2 * N)
+        self.cpred = cpred.tolist()
+        self.next = [0] * B
+        self.changed: list[set[tuple[int, int]]] = [set() for _ in range(B)]
+
+
 _OFFSETS: dict[tuple[int, int], np.ndarray] = {}
 
 
@@ -755,11 +790,15 @@ class MergeDTS(MergeBandit):
     pair until its turn. A report on a batch discards its prepared pair (a fresh one is
     drawn from the new counts when it is next due), so every pair is drawn from exactly
     the counts the paper would use at that step. In the simulator one draw serves a whole
-    round of ``b_s`` steps. The prepared pairs are part of :meth:`state_dict`. With a
-    single batch (the last stages) the pair is drawn when it is needed, exactly as
-    :meth:`select_in_batch` draws it; a small batch uses scalar code there, since
-    numpy's per-call overhead (above all the argument checks of an array-parameter
-    gamma draw) costs more than the arithmetic.
+    round of ``b_s`` steps. The prepared pairs are part of :meth:`state_dict`.
+
+    With at most ``AHEAD_MAX_BATCHES`` batches of more than ``SMALL_BATCH`` arms a round
+    shares too little, so :meth:`_pair_ahead` prepares ``AHEAD_STEPS`` steps' worth of
+    rounds in one draw and corrects each prepared draw exactly for the pairs compared
+    since (the state keeps the generator state that produced them, so a restored run
+    draws the same). A lone small batch is drawn step by step in scalar code
+    (:func:`_draw_one`, exactly as :meth:`select_in_batch` draws it), where numpy's
+    per-call overhead would cost more than the arithmetic.
 
     Parameters
     ----------
@@ -806,6 +845,7 @@ class MergeDTS(MergeBandit):
         B = len(batches)
         N = max([2, *(bt.n for bt in batches)])
         self._N = N
+        self._ahead: _Ahead | None = None
         self._PP = np.ones((B, N, 2 * N))
         self._PU = np.ones((B, N * (N - 1) // 2 + 1))
         self._pidx = _incidence(N)[1]
@@ -828,6 +868,7 @@ class MergeDTS(MergeBandit):
         bt.PP = self._PP[k]
         bt.pu = self._PU[k]
         bt.choice = None
+        self._ahead = None
 
     def _shrink(self, old: _Batch, new: _Batch, p: int) -> bool:
         # Move position p to the first padding slot q = n - 1 and give it padding
@@ -852,6 +893,7 @@ class MergeDTS(MergeBandit):
         vals[ju >= q] = 1.0
         pu[:-1] = vals
         new.PP, new.pu, new.choice = PP, pu, None
+        self._ahead = None
         return True
 
     def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
@@ -866,6 +908,8 @@ class MergeDTS(MergeBandit):
         PP[b, N + a] = y
         bt.pu[self._pidx[a][b]] = betainc(y, x, 0.5) if a < b else betainc(x, y, 0.5)
         bt.choice = None
+        if self._ahead is not None:
+            self._ahead.changed[bt.k].add((a, b) if a < b else (b, a))
 
     def _pair_for(self, bt: _Batch) -> tuple[int, int]:
         choice = bt.choice
@@ -873,6 +917,8 @@ class MergeDTS(MergeBandit):
             bt.choice = None
             return choice
         batches = self._batches
+        if len(batches) <= AHEAD_MAX_BATCHES and self._N > SMALL_BATCH:
+            return self._pair_ahead(bt)
         if len(batches) == 1:
             return _draw_one(bt.PP, bt.pu, self.rng)
         c_arr = _sample_tournaments(self._PU, self.rng)
@@ -883,8 +929,103 @@ class MergeDTS(MergeBandit):
         bt.choice = None
         return cs[bt.k], ds[bt.k]
 
+    def _pair_ahead(self, bt: _Batch) -> tuple[int, int]:
+        """Phases I and II for ``bt`` from draws prepared rounds ahead, made exact for
+        the counts of now.
+
+        With few batches a round cannot share much, so one vectorized draw
+        (:class:`_Ahead`) prepares ``AHEAD_STEPS`` steps' worth of rounds. Comparisons
+        made since then change a few pairs' Phase I probabilities and Phase II shapes;
+        the prepared draw is corrected for exactly those:
+
+        - Phase I keeps its uniforms (independent of the counts) and re-decides only the
+          changed pairs' indicators ``u_k < P(θ_ij > ½)``, moving the tallies by ±1;
+        - Phase II's gamma row was drawn for the first candidate predicted then, with the
+          shapes of then; counts only grow, and ``Gamma(s) + Gamma(δ) ~ Gamma(s + δ)``
+          for independent terms, so each changed shape gets a fresh ``Gamma(δ)`` added.
+          If the corrected Phase I picks another first candidate, Phase II is drawn
+          afresh.
+
+        Every prepared value is used once, so each step's pair has exactly the law of
+        Algorithms 2–3 for the current counts.
+        """
+        ah = self._ahead
+        k = bt.k
+        if ah is None or ah.next[k] == ah.L:
+            L = max(1, AHEAD_STEPS // len(self._batches))
+            ah = self._ahead = _Ahead(self._PU, self._PP, L, self.rng)
+        r = ah.next[k]
+        ah.next[k] = r + 1
+        changed = ah.changed[k]
+        kap = ah.kap[r, k]
+        N = self._N
+        if changed:
+            kap = kap.copy()
+            u = ah.u[r, k]
+            pu, pu0, pidx = bt.pu, ah.pu0[k], self._pidx
+            for a, b in changed:  # a < b
+                q = pidx[a][b]
+                x = u.item(q)
+                now = x < pu.item(q)
+                if now != (x < pu0.item(q)):
+                    step = 1.0 if now else -1.0
+                    kap[a] += step
+                    kap[b] -= step
+        c = int(kap.argmax())
+        if c != ah.cpred[r][k]:
+            return c, _relative_tournament(bt.PP, c, self.rng)
+        g = ah.G[r, k]
+        if changed:
+            shapes, shapes0 = bt.PP[c], ah.PP0[k, c]
+            gamma = self.rng.standard_gamma
+            for a, b in changed:
+                if a == c or b == c:
+                    o = b if a == c else a
+                    for e in (o, N + o):
+                        delta = shapes.item(e) - shapes0.item(e)
+                        if delta > 0.0:
+                            g[e] += gamma(delta)
+        return c, int((g[N:] / g[:N]).argmax())
+
     def _pair_from(
         self, W_sub: np.ndarray, t: int, rng: np.random.Generator
     ) -> tuple[int, int]:
         PP, pu = _dts_rows(W_sub, max(2, W_sub.shape[0]))
         return _draw_one(PP, pu, rng)
+
+    def _extra_state(self) -> dict[str, Any]:
+        state = super()._extra_state()
+        ah = self._ahead
+        if ah is not None:
+            # the prepared draws are regenerated from the generator state they came
+            # from; what changed since is kept as arm pairs
+            state["ahead"] = {
+                "rng": ah.rng_state,
+                "L": ah.L,
+                "next": list(ah.next),
+                "pu0": ah.pu0.tolist(),
+                "PP0": ah.PP0.tolist(),
+                "changed": [
+                    sorted([bt.arms[a], bt.arms[b]] for a, b in ch)
+                    for bt, ch in zip(self._batches, ah.changed, strict=True)
+                ],
+            }
+        return state
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_state(state)
+        saved = state.get("ahead")
+        if saved is None:
+            return
+        rng = np.random.Generator(type(self.rng.bit_generator)())
+        rng.bit_generator.state = saved["rng"]
+        PU = np.asarray(saved["pu0"], dtype=float)
+        PP = np.asarray(saved["PP0"], dtype=float)
+        if PU.shape != self._PU.shape or PP.shape != self._PP.shape:
+            return
+        ah = self._ahead = _Ahead(PU, PP, int(saved["L"]), rng)
+        ah.next = [int(x) for x in saved["next"]]
+        for bt, ch, pairs in zip(self._batches, ah.changed, saved["changed"], strict=True):
+            for x, y in pairs:
+                a, b = bt.pos[int(x)], bt.pos[int(y)]
+                ch.add((min(a, b), max(a, b)))
