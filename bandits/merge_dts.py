@@ -96,19 +96,14 @@ def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
     ValueError: C(eps) is defined for alpha > 0.5 only (got 0.262); pass c directly
     """
     if alpha <= 0.5:
-        raise ValueError(
-            f"C(eps) is defined for alpha > 0.5 only (got {alpha}); pass c directly"
-        )
+        raise ValueError(f"C(eps) is defined for alpha > 0.5 only (got {alpha}); pass c directly")
     if horizon < 1 or n_arms < 1:
         raise ValueError("horizon and n_arms must be positive")
     log_c = (
-        math.log(4 * alpha - 1) + 2 * math.log(n_arms) - math.log(2 * alpha - 1)
-        + math.log(horizon)
+        math.log(4 * alpha - 1) + 2 * math.log(n_arms) - math.log(2 * alpha - 1) + math.log(horizon)
     ) / (2 * alpha - 1)
     if log_c > 700:
-        raise ValueError(
-            f"C(eps) = exp({log_c:.0f}) overflows for alpha={alpha}; pass c directly"
-        )
+        raise ValueError(f"C(eps) = exp({log_c:.0f}) overflows for alpha={alpha}; pass c directly")
     return math.exp(log_c)
 
 
@@ -374,9 +369,7 @@ class MergeBandit(DuelingBandit):
         position ``p``, in place; return False to have them rebuilt from ``W``."""
         return False
 
-    def _pair_from(
-        self, W_sub: np.ndarray, t: int, rng: np.random.Generator
-    ) -> tuple[int, int]:
+    def _pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
         """The same choice from a batch's wins matrix alone (:meth:`select_in_batch`)."""
         raise NotImplementedError
 
@@ -987,9 +980,7 @@ class MergeDTS(MergeBandit):
                             g[e] += gamma(delta)
         return c, int((g[N:] / g[:N]).argmax())
 
-    def _pair_from(
-        self, W_sub: np.ndarray, t: int, rng: np.random.Generator
-    ) -> tuple[int, int]:
+    def _pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
         PP, pu = _dts_rows(W_sub, max(2, W_sub.shape[0]))
         return _draw_one(PP, pu, rng)
 

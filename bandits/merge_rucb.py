@@ -91,9 +91,7 @@ class MergeRUCB(MergeBandit):
     def _pair_for(self, bt: _Batch) -> tuple[int, int]:
         return _rucb_pair(bt.R, bt.S, self.bonus(self.t), self.rng)
 
-    def _pair_from(
-        self, W_sub: np.ndarray, t: int, rng: np.random.Generator
-    ) -> tuple[int, int]:
+    def _pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
         R, S = _ucb_parts(W_sub)
         return _rucb_pair(R, S, self.bonus(t), rng)
 

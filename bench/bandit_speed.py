@@ -59,8 +59,7 @@ class LiteralMergeDTS(DuelingBandit):
         super().__init__(n_arms, seed=seed)
         self.alpha, self.M, self.C = alpha, batch_size, c
         nb = -(-self.K // batch_size)
-        self.B = [list(range(k * batch_size, min(self.K, (k + 1) * batch_size)))
-                  for k in range(nb)]
+        self.B = [list(range(k * batch_size, min(self.K, (k + 1) * batch_size))) for k in range(nb)]
         self.s = 1
 
     def _select(self):
@@ -72,7 +71,8 @@ class LiteralMergeDTS(DuelingBandit):
         n = w + w.T
         with np.errstate(divide="ignore", invalid="ignore"):
             U = np.where(n > 0, w / n, 1.0) + np.where(
-                n > 0, np.sqrt(self.alpha * np.log(self.t + self.C) / n), 1.0)
+                n > 0, np.sqrt(self.alpha * np.log(self.t + self.C) / n), 1.0
+            )
         np.fill_diagonal(U, 0.5)
         keep = ~(U < 0.5).any(axis=1)
         for a in arms[~keep]:
@@ -172,11 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ks", type=int, nargs="+", default=[136, 700])
     ap.add_argument("--steps", type=int, default=20_000, help="steps measured per run")
-    ap.add_argument("--max-seconds", type=float, default=5.0,
-                    help="cap on the measured time per run")
+    ap.add_argument(
+        "--max-seconds", type=float, default=5.0, help="cap on the measured time per run"
+    )
     ap.add_argument("--repeat", type=int, default=2, help="runs per policy (times are summed)")
     ap.add_argument(
-        "--algorithms", default=",".join([*ALGORITHMS, LiteralMergeDTS.name]),
+        "--algorithms",
+        default=",".join([*ALGORITHMS, LiteralMergeDTS.name]),
         help="comma-separated registered names (plus mergedts-literal, the baseline)",
     )
     ap.add_argument("--seed", type=int, default=1)
@@ -195,18 +197,24 @@ def main(argv: list[str] | None = None) -> int:
             continue
         available.append(name)
 
-    print(f"# first {args.steps} steps of each run (measured time capped at "
-          f"{args.max_seconds:g} s), {args.repeat} runs per policy, all interleaved")
+    print(
+        f"# first {args.steps} steps of each run (measured time capped at "
+        f"{args.max_seconds:g} s), {args.repeat} runs per policy, all interleaved"
+    )
     print("# wall/s: steps per wall-clock second; cpu/s: per CPU second of the process;")
     print("# x uniform, x literal: wall rate / that of uniform, of mergedts-literal (same K,")
     print("# same load); active: fewest arms still active at the end of a run")
-    print(f"{'algorithm':<17} {'K':>4} {'steps':>6} {'wall/s':>9} {'cpu/s':>9} {'x uniform':>9} "
-          f"{'x literal':>9} {'active':>6}  params")
+    print(
+        f"{'algorithm':<17} {'K':>4} {'steps':>6} {'wall/s':>9} {'cpu/s':>9} {'x uniform':>9} "
+        f"{'x literal':>9} {'active':>6}  params"
+    )
     for K in args.ks:
         P = bradley_terry(K, gap=0.01, seed=args.seed)
         runs = {
-            name: [Runner(name, P, args.steps, args.max_seconds, args.seed + 10 * r)
-                   for r in range(args.repeat)]
+            name: [
+                Runner(name, P, args.steps, args.max_seconds, args.seed + 10 * r)
+                for r in range(args.repeat)
+            ]
             for name in available
         }
         pending = [r for rs in runs.values() for r in rs]
@@ -222,8 +230,10 @@ def main(argv: list[str] | None = None) -> int:
             cpu_rate = sum(r.done for r in rs) / sum(r.cpu for r in rs)
             active = min(r.active for r in rs)
             ptxt = ", ".join(f"{k}={v:g}" for k, v in rs[0].params.items())
-            print(f"{name:<17} {K:>4} {done:>6} {rate[name]:>9,.0f} {cpu_rate:>9,.0f} "
-                  f"{rate[name] / floor:>9.2f} {rate[name] / base:>9.1f} {active:>6}  {ptxt}")
+            print(
+                f"{name:<17} {K:>4} {done:>6} {rate[name]:>9,.0f} {cpu_rate:>9,.0f} "
+                f"{rate[name] / floor:>9.2f} {rate[name] / base:>9.1f} {active:>6}  {ptxt}"
+            )
         sys.stdout.flush()
     return 0
 

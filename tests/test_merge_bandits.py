@@ -116,7 +116,7 @@ def test_structure_invariants_during_run(name):
         assert b.status[arm] == ELIMINATED
         assert b.W[arm, by] + b.W[by, arm] > 0
         assert ucb(b.W, arm, by, b.bonus(rec["step"] + 1)) < 0.5
-        later = pairs[rec["step"]:]
+        later = pairs[rec["step"] :]
         assert all(arm not in p for p in later)
 
 
