@@ -52,9 +52,17 @@ from uniforms: the same distribution of ``a_c`` as sampling the ``θ`` themselve
 fraction of the cost. Random tie-breaking in line 6 adds a uniform in [0, 1) to the
 integer tallies ``(|B_m| - 1) κ_i`` and takes the arg max.
 
-*Phase II* (Algorithm 3, line 4): ``φ_c`` is set to 2 rather than 1, so that ``a_c`` can
-never be the arg min even if a sampled ``φ_j`` rounds to exactly 1.0 (the paper's intent:
+*Phase II* (Algorithm 3): ``φ_j ~ Beta(w_jc + 1, w_cj + 1)`` is drawn as
+``g/(g + h)`` with independent ``g ~ Gamma(w_jc + 1)``, ``h ~ Gamma(w_cj + 1)`` (one
+array draw for many arms; small batches use one Beta draw per arm). Line 4 sets
+``φ_c = 1``; we keep ``a_c`` out of the arg min altogether instead (``h_c = Gamma(0) =
+0``), so it cannot tie with a ``φ_j`` that rounds to exactly 1.0 (the paper's intent:
 "avoid self-comparison").
+
+*When draws happen*: the pairs of all batches are drawn together once a round, and with
+few large batches several rounds ahead, each prepared draw corrected exactly for the
+comparisons made since (see :class:`MergeDTS`); every step's pair has the law of
+Algorithms 2–3 for the counts of that step.
 
 ``best_arm()``: the last remaining arm once there is one (line 8); before that, see
 :meth:`MergeBandit.best_arm`.
