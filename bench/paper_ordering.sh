@@ -26,5 +26,3 @@ PY=${PYTHON:-.venv/bin/python}
 "$PY" -m service.cli simulate --matrix bench/data/p136.txt --algorithm dts \
     --param alpha=0.2097152 \
     --steps 1000000 --runs "$RUNS" --seed 1 --jobs "$JOBS" --out bench/results/paper_ordering_dts_tuned
-
-cp bench/results/paper_ordering/regret.png bench/results/paper_ordering.png
