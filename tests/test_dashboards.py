@@ -219,6 +219,8 @@ def test_regret_and_comparisons_follow_the_run(prom_run):
                              step="1s")["result"]
         assert len(data) == 1, data
         values = [float(v) for _, v in data[0]["values"]]
-        assert len(values) > 10
+        # one sample per scrape that landed in the window: how many depends on the
+        # machine's speed, only that the series spans the rounds is asserted
+        assert len(values) >= len(cps), values
         assert all(b >= a - 1e-9 for a, b in itertools.pairwise(values)), q
         assert values[-1] > values[0]
