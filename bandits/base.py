@@ -90,6 +90,37 @@ class DuelingBandit(abc.ABC):
         self.t += 1
         return self._select()
 
+    def select_at(self, t: int, rng: np.random.Generator) -> Comparison:
+        """The comparison for global step ``t``, drawn with ``rng``.
+
+        The live service's entry point: many API processes select concurrently from
+        copies of one stored state, each at the step ``t`` the shared counter handed it
+        and with a generator seeded from ``(experiment seed, t)``. The policy's own
+        generator is left as it was, so what a selection draws never reaches the stored
+        state; ``select()`` is ``select_at(self.t + 1, self.rng)``.
+        """
+        saved, self.rng = self.rng, rng
+        self.t = int(t) - 1
+        try:
+            return self.select()
+        finally:
+            self.rng = saved
+
+    def sync_step(self, t: int) -> None:
+        """Move the step counter forward to the global step ``t`` (never back).
+
+        Live, ``t`` counts the selections of every API process; the feedback transaction
+        calls this before ``update()`` so that confidence bounds use ``log t`` of the
+        experiment, not of the copy being updated.
+        """
+        self.t = max(self.t, int(t))
+
+    def structure(self) -> dict[str, Any]:
+        """The policy's structure for people and dashboards, as plain JSON: for the
+        Merge policies ``{"stage": s, "batches": [[arm, ...], ...]}``; ``{}`` for
+        policies without one."""
+        return {}
+
     def update(self, i: int, j: int, outcome: float) -> None:
         """Record one pairwise result: ``outcome`` 1 = ``i`` won, 0 = ``j`` won, ½ = tie."""
         outcome = self._check_outcome(i, j, outcome)
