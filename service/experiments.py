@@ -7,7 +7,6 @@ added and retired while it runs, and its lifecycle is ``running ⇄ paused → s
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -16,105 +15,70 @@ import bandits
 from bandits.base import ELIMINATED, RETIRED
 from service.errors import Conflict, Unprocessable
 from service.rankers import validate_url
-from service.store import NAME_RE, Snapshot, Store
-from service.validation import field
+from service.schemas import NewExperiment, RankerIn
+from service.store import Snapshot, Store
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
 Z95 = 1.959963984540054
 
 
-def interleaving_methods() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(all method names, the pairwise ones)."""
-    import interleaving
-
-    return tuple(interleaving.METHODS), tuple(interleaving.PAIRWISE_METHODS)
-
-
-def parse_ranker(body: Any, *, default_timeout_ms: int, where: str = "") -> dict[str, Any]:
-    """Validate one ranker ``{"name", "url", "timeout_ms"}``."""
-    if not isinstance(body, dict):
-        raise Unprocessable(f"{where or 'ranker'} must be an object")
-    name = field(body, "name", str, where=where)
-    if not NAME_RE.match(name):
-        raise Unprocessable(
-            f"field {where}name: {name!r} must be 1-64 letters, digits, '_', '.' or '-'")
+def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int,
+                 where: str = "") -> dict[str, Any]:
+    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``."""
     try:
-        url = validate_url(field(body, "url", str, where=where))
+        url = validate_url(ranker.url)
     except ValueError as exc:
         raise Unprocessable(f"field {where}url: {exc}") from None
-    timeout = field(body, "timeout_ms", int, required=False, default=default_timeout_ms,
-                    where=where)
-    if not 1 <= timeout <= 60_000:
-        raise Unprocessable(f"field {where}timeout_ms must be between 1 and 60000")
-    unknown = set(body) - {"name", "url", "timeout_ms"}
-    if unknown:
-        raise Unprocessable(f"unknown ranker fields: {', '.join(sorted(unknown))}")
-    return {"name": name, "url": url, "timeout_ms": timeout}
+    timeout = default_timeout_ms if ranker.timeout_ms is None else ranker.timeout_ms
+    return {"name": ranker.name, "url": url, "timeout_ms": timeout}
 
 
-def create(store: Store, body: dict[str, Any], *, default_timeout_ms: int) -> str:
-    """Validate a ``POST /experiments`` body and create the experiment."""
-    unknown = set(body) - {"name", "rankers", "algorithm", "params", "interleaving", "seed",
-                           "true_preferences", "true_best"}
-    if unknown:
-        raise Unprocessable(f"unknown fields: {', '.join(sorted(unknown))}")
-    name = field(body, "name", str)
-    if not 1 <= len(name) <= 200:
-        raise Unprocessable("field 'name' must have 1 to 200 characters")
-    algorithm = field(body, "algorithm", str)
-    if algorithm not in bandits.ALGORITHMS:
-        raise Unprocessable(
-            f"unknown algorithm {algorithm!r}; known: {', '.join(sorted(bandits.ALGORITHMS))}")
+def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int) -> str:
+    """Create the experiment a validated ``POST /experiments`` body describes; 422 for
+    what its schema cannot say (see :mod:`service.schemas`)."""
+    body = spec.root
+    algorithm = body.algorithm
     try:
-        policy = bandits.get_algorithm(algorithm)
+        bandits.get_algorithm(algorithm)
     except (ImportError, AttributeError):
         raise Unprocessable(f"algorithm {algorithm!r} is not available in this build") from None
-    params = field(body, "params", dict, required=False, default={})
-    method = field(body, "interleaving", str)
-    methods, pairwise_methods = interleaving_methods()
-    if method not in methods:
-        raise Unprocessable(
-            f"unknown interleaving method {method!r}; known: {', '.join(methods)}")
-    pairwise = method in pairwise_methods
-    if policy.multi and pairwise:
-        raise Unprocessable(f"{algorithm} compares sets of rankers: choose a multileaving method")
-    if not policy.multi and not pairwise:
-        raise Unprocessable(f"{algorithm} compares pairs: choose a pairwise interleaving method")
-    seed = field(body, "seed", int, required=False)
-    if seed is not None and not 0 <= seed < 2**63:
-        raise Unprocessable("field 'seed' must be between 0 and 2**63 - 1")
-    raw = field(body, "rankers", list)
-    if not 2 <= len(raw) <= 1000:
-        raise Unprocessable("field 'rankers' must list 2 to 1000 rankers")
-    rankers = [parse_ranker(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].")
-               for n, r in enumerate(raw)]
+    params = body.params_dict()
+    try:
+        bandits.check_params(algorithm, params)
+    except ValueError as exc:
+        raise Unprocessable(f"invalid params for {algorithm}: {exc}") from None
+    rankers = [ranker_entry(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].")
+               for n, r in enumerate(body.rankers)]
     names = [r["name"] for r in rankers]
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
-    truth = parse_truth(body, names)
-    return store.create_experiment(name=name, algorithm=algorithm, params=params,
-                                   interleaving=method, rankers=rankers, seed=seed, truth=truth)
+    truth = parse_truth(body.true_preferences, body.true_best, names)
+    try:
+        return store.create_experiment(name=body.name, algorithm=algorithm, params=params,
+                                       interleaving=body.interleaving, rankers=rankers,
+                                       seed=body.seed, truth=truth)
+    except ValueError as exc:  # the policy's constructor refused a parameter value
+        raise Unprocessable(f"invalid params for {algorithm}: {exc}") from None
 
 
-def parse_truth(body: dict[str, Any], names: list[str]) -> dict[str, Any] | None:
+def parse_truth(preferences: list[list[float]] | None, best: str | None,
+                names: list[str]) -> dict[str, Any] | None:
     """The optional ground truth of a simulated experiment (the demo sends it), used only
     by the ``rankduel_experiment_true_regret`` metric.
 
-    ``true_preferences`` is the K×K preference matrix over ``rankers`` in their order
-    (validated like ``rankduel simulate --matrix``); ``true_best`` names the ranker regret
-    is measured against (default: the Condorcet winner, else the Copeland regret of seed
-    000 eq. 10, as in the simulator).
+    ``preferences`` is the K×K preference matrix over the rankers in their order
+    (validated like ``rankduel simulate --matrix``); ``best`` names the ranker regret is
+    measured against (default: the Condorcet winner, else the Copeland regret of seed 000
+    eq. 10, as in the simulator).
     """
     from bandits.matrices import validate_matrix
 
-    raw = body.get("true_preferences")
-    best = field(body, "true_best", str, required=False)
-    if raw is None:
+    if preferences is None:
         if best is not None:
             raise Unprocessable("field 'true_best' needs 'true_preferences'")
         return None
     try:
-        P = validate_matrix(raw)
+        P = validate_matrix(preferences)
     except ValueError as exc:
         raise Unprocessable(f"field 'true_preferences': {exc}") from None
     if P.shape[0] != len(names):
@@ -125,19 +89,12 @@ def parse_truth(body: dict[str, Any], names: list[str]) -> dict[str, Any] | None
     return {"preferences": P.tolist(), "best": None if best is None else names.index(best)}
 
 
-def patch(store: Store, exp_id: str, body: dict[str, Any]) -> None:
-    """Only the name can change; the definition of the experiment cannot (409)."""
+def refuse_definition_change(body: dict[str, Any]) -> None:
+    """An experiment's definition cannot change after creation (409)."""
     fixed = sorted(set(body) & set(IMMUTABLE))
     if fixed:
         raise Conflict(f"{', '.join(fixed)} cannot change after an experiment is created"
                        " (add or retire rankers with /experiments/ID/rankers)")
-    unknown = set(body) - {"name"}
-    if unknown:
-        raise Unprocessable(f"unknown fields: {', '.join(sorted(unknown))}")
-    name = field(body, "name", str)
-    if not 1 <= len(name) <= 200:
-        raise Unprocessable("field 'name' must have 1 to 200 characters")
-    store.rename(exp_id, name)
 
 
 def wilson(wins: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
@@ -215,19 +172,20 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
             "losses": float(W[:, a].sum()),
             "comparisons": float(n[a].sum()),
         })
-    state = _json_state(snap)
+    structure = bandit.structure()
     out = summary(store, snap)
     out.update({
-        "params": snap.meta["params"],
+        "params": bandit.params(),
         "seed": snap.meta["seed"],
         "created_at": snap.meta["created_at"],
         "version": snap.version,
+        "t": snap.selections,
         "selections": snap.selections,
         "counters": snap.counters,
         "rankers": rankers,
         "arms": [names[a] for a in range(bandit.K)],
-        "stage": state.get("stage"),
-        "batches": _names_of(state["batches"], names) if "batches" in state else None,
+        "stage": structure.get("stage"),
+        "batches": _names_of(structure["batches"], names) if "batches" in structure else None,
         "W": W.tolist(),
         "preferences": {
             "p": _round(p), "lower": _round(lo), "upper": _round(hi),
@@ -235,10 +193,3 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         },
     })
     return out
-
-
-def _json_state(snap: Snapshot) -> dict[str, Any]:
-    import json
-
-    state = json.loads(snap.state_json)
-    return {k: v for k, v in state.items() if not (isinstance(v, float) and math.isnan(v))}

@@ -9,7 +9,8 @@ from flask import Blueprint, current_app, jsonify, request
 from service import experiments
 from service.errors import NotFound, Unauthorized
 from service.impressions import Runtime
-from service.validation import int_param, json_object
+from service.schemas import AuditQuery, ExperimentPatch, NewExperiment, RankerIn
+from service.validation import json_body, parse
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
 
@@ -31,16 +32,17 @@ def require_token() -> None:
         raise Unauthorized("invalid admin token")
 
 
-def _snapshot(exp_id: str, full: bool = True):
-    return _rt().store.snapshot(exp_id, full=full)
+def _describe(exp_id: str):
+    rt = _rt()
+    return jsonify(experiments.describe(rt.store, rt.store.snapshot(exp_id, full=True)))
 
 
 @bp.post("")
 def create():
     rt = _rt()
-    exp_id = experiments.create(rt.store, json_object(request),
-                                default_timeout_ms=rt.config.ranker_timeout_ms)
-    return jsonify(experiments.describe(rt.store, _snapshot(exp_id))), 201
+    spec = parse(NewExperiment, json_body(request), status=422)
+    exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms)
+    return _describe(exp_id), 201
 
 
 @bp.get("")
@@ -49,7 +51,7 @@ def list_experiments():
     out = []
     for exp_id in rt.store.list_ids():
         try:
-            out.append(experiments.summary(rt.store, _snapshot(exp_id, full=False)))
+            out.append(experiments.summary(rt.store, rt.store.snapshot(exp_id)))
         except NotFound:  # deleted between the listing and the read
             continue
     return jsonify({"experiments": out})
@@ -57,36 +59,34 @@ def list_experiments():
 
 @bp.get("/<exp_id>")
 def get(exp_id: str):
-    rt = _rt()
-    return jsonify(experiments.describe(rt.store, _snapshot(exp_id)))
+    return _describe(exp_id)
 
 
 @bp.patch("/<exp_id>")
 def patch(exp_id: str):
-    rt = _rt()
-    experiments.patch(rt.store, exp_id, json_object(request))
-    return jsonify(experiments.describe(rt.store, _snapshot(exp_id)))
+    body = json_body(request)
+    experiments.refuse_definition_change(body)
+    change = parse(ExperimentPatch, body, status=422)
+    _rt().store.rename(exp_id, change.name)
+    return _describe(exp_id)
 
 
 @bp.post("/<exp_id>/rankers")
 def add_ranker(exp_id: str):
     rt = _rt()
-    ranker = experiments.parse_ranker(json_object(request),
-                                      default_timeout_ms=rt.config.ranker_timeout_ms)
-    entry = rt.store.add_ranker(exp_id, ranker)
-    return jsonify(entry), 201
+    ranker = parse(RankerIn, json_body(request), status=422)
+    entry = experiments.ranker_entry(ranker, default_timeout_ms=rt.config.ranker_timeout_ms)
+    return jsonify(rt.store.add_ranker(exp_id, entry)), 201
 
 
 @bp.delete("/<exp_id>/rankers/<name>")
 def retire_ranker(exp_id: str, name: str):
-    rt = _rt()
-    return jsonify(rt.store.retire_ranker(exp_id, name))
+    return jsonify(_rt().store.retire_ranker(exp_id, name))
 
 
 @bp.post("/<exp_id>/<any(pause, resume, stop):action>")
 def lifecycle(exp_id: str, action: str):
-    rt = _rt()
-    state = rt.store.set_lifecycle(exp_id, action)
+    state = _rt().store.set_lifecycle(exp_id, action)
     return jsonify({"id": exp_id, "lifecycle": state})
 
 
@@ -95,5 +95,5 @@ def audit(exp_id: str):
     rt = _rt()
     if not rt.store.exists(exp_id):
         raise NotFound(f"no experiment {exp_id!r}")
-    limit = int_param(request.args, "limit", default=1000, lo=1, hi=10_000)
-    return jsonify({"id": exp_id, "audit": rt.store.audit(exp_id, -limit, -1)})
+    args = parse(AuditQuery, request.args.to_dict(), query=True)
+    return jsonify({"id": exp_id, "audit": rt.store.audit(exp_id, -args.limit, -1)})
