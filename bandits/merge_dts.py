@@ -278,6 +278,9 @@ class MergeBandit(DuelingBandit):
         """The current batches ``B_s`` (arm indices), in round-robin order."""
         return [list(b.arms) for b in self._batches]
 
+    def structure(self) -> dict[str, Any]:
+        return {"stage": int(self.stage), "batches": self.batches}
+
     def current_batch(self, t: int | None = None) -> list[int]:
         """The batch ``B_m`` with ``m = t mod b_s`` (line 6) that step ``t`` plays
         (default: the next step, ``self.t + 1``)."""
