@@ -25,12 +25,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from service import schemas as s
-from service.validation import MAX_DEPTH
-
-#: gunicorn's ``limit_request_line`` for the API (its maximum): the request line
-#: (method, path and percent-encoded query string) in bytes
-MAX_REQUEST_LINE = 8190
-MAX_BODY_BYTES = 1 << 20
+from service.validation import LIMIT_REQUEST_LINE, MAX_BODY_BYTES, MAX_DEPTH
 
 ERRORS = {
     400: "Malformed request: not JSON, a missing or mistyped parameter or field",
@@ -47,10 +42,10 @@ ERRORS = {
 DESCRIPTION = f"""Online interleaving experiments run by dueling bandits.
 
 Every error is `{{"error": "<what was wrong>"}}`. At the door: request bodies are UTF-8 JSON
-objects of at most {MAX_BODY_BYTES} bytes (413 beyond), nested at most {MAX_DEPTH} deep;
-`NaN`, `Infinity` and numbers that overflow a double are refused (400). Behind gunicorn
+objects of at most {MAX_BODY_BYTES} bytes (413 beyond), nested at most {MAX_DEPTH} deep
+(400 beyond); `NaN`, `Infinity` and `-Infinity` are not JSON (400). Behind gunicorn
 (`rankduel serve`, `deploy/gunicorn.conf.py`) the request line is limited to
-{MAX_REQUEST_LINE} bytes (414 beyond, with a JSON error): 1,000 characters of `q` fit when
+{LIMIT_REQUEST_LINE} bytes (414 beyond, with a JSON error): 1,000 characters of `q` fit when
 they take at most two bytes each in UTF-8.
 """
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
@@ -212,9 +213,15 @@ class _Params(Closed):
             try:
                 bandits.check_params(cls.algorithm, data)
             except ValueError as exc:
-                raise PydanticCustomError(
-                    "rd_params", "invalid params for {algorithm}: {reason}",
-                    {"algorithm": cls.algorithm, "reason": str(exc)}) from None
+                reason = str(exc)
+            except OverflowError:  # an integer beyond a double's range
+                key = next(k for k, v in data.items()
+                           if isinstance(v, int) and abs(v) > sys.float_info.max)
+                reason = f"parameter {key!r} of {cls.algorithm} is out of range"
+            else:
+                return data
+            raise PydanticCustomError("rd_params", "invalid params for {algorithm}: {reason}",
+                                      {"algorithm": cls.algorithm, "reason": reason})
         return data
 
 

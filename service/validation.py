@@ -2,10 +2,11 @@
 against the pydantic models of :mod:`service.schemas`, each failure a typed error
 (:mod:`service.errors`) whose message names the offending field.
 
-JSON is parsed by the standard library with three refusals (400): ``NaN``, ``Infinity``
-and ``-Infinity`` (not JSON, though Python's parser takes them) and numbers that overflow
-a float (``1e400``); text that is not UTF-8; values nested deeper than
-:data:`MAX_DEPTH` (the parser would otherwise recurse until ``RecursionError``).
+JSON is parsed by the standard library with these refusals (400): ``NaN``, ``Infinity``
+and ``-Infinity`` (not JSON, though Python's parser takes them); text that is not UTF-8;
+values nested deeper than :data:`MAX_DEPTH` (the parser would otherwise recurse until
+``RecursionError``). A number too large for a double (``1e400``, ``10**400``) is valid
+JSON: the field that receives it refuses it, as out of its bounds.
 
 Examples
 --------
@@ -24,7 +25,6 @@ service.errors.BadRequest: request body is nested deeper than 32 levels
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from flask import Request
@@ -35,6 +35,11 @@ from service.errors import BadRequest, Unprocessable
 #: deepest nesting of arrays and objects a request body may have (the deepest the API
 #: defines is 3: ``{"true_preferences": [[p, ...], ...]}``)
 MAX_DEPTH = 32
+#: largest request body (the app's MAX_CONTENT_LENGTH; 413 beyond)
+MAX_BODY_BYTES = 1 << 20
+#: longest request line (method, path, percent-encoded query string), in bytes: gunicorn's
+#: ``limit_request_line`` (its maximum; see :mod:`service.serving`), 414 beyond
+LIMIT_REQUEST_LINE = 8190
 
 
 # ---------------------------------------------------------------------- JSON bodies
@@ -42,14 +47,7 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text[:40]} is out of range")
-    return value
-
-
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def parse_json(raw: bytes) -> Any:
