@@ -92,6 +92,19 @@ class Out(BaseModel):
 
 
 # ---------------------------------------------------------------------- field types
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer: ``3.0`` is one (``3.5`` and ``true`` are not)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def Int(**bounds: Any) -> Any:
+    """An integer of a JSON body, within ``bounds`` (strict: no strings, no booleans;
+    ``3.0`` is 3). The bounds come before the conversion so that they reach the schema."""
+    return Annotated[int, Field(**bounds), BeforeValidator(_integral)]
+
+
 def _query_int(value: Any) -> Any:
     """A query-string integer: ASCII decimal digits with an optional minus sign."""
     if isinstance(value, str):
@@ -105,7 +118,7 @@ Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
 RankerName = Annotated[str, Field(pattern=RANKER_NAME_PATTERN)]
 RankerUrl = Annotated[str, Field(pattern=RANKER_URL_PATTERN, max_length=2048)]
-DocId = Annotated[str | int, Field(description="a document id as the ranker sent it")]
+DocId = Annotated[str | Int(), Field(description="a document id as the ranker sent it")]
 Number = int | float
 
 
@@ -133,7 +146,7 @@ class Click(Open):
     """One click: the document and the 1-based rank it was shown at."""
 
     id: DocId
-    rank: Annotated[int, Field(ge=1)]
+    rank: Int(ge=1)
 
 
 class Clicks(Open):
@@ -159,7 +172,7 @@ class RankerIn(Closed):
 
     name: RankerName
     url: RankerUrl
-    timeout_ms: Annotated[int, Field(ge=1, le=MAX_TIMEOUT_MS)] | None = Field(
+    timeout_ms: Int(ge=1, le=MAX_TIMEOUT_MS) | None = Field(
         None, description="default: the service's RANKDUEL_RANKER_TIMEOUT_MS")
 
 
@@ -182,10 +195,10 @@ PARAM_TYPES: dict[str, Any] = {
     "alpha": (Positive, "exploration parameter α"),
     "beta": (Annotated[float, Field(ge=1, le=1000)], "MDB's β"),
     "eta": (Positive, "learning rate η"),
-    "batch_size": (Annotated[int, Field(ge=2, le=MAX_RANKERS)], "batch size M"),
+    "batch_size": (Int(ge=2, le=MAX_RANKERS), "batch size M"),
     "c": (Annotated[float, Field(ge=0, le=1e300)],
           "C (default: Algorithm 1 line 2 from alpha > 0.5 and horizon)"),
-    "horizon": (Annotated[int, Field(ge=1, le=10**15)], "T for the default C"),
+    "horizon": (Int(ge=1, le=10**15), "T for the default C"),
     "f_scale": (Annotated[float, Field(ge=0, le=1000)], "f(K) = f_scale K^f_power"),
     "f_power": (Annotated[float, Field(ge=0, le=10)], "f(K) = f_scale K^f_power"),
 }
@@ -225,9 +238,15 @@ class _Params(Closed):
         return data
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
 def _params_model(algorithm: str) -> type[_Params]:
+    # absent: the policy's default; null is not a value (check_params refuses it)
     fields = {
-        name: (PARAM_TYPES[name][0] | None, Field(None, description=PARAM_TYPES[name][1]))
+        name: (PARAM_TYPES[name][0], Field(None, description=PARAM_TYPES[name][1],
+                                          json_schema_extra=_no_default))
         for name in ALGORITHM_PARAMS[algorithm]
     }
     title = "".join(p.title() for p in algorithm.split("_"))
@@ -269,7 +288,7 @@ def _interleaving_for(algorithm: str, multi: bool) -> Any:
 class _NewExperiment(Closed):
     name: Name
     rankers: Annotated[list[RankerIn], Field(min_length=2, max_length=MAX_RANKERS)]
-    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = Field(
+    seed: Int(ge=0, le=MAX_SEED) | None = Field(
         None, description="default: drawn at random")
     true_preferences: Annotated[
         list[Annotated[list[Annotated[float, Field(ge=0, le=1)]],
