@@ -28,7 +28,7 @@ import json
 from typing import Any
 
 from flask import Request
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from service.errors import BadRequest, Unprocessable
 
@@ -94,9 +94,9 @@ def json_body(request: Request, *, required: bool = True) -> dict[str, Any] | No
 
 
 # ---------------------------------------------------------------------- models
-def parse(schema: type[BaseModel] | TypeAdapter, data: Any, *, status: int = 400,
+def parse(model: type[BaseModel], data: Any, *, status: int = 400,
           content: frozenset[str] = frozenset(), query: bool = False) -> Any:
-    """``data`` validated by a model (or a type adapter) of :mod:`service.schemas`.
+    """``data`` validated by a model of :mod:`service.schemas`.
 
     A failure raises :class:`BadRequest` (``status=400``) or :class:`Unprocessable`
     (``status=422``) with one readable message for the first problem; problems under a
@@ -104,12 +104,10 @@ def parse(schema: type[BaseModel] | TypeAdapter, data: Any, *, status: int = 400
     whose content is wrong). With ``query``, ``data`` is a query string's parameters.
     """
     try:
-        if isinstance(schema, TypeAdapter):
-            return schema.validate_python(data)
-        return schema.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        tag = getattr(schema, "discriminator", None)
+        tag = getattr(model, "discriminator", None)
         if tag and isinstance(data, dict):  # drop the union's tag from the locations
             for e in errors:
                 if e["loc"] and e["loc"][0] == data.get(tag):
