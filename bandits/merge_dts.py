@@ -278,6 +278,11 @@ class MergeBandit(DuelingBandit):
         """The current batches ``B_s`` (arm indices), in round-robin order."""
         return [list(b.arms) for b in self._batches]
 
+    def structure(self) -> dict[str, Any]:
+        """``{"stage": s, "batches": [[arm, ...], ...]}`` (plain ints)."""
+        return {"stage": int(self.stage), "batches": [[int(a) for a in b.arms]
+                                                      for b in self._batches]}
+
     def current_batch(self, t: int | None = None) -> list[int]:
         """The batch ``B_m`` with ``m = t mod b_s`` (line 6) that step ``t`` plays
         (default: the next step, ``self.t + 1``)."""

@@ -168,8 +168,9 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_port, arg
     for a worker that is already running, so worker start-up is not timed."""
     import redis as redis_lib
 
-    from service.store import Store, imp_key, pending_key
-    from workers.celery_app import make_celery
+    from service.keys import imp_key, pending_key
+    from service.queue import TaskQueue
+    from service.store import Store
 
     out = {}
     worker_env = dict(env, PROMETHEUS_MULTIPROC_DIR=os.path.join(work, "prom-worker"))
@@ -179,7 +180,7 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_port, arg
     store = Store(redis_lib.Redis.from_url(redis_url))
     from service.config import load_config
 
-    celery = make_celery(load_config(env=env))
+    queue = TaskQueue(load_config(env=env))
     rankers = [{"name": ranker_name(n), "url": f"http://127.0.0.1:{rank_port}/rankers/{n}",
                 "timeout_ms": 1000} for n in range(args.rankers)]
     params = {"alpha": 0.8**6, "c": 4e6} if args.algorithm.startswith("merge") else {}
@@ -197,10 +198,10 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_port, arg
         t0 = time.monotonic()
         if mode == "drain":
             store.take_drain(e, 600)
-            celery.send_task("rankduel.drain", args=[e])
+            queue.drain(e)
         else:
             for i in ids:
-                celery.send_task("rankduel.credit_impression", args=[i])
+                queue.credit_impression(i)
         while client.experiment(e)["counters"].get("credited", 0) < len(ids):
             if time.monotonic() - t0 > 600:
                 raise TimeoutError("worker too slow")

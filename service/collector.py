@@ -303,8 +303,8 @@ class StateCollector:
         for code, label in STATUS_NAMES.items():
             fams["rankduel_experiment_rankers"].add_metric(
                 [exp_id, label], int(np.count_nonzero(status == code)))
-        stage = getattr(bandit, "stage", None)
-        batches = getattr(bandit, "batches", None)
+        structure = bandit.structure()
+        stage, batches = structure.get("stage"), structure.get("batches")
         if stage is not None:
             fams["rankduel_experiment_stage"].add_metric(e, int(stage))
         batch_of: dict[int, int] = {}

@@ -7,7 +7,12 @@ added and retired while it runs, and its lifecycle is ``running ⇄ paused → s
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import secrets
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,12 +20,20 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from service.errors import Conflict, Unprocessable
-from service.rankers import validate_url
-from service.store import NAME_RE, Snapshot, Store
+from service.rankers import RankerClient, RankerFailure, validate_url
+from service.snapshot import Snapshot
+from service.store import Store, audit_entry
 from service.validation import field
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
 Z95 = 1.959963984540054
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+#: action -> (allowed source states, target state)
+TRANSITIONS = {
+    "pause": (("running",), "paused"),
+    "resume": (("paused",), "running"),
+    "stop": (("running", "paused"), "stopped"),
+}
 
 
 def interleaving_methods() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -52,8 +65,33 @@ def parse_ranker(body: Any, *, default_timeout_ms: int, where: str = "") -> dict
     return {"name": name, "url": url, "timeout_ms": timeout}
 
 
-def create(store: Store, body: dict[str, Any], *, default_timeout_ms: int) -> str:
-    """Validate a ``POST /experiments`` body and create the experiment."""
+Prober = Callable[[list[dict[str, Any]]], None]
+
+
+def probe_rankers(client: RankerClient, rankers: list[dict[str, Any]], query: str) -> None:
+    """Send each ranker a test query; 422 naming every one that does not answer with a
+    valid result list (an operator may skip this with ``"probe": false``)."""
+    answers = client.fetch_all(rankers, query, 10, experiment="", observe=False)
+    bad = [f"{r['name']} ({res.reason}{': ' + res.detail if res.detail else ''})"
+           for r, res in zip(rankers, answers, strict=True) if isinstance(res, RankerFailure)]
+    if bad:
+        raise Unprocessable(f"ranker did not answer the test query {query!r}: "
+                            f"{'; '.join(bad)} (pass \"probe\": false to add it anyway)")
+
+
+def _probe_flag(body: dict[str, Any]) -> bool:
+    flag = body.pop("probe", True)
+    if not isinstance(flag, bool):
+        raise Unprocessable("field 'probe' must be true or false")
+    return flag
+
+
+def create(store: Store, body: dict[str, Any], *, default_timeout_ms: int,
+           probe: Prober | None = None) -> str:
+    """Validate a ``POST /experiments`` body and create the experiment; with ``probe``,
+    every ranker must answer a test query first (unless the body says ``"probe": false``)."""
+    body = dict(body)
+    do_probe = _probe_flag(body)
     unknown = set(body) - {"name", "rankers", "algorithm", "params", "interleaving", "seed",
                            "true_preferences", "true_best"}
     if unknown:
@@ -92,8 +130,24 @@ def create(store: Store, body: dict[str, Any], *, default_timeout_ms: int) -> st
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
     truth = parse_truth(body, names)
-    return store.create_experiment(name=name, algorithm=algorithm, params=params,
-                                   interleaving=method, rankers=rankers, seed=seed, truth=truth)
+    if do_probe and probe is not None:
+        probe(rankers)
+    if seed is None:
+        seed = secrets.randbits(63)
+    try:
+        bandit = bandits.make_bandit(algorithm, len(rankers), seed=seed, **params)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise Unprocessable(f"invalid params for {algorithm}: {exc}") from None
+    exp_id = secrets.token_hex(6)
+    now = time.time()
+    meta = {"id": exp_id, "name": name, "algorithm": algorithm, "params": params,
+            "interleaving": method, "seed": seed, "created_at": now}
+    table = [{**r, "arm": a, "status": "active", "added_at": now, "retired_at": None}
+             for a, r in enumerate(rankers)]
+    store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
+                            audit=audit_entry(now, "created", actor="operator", name=name,
+                                              algorithm=algorithm, rankers=names))
+    return exp_id
 
 
 def parse_truth(body: dict[str, Any], names: list[str]) -> dict[str, Any] | None:
@@ -137,7 +191,83 @@ def patch(store: Store, exp_id: str, body: dict[str, Any]) -> None:
     name = field(body, "name", str)
     if not 1 <= len(name) <= 200:
         raise Unprocessable("field 'name' must have 1 to 200 characters")
-    store.rename(exp_id, name)
+
+    def write(snap: Snapshot, pipe) -> None:
+        store.write_fields(pipe, exp_id, meta=json.dumps({**snap.meta, "name": name}))
+        store.add_audit(exp_id, audit_entry(time.time(), "renamed", actor="operator", **{
+            "from": snap.meta["name"], "to": name}), pipe=pipe)
+
+    store.update_experiment(exp_id, write)
+
+
+def add_ranker(store: Store, exp_id: str, body: dict[str, Any], *, default_timeout_ms: int,
+               probe: Prober | None = None, actor: str = "operator") -> dict[str, Any]:
+    """Add a ranker mid-run: a new arm with zero counts (the policy places it). With
+    ``probe``, it must answer a test query first (unless ``"probe": false``)."""
+    body = dict(body)
+    do_probe = _probe_flag(body)
+    ranker = parse_ranker(body, default_timeout_ms=default_timeout_ms)
+
+    def check(snap: Snapshot) -> None:
+        if snap.lifecycle == "stopped":
+            raise Conflict(f"experiment {exp_id!r} is stopped")
+        if any(r["name"] == ranker["name"] for r in snap.rankers):
+            raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker['name']!r}")
+
+    check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
+    if do_probe and probe is not None:
+        probe([ranker])
+
+    def write(snap: Snapshot, pipe) -> dict[str, Any]:
+        check(snap)
+        bandit = snap.bandit
+        arm = bandit.add_arm()
+        now = time.time()
+        entry = {**ranker, "arm": arm, "status": "active", "added_at": now, "retired_at": None}
+        store.write_state(pipe, exp_id, bandit, rankers=[*snap.rankers, entry])
+        store.add_audit(exp_id, audit_entry(now, "ranker_added", actor=actor,
+                                            ranker=ranker["name"], arm=arm), pipe=pipe)
+        return entry
+
+    return store.update_experiment(exp_id, write)
+
+
+def retire_ranker(store: Store, exp_id: str, name: str,
+                  actor: str = "operator") -> dict[str, Any]:
+    """Retire a ranker for good: never chosen again, its counts stay in ``W``."""
+
+    def write(snap: Snapshot, pipe) -> dict[str, Any]:
+        entry = dict(snap.ranker(name))
+        if entry["status"] == "retired":
+            raise Conflict(f"ranker {name!r} is already retired")
+        bandit = snap.bandit
+        if bandit.active_arms() == [entry["arm"]]:
+            raise Conflict(f"cannot retire {name!r}: it is the last active ranker")
+        bandit.retire_arm(entry["arm"])
+        now = time.time()
+        entry.update(status="retired", retired_at=now)
+        table = [entry if r["name"] == name else r for r in snap.rankers]
+        store.write_state(pipe, exp_id, bandit, rankers=table)
+        store.add_audit(exp_id, audit_entry(now, "ranker_retired", actor=actor, ranker=name,
+                                            arm=entry["arm"]), pipe=pipe)
+        return entry
+
+    return store.update_experiment(exp_id, write)
+
+
+def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator") -> str:
+    """``pause`` / ``resume`` / ``stop``; 409 for a transition the lifecycle forbids."""
+    sources, target = TRANSITIONS[action]
+
+    def write(snap: Snapshot, pipe) -> str:
+        if snap.lifecycle not in sources:
+            raise Conflict(f"cannot {action} experiment {exp_id!r}: it is {snap.lifecycle}")
+        store.write_fields(pipe, exp_id, lifecycle=target)
+        store.add_audit(exp_id, audit_entry(time.time(), action, actor=actor, **{
+            "from": snap.lifecycle, "to": target}), pipe=pipe)
+        return target
+
+    return store.update_experiment(exp_id, write)
 
 
 def wilson(wins: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
@@ -211,6 +341,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
             "status": status,
             "eliminated": None if elim is None else {
                 "step": elim["step"], "by": names.get(elim["by"], elim["by"])},
+            "health": (snap.health or {}).get(a, {"failures": 0, "quarantined_until": None}),
             "wins": float(W[a].sum()),
             "losses": float(W[:, a].sum()),
             "comparisons": float(n[a].sum()),
@@ -218,7 +349,8 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
     state = _json_state(snap)
     out = summary(store, snap)
     out.update({
-        "params": snap.meta["params"],
+        "params": bandit.params(),
+        "t": snap.selections,
         "seed": snap.meta["seed"],
         "created_at": snap.meta["created_at"],
         "version": snap.version,
@@ -238,7 +370,5 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
 
 
 def _json_state(snap: Snapshot) -> dict[str, Any]:
-    import json
-
     state = json.loads(snap.state_json)
     return {k: v for k, v in state.items() if not (isinstance(v, float) and math.isnan(v))}

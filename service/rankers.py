@@ -140,7 +140,8 @@ class RankerClient:
         return self._fetch(url, q, k, timeout), time.perf_counter() - t0
 
     def fetch_all(
-        self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = ""
+        self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = "",
+        observe: bool = True,
     ) -> list[list[dict[str, Any]] | RankerFailure]:
         """Fetch every ranker's list concurrently; a failure in place of a list when it
         errs or misses its ``timeout_ms``. Never raises for a ranker's fault."""
@@ -171,6 +172,8 @@ class RankerClient:
             result = out[-1]
             if elapsed is None:  # failed: time until we gave up on it
                 elapsed = time.perf_counter() - start
+            if not observe:
+                continue
             metrics.RANKER_LATENCY.labels(experiment, r["name"]).observe(elapsed)
             if isinstance(result, RankerFailure):
                 metrics.RANKER_FAILURES.labels(experiment, r["name"], result.reason).inc()

@@ -139,11 +139,16 @@ class WorkerControl:
     def restart(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
         if self.child is not None:
             self.child.stop()
-        env = dict(self.env, RANKDUEL_CREDIT_DELAY_MS=str(delay_ms))
         self.generation += 1
         self.delay_ms, self.concurrency = delay_ms, concurrency
-        self.child = self.stack.start_worker(env, name=f"worker{self.generation}",
-                                             concurrency=concurrency)
+        name = f"worker{self.generation}"
+        if delay_ms:  # slow credit transactions, by a wrapper (tests/fault_worker.py)
+            self.child = self.stack.python(name, [
+                str(ROOT / "tests" / "fault_worker.py"), str(delay_ms), "worker",
+                "--concurrency", str(concurrency), "--loglevel", "warning",
+                "--hostname", f"{name}-{os.getpid()}@%h"], self.env)
+        else:
+            self.child = self.stack.start_worker(self.env, name=name, concurrency=concurrency)
         self.stack.wait_worker(self.child, self.redis_url)
 
     def kill9(self) -> None:

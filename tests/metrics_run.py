@@ -37,7 +37,7 @@ PHASES = (200, 200, 200)
 RANKERS = 6
 SEED = 3
 SCRAPE_S = 1
-FAULT_SEARCHES = 8
+FAULT_SEARCHES = 20
 FORGED_CLICKS = 3
 
 
@@ -162,7 +162,7 @@ class MetricsRun:
     def _faults(self, rank_url: str) -> None:
         """Deliberate failures, on a second experiment, so that the service dashboard's
         error panels have real data: a ranker that refuses connections (ranker failures,
-        fallbacks, 502 when it is the only one chosen), searches of an unknown experiment
+        forfeits, fallbacks, its quarantine), searches of an unknown experiment
         (404) and clicks with a forged token (403)."""
         from service.client import Client
         from service.stack import free_port
@@ -172,7 +172,7 @@ class MetricsRun:
             name="faults", algorithm="mergedts", interleaving="team_draft", seed=1,
             rankers=[{"name": "r00", "url": f"{rank_url}/rankers/0"},
                      {"name": "down", "url": f"http://127.0.0.1:{free_port()}/down",
-                      "timeout_ms": 200}])
+                      "timeout_ms": 200}], probe=False)
         self.faults_exp = exp["id"]
         for _ in range(FAULT_SEARCHES):
             status, page = client.request("GET", f"/search?experiment={exp['id']}&q=q1")

@@ -11,7 +11,15 @@ from __future__ import annotations
 import os
 
 import pytest
-from metrics_run import FORGED_CLICKS, PHASES, get, metrics_run, samples, total  # noqa: F401
+from metrics_run import (  # noqa: F401
+    ADMIN,
+    FORGED_CLICKS,
+    PHASES,
+    get,
+    metrics_run,
+    samples,
+    total,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -149,10 +157,14 @@ def test_worker_metrics_sum_over_pool_processes(metrics_run, scraped):  # noqa: 
     decisive = metrics_run.final_state["counters"]["decisive"]
     # each impression is credited once; its outcome and lag are observed once (the
     # worker's metrics cover every experiment: the main one and the faults one, whose
-    # impressions are single-ranker, credited without a duel)
+    # impressions are single-ranker, decisive only when "down" forfeited)
+    from service.client import Client
+
+    faults = Client(metrics_run.api_url, ADMIN).experiment(metrics_run.faults_exp)["counters"]
+    assert faults.get("forfeits", 0) == faults.get("decisive", 0) >= 1
     impressions = queries + metrics_run.fault_searches.get(200, 0)
     statuses = {lab["status"]: v for n, lab, v in worker if n == "rankduel_credit_tasks_total"}
-    assert statuses.get("credited") == decisive
+    assert statuses.get("credited") == decisive + faults["decisive"]
     assert sum(v for s, v in statuses.items() if s not in ("already", "missing")) == impressions
     assert total(worker, "rankduel_click_to_credit_seconds_count") == impressions
     processed = total(worker, "rankduel_worker_tasks_processed_total")
@@ -173,11 +185,16 @@ def test_ranker_failures_and_fallbacks(metrics_run, scraped):  # noqa: F811
     e = metrics_run.faults_exp
     failures = total(api, "rankduel_ranker_failures_total", experiment=e, ranker="down")
     fallbacks = total(api, "rankduel_fallbacks_total", experiment=e)
-    bad_gateway = metrics_run.fault_searches.get(502, 0)
-    # every search that chose "down" failed it once: served from r00 alone (a fallback)
-    # or, when "down" was the only ranker chosen, answered 502
-    assert failures == fallbacks + bad_gateway
-    assert fallbacks >= 1
+    forfeits = total(api, "rankduel_ranker_forfeits_total", experiment=e, ranker="down")
+    quarantines = total(api, "rankduel_ranker_quarantines_total", experiment=e, ranker="down")
+    # no search failed while r00 could answer: every search that called "down" (or
+    # skipped it, quarantined) was served from r00 alone, a fallback
+    assert metrics_run.fault_searches.get(502, 0) == 0
+    assert fallbacks >= failures >= 1
+    # "down" forfeited to r00 whenever they were paired and it was called
+    assert 1 <= forfeits <= failures
+    # five consecutive failures put it in quarantine (skipped searches: no failure)
+    assert quarantines >= 1 and fallbacks > failures
     assert total(api, "rankduel_ranker_failures_total", ranker="r00") == 0
     assert total(api, "rankduel_impressions_total", experiment=e, kind="fallback") == fallbacks
 
@@ -194,7 +211,7 @@ def test_api_answers_with_several_experiments_and_a_broken_one(metrics_run):  # 
     """A corrupt experiment is counted as a scrape error, the others are still exported."""
     import redis
 
-    from service.store import EXPERIMENTS, exp_key
+    from service.keys import EXPERIMENTS, exp_key
 
     client = redis.Redis.from_url(metrics_run.stack.redis_url)
     client.zadd(EXPERIMENTS, {"broken0": 0})

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hmac
+from functools import partial
 
 from flask import Blueprint, current_app, jsonify, request
 
 from service import experiments
 from service.errors import NotFound, Unauthorized
 from service.impressions import Runtime
+from service.snapshot import ExperimentMissing
 from service.validation import int_param, json_object
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
@@ -31,6 +33,10 @@ def require_token() -> None:
         raise Unauthorized("invalid admin token")
 
 
+def _prober(rt: Runtime) -> experiments.Prober:
+    return partial(experiments.probe_rankers, rt.rankers, query=rt.config.probe_query)
+
+
 def _snapshot(exp_id: str, full: bool = True):
     return _rt().store.snapshot(exp_id, full=full)
 
@@ -39,7 +45,8 @@ def _snapshot(exp_id: str, full: bool = True):
 def create():
     rt = _rt()
     exp_id = experiments.create(rt.store, json_object(request),
-                                default_timeout_ms=rt.config.ranker_timeout_ms)
+                                default_timeout_ms=rt.config.ranker_timeout_ms,
+                                probe=_prober(rt))
     return jsonify(experiments.describe(rt.store, _snapshot(exp_id))), 201
 
 
@@ -50,7 +57,7 @@ def list_experiments():
     for exp_id in rt.store.list_ids():
         try:
             out.append(experiments.summary(rt.store, _snapshot(exp_id, full=False)))
-        except NotFound:  # deleted between the listing and the read
+        except ExperimentMissing:  # deleted between the listing and the read
             continue
     return jsonify({"experiments": out})
 
@@ -71,22 +78,22 @@ def patch(exp_id: str):
 @bp.post("/<exp_id>/rankers")
 def add_ranker(exp_id: str):
     rt = _rt()
-    ranker = experiments.parse_ranker(json_object(request),
-                                      default_timeout_ms=rt.config.ranker_timeout_ms)
-    entry = rt.store.add_ranker(exp_id, ranker)
+    entry = experiments.add_ranker(rt.store, exp_id, json_object(request),
+                                   default_timeout_ms=rt.config.ranker_timeout_ms,
+                                   probe=_prober(rt))
     return jsonify(entry), 201
 
 
 @bp.delete("/<exp_id>/rankers/<name>")
 def retire_ranker(exp_id: str, name: str):
     rt = _rt()
-    return jsonify(rt.store.retire_ranker(exp_id, name))
+    return jsonify(experiments.retire_ranker(rt.store, exp_id, name))
 
 
 @bp.post("/<exp_id>/<any(pause, resume, stop):action>")
 def lifecycle(exp_id: str, action: str):
     rt = _rt()
-    state = rt.store.set_lifecycle(exp_id, action)
+    state = experiments.set_lifecycle(rt.store, exp_id, action)
     return jsonify({"id": exp_id, "lifecycle": state})
 
 
