@@ -215,7 +215,7 @@ class Stack:
     def start_api(self, env: dict[str, str], *, bind: str, workers: int = 2,
                   threads: int = 8, name: str = "api", app: str | None = None) -> Child:
         """``rankduel serve`` (gunicorn), waiting until ``/healthz`` answers."""
-        args = ["-m", "service.cli", "serve", "--bind", bind, "--workers", str(workers),
+        args = ["-m", "cli.main", "serve", "--bind", bind, "--workers", str(workers),
                 "--threads", str(threads)]
         if app:
             args += ["--app", app]
@@ -226,7 +226,7 @@ class Stack:
     def start_worker(self, env: dict[str, str], *, name: str = "worker", concurrency: int = 1,
                      beat: bool = True) -> Child:
         """``rankduel worker`` (Celery, embedded beat unless ``beat=False``)."""
-        args = ["-m", "service.cli", "worker", "--concurrency", str(concurrency),
+        args = ["-m", "cli.main", "worker", "--concurrency", str(concurrency),
                 "--loglevel", "warning", "--hostname", f"{name}-{os.getpid()}@%h"]
         if not beat:
             args.append("--no-beat")

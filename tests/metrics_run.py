@@ -73,7 +73,7 @@ class MetricsRun:
 
     # ------------------------------------------------------------------ start
     def start(self) -> None:
-        from service.commands import traffic
+        from cli.commands import traffic
         from service.demo import DemoOptions
         from service.demo_rankers import ranker_name
         from service.stack import Stack, free_port, http_ok, wait_until

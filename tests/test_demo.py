@@ -16,7 +16,7 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path):
     env = dict(os.environ)
     env.pop("REDIS_URL", None)  # the demo must start its own Redis
     proc = subprocess.run(
-        [sys.executable, "-m", "service.cli", "demo", "--queries", "1200",
+        [sys.executable, "-m", "cli.main", "demo", "--queries", "1200",
          "--workdir", str(tmp_path / "var"), "--json", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

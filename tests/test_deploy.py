@@ -64,7 +64,7 @@ def test_redis_persists_with_aof():
 
 @pytest.mark.parametrize("name", ["api", "worker", "scheduler", "demo-traffic"])
 def test_rankduel_commands_parse(name):
-    from service.cli import build_parser
+    from cli.main import build_parser
 
     cmd = command(name)
     assert cmd[0] == "rankduel"

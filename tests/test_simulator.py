@@ -12,8 +12,8 @@ import bandits
 from bandits import matrices as M
 from bandits.base import DuelingBandit
 from bandits.simulator import aggregate, log_checkpoints, simulate_run
-from service.cli import main as cli
-from service.commands.simulate import parse_params, parse_value
+from cli.commands.simulate import parse_params, parse_value
+from cli.main import main as cli
 
 # arm 0 is the Condorcet winner; Δ_0k = (0, 0.2, 0.3)
 P3 = np.array([[0.5, 0.7, 0.8], [0.3, 0.5, 0.6], [0.2, 0.4, 0.5]])

@@ -1,9 +1,9 @@
 """The ``rankduel`` command line.
 
-Each subcommand lives in ``service/commands/<name>.py`` and exposes
-``add_parser(subparsers)``, which registers its parser and sets ``func`` (called with the
-parsed arguments, returning an exit code). Modules are imported only when present so a
-subcommand's heavy imports stay out of the others.
+Each subcommand lives in ``cli/commands/<name>.py`` and exposes ``add_parser(subparsers)``,
+which registers its parser and sets ``func`` (called with the parsed arguments, returning
+an exit code). The tooling a command runs (the demo stack, plots) is imported inside
+``func``, so that ``rankduel serve`` and ``rankduel worker`` load none of it.
 """
 
 from __future__ import annotations
@@ -23,13 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"service.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"service.commands.{name}":
-                continue
-            raise
-        module.add_parser(sub)
+        importlib.import_module(f"cli.commands.{name}").add_parser(sub)
     return parser
 
 

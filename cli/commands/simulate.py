@@ -34,8 +34,8 @@ import numpy as np
 from bandits import get_algorithm
 from bandits.matrices import arm_regret
 from bandits.simulator import RunResult, aggregate, log_checkpoints, simulate_run
-from service.commands.matrix import load_matrix
-from service.progress import Progress
+from cli.matrix_files import load_matrix
+from cli.progress import Progress
 
 
 # ---------------------------------------------------------------------- parsing
@@ -169,7 +169,7 @@ def build_summary(
 
 
 def _curve(summary: dict[str, Any]):
-    from service.plots import Curve
+    from cli.plots import Curve
 
     return Curve(
         name=summary["algorithm"],
@@ -245,7 +245,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             progress=progress,
         )
 
-    from service.plots import plot_regret
+    from cli.plots import plot_regret
 
     single = len(algorithms) == 1
     summaries = []
