@@ -9,8 +9,8 @@ emptied here; a temp folder when unset) lets ``/metrics`` aggregate over the wor
 
 import os
 
-from service.commands.serve import child_exit, prepare_multiproc_dir  # noqa: F401 - hook
 from service.config import load_config
+from service.multiproc import child_exit, prepare_multiproc_dir  # noqa: F401 - hook
 
 _config = load_config()
 # metrics folder: created (a temp dir when unset) and emptied of a previous run's files

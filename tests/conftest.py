@@ -58,7 +58,7 @@ def make_toy_rankers():
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
-    from service.stack import Stack
+    from demo.stack import Stack
 
     with Stack(tmp_path_factory.mktemp("stack")) as s:
         yield s
@@ -100,7 +100,7 @@ def service_env(redis_url, tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def ranker_server():
-    from service.stack import ThreadedServer
+    from demo.stack import ThreadedServer
 
     server = ThreadedServer(make_toy_rankers())
     yield server
@@ -110,9 +110,9 @@ def ranker_server():
 @pytest.fixture(scope="session")
 def api(service_env):
     """The app on a real loopback port, configured like the worker."""
+    from demo.stack import ThreadedServer
     from service.app import create_app
     from service.config import load_config
-    from service.stack import ThreadedServer
 
     config = load_config(env=service_env)
     server = ThreadedServer(create_app(config))
@@ -168,7 +168,7 @@ def worker(stack, service_env, redis_url):
 
 @pytest.fixture
 def client(api):
-    from service.client import Client
+    from demo.client import Client
 
     return Client(api.url, ADMIN)
 

@@ -27,7 +27,7 @@ def main() -> int:
         return real_apply(bandit, impressions, **kw)
 
     credit.apply = slow_apply
-    from service.cli import main as cli_main
+    from cli.main import main as cli_main
 
     return cli_main(sys.argv[2:])
 

@@ -119,10 +119,10 @@ def test_misspelt_and_ill_typed_params_name_the_parameter(client, ranker_server)
 def test_a_stalled_redis_answers_503_quickly(tmp_path, service_env, ranker_server):
     """SIGSTOP the Redis an API uses: /search answers 503 within the configured timeout
     (plus slack for a busy machine), not after seconds; SIGCONT and it serves again."""
+    from demo.client import Client
+    from demo.stack import Stack, ThreadedServer
     from service.app import create_app
-    from service.client import Client
     from service.config import Config
-    from service.stack import Stack, ThreadedServer
 
     with Stack(tmp_path) as stack:
         url = stack.start_redis()

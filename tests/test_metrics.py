@@ -9,6 +9,7 @@ Redis (1e-6 relative).
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from metrics_run import (  # noqa: F401
@@ -158,7 +159,7 @@ def test_worker_metrics_sum_over_pool_processes(metrics_run, scraped):  # noqa: 
     # each impression is credited once; its outcome and lag are observed once (the
     # worker's metrics cover every experiment: the main one and the faults one, whose
     # impressions are single-ranker, decisive only when "down" forfeited)
-    from service.client import Client
+    from demo.client import Client
 
     faults = Client(metrics_run.api_url, ADMIN).experiment(metrics_run.faults_exp)["counters"]
     assert faults.get("forfeits", 0) == faults.get("decisive", 0) >= 1
@@ -173,9 +174,16 @@ def test_worker_metrics_sum_over_pool_processes(metrics_run, scraped):  # noqa: 
     assert total(worker, "rankduel_worker_tasks_failed_total") == 0
     assert total(worker, "rankduel_worker_task_duration_seconds_count") == processed
     # both pool processes ran tasks (sweeps every 0.5 s and drains), and the exporter
-    # in the main process summed them
-    per_pid = _per_process(metrics_run.worker_prom_dir, "rankduel_worker_tasks_processed_total")
-    assert sum(per_pid.values()) == processed
+    # in the main process summed them. Sweeps go on meanwhile, so the files and a scrape
+    # are read together until one reading of both agrees (a sweep can land in between)
+    name = "rankduel_worker_tasks_processed_total"
+    deadline = time.monotonic() + 30
+    while True:
+        per_pid = _per_process(metrics_run.worker_prom_dir, name)
+        live = total(samples(get(metrics_run.worker_metrics_url)), name)
+        if sum(per_pid.values()) == live or time.monotonic() > deadline:
+            break
+    assert sum(per_pid.values()) == live >= processed
     assert sum(1 for v in per_pid.values() if v > 0) >= 2, per_pid
 
 
