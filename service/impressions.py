@@ -193,8 +193,9 @@ class RankerHealth:
         failed: list[tuple[int, RankerFailure]] = []
         for (arm, r), res in zip(called, lists, strict=True):
             if isinstance(res, RankerFailure):
-                failed.append((arm, res))
-                self._failed(arm, r)
+                if res.blame:  # our concurrency cap is no fault of the ranker's
+                    failed.append((arm, res))
+                    self._failed(arm, r)
             else:
                 ok.append((arm, r, res))
                 if arm in self.choice.health:
