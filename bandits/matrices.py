@@ -6,7 +6,7 @@ dueling-bandit problem (seed 000, §2) and drives the offline simulator's proxy 
 (seed 000, §5.3: each comparison is a Bernoulli draw with mean ``P[i, j]``).
 
 Everything here is pure numpy/scipy: reading files is the CLI's job
-(:mod:`service.commands.matrix`).
+(:mod:`cli.matrix_files`).
 
 Generators
 ----------

@@ -279,7 +279,9 @@ class MergeBandit(DuelingBandit):
         return [list(b.arms) for b in self._batches]
 
     def structure(self) -> dict[str, Any]:
-        return {"stage": int(self.stage), "batches": self.batches}
+        """``{"stage": s, "batches": [[arm, ...], ...]}`` (plain ints)."""
+        return {"stage": int(self.stage), "batches": [[int(a) for a in b.arms]
+                                                      for b in self._batches]}
 
     def current_batch(self, t: int | None = None) -> list[int]:
         """The batch ``B_m`` with ``m = t mod b_s`` (line 6) that step ``t`` plays

@@ -13,16 +13,16 @@ RUNS=${1:-8}
 JOBS=${2:-2}
 PY=${PYTHON:-.venv/bin/python}
 
-"$PY" -m service.cli matrix generate --kind uninformative --k 136 --gap 0.002 \
+"$PY" -m cli.main matrix generate --kind uninformative --k 136 --gap 0.002 \
     --winner-gap 0.02 --spread 2.5 --uninformative-share 0.25 --uninformative-gap 0.02 \
     --seed 136 --out bench/data/p136.txt
 
-"$PY" -m service.cli simulate --matrix bench/data/p136.txt \
+"$PY" -m cli.main simulate --matrix bench/data/p136.txt \
     --algorithm mergedts,mergerucb,dts,rucb \
     --param mergedts.alpha=0.262144 --param mergedts.batch_size=16 --param mergedts.c=4000000 \
     --param mergerucb.alpha=0.262144 --param mergerucb.batch_size=8 --param mergerucb.c=400000 \
     --steps 1000000 --runs "$RUNS" --seed 1 --jobs "$JOBS" --out bench/results/paper_ordering
 
-"$PY" -m service.cli simulate --matrix bench/data/p136.txt --algorithm dts \
+"$PY" -m cli.main simulate --matrix bench/data/p136.txt --algorithm dts \
     --param alpha=0.2097152 \
     --steps 1000000 --runs "$RUNS" --seed 1 --jobs "$JOBS" --out bench/results/paper_ordering_dts_tuned

@@ -42,9 +42,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from service.client import Client  # noqa: E402
-from service.demo_rankers import demo_world, ranker_name  # noqa: E402
-from service.stack import Stack, free_port, http_ok, wait_until  # noqa: E402
+from demo.client import Client  # noqa: E402
+from demo.stack import Stack, free_port  # noqa: E402
+from demo.world_rankers import demo_world, ranker_name  # noqa: E402
 
 
 def create_bench_app():
@@ -64,8 +64,6 @@ def create_bench_app():
 
 def _load_worker(args) -> list[float]:
     base, paths, threads, seconds = args
-    from service.client import Client
-
     lat: list[float] = []
     lock = threading.Lock()
     stop = time.monotonic() + seconds
@@ -160,7 +158,7 @@ def make_impressions(client: Client, exp_id: str, world, n: int) -> list[str]:
         return list(pool.map(one, range(n)))
 
 
-def credit_throughput(client, stack, env, work, redis_url, world, rank_port, args) -> dict:
+def credit_throughput(client, stack, env, work, redis_url, world, rank_url, args) -> dict:
     """Impressions credited per second by one worker (concurrency 1), two ways:
     ``drain`` (what ``/end`` triggers: batches of up to 200 per transaction) and one
     ``credit_impression`` task per impression. The impressions are made through the API
@@ -168,8 +166,9 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_port, arg
     for a worker that is already running, so worker start-up is not timed."""
     import redis as redis_lib
 
-    from service.store import Store, imp_key, pending_key
-    from workers.celery_app import make_celery
+    from service.keys import imp_key, pending_key
+    from service.queue import TaskQueue
+    from service.store import Store
 
     out = {}
     worker_env = dict(env, PROMETHEUS_MULTIPROC_DIR=os.path.join(work, "prom-worker"))
@@ -179,8 +178,8 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_port, arg
     store = Store(redis_lib.Redis.from_url(redis_url))
     from service.config import load_config
 
-    celery = make_celery(load_config(env=env))
-    rankers = [{"name": ranker_name(n), "url": f"http://127.0.0.1:{rank_port}/rankers/{n}",
+    queue = TaskQueue(load_config(env=env))
+    rankers = [{"name": ranker_name(n), "url": f"{rank_url}/rankers/{n}",
                 "timeout_ms": 1000} for n in range(args.rankers)]
     params = {"alpha": 0.8**6, "c": 4e6} if args.algorithm.startswith("merge") else {}
     for mode in ("drain", "per_impression_tasks"):
@@ -197,10 +196,10 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_port, arg
         t0 = time.monotonic()
         if mode == "drain":
             store.take_drain(e, 600)
-            celery.send_task("rankduel.drain", args=[e])
+            queue.drain(e)
         else:
             for i in ids:
-                celery.send_task("rankduel.credit_impression", args=[i])
+                queue.credit_impression(i)
         while client.experiment(e)["counters"].get("credited", 0) < len(ids):
             if time.monotonic() - t0 > 600:
                 raise TimeoutError("worker too slow")
@@ -239,14 +238,8 @@ def main() -> int:
                    RANKDUEL_CREDIT_RETRY_S="600",
                    PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         env.pop("RANKDUEL_CONFIG", None)
-        rank_port = free_port()
-        rankers = stack.python("rankers", [
-            "-m", "gunicorn", "--bind", f"127.0.0.1:{rank_port}",
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
-            "--workers", str(args.ranker_workers),
-            f"service.demo_rankers:create_ranker_app(seed=1, n_rankers={args.rankers})"], env)
-        wait_until(lambda: http_ok(f"http://127.0.0.1:{rank_port}/healthz"), 60, "rankers",
-                   rankers.proc)
+        _, rank_url = stack.start_rankers(env, seed=1, n_rankers=args.rankers,
+                                          workers=args.ranker_workers)
         api_port = free_port()
         api_env = dict(env, PROMETHEUS_MULTIPROC_DIR=os.path.join(work, "prom-api"))
         stack.start_api(api_env, bind=f"127.0.0.1:{api_port}", workers=args.api_workers,
@@ -257,7 +250,7 @@ def main() -> int:
         exp = client.create_experiment(
             name="bench", algorithm=args.algorithm, interleaving="team_draft", seed=1,
             params={"alpha": 0.8**6, "c": 4e6} if args.algorithm.startswith("merge") else {},
-            rankers=[{"name": ranker_name(n), "url": f"http://127.0.0.1:{rank_port}/rankers/{n}",
+            rankers=[{"name": ranker_name(n), "url": f"{rank_url}/rankers/{n}",
                       "timeout_ms": 1000} for n in range(args.rankers)])
         searches = ["/search?" + urlencode({"experiment": exp["id"], "q": world.query_text(q),
                                             "k": 10})
@@ -273,7 +266,7 @@ def main() -> int:
         print("search ", results["search"], flush=True)
         rank_paths = [f"/rankers/{q % args.rankers}?" + urlencode(
             {"q": world.query_text(q), "k": 10}) for q in range(world.n_queries)]
-        results["ranker_direct"] = load(f"http://127.0.0.1:{rank_port}", rank_paths,
+        results["ranker_direct"] = load(rank_url, rank_paths,
                                         clients=args.clients, procs=args.procs,
                                         seconds=args.seconds)
         print("ranker ", results["ranker_direct"], flush=True)
@@ -293,7 +286,7 @@ def main() -> int:
 
         # ---- credit throughput of one worker
         results["credit"] = credit_throughput(client, stack, env, work, redis_url, world,
-                                              rank_port, args)
+                                              rank_url, args)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

@@ -9,8 +9,9 @@ emptied here; a temp folder when unset) lets ``/metrics`` aggregate over the wor
 
 import os
 
-from service.commands.serve import child_exit, prepare_multiproc_dir  # noqa: F401 - hook
 from service.config import load_config
+from service.multiproc import child_exit, prepare_multiproc_dir  # noqa: F401 - hook
+from service.serving import GUNICORN_OPTIONS
 
 _config = load_config()
 # metrics folder: created (a temp dir when unset) and emptied of a previous run's files
@@ -22,8 +23,6 @@ workers = _config.workers
 threads = _config.threads
 # gthread answering an over-long request line (414) in JSON, and gunicorn's longest request
 # line: 1,000 characters of q such as "é" take 6 kB percent-encoded (service/serving.py)
-from service.serving import GUNICORN_OPTIONS  # noqa: E402
-
 worker_class = GUNICORN_OPTIONS["worker_class"]
 limit_request_line = GUNICORN_OPTIONS["limit_request_line"]
 timeout = 30

@@ -1,7 +1,7 @@
 """The Flask application factory.
 
 ``create_app(config)`` builds one process's runtime (Redis client, store, controller cache,
-ranker client, Celery producer), registers the three blueprints and installs the single
+ranker client, task queue), registers the three blueprints and installs the single
 JSON error handler: every error leaves as ``{"error": "<what was wrong>"}`` with its status.
 
 Run it with ``rankduel serve`` (gunicorn), or ``gunicorn 'service.app:create_app()'``.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import redis
@@ -23,8 +24,10 @@ from service.config import Config, load_config
 from service.controller import Controller
 from service.errors import ApiError
 from service.impressions import Runtime
+from service.queue import TaskQueue
 from service.rankers import RankerClient
-from service.store import Store
+from service.snapshot import ExperimentMissing, RankerMissing
+from service.store import Contention, ImpressionClosed, ImpressionMissing, Store
 
 log = logging.getLogger("rankduel.api")
 
@@ -35,11 +38,14 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     Parameters
     ----------
     config
-        A :class:`~service.config.Config`, a mapping of overrides applied on top of the
-        environment, or None for the environment alone.
+        A :class:`~service.config.Config`, or a mapping of settings (defaults for the
+        rest; the environment is not read), or None to resolve the configuration from the
+        environment (what ``gunicorn 'service.app:create_app()'`` does).
     """
-    if not isinstance(config, Config):
-        config = load_config(overrides=config)
+    if config is None:
+        config = load_config()
+    elif not isinstance(config, Config):
+        config = Config(**config)
     missing = [n for n in ("admin_token", "secret_key") if not getattr(config, n)]
     if missing:
         raise ValueError(
@@ -49,17 +55,17 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     app = Flask("rankduel")
     app.json.sort_keys = False
     app.config["MAX_CONTENT_LENGTH"] = 1 << 20  # bodies are small JSON; 413 beyond 1 MiB
+    timeout = config.redis_timeout_ms / 1000.0
     client = redis.Redis.from_url(
-        config.redis_url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=30)
+        config.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout,
+        health_check_interval=30)
     store = Store(client)
-    from workers.celery_app import make_celery  # the API only sends tasks by name
-
     app.extensions["rankduel"] = Runtime(
         config=config,
         store=store,
         controller=Controller(store, max_age_ms=config.state_max_age_ms),
         rankers=RankerClient(),
-        celery=make_celery(config),
+        queue=TaskQueue(config),
     )
 
     from service.api import frontend, health, operator
@@ -71,10 +77,22 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     app.before_request(_start_timer)
     app.after_request(_observe)
     app.register_error_handler(ApiError, _api_error)
+    for exc_type, status in STORAGE_ERRORS.items():
+        app.register_error_handler(exc_type, partial(_storage_error, status=status))
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(redis.RedisError, _redis_error)
     app.register_error_handler(Exception, _internal_error)
     return app
+
+
+#: storage errors (raised below the API) -> HTTP status; the message is the exception's
+STORAGE_ERRORS: dict[type[Exception], int] = {
+    ExperimentMissing: 404,
+    RankerMissing: 404,
+    ImpressionMissing: 404,
+    ImpressionClosed: 409,
+    Contention: 503,
+}
 
 
 def _start_timer() -> None:
@@ -92,6 +110,10 @@ def _observe(response):
 
 def _api_error(exc: ApiError):
     return jsonify({"error": exc.message}), exc.status, exc.headers
+
+
+def _storage_error(exc: Exception, *, status: int):
+    return jsonify({"error": str(exc)}), status
 
 
 def _http_error(exc: HTTPException):

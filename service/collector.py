@@ -31,6 +31,8 @@ ranker names; all label values are bounded by what operators registered):
 ``rankduel_experiment_stage``                   MergeDTS/MergeRUCB stage
 ``rankduel_experiment_batches``                 MergeDTS/MergeRUCB number of batches
 ``rankduel_ranker_status``                      1 for the ranker's status, 0 for the others
+``rankduel_ranker_quarantined``                 1 while its circuit breaker is open
+``rankduel_ranker_consecutive_failures``        failures since its last good answer
 ``rankduel_ranker_stage``                       stage the ranker plays in (active only)
 ``rankduel_ranker_batch``                       index of its batch (active only)
 ``rankduel_ranker_impressions_total``           impressions that showed the ranker
@@ -63,6 +65,7 @@ the API records with each impression), and needs no per-impression history:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -127,6 +130,12 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rankduel_ranker_status": (
         "gauge", "1 for the ranker's status (active, eliminated, retired), 0 for the others.",
         ("experiment", "ranker", "status")),
+    "rankduel_ranker_quarantined": (
+        "gauge", "1 while the ranker is in quarantine (its circuit breaker is open).",
+        ("experiment", "ranker")),
+    "rankduel_ranker_consecutive_failures": (
+        "gauge", "Failures of the ranker since its last successful answer.",
+        ("experiment", "ranker")),
     "rankduel_ranker_stage": (
         "gauge", "Stage in which an active ranker plays.", ("experiment", "ranker")),
     "rankduel_ranker_batch": (
@@ -259,6 +268,7 @@ class StateCollector:
 
     def _experiment(self, fams: dict[str, Metric], exp_id: str) -> None:
         snap, shown, truth = self.store.scrape(exp_id)
+        now = time.time()
         bandit = snap.bandit
         K = bandit.K
         names = {r["arm"]: r["name"] for r in snap.rankers}
@@ -303,8 +313,8 @@ class StateCollector:
         for code, label in STATUS_NAMES.items():
             fams["rankduel_experiment_rankers"].add_metric(
                 [exp_id, label], int(np.count_nonzero(status == code)))
-        stage = getattr(bandit, "stage", None)
-        batches = getattr(bandit, "batches", None)
+        structure = bandit.structure()
+        stage, batches = structure.get("stage"), structure.get("batches")
         if stage is not None:
             fams["rankduel_experiment_stage"].add_metric(e, int(stage))
         batch_of: dict[int, int] = {}
@@ -325,6 +335,11 @@ class StateCollector:
             fams["rankduel_ranker_traffic"].add_metric(rk, traffic[a])
             fams["rankduel_ranker_wins"].add_metric(rk, float(wins[a]))
             fams["rankduel_ranker_losses"].add_metric(rk, float(losses[a]))
+            health = (snap.health or {}).get(a, {})
+            until = health.get("quarantined_until")
+            fams["rankduel_ranker_quarantined"].add_metric(
+                rk, int(until is not None and until > now))
+            fams["rankduel_ranker_consecutive_failures"].add_metric(rk, health.get("failures", 0))
             elim = bandit.eliminated.get(a)
             if elim is not None:
                 fams["rankduel_ranker_eliminated_at_comparison"].add_metric(

@@ -31,6 +31,8 @@ from typing import Any
 #: field name -> environment variable
 ENV: dict[str, str] = {
     "redis_url": "REDIS_URL",
+    "broker_url": "RANKDUEL_BROKER_URL",
+    "redis_timeout_ms": "RANKDUEL_REDIS_TIMEOUT_MS",
     "admin_token": "RANKDUEL_ADMIN_TOKEN",
     "secret_key": "RANKDUEL_SECRET_KEY",
     "bind": "RANKDUEL_BIND",
@@ -46,7 +48,9 @@ ENV: dict[str, str] = {
     "default_k": "RANKDUEL_DEFAULT_K",
     "max_k": "RANKDUEL_MAX_K",
     "visibility_timeout_s": "RANKDUEL_VISIBILITY_TIMEOUT_S",
-    "credit_delay_ms": "RANKDUEL_CREDIT_DELAY_MS",
+    "ranker_failure_threshold": "RANKDUEL_RANKER_FAILURE_THRESHOLD",
+    "ranker_quarantine_s": "RANKDUEL_RANKER_QUARANTINE_S",
+    "probe_query": "RANKDUEL_PROBE_QUERY",
     "log_level": "RANKDUEL_LOG_LEVEL",
     "worker_metrics_bind": "RANKDUEL_WORKER_METRICS_BIND",
 }
@@ -61,7 +65,12 @@ class Config:
     Parameters
     ----------
     redis_url
-        Redis for state and as the Celery broker (``REDIS_URL``).
+        Redis for state (``REDIS_URL``).
+    broker_url
+        The Celery broker (``RANKDUEL_BROKER_URL``); default: ``redis_url``.
+    redis_timeout_ms
+        Socket timeout of the API's Redis calls: a stalled Redis answers 503 after this
+        long instead of holding the request.
     admin_token
         Bearer token of the operator endpoints (``RANKDUEL_ADMIN_TOKEN``).
     secret_key
@@ -89,10 +98,13 @@ class Config:
         Result-page size when ``/search`` has no ``k``, and its upper limit.
     visibility_timeout_s
         Redis-broker visibility timeout: an unacknowledged task is redelivered after it.
-    credit_delay_ms
-        Fault-injection knob for tests: a credit transaction sleeps this long per
-        impression before committing, to widen the window in which a worker can be killed
-        mid-task. 0 in production.
+    ranker_failure_threshold
+        Consecutive failures after which a ranker is quarantined (not called; one probe
+        request per ``ranker_quarantine_s`` after that).
+    ranker_quarantine_s
+        How long a quarantine lasts before the ranker is probed again.
+    probe_query
+        The test query sent to a ranker's URL when it is added (unless ``"probe": false``).
     log_level
         Python logging level name.
     worker_metrics_bind
@@ -101,6 +113,8 @@ class Config:
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
+    broker_url: str = ""
+    redis_timeout_ms: float = 250.0
     admin_token: str = ""
     secret_key: str = ""
     bind: str = "127.0.0.1:8000"
@@ -116,7 +130,9 @@ class Config:
     default_k: int = 10
     max_k: int = 100
     visibility_timeout_s: int = 300
-    credit_delay_ms: float = 0.0
+    ranker_failure_threshold: int = 5
+    ranker_quarantine_s: float = 30.0
+    probe_query: str = "rankduel probe"
     log_level: str = "INFO"
     worker_metrics_bind: str = ""
 
@@ -131,14 +147,17 @@ class Config:
                     f"config {field.name}: expected {want.__name__}, got {value!r}"
                 ) from None
             object.__setattr__(self, field.name, coerced)
+        if not self.broker_url:
+            object.__setattr__(self, "broker_url", self.redis_url)
         positive = ("workers", "threads", "impression_ttl_s", "token_ttl_s", "inactivity_s",
                     "sweep_interval_s", "credit_retry_s", "ranker_timeout_ms", "default_k",
-                    "max_k", "visibility_timeout_s")
+                    "max_k", "visibility_timeout_s", "redis_timeout_ms",
+                    "ranker_failure_threshold", "ranker_quarantine_s")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")
-        if self.state_max_age_ms < 0 or self.credit_delay_ms < 0:
-            raise ValueError("config state_max_age_ms and credit_delay_ms must be >= 0")
+        if self.state_max_age_ms < 0:
+            raise ValueError("config state_max_age_ms must be >= 0")
         if self.inactivity_s >= self.impression_ttl_s or self.token_ttl_s > self.impression_ttl_s:
             raise ValueError("config impression_ttl_s must exceed inactivity_s and token_ttl_s "
                              "(an impression must outlive its clicks and its credit)")
@@ -166,6 +185,7 @@ class Config:
         for name in SECRETS:
             out[name] = _mask(out[name])
         out["redis_url"] = _mask_url(out["redis_url"])
+        out["broker_url"] = _mask_url(out["broker_url"])
         return out
 
     def replace(self, **changes: Any) -> Config:

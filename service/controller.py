@@ -9,15 +9,16 @@ stale ``W``: to the bandit this is the same as feedback that arrives a little la
 the live setting implies anyway (many selections are in flight before their clicks return)
 and the algorithms tolerate.
 
-Selection sets ``bandit.t`` from the shared counter (so the round-robin over batches and
-the ``log t`` terms follow the global time step, not this process's) and draws from a
-fresh generator seeded by ``(experiment seed, t)``: reproducible for a given order of
-requests, and distinct across the processes (each ``t`` is handed out once). Whatever
-``select()`` changes in the policy object itself stays in this process's cache and is
-**not** written back: the persisted state changes only through feedback (``W``,
-eliminations, merges) and operator actions. For MergeDTS/MergeRUCB the selection depends
-only on ``W``, the batches and ``t``, so nothing is lost; RUCB-style bookkeeping kept by
-``select()`` (if a policy has any) is per process.
+Selection calls ``bandit.select_at(t, rng)`` with ``t`` from the shared counter (so the
+round-robin over batches and the ``log t`` terms follow the global time step, not this
+process's) and a generator seeded by ``(experiment seed, t)``: reproducible for a given
+order of requests, and distinct across the processes (each ``t`` is handed out once).
+``select_at`` changes nothing the policy persists: every policy's selection depends only
+on its stored state and ``t`` (:mod:`bandits.base`), so a reload loses nothing.
+
+The same round trip returns the health of the experiment's rankers (consecutive
+failures, quarantines; :mod:`service.impressions` uses it), so a search costs one Redis
+call before the rankers are fetched.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import numpy as np
 from bandits.base import ACTIVE, DuelingBandit
 from service import metrics
 from service.errors import Conflict
-from service.store import Snapshot, Store
+from service.snapshot import Snapshot
+from service.store import Store
 
 _M128 = (1 << 128) - 1
 
@@ -86,6 +88,11 @@ class Choice:
     rankers: tuple[dict[str, Any], ...]
     duel: bool
     snapshot: Snapshot
+    #: the current champion, served when the chosen rankers all fail
+    champion: int
+    by_arm: dict[int, dict[str, Any]]
+    #: ``{arm: {"failures": n, "quarantined_until": ts | None}}`` of failing rankers
+    health: dict[int, dict[str, Any]]
 
 
 class Controller:
@@ -136,17 +143,15 @@ class Controller:
         ``running``: the policy's ``select()``; ``paused`` or ``stopped``: the current
         champion alone, no duel. A pair ``(a, a)`` is one ranker served as is.
         """
-        t, version = self.store.next_t(exp_id)
+        t, version, health = self.store.next_t(exp_id)
         cpu0 = time.thread_time()
         entry = self.entry(exp_id, version)
         snap = entry.snapshot
         if snap.lifecycle == "running":
             with entry.lock:
-                bandit = entry.bandit
-                bandit.t = t - 1  # select() increments it to the global step t
                 # reproducible and distinct per step: the experiment's seed and t
-                bandit.rng = reseed(entry.rng, snap.meta["seed"], t)
-                arms = tuple(int(a) for a in bandit.select())
+                rng = reseed(entry.rng, snap.meta["seed"], t)
+                arms = tuple(int(a) for a in entry.bandit.select_at(t, rng))
         else:
             arms = (entry.champion,)
         unique = tuple(dict.fromkeys(arms))
@@ -163,4 +168,7 @@ class Controller:
             rankers=tuple(entry.by_arm[a] for a in unique),
             duel=len(unique) > 1,
             snapshot=snap,
+            champion=entry.champion,
+            by_arm=entry.by_arm,
+            health=health,
         )

@@ -7,6 +7,10 @@ added and retired while it runs, and its lifecycle is ``running ⇄ paused → s
 
 from __future__ import annotations
 
+import json
+import secrets
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,12 +18,19 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from service.errors import Conflict, Unprocessable
-from service.rankers import validate_url
-from service.schemas import NewExperiment, RankerIn
-from service.store import Snapshot, Store
+from service.rankers import RankerClient, RankerFailure, validate_url
+from service.schemas import NewExperiment, NewRanker, RankerIn
+from service.snapshot import Snapshot
+from service.store import Store, audit_entry
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
 Z95 = 1.959963984540054
+#: action -> (allowed source states, target state)
+TRANSITIONS = {
+    "pause": (("running",), "paused"),
+    "resume": (("paused",), "running"),
+    "stop": (("running", "paused"), "stopped"),
+}
 
 
 def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int,
@@ -33,9 +44,25 @@ def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int,
     return {"name": ranker.name, "url": url, "timeout_ms": timeout}
 
 
-def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int) -> str:
+Prober = Callable[[list[dict[str, Any]]], None]
+
+
+def probe_rankers(client: RankerClient, rankers: list[dict[str, Any]], query: str) -> None:
+    """Send each ranker a test query; 422 naming every one that does not answer with a
+    valid result list (an operator may skip this with ``"probe": false``)."""
+    answers = client.fetch_all(rankers, query, 10, experiment="", observe=False)
+    bad = [f"{r['name']} ({res.reason}{': ' + res.detail if res.detail else ''})"
+           for r, res in zip(rankers, answers, strict=True) if isinstance(res, RankerFailure)]
+    if bad:
+        raise Unprocessable(f"ranker did not answer the test query {query!r}: "
+                            f"{'; '.join(bad)} (pass \"probe\": false to add it anyway)")
+
+
+def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
+           probe: Prober | None = None) -> str:
     """Create the experiment a validated ``POST /experiments`` body describes; 422 for
-    what its schema cannot say (see :mod:`service.schemas`)."""
+    what its schema cannot say (see :mod:`service.schemas`). With ``probe``, every ranker
+    must answer a test query first (unless the body says ``"probe": false``)."""
     body = spec.root
     algorithm = body.algorithm
     try:
@@ -43,22 +70,29 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int) -> str
     except (ImportError, AttributeError):
         raise Unprocessable(f"algorithm {algorithm!r} is not available in this build") from None
     params = body.params_dict()
-    try:
-        bandits.check_params(algorithm, params)
-    except ValueError as exc:
-        raise Unprocessable(f"invalid params for {algorithm}: {exc}") from None
     rankers = [ranker_entry(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].")
                for n, r in enumerate(body.rankers)]
     names = [r["name"] for r in rankers]
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
     truth = parse_truth(body.true_preferences, body.true_best, names)
+    seed = secrets.randbits(63) if body.seed is None else body.seed
     try:
-        return store.create_experiment(name=body.name, algorithm=algorithm, params=params,
-                                       interleaving=body.interleaving, rankers=rankers,
-                                       seed=body.seed, truth=truth)
-    except ValueError as exc:  # the policy's constructor refused a parameter value
+        bandit = bandits.make_bandit(algorithm, len(rankers), seed=seed, **params)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise Unprocessable(f"invalid params for {algorithm}: {exc}") from None
+    if body.probe and probe is not None:
+        probe(rankers)
+    exp_id = secrets.token_hex(6)
+    now = time.time()
+    meta = {"id": exp_id, "name": body.name, "algorithm": algorithm, "params": params,
+            "interleaving": body.interleaving, "seed": seed, "created_at": now}
+    table = [{**r, "arm": a, "status": "active", "added_at": now, "retired_at": None}
+             for a, r in enumerate(rankers)]
+    store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
+                            audit=audit_entry(now, "created", actor="operator", name=body.name,
+                                              algorithm=algorithm, rankers=names))
+    return exp_id
 
 
 def parse_truth(preferences: list[list[float]] | None, best: str | None,
@@ -95,6 +129,85 @@ def refuse_definition_change(body: dict[str, Any]) -> None:
     if fixed:
         raise Conflict(f"{', '.join(fixed)} cannot change after an experiment is created"
                        " (add or retire rankers with /experiments/ID/rankers)")
+
+
+def rename(store: Store, exp_id: str, name: str) -> None:
+    """Give the experiment a new name (audited)."""
+
+    def write(snap: Snapshot, pipe) -> None:
+        store.write_fields(pipe, exp_id, meta=json.dumps({**snap.meta, "name": name}))
+        store.add_audit(exp_id, audit_entry(time.time(), "renamed", actor="operator", **{
+            "from": snap.meta["name"], "to": name}), pipe=pipe)
+
+    store.update_experiment(exp_id, write)
+
+
+def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms: int,
+               probe: Prober | None = None, actor: str = "operator") -> dict[str, Any]:
+    """Add a ranker mid-run: a new arm with zero counts (the policy places it). With
+    ``probe``, it must answer a test query first (unless ``"probe": false``)."""
+    ranker = ranker_entry(spec, default_timeout_ms=default_timeout_ms)
+
+    def check(snap: Snapshot) -> None:
+        if snap.lifecycle == "stopped":
+            raise Conflict(f"experiment {exp_id!r} is stopped")
+        if any(r["name"] == ranker["name"] for r in snap.rankers):
+            raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker['name']!r}")
+
+    check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
+    if spec.probe and probe is not None:
+        probe([ranker])
+
+    def write(snap: Snapshot, pipe) -> dict[str, Any]:
+        check(snap)
+        bandit = snap.bandit
+        arm = bandit.add_arm()
+        now = time.time()
+        entry = {**ranker, "arm": arm, "status": "active", "added_at": now, "retired_at": None}
+        store.write_state(pipe, exp_id, bandit, rankers=[*snap.rankers, entry])
+        store.add_audit(exp_id, audit_entry(now, "ranker_added", actor=actor,
+                                            ranker=ranker["name"], arm=arm), pipe=pipe)
+        return entry
+
+    return store.update_experiment(exp_id, write)
+
+
+def retire_ranker(store: Store, exp_id: str, name: str,
+                  actor: str = "operator") -> dict[str, Any]:
+    """Retire a ranker for good: never chosen again, its counts stay in ``W``."""
+
+    def write(snap: Snapshot, pipe) -> dict[str, Any]:
+        entry = dict(snap.ranker(name))
+        if entry["status"] == "retired":
+            raise Conflict(f"ranker {name!r} is already retired")
+        bandit = snap.bandit
+        if bandit.active_arms() == [entry["arm"]]:
+            raise Conflict(f"cannot retire {name!r}: it is the last active ranker")
+        bandit.retire_arm(entry["arm"])
+        now = time.time()
+        entry.update(status="retired", retired_at=now)
+        table = [entry if r["name"] == name else r for r in snap.rankers]
+        store.write_state(pipe, exp_id, bandit, rankers=table)
+        store.add_audit(exp_id, audit_entry(now, "ranker_retired", actor=actor, ranker=name,
+                                            arm=entry["arm"]), pipe=pipe)
+        return entry
+
+    return store.update_experiment(exp_id, write)
+
+
+def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator") -> str:
+    """``pause`` / ``resume`` / ``stop``; 409 for a transition the lifecycle forbids."""
+    sources, target = TRANSITIONS[action]
+
+    def write(snap: Snapshot, pipe) -> str:
+        if snap.lifecycle not in sources:
+            raise Conflict(f"cannot {action} experiment {exp_id!r}: it is {snap.lifecycle}")
+        store.write_fields(pipe, exp_id, lifecycle=target)
+        store.add_audit(exp_id, audit_entry(time.time(), action, actor=actor, **{
+            "from": snap.lifecycle, "to": target}), pipe=pipe)
+        return target
+
+    return store.update_experiment(exp_id, write)
 
 
 def wilson(wins: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
@@ -168,6 +281,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
             "status": status,
             "eliminated": None if elim is None else {
                 "step": elim["step"], "by": names.get(elim["by"], elim["by"])},
+            "health": (snap.health or {}).get(a, {"failures": 0, "quarantined_until": None}),
             "wins": float(W[a].sum()),
             "losses": float(W[:, a].sum()),
             "comparisons": float(n[a].sum()),
@@ -176,10 +290,10 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
     out = summary(store, snap)
     out.update({
         "params": bandit.params(),
+        "t": snap.selections,
         "seed": snap.meta["seed"],
         "created_at": snap.meta["created_at"],
         "version": snap.version,
-        "t": snap.selections,
         "selections": snap.selections,
         "counters": snap.counters,
         "rankers": rankers,

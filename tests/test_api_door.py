@@ -182,7 +182,7 @@ def _get(port: int, target: str) -> tuple[int, str, str]:
 
 
 def test_gunicorn_takes_a_long_query_and_answers_longer_lines_in_json(stack, service_env):
-    from service.stack import free_port
+    from demo.stack import free_port
 
     port = free_port()
     child = stack.start_api(dict(service_env), bind=f"127.0.0.1:{port}", workers=1, threads=2,

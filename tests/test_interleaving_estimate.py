@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import interleaving as il
+from cli.main import main
+from cli.matrix_files import load_matrix
 from interleaving.estimate import estimate_matrix
 from interleaving.world import World
-from service.cli import main
-from service.commands.matrix import load_matrix
 
 
 @pytest.mark.parametrize("method", il.METHODS)
@@ -93,7 +93,7 @@ def test_cli_writes_a_matrix_loadtxt_and_simulate_read(tmp_path: Path, capsys):
 
 def test_cli_contract_runs_as_a_console_command(tmp_path: Path):
     out = tmp_path / "P.txt"
-    cmd = [sys.executable, "-m", "service.cli", "matrix", "estimate", "--world", "1:4",
+    cmd = [sys.executable, "-m", "cli.main", "matrix", "estimate", "--world", "1:4",
            "--method", "sosm", "--click-model", "perfect", "--comparisons", "50",
            "--seed", "0", "--out", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, cwd=Path(__file__).parents[1])

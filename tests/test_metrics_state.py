@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from metrics_run import samples, total
-
-from service.stack import http_json
+from metrics_run import get, samples, total
 
 #: true preferences over good, bad, mid: good beats both
 P = [[0.5, 0.8, 0.6],
@@ -21,9 +19,7 @@ def rankers(server, *names):
 
 
 def scrape(api) -> list:
-    status, text = http_json("GET", api.url + "/metrics")
-    assert status == 200
-    return samples(text)
+    return samples(get(api.url + "/metrics"))
 
 
 def test_added_and_retired_rankers_and_true_regret(client, ranker_server, api):

@@ -6,6 +6,7 @@ where a test says so.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -145,7 +146,7 @@ def test_one_ranker_failing_serves_the_other_without_duel(client, ranker_server,
     for bad in ("broken", "garbage", "slow"):
         e = client.create_experiment(
             name=f"fail-{bad}", rankers=rankers_for(ranker_server, "good", bad, timeout_ms=300),
-            algorithm="uniform", interleaving="team_draft")
+            algorithm="uniform", interleaving="team_draft", probe=False)
         t0 = time.monotonic()
         page = client.search(e["id"], "q", k=5)
         elapsed = time.monotonic() - t0
@@ -158,14 +159,18 @@ def test_one_ranker_failing_serves_the_other_without_duel(client, ranker_server,
         assert counters["fallback"] == 1 and counters["impressions"] == 1
         assert counters.get("duel", 0) == 0
         assert rd.hget(f"rd:imp:{page['impression_id']}", "duel") == b"0"
+        # ... and the failing ranker forfeited the duel: a loss, credited by the worker
+        assert json.loads(rd.hget(f"rd:imp:{page['impression_id']}", "forfeits")) == [[0, 1]]
 
 
 def test_every_ranker_failing_is_502(client, ranker_server):
     e = client.create_experiment(name="dead", rankers=rankers_for(ranker_server, "broken",
                                                                   "garbage"),
-                                 algorithm="uniform", interleaving="team_draft")
-    assert_error(client.request("GET", f"/search?experiment={e['id']}&q=x"), 502,
-                 "every ranker failed", "broken", "garbage")
+                                 algorithm="uniform", interleaving="team_draft", probe=False)
+    status, body = client.request("GET", f"/search?experiment={e['id']}&q=x")
+    assert_error((status, body), 502, "no ranker", "could answer")
+    # the client learns nothing of the upstream errors (no port-probe oracle)
+    assert "500" not in body["error"] and "broken" not in body["error"]
 
 
 # ---------------------------------------------------------------------- clicks and end

@@ -64,7 +64,7 @@ def _run_cli(*args: str, env_extra: dict[str, str] | None = None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("RANKDUEL_") and k != "REDIS_URL"}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
 
 

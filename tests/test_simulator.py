@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -12,8 +13,8 @@ import bandits
 from bandits import matrices as M
 from bandits.base import DuelingBandit
 from bandits.simulator import aggregate, log_checkpoints, simulate_run
-from service.cli import main as cli
-from service.commands.simulate import parse_params, parse_value
+from cli.commands.simulate import parse_params, parse_value
+from cli.main import main as cli
 
 # arm 0 is the Condorcet winner; Δ_0k = (0, 0.2, 0.3)
 P3 = np.array([[0.5, 0.7, 0.8], [0.3, 0.5, 0.6], [0.2, 0.4, 0.5]])
@@ -291,6 +292,22 @@ def test_cli_several_algorithms_and_jobs(tmp_path, toy_registry):
     assert knockout["params"] == {"rounds": 25}
     assert (tmp_path / "j1" / "regret.png").exists()
     assert not (tmp_path / "j1" / "summary.json").exists()
+
+
+def test_cli_without_matplotlib_writes_the_summaries_and_says_what_to_install(
+        tmp_path, capsys, monkeypatch):
+    # matplotlib is the demo extra's: without it the results are still written
+    for name in ("matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)  # any import of it fails
+    P_path = tmp_path / "P.txt"
+    np.savetxt(P_path, M.cycle2())
+    out = tmp_path / "run"
+    assert cli(["simulate", "--matrix", str(P_path), "--algorithm", "uniform",
+                "--steps", "100", "--out", str(out)]) == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 100
+    assert not (out / "regret.png").exists()
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'rankduel[demo]'" in err
 
 
 def test_cli_same_seed_same_summary(tmp_path):

@@ -97,10 +97,10 @@ def test_duplicates_and_replays_change_w_once(client, ranker_server, worker, rd,
     assert W.sum() == decisive == state["counters"]["decisive"] == state["comparisons"]
 
     # replay every credit task (a broker redelivering, an operator re-queueing)
-    celery = api.server.app.extensions["rankduel"].celery
+    queue = api.server.app.extensions["rankduel"].queue
     for imp in ids:
-        celery.send_task("rankduel.credit_impression", args=[imp])
-        celery.send_task("rankduel.credit_impression", args=[imp])
+        queue.credit_impression(imp)
+        queue.credit_impression(imp)
     marker = client.search(exp["id"], "marker", k=2)  # queued after the replays
     client.end(marker)
     wait_for(all_credited(client, exp["id"]), what="replays drained")
@@ -288,9 +288,9 @@ def test_concurrent_workers_contending_for_one_experiment(client, ranker_server,
                                                                       "mid"),
                                    algorithm="uniform", interleaving="team_draft", seed=12)
     ids = drive(client, exp["id"], 60, np.random.default_rng(8), end=False)
-    celery = api.server.app.extensions["rankduel"].celery
+    queue = api.server.app.extensions["rankduel"].queue
     for imp in ids:
-        celery.send_task("rankduel.credit_impression", args=[imp])
+        queue.credit_impression(imp)
         client.request("POST", f"/impressions/{imp}/end")
     state = wait_for(all_credited(client, exp["id"]), what="contended credits")
     decisive = expected_decisive(rd, ids)

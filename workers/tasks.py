@@ -1,15 +1,15 @@
 """Celery tasks: thin and idempotent.
 
 ``rankduel.drain(exp_id)`` credits an experiment's due impressions (closed by
-``/impressions/ID/end``, or idle for ``inactivity_s``) in batches: for each batch it reads
-the impressions and their clicks, calls the pure ``interleaving.credit`` and
-``bandit.update``, and commits the new snapshot together with every impression's
-``credited`` mark in one Redis transaction (:meth:`service.store.Store.credit_batch`).
-A drain holds the experiment's drain flag (a Redis key with a TTL of ``credit_retry_s``,
-refreshed per batch) so that at most one is queued or running per experiment; if a worker
-dies mid-drain, the flag expires and the next sweep queues a new drain, and the broker
-redelivers the unacknowledged task (``acks_late``). Running a drain twice, or after a
-crash at any point, is a no-op or a clean redo.
+``/impressions/ID/end``, or idle for ``inactivity_s``) in batches. A batch is one
+optimistic transaction (:meth:`service.store.Store.transact`): read the snapshot, the
+selection count and the impressions with their clicks, apply the pure credit step
+(:func:`service.credit.apply`), and commit the new state with every impression's
+``credited`` mark. A drain holds the experiment's drain flag (a Redis key with a TTL of
+``credit_retry_s``, refreshed per batch) so that at most one is queued or running per
+experiment; if a worker dies mid-drain, the flag expires and the next sweep queues a new
+drain, and the broker redelivers the unacknowledged task (``acks_late``). Running a drain
+twice, or after a crash at any point, is a no-op or a clean redo.
 
 ``rankduel.credit_impression(imp_id)`` credits one impression the same way (replays,
 manual re-queues).
@@ -28,9 +28,10 @@ from functools import lru_cache
 import redis
 from celery import shared_task
 
-from service import metrics
-from service.config import Config, load_config
-from service.store import Store
+from service import credit, metrics
+from service.queue import CREDIT_IMPRESSION, DRAIN, SWEEP
+from service.store import Contention, CreditInputs, Store
+from workers.celery_app import config
 
 log = logging.getLogger("rankduel.worker")
 
@@ -39,17 +40,30 @@ BATCH = 200
 
 
 @lru_cache(maxsize=1)
-def _runtime() -> tuple[Config, Store]:
-    config = load_config()
+def _store() -> Store:
+    """This process's store (built after the pool forks, once)."""
     client = redis.Redis.from_url(config.redis_url, socket_timeout=10, socket_connect_timeout=5,
                                   health_check_interval=30)
-    return config, Store(client)
+    return Store(client)
 
 
-def _credit(record, clicked):
-    import interleaving
+def credit_batch(store: Store, exp_id: str, imp_ids: list[str]) -> dict[str, dict]:
+    """Credit ``imp_ids`` of ``exp_id`` in one transaction; per impression its result."""
 
-    return interleaving.credit(record, clicked)
+    def write(inputs: CreditInputs, pipe) -> dict[str, dict]:
+        snap = inputs.snapshot
+        result = credit.apply(snap.bandit, inputs.impressions, ids=inputs.ids, t=inputs.t,
+                              names=snap.names)
+        store.write_credit(pipe, inputs, result)
+        return result.results
+
+    def read() -> CreditInputs:
+        return store.read_credit(exp_id, imp_ids)
+
+    results = store.transact(store.credit_watch(exp_id, imp_ids), read, write,
+                             on_conflict=lambda: store.count_conflict(exp_id))
+    _observe(results)
+    return results
 
 
 def _observe(results: dict) -> None:
@@ -62,7 +76,7 @@ def _observe(results: dict) -> None:
 
 RETRY = dict(
     acks_late=True,
-    autoretry_for=(redis.ConnectionError, redis.TimeoutError, RuntimeError),
+    autoretry_for=(redis.ConnectionError, redis.TimeoutError, Contention),
     retry_backoff=0.5,
     retry_backoff_max=60,
     retry_jitter=True,
@@ -70,19 +84,21 @@ RETRY = dict(
 )
 
 
-@shared_task(name="rankduel.credit_impression", **RETRY)
+@shared_task(name=CREDIT_IMPRESSION, **RETRY)
 def credit_impression(imp_id: str) -> str:
     """Close impression ``imp_id`` and apply its outcome to its experiment, once."""
-    config, store = _runtime()
-    result = store.credit_impression(imp_id, _credit, delay_s=config.credit_delay_ms / 1000.0)
-    _observe({imp_id: result})
-    return result["status"]
+    store = _store()
+    exp_id = store.experiment_of(imp_id)
+    if exp_id is None:
+        _observe({imp_id: {"status": "missing"}})
+        return "missing"
+    return credit_batch(store, exp_id, [imp_id])[imp_id]["status"]
 
 
-@shared_task(name="rankduel.drain", **RETRY)
+@shared_task(name=DRAIN, **RETRY)
 def drain(exp_id: str) -> int:
     """Credit every due impression of ``exp_id``, a batch per transaction; return how many."""
-    config, store = _runtime()
+    store = _store()
     ttl = config.credit_retry_s
     done = 0
     while True:
@@ -95,14 +111,12 @@ def drain(exp_id: str) -> int:
                 continue
             return done
         store.refresh_drain(exp_id, ttl)
-        results = store.credit_batch(exp_id, ids, _credit,
-                                     delay_s=config.credit_delay_ms / 1000.0)
-        _observe(results)
+        credit_batch(store, exp_id, ids)
         done += len(ids)
 
 
 @shared_task(
-    name="rankduel.sweep",
+    name=SWEEP,
     acks_late=True,
     autoretry_for=(redis.ConnectionError, redis.TimeoutError),
     retry_backoff=1,
@@ -110,7 +124,7 @@ def drain(exp_id: str) -> int:
 )
 def sweep() -> int:
     """Queue a drain for each experiment with due impressions and no drain in flight."""
-    config, store = _runtime()
+    store = _store()
     queued = 0
     for exp_id in store.experiments_with_due():
         if store.take_drain(exp_id, config.credit_retry_s):

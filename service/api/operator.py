@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hmac
+from functools import partial
 
 from flask import Blueprint, current_app, jsonify, request
 
 from service import experiments
 from service.errors import NotFound, Unauthorized
 from service.impressions import Runtime
-from service.schemas import AuditQuery, ExperimentPatch, NewExperiment, RankerIn
+from service.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
+from service.snapshot import ExperimentMissing
 from service.validation import json_body, parse
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
@@ -32,6 +34,10 @@ def require_token() -> None:
         raise Unauthorized("invalid admin token")
 
 
+def _prober(rt: Runtime) -> experiments.Prober:
+    return partial(experiments.probe_rankers, rt.rankers, query=rt.config.probe_query)
+
+
 def _describe(exp_id: str):
     rt = _rt()
     return jsonify(experiments.describe(rt.store, rt.store.snapshot(exp_id, full=True)))
@@ -41,7 +47,8 @@ def _describe(exp_id: str):
 def create():
     rt = _rt()
     spec = parse(NewExperiment, json_body(request), status=422)
-    exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms)
+    exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms,
+                                probe=_prober(rt))
     return _describe(exp_id), 201
 
 
@@ -52,7 +59,7 @@ def list_experiments():
     for exp_id in rt.store.list_ids():
         try:
             out.append(experiments.summary(rt.store, rt.store.snapshot(exp_id)))
-        except NotFound:  # deleted between the listing and the read
+        except ExperimentMissing:  # deleted between the listing and the read
             continue
     return jsonify({"experiments": out})
 
@@ -67,26 +74,28 @@ def patch(exp_id: str):
     body = json_body(request)
     experiments.refuse_definition_change(body)
     change = parse(ExperimentPatch, body, status=422)
-    _rt().store.rename(exp_id, change.name)
+    experiments.rename(_rt().store, exp_id, change.name)
     return _describe(exp_id)
 
 
 @bp.post("/<exp_id>/rankers")
 def add_ranker(exp_id: str):
     rt = _rt()
-    ranker = parse(RankerIn, json_body(request), status=422)
-    entry = experiments.ranker_entry(ranker, default_timeout_ms=rt.config.ranker_timeout_ms)
-    return jsonify(rt.store.add_ranker(exp_id, entry)), 201
+    ranker = parse(NewRanker, json_body(request), status=422)
+    entry = experiments.add_ranker(rt.store, exp_id, ranker,
+                                   default_timeout_ms=rt.config.ranker_timeout_ms,
+                                   probe=_prober(rt))
+    return jsonify(entry), 201
 
 
 @bp.delete("/<exp_id>/rankers/<name>")
 def retire_ranker(exp_id: str, name: str):
-    return jsonify(_rt().store.retire_ranker(exp_id, name))
+    return jsonify(experiments.retire_ranker(_rt().store, exp_id, name))
 
 
 @bp.post("/<exp_id>/<any(pause, resume, stop):action>")
 def lifecycle(exp_id: str, action: str):
-    state = _rt().store.set_lifecycle(exp_id, action)
+    state = experiments.set_lifecycle(_rt().store, exp_id, action)
     return jsonify({"id": exp_id, "lifecycle": state})
 
 

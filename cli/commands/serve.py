@@ -17,29 +17,9 @@ import shutil
 import tempfile
 
 from service.config import load_config
+from service.multiproc import child_exit, prepare_multiproc_dir
 
 log = logging.getLogger("rankduel.serve")
-
-
-def prepare_multiproc_dir() -> str:
-    """Point prometheus-client's multiprocess mode at a folder, emptied at start-up
-    (stale files from a previous run would add their counts to this one's)."""
-    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-    if not path:
-        path = tempfile.mkdtemp(prefix="rankduel-prom-")
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
-    os.makedirs(path, exist_ok=True)
-    for name in os.listdir(path):
-        if name.endswith(".db"):
-            os.unlink(os.path.join(path, name))
-    return path
-
-
-def child_exit(server, worker) -> None:
-    """gunicorn hook: forget a dead worker's live gauges."""
-    from service.metrics import mark_process_dead
-
-    mark_process_dead(worker.pid)
 
 
 def load_factory(spec: str):

@@ -1,7 +1,10 @@
-"""A small Python client of the rankduel HTTP API (keep-alive, one connection per thread).
+"""The one HTTP JSON client of the tooling: the rankduel API's (keep-alive, one connection
+per thread), and :func:`http_json` for one request to any URL (health checks, /metrics,
+Prometheus' query API).
 
-Used by the demo's simulated users, the benchmarks and the tests; a front end in another
-language calls the same endpoints.
+Used by the demo's simulated users, ``rankduel traffic``, the benchmarks and the tests; a
+front end in another language calls the same endpoints. (The API's own calls to the
+rankers are :mod:`service.rankers`, a different concern: timeouts, metrics, fallbacks.)
 """
 
 from __future__ import annotations
@@ -42,10 +45,18 @@ class Client:
                 self.host, self.port, timeout=self.timeout)
         return conn
 
+    def close(self) -> None:
+        """Close this thread's connection (the next request opens a new one)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
     def request(self, method: str, path: str, body: Any = None, *,
                 headers: dict[str, str] | None = None, raw: bytes | None = None,
                 admin: bool = False) -> tuple[int, Any]:
-        """Send one request; return ``(status, decoded JSON body)`` whatever the status."""
+        """Send one request; return ``(status, decoded JSON body)`` whatever the status (the
+        text when the body is not JSON, ``None`` when it is empty)."""
         hdrs = dict(headers or {})
         data = raw
         if body is not None:
@@ -122,3 +133,22 @@ class Client:
 
     def audit(self, exp_id: str) -> list[dict[str, Any]]:
         return self._ok("GET", f"/experiments/{exp_id}/audit", admin=True)["audit"]
+
+
+def http_json(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
+              timeout: float = 10.0) -> tuple[int, Any]:
+    """One request to ``url`` on a connection of its own; ``(status, decoded JSON body)``,
+    the text when the body is not JSON (``/metrics``)."""
+    parts = urlsplit(url)
+    client = Client(f"{parts.scheme}://{parts.netloc}", timeout=timeout)
+    try:
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return client.request(method, target, body, headers=headers)
+    finally:
+        client.close()
+
+
+def http_ok(url: str) -> bool:
+    """Whether ``GET url`` answers 200 (within two seconds)."""
+    status, _ = http_json("GET", url, timeout=2.0)
+    return status == 200

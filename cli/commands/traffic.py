@@ -2,11 +2,11 @@
 
 Where ``rankduel demo`` starts the whole platform itself, this command only plays the
 users: it creates an experiment over the simulated world's rankers served at
-``--rankers-url`` (``gunicorn 'service.demo_rankers:create_ranker_app(...)'``), with the
+``--rankers-url`` (``gunicorn 'demo.world_rankers:create_ranker_app(...)'``), with the
 world's true preference matrix so that the true-regret metric is exported, then sends
 rounds of ``--queries`` searches, clicks and ends through the API at ``--api``, as the
-demo does (:meth:`service.demo.Demo.user_session`). The docker compose ``demo`` profile
-runs it against the ``api`` service; the metrics tests run it against their own stack.
+demo does (:mod:`demo.traffic`). The docker compose ``demo`` profile runs it against the
+``api`` service.
 
 The operator token comes from ``RANKDUEL_ADMIN_TOKEN``.
 """
@@ -16,70 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-
-from service.client import Client
-from service.demo import Demo, DemoOptions
-from service.demo_rankers import ranker_name
-
-
-@dataclass
-class Run:
-    """An experiment of simulated users: what :func:`start` made, what :func:`send` uses."""
-
-    demo: Demo
-    client: Client
-    exp_id: str
-    P: np.ndarray
-    best: int
-    sent: int = 0
-
-
-def start(api_url: str, admin_token: str, rankers_url: str, opts: DemoOptions,
-          *, name: str | None = None) -> Run:
-    """Create the experiment over the world's ``opts.rankers`` rankers; return the run."""
-    demo = Demo(opts)
-    w = demo.world
-    pairwise = opts.interleaving in ("team_draft", "probabilistic", "balanced")
-    P = w.preference_matrix(opts.interleaving if pairwise else "team_draft", opts.click_model,
-                            comparisons=2000, seed=opts.seed)
-    client = Client(api_url, admin_token)
-    rankers = [{"name": ranker_name(n), "url": f"{rankers_url.rstrip('/')}/rankers/{n}",
-                "timeout_ms": 1000} for n in range(w.n_rankers)]
-    params = demo.params() if hasattr(demo, "params") else dict(opts.params)
-    exp = client.create_experiment(
-        name=name or f"simulated traffic, world {opts.seed}", rankers=rankers,
-        algorithm=opts.algorithm, params=params, interleaving=opts.interleaving,
-        seed=opts.seed, true_preferences=P.tolist(), true_best=ranker_name(w.true_best))
-    return Run(demo=demo, client=client, exp_id=exp["id"], P=P, best=w.true_best)
-
-
-def send(run: Run, queries: int, concurrency: int | None = None) -> None:
-    """Send ``queries`` more user sessions (search, clicks, end), ``concurrency`` at a time.
-    Session ``n`` is seeded by ``(seed, n)``; numbering continues across calls."""
-    demo = run.demo
-    concurrency = concurrency or demo.opts.concurrency
-    clients = [Client(run.client.base_url, run.client.admin_token)
-               for _ in range(concurrency)]
-    first = run.sent
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = [pool.submit(demo.user_session, clients[n % concurrency], run.exp_id,
-                               first + n, run.P, run.best) for n in range(queries)]
-        for f in futures:
-            f.result()
-    run.sent += queries
-
-
-def wait_credited(run: Run, timeout: float = 120) -> dict[str, Any]:
-    """Wait until every impression of the run is credited; the experiment's state."""
-    return run.demo.wait_credited(run.client, run.exp_id, timeout=timeout)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from demo.run import DemoOptions
+    from demo.traffic import send, start
+    from demo.world_rankers import ranker_name
+
     token = os.environ.get("RANKDUEL_ADMIN_TOKEN", "")
     if not token:
         raise ValueError("set RANKDUEL_ADMIN_TOKEN to the API's operator token")
@@ -125,7 +68,7 @@ def add_parser(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--api", required=True, help="base URL of the rankduel API")
     p.add_argument("--rankers-url", required=True,
-                   help="base URL of the simulated world's rankers (service.demo_rankers)")
+                   help="base URL of the simulated world's rankers (demo.world_rankers)")
     p.add_argument("--rankers", type=int, default=12,
                    help="world rankers; must match the rankers app (default 12)")
     p.add_argument("--seed", type=int, default=1,

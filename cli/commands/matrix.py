@@ -3,57 +3,20 @@
 ``rankduel matrix generate --kind KIND --out P.txt [--k K] [--gap G] [--seed S]
 [--uninformative-share X] ...`` writes a seeded test instance as whitespace text that
 ``numpy.loadtxt`` (and ``rankduel simulate --matrix``) reads; ``#`` lines on top record the
-command and the winner. ``rankduel matrix estimate`` is registered by
-``service.commands.matrix_estimate`` when that module exists.
-
-This module also holds the file side of matrices (``load_matrix``/``save_matrix``), kept
-out of the pure :mod:`bandits.matrices`.
+command and the winner. ``rankduel matrix estimate`` lives in
+:mod:`cli.commands.matrix_estimate`; both write through :mod:`cli.matrix_files`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import shlex
-from pathlib import Path
 
 import numpy as np
 
 from bandits import matrices as M
-
-
-# ---------------------------------------------------------------------- files
-def load_matrix(path: str | Path) -> np.ndarray:
-    """Read and validate a preference matrix from ``.txt`` (whitespace, ``#`` comments),
-    ``.csv`` or ``.npy``; any problem becomes a ``ValueError`` naming the file."""
-    path = Path(path)
-    try:
-        if path.suffix.lower() == ".npy":
-            raw = np.load(path, allow_pickle=False)
-        elif path.suffix.lower() == ".csv":
-            raw = np.loadtxt(path, delimiter=",", ndmin=2)
-        else:
-            raw = np.loadtxt(path, ndmin=2)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read a numeric matrix: {exc}") from None
-    try:
-        return M.validate_matrix(raw)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-
-
-def save_matrix(path: str | Path, P: np.ndarray, header: str = "") -> Path:
-    """Write ``P`` as text ``numpy.loadtxt`` reads back (12 significant digits)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".npy":
-        np.save(path, P)
-    else:
-        delim = "," if path.suffix.lower() == ".csv" else " "
-        np.savetxt(path, P, fmt="%.12g", delimiter=delim, header=header)
-    return path
+from cli.commands import matrix_estimate
+from cli.matrix_files import save_matrix
 
 
 def describe(P: np.ndarray) -> str:
@@ -197,11 +160,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--p-cycle", type=float, default=None,
                      help="cycle/cycle2: p round the table (1.0 / 0.51)")
     gen.set_defaults(func=run_generate)
-
-    try:
-        matrix_estimate = importlib.import_module("service.commands.matrix_estimate")
-    except ModuleNotFoundError as exc:
-        if exc.name != "service.commands.matrix_estimate":
-            raise
-    else:
-        matrix_estimate.add_parser(msub)
+    matrix_estimate.add_parser(msub)

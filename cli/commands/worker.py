@@ -8,12 +8,11 @@ import os
 import tempfile
 
 from service.config import load_config
+from service.multiproc import prepare_multiproc_dir
 
 
 def run(args: argparse.Namespace) -> int:
     load_config()  # fail early, with one clear line, on a bad configuration
-    from service.commands.serve import prepare_multiproc_dir
-
     prepare_multiproc_dir()  # emptied: stale files would add a previous run's counts
     from workers.celery_app import QUEUE, app
 
