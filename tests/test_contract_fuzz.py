@@ -60,7 +60,8 @@ COVERAGE = os.environ.get("RANKDUEL_FUZZ_COVERAGE", "positive")
 SEMANTIC_422 = {
     "POST /clicks": ("was not shown in impression", "was shown at rank"),
     "POST /experiments": ("ranker names must be unique", "true_preferences", "true_best",
-                          "C(eps)"),
+                          "C(eps)", "did not answer the test query"),
+    "POST /experiments/{exp_id}/rankers": ("did not answer the test query",),
 }
 TOY_RANKERS = ("good", "bad", "mid", "alt")
 _URL = re.compile(RANKER_URL_PATTERN)
