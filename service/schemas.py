@@ -300,10 +300,11 @@ class _NewExperiment(Closed):
     rankers: Annotated[list[RankerIn], Field(min_length=2, max_length=MAX_RANKERS)]
     seed: Int(ge=0, le=MAX_SEED) | None = Field(
         None, description="default: drawn at random")
+    # its size (one row and column per ranker) is checked with the rankers, which names it
     true_preferences: Annotated[
         list[Annotated[list[Annotated[float, Field(ge=0, le=1)]],
-                       Field(min_length=2, max_length=MAX_RANKERS)]],
-        Field(min_length=2, max_length=MAX_RANKERS)] | None = Field(
+                       Field(min_length=1, max_length=MAX_RANKERS)]],
+        Field(min_length=1, max_length=MAX_RANKERS)] | None = Field(
         None, description="simulations only: the true K×K preference matrix over `rankers` "
                           "(p_ij + p_ji = 1), for the true-regret metric")
     true_best: RankerName | None = Field(

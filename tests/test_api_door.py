@@ -13,22 +13,11 @@ import time
 from urllib.parse import quote
 
 import pytest
+from test_service_api import assert_error, rankers_for
 
 from service.tokens import issue_token
 
 SECRET = "test-secret-key-0123456789"
-
-
-def rankers_for(server, *names):
-    return [{"name": n, "url": f"{server.url}/r/{n}", "timeout_ms": 500} for n in names]
-
-
-def assert_error(status_body, status, *fragments):
-    got, body = status_body
-    assert got == status, body
-    assert isinstance(body, dict) and isinstance(body.get("error"), str), body
-    for f in fragments:
-        assert f in body["error"], body["error"]
 
 
 @pytest.fixture
