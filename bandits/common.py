@@ -1,5 +1,7 @@
 """Helpers shared by several policies (pure numpy).
 
+:func:`preferences`
+    the empirical preference matrix ``W / (W + Wᵀ)`` (½ for pairs never compared).
 :func:`ucb_column`
     the upper confidence bounds ``u_jc`` of every arm against one arm (RUCB, RCS).
 :func:`rand_argmax`
@@ -12,6 +14,23 @@
 from __future__ import annotations
 
 import numpy as np
+
+
+def preferences(W: np.ndarray) -> np.ndarray:
+    """The empirical preference matrix: ``W / (W + Wᵀ)`` elementwise, ½ where a pair
+    was never compared (and on the diagonal).
+
+    ``W[i, j]`` counts the wins of ``i`` over ``j`` (a tie adds ½ to each side).
+
+    Examples
+    --------
+    >>> preferences(np.array([[0.0, 3.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])).tolist()
+    [[0.5, 0.75, 0.5], [0.25, 0.5, 0.5], [0.5, 0.5, 0.5]]
+    """
+    W = np.asarray(W, dtype=float)
+    n = W + W.T
+    compared = n > 0
+    return np.where(compared, W / np.where(compared, n, 1.0), 0.5)
 
 
 def ucb_column(W: np.ndarray, c: int, bonus: float) -> np.ndarray:
