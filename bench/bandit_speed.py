@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bandits import ACTIVE, ALGORITHMS, DuelingBandit, get_algorithm
 from bandits.matrices import bradley_terry
-from bandits.merge_dts import pair_batches
+from bandits.merge_partition import pair_batches
 
 #: tuned parameters from seed 000 §5.5 (Table/Section 6.7), where the paper gives them
 TUNED = {

@@ -13,8 +13,11 @@ import pytest
 
 from bandits import ACTIVE, ELIMINATED, RETIRED, bandit_from_state, get_algorithm
 from bandits.matrices import bradley_terry, condorcet_winner
-from bandits.merge_dts import MergeBandit, MergeDTS, batch_bounds, pair_batches
+from bandits.merge_base import MergeBandit
+from bandits.merge_dts import MergeDTS
+from bandits.merge_partition import batch_bounds, pair_batches
 from bandits.merge_rucb import MergeRUCB
+from bandits.merge_sampling import dts_rows
 
 ALGS = {
     "mergedts": dict(alpha=0.51, batch_size=8, c=1000.0),
@@ -334,8 +337,6 @@ def test_initial_batches():
 def test_mergedts_caches_after_each_elimination():
     """Eliminations update a batch's cached rows in place (a permutation, not a rebuild
     from W); after every one they equal a rebuild."""
-    from bandits.merge_dts import _dts_rows
-
     K = 48
     P = bradley_terry(K, gap=0.05, seed=13)
     b = MergeDTS(K, alpha=0.51, batch_size=16, c=100.0, seed=2)
@@ -348,7 +349,7 @@ def test_mergedts_caches_after_each_elimination():
         if len(b.eliminated) != before and len(b.batches) > 1:
             checked += 1
             for k, arms in enumerate(b.batches):
-                PP, pu = _dts_rows(b.W[np.ix_(arms, arms)], b._N)
+                PP, pu = dts_rows(b.W[np.ix_(arms, arms)], b._N)
                 assert np.array_equal(b._PP[k], PP)
                 assert np.array_equal(b._PU[k], pu)
     assert checked >= 10
@@ -404,10 +405,15 @@ def test_mergedts_prepared_draws_follow_count_changes(n_batches, size):
     assert tv < 0.06, (tv, sorted(ours.items()), sorted(ref.items()))
 
 
+#: what a Merge policy's state holds: the base class' fields, batches and stage; no cache
+STATE_KEYS = {"algorithm", "params", "K", "t", "n_updates", "W", "status", "eliminated", "rng",
+              "batches", "stage", "stage_field"}
+
+
 def test_mergedts_round_trip_mid_lookahead():
-    """Draws prepared ahead are regenerated from the saved generator state: a run
-    restored while a prepared draw is half used (with pairs compared since) continues
-    exactly like the original."""
+    """Draws prepared ahead are a cache, not state: a snapshot taken while a prepared
+    draw is half used (with pairs compared since) holds none of it, and the run and its
+    restored copy continue exactly alike (the snapshot drops the original's cache too)."""
     P = bradley_terry(24, gap=0.05, seed=4)
     a = MergeDTS(24, alpha=0.51, batch_size=12, c=1e6, seed=8)
     env = np.random.default_rng(6)
@@ -418,7 +424,78 @@ def test_mergedts_round_trip_mid_lookahead():
         play(a, P, 1, env)
     assert a._ahead is not None and any(a._ahead.changed)
     state = json.loads(json.dumps(a.state_dict()))
-    assert "ahead" in state
+    assert set(state) == STATE_KEYS
     b = bandit_from_state(state)
     assert play(a, P, 3000, np.random.default_rng(7)) == play(b, P, 3000, np.random.default_rng(7))
     assert np.array_equal(a.W, b.W)
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+@pytest.mark.parametrize(("K", "batch_size"), [(64, 4), (40, 16), (12, 12), (8, 8)])
+def test_state_holds_no_cache(name, K, batch_size):
+    """Whatever the regime (many batches with pairs prepared by a stacked draw, few large
+    batches drawn ahead, one large or one small batch), the state holds only what
+    defines the run, and a snapshot taken after any step continues identically."""
+    P = bradley_terry(K, gap=0.05, seed=K)
+    a = make(name, K, seed=3, batch_size=batch_size)
+    env = np.random.default_rng(1)
+    for steps in (1, 2, 3, 7, 50):
+        play(a, P, steps, env)
+        state = json.loads(json.dumps(a.state_dict()))
+        assert set(state) == STATE_KEYS
+        b = bandit_from_state(state)
+        assert b.state_dict() == state
+        if name == "mergedts":
+            assert a._ahead is None and all(bt.choice is None for bt in a._batches)
+        ua, ub = np.random.default_rng(steps), np.random.default_rng(steps)
+        assert play(a, P, 40, ua) == play(b, P, 40, ub)
+        assert np.array_equal(a.W, b.W) and a.batches == b.batches
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+@pytest.mark.parametrize(("K", "batch_size"), [(64, 4), (40, 16), (12, 12), (8, 8)])
+def test_select_at_is_a_function_of_state_step_and_generator(name, K, batch_size):
+    """Live, every API process calls ``select_at(t, rng)`` on its own copy, with a fresh
+    generator seeded from (experiment seed, t), and t jumps between calls: the pair must
+    not depend on what either copy selected before (nor on draws ``select()`` prepared
+    ahead), and the copy's own generator is left alone."""
+    P = bradley_terry(K, gap=0.05, seed=K)
+    base = make(name, K, seed=3, batch_size=batch_size)
+    play(base, P, 300, np.random.default_rng(2))
+    state = json.loads(json.dumps(base.state_dict()))
+    a, b = bandit_from_state(state), bandit_from_state(state)
+    for _ in range(37):  # a prepares draws (and moves its generator and t)
+        a.select()
+    for t in (5, 1000, 77):
+        b.select_at(t, np.random.default_rng(t))
+    rng_a = a.rng.bit_generator.state
+    for t in (301, 302, 350, 10_000, 303, 1_000_000):
+        pa = a.select_at(t, np.random.default_rng([42, t]))
+        pb = b.select_at(t, np.random.default_rng([42, t]))
+        fresh = bandit_from_state(state).select_at(t, np.random.default_rng([42, t]))
+        assert pa == pb == fresh
+        assert a.t == t
+        arms = base.current_batch(t)
+        assert pa[0] in arms and pa[1] in arms
+        # the batch's own data and the step are all it depends on
+        W_sub = base.W[np.ix_(arms, arms)]
+        assert pa == base.select_in_batch(arms, W_sub, t, np.random.default_rng([42, t]))
+    assert a.rng.bit_generator.state == rng_a
+    # different generators do draw different pairs
+    pairs = {a.select_at(400, np.random.default_rng(s)) for s in range(40)}
+    assert len(pairs) > 1
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+def test_structure(name):
+    b = make(name, 40, seed=1)
+    s = b.structure()
+    assert set(s) == {"stage", "batches"}
+    assert s == {"stage": b.stage, "batches": b.batches}
+    assert json.loads(json.dumps(s)) == s
+    play(b, bradley_terry(40, gap=0.05, seed=1), 3000, np.random.default_rng(1))
+    s = b.structure()
+    assert s["stage"] > 1 and s["batches"] == b.batches
+    assert type(s["stage"]) is int
+    assert all(type(a) is int for bt in s["batches"] for a in bt)
+    assert sorted(a for bt in s["batches"] for a in bt) == b.active_arms()
