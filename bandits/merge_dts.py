@@ -95,6 +95,8 @@ them (its draw is a function of the state, ``t`` and ``rng``).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from scipy.special import betainc
 
@@ -105,6 +107,7 @@ from bandits.merge_sampling import (
     SMALL_BATCH,
     Lookahead,
     draw_one,
+    draw_scalar,
     draw_stacked,
     dts_rows,
     incidence,
@@ -194,6 +197,10 @@ class MergeDTS(MergeBandit):
     """
 
     name = "mergedts"
+    #: the kernel thresholds of :mod:`bandits.merge_sampling` (``bench/bandit_speed.py
+    #: --kernels`` varies them to measure what each kernel buys)
+    small_batch: ClassVar[int] = SMALL_BATCH
+    ahead_max_batches: ClassVar[int] = AHEAD_MAX_BATCHES
     _round_up = True
     _batch_type = _DTSBatch
 
@@ -284,14 +291,15 @@ class MergeDTS(MergeBandit):
             bt.choice = None
             return choice
         batches = self._batches
-        if len(batches) <= AHEAD_MAX_BATCHES and self._N > SMALL_BATCH:
+        small = self._N <= self.small_batch  # noqa: SIM300 (_N is no constant)
+        if small and len(batches) == 1:
+            return draw_scalar(bt.PP, bt.pu, self.rng)
+        if not small and len(batches) <= self.ahead_max_batches:
             ah = self._ahead
             if ah is None or ah.next[bt.k] == ah.L:
                 L = max(1, AHEAD_STEPS // len(batches))
                 ah = self._ahead = Lookahead(self._PU, self._PP, L, self.rng)
             return ah.draw(bt.k, bt.pu, bt.PP, self.rng)
-        if len(batches) == 1:
-            return draw_one(bt.PP, bt.pu, self.rng)
         cs, ds = draw_stacked(self._PU, self._PP, self.rng)
         for other, c, d in zip(batches, cs, ds, strict=True):
             other.choice = (c, d)

@@ -2,10 +2,11 @@
 
 Every kernel draws a pair with exactly the law of the pseudo-code for the counts of the
 step; they differ only in how many steps one generator call serves. Three remain, each
-because ``bench/bandit_speed.py`` shows it pays in its regime (BENCHMARKS.md, "Bandit
-speed", has the figures), and because :class:`~bandits.merge_dts.MergeDTS` must keep
-drawing the same numbers from the same seed (the regret figures of the papers' runs are
-reproduced draw for draw):
+the fastest in a regime of its own (``bench/bandit_speed.py --kernels`` times every
+kernel in every regime; BENCHMARKS.md, "Bandit speed", has the figures). Which kernel
+serves which regime (``MergeDTS._pair_for``) also fixes the numbers drawn from a seed,
+so the thresholds below stay as they are as long as the regret figures are to be
+reproduced draw for draw:
 
 :func:`draw_stacked` — *many batches, or one large batch*
     Phases I and II of a stack of ``B`` batches in two generator calls, whatever ``B``
@@ -18,9 +19,12 @@ reproduced draw for draw):
 :class:`Lookahead` — *at most* ``AHEAD_MAX_BATCHES`` *batches of more than* ``SMALL_BATCH``
     a round shares too little there, so one stacked draw prepares ``AHEAD_STEPS`` steps'
     worth of rounds, and each prepared draw is corrected exactly for the comparisons
-    made since (see the class). It is a cache of random numbers for the *simulator's*
-    consecutive steps: never part of a policy's state, and never used by
-    ``select_at(t, rng)``, whose draw must be a function of (state, t, rng).
+    made since (see the class). It pays for a lone batch (about 30 % against the
+    stacked kernel) and a little with two; with three or four batches the stacked
+    kernel is faster, but a lower ``AHEAD_MAX_BATCHES`` would change the draws of a
+    seed. It is a cache of random numbers for the *simulator's* consecutive steps:
+    never part of a policy's state, and never used by ``select_at(t, rng)``, whose
+    draw must be a function of (state, t, rng).
 
 Tried and dropped (BENCHMARKS.md): a separate one-batch vector kernel (it drew exactly
 what :func:`draw_stacked` draws with ``B = 1``, now its only form), gamma pools kept
