@@ -25,12 +25,14 @@ import numpy as np
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.merge_partition import initial_batches, pair_batches
 
-#: the papers' default exploration parameter (seed 000 §5.5: "the default α = 1.01")
-DEFAULT_ALPHA = 1.01
-#: the papers' default batch size (seed 000 §5.5 "M = 4"; seed 003 §6.4 "p = 4")
-DEFAULT_BATCH_SIZE = 4
-#: default horizon T for ``C(ε)`` with ε = 1/T when ``c`` is not given
+#: the papers' default parameters, the preset "theoretical": α = 1.01 (seed 000 §5.5:
+#: "the default α = 1.01"; seed 003 §6.4), M = 4 (seed 000 §5.5; seed 003 §6.4 "p = 4")
+#: and ``C(ε)`` from Algorithm 1 line 2 (``None``)
+THEORETICAL: dict[str, float | None] = {"alpha": 1.01, "batch_size": 4, "c": None}
+#: T of ``C(ε)`` with ε = 1/T when line 2 computes ``c`` and no ``horizon`` is given
 DEFAULT_HORIZON = 10**6
+#: seed 000's tuned exploration parameter (§5.5, for both Merge policies)
+TUNED_ALPHA = 0.8**6
 
 
 def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
@@ -77,13 +79,20 @@ class Batch:
 class MergeBandit(DuelingBandit):
     """Batches, stages, eliminations and merges shared by MergeDTS and MergeRUCB.
 
-    Subclasses set ``name``, ``_round_up`` (how ``b_1`` is rounded) and
+    Subclasses set ``name``, ``PRESETS``, ``_round_up`` (how ``b_1`` is rounded) and
     ``_batch_type`` (their :class:`Batch` subclass), and implement
     :meth:`_build_one` (a batch's caches from ``W``), :meth:`_pair_changed` (refresh them
     after one comparison), :meth:`_pair_for` (the pair a batch plays in :meth:`select`)
     and :meth:`_pair_from` (the same choice from a batch's wins alone, for
     :meth:`select_at`); optionally :meth:`_build_all`, :meth:`_shrink` and
     :meth:`_drop_prepared`.
+
+    Parameters ``alpha``, ``batch_size`` and ``c`` default to the named ``preset``
+    (``PRESETS``); explicit values override it. ``c`` is the preset's, or comes from
+    Algorithm 1 line 2 with ε = 1/``horizon`` when the preset says so (``None``) or when
+    ``horizon`` is given without ``c``. :meth:`params` returns the effective values,
+    so a policy rebuilt from them (``from_state``) is the same whatever the defaults
+    are by then.
 
     Operator-visible state: :attr:`batches` (lists of arm indices, in round-robin order),
     :attr:`stage` (``s``), :attr:`stage_field` (the arms the current stage started with,
@@ -92,6 +101,9 @@ class MergeBandit(DuelingBandit):
     plain JSON.
     """
 
+    #: preset name -> ``alpha``, ``batch_size`` and ``c`` (``None``: Algorithm 1 line 2);
+    #: every subclass has "tuned" (the default) and "theoretical"
+    PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {"theoretical": THEORETICAL}
     #: ``b_1 = ceil(K/M)`` (MergeDTS) or ``floor(K/M)`` (MergeRUCB)
     _round_up: ClassVar[bool] = True
     #: the per-batch record, with the subclass's caches
@@ -101,22 +113,35 @@ class MergeBandit(DuelingBandit):
         self,
         n_arms: int,
         *,
-        alpha: float = DEFAULT_ALPHA,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        preset: str = "tuned",
+        alpha: float | None = None,
+        batch_size: int | None = None,
         c: float | None = None,
-        horizon: int = DEFAULT_HORIZON,
+        horizon: int | None = None,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         super().__init__(n_arms, seed=seed)
+        if preset not in self.PRESETS:
+            valid = ", ".join(sorted(self.PRESETS))
+            raise ValueError(f"unknown preset {preset!r} for {self.name}; valid: {valid}")
+        defaults = self.PRESETS[preset]
+        self.preset = preset
+        alpha = defaults["alpha"] if alpha is None else alpha
+        batch_size = defaults["batch_size"] if batch_size is None else batch_size
         if alpha <= 0:
             raise ValueError(f"alpha must be positive, got {alpha}")
         if int(batch_size) < 2:
             raise ValueError(f"batch_size must be at least 2, got {batch_size}")
         self.alpha = float(alpha)
         self.batch_size = int(batch_size)
-        self.horizon = int(horizon)
+        if c is None and horizon is None and defaults["c"] is not None:
+            c = defaults["c"]
         if c is None:
-            c = confidence_constant(self.alpha, self.K, self.horizon)
+            # line 2: C(ε) with ε = 1/T
+            horizon = DEFAULT_HORIZON if horizon is None else horizon
+            c = confidence_constant(self.alpha, self.K, int(horizon))
+        #: T of ``C(ε)`` when ``c`` came from line 2 (or was given with ``c``), else None
+        self.horizon = None if horizon is None else int(horizon)
         if not (float(c) >= 0 and math.isfinite(float(c))):
             raise ValueError(f"c must be a finite non-negative number, got {c}")
         self.c = float(c)
@@ -218,12 +243,16 @@ class MergeBandit(DuelingBandit):
         return int(active[order[0]])
 
     def params(self) -> dict[str, Any]:
-        return {
+        """The effective parameters (the preset's values where none was given)."""
+        out: dict[str, Any] = {
+            "preset": self.preset,
             "alpha": self.alpha,
             "batch_size": self.batch_size,
             "c": self.c,
-            "horizon": self.horizon,
         }
+        if self.horizon is not None:
+            out["horizon"] = self.horizon
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         """The whole state (base class fields, batches, stage), and no cache.

@@ -6,8 +6,8 @@ Algorithm 1 (MergeDTS); the framework lines are shared with MergeRUCB and live i
 :mod:`bandits.merge_base` (its comments cite the same line numbers):
 
 - line 1, ``W = 0``: :class:`bandits.base.DuelingBandit`;
-- line 2, ``C(ε)``: :func:`bandits.merge_base.confidence_constant` (when ``c`` is not
-  given);
+- line 2, ``C(ε)``: :func:`bandits.merge_base.confidence_constant` (``preset="theoretical"``;
+  the tuned preset gives ``C`` directly);
 - line 3, ``s = 1``: :class:`~bandits.merge_base.MergeBandit` (``stage``);
 - line 4, ``B_1`` with ``b_1 = ceil(K/M)``: :func:`bandits.merge_partition.initial_batches`;
 - line 5, ``for t = 1, 2, ...``: each :meth:`~MergeDTS.select` is one step ``t``;
@@ -31,8 +31,8 @@ shortcuts they take and why each kernel exists.
 
 Where the code departs from the pseudo-code, and why
 ----------------------------------------------------
-*Horizonless.* ``T`` enters only through ``C(ε)`` with ε = 1/T (``horizon``, when ``c``
-is not given); the loop never ends: with one arm left, ``select()`` returns
+*Horizonless.* ``T`` enters only through ``C(ε)`` with ε = 1/T (``horizon``, for the
+theoretical preset); the loop never ends: with one arm left, ``select()`` returns
 ``(a, a)`` for ever instead of returning the arm (line 8), so a live experiment keeps
 serving its champion, and ``best_arm()`` names it.
 
@@ -89,6 +89,11 @@ pair has the law of Algorithms 2–3 for the counts of that step. Those prepared
 a cache, not state: ``state_dict()`` drops them, and ``select_at(t, rng)`` never uses
 them (its draw is a function of the state, ``t`` and ``rng``).
 
+*Parameters*: the default ``preset="tuned"`` is seed 000's tuned α = 0.8⁶, M = 16,
+C = 4·10⁶ (§5.5); α = 0.8⁶ < ½ is outside the range of the regret bound, which the
+paper's experiments accept. ``preset="theoretical"`` gives α = 1.01, M = 4 and ``C(ε)``
+of line 2 with ε = 1/T, T = ``horizon`` (10⁶ by default).
+
 ``best_arm()``: the last remaining arm once there is one (line 8); before that, see
 :meth:`~bandits.merge_base.MergeBandit.best_arm`.
 """
@@ -100,7 +105,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import betainc
 
-from bandits.merge_base import Batch, MergeBandit
+from bandits.merge_base import THEORETICAL, TUNED_ALPHA, Batch, MergeBandit
 from bandits.merge_sampling import (
     AHEAD_MAX_BATCHES,
     AHEAD_STEPS,
@@ -163,15 +168,20 @@ class MergeDTS(MergeBandit):
     ----------
     n_arms
         Number of arms K.
+    preset
+        ``"tuned"`` (default): seed 000's tuned α = 0.8⁶, M = 16, C = 4·10⁶ (§5.5);
+        ``"theoretical"``: α = 1.01, M = 4, ``C`` from Algorithm 1 line 2 with
+        ε = 1/``horizon``. Explicit parameters override the preset's.
     alpha
-        Exploration parameter α (the theory wants α > ½; seed 000 tunes α = 0.8⁶ ≈ 0.262).
+        Exploration parameter α (the regret bound wants α > ½).
     batch_size
-        Batch size M (seed 000 tunes M = 16).
+        Batch size M.
     c
-        ``C(ε)`` in the confidence bound (seed 000 tunes C = 4·10⁶). Default: Algorithm 1
-        line 2 with ε = 1/``horizon`` (needs α > ½).
+        ``C(ε)`` in the confidence bound.
     horizon
-        T for the default ``c``; the loop itself never ends.
+        T for ``C(ε)`` with ε = 1/T; given without ``c``, ``c`` is computed from it
+        whatever the preset (default T = 10⁶ for the theoretical preset). The loop itself
+        never ends.
     seed
         Seed or ``numpy.random.Generator``.
 
@@ -194,9 +204,18 @@ class MergeDTS(MergeBandit):
     (0, (0, 0))
     >>> sorted(b.eliminated)
     [1, 2, 3]
+    >>> MergeDTS(40).params()  # the tuned preset
+    {'preset': 'tuned', 'alpha': 0.2621440000000001, 'batch_size': 16, 'c': 4000000.0}
+    >>> p = MergeDTS(40, preset="theoretical").params()  # C(ε) of line 2, ε = 1/10⁶
+    >>> p["alpha"], p["batch_size"], round(p["c"]), p["horizon"]
+    (1.01, 4, 3080498311, 1000000)
     """
 
     name = "mergedts"
+    PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {
+        "tuned": {"alpha": TUNED_ALPHA, "batch_size": 16, "c": 4e6},  # seed 000 §5.5
+        "theoretical": THEORETICAL,
+    }
     #: the kernel thresholds of :mod:`bandits.merge_sampling` (``bench/bandit_speed.py
     #: --kernels`` varies them to measure what each kernel buys)
     small_batch: ClassVar[int] = SMALL_BATCH

@@ -27,10 +27,11 @@ the module docstring of :mod:`bandits.merge_dts`. Specific to MergeRUCB:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
-from bandits.merge_base import Batch, MergeBandit
+from bandits.merge_base import THEORETICAL, TUNED_ALPHA, Batch, MergeBandit
 
 
 class _UCBBatch(Batch):
@@ -60,16 +61,19 @@ class MergeRUCB(MergeBandit):
     ----------
     n_arms
         Number of arms K.
+    preset
+        ``"tuned"`` (default): seed 000's values tuned for MergeRUCB, α = 0.8⁶, p = 8,
+        C = 4·10⁵ (§5.5); ``"theoretical"``: the thesis' α = 1.01, p = 4 and ``C(δ)`` of
+        line 3 with δ = 1/``horizon``. Explicit parameters override the preset's.
     alpha
-        Exploration parameter α (thesis: α > ½, 1.01 in its experiments; seed 000 tunes
-        α = 0.8⁶ for MergeRUCB on 136 rankers).
+        Exploration parameter α (the thesis' guarantees want α > ½).
     batch_size
-        Batch size p (thesis: 4; seed 000 tunes 8).
+        Batch size p.
     c
-        ``C(δ)`` (line 3; seed 000 tunes 4·10⁵). Default: the line-3 formula with
-        δ = 1/``horizon`` (needs α > ½).
+        ``C(δ)`` in the confidence bound.
     horizon
-        T for the default ``c``.
+        T for ``C(δ)`` with δ = 1/T; given without ``c``, ``c`` is computed from it
+        whatever the preset (default T = 10⁶ for the theoretical preset).
     seed
         Seed or ``numpy.random.Generator``.
 
@@ -90,9 +94,15 @@ class MergeRUCB(MergeBandit):
     ...     b.update(i, j, float(env.random() < P[i, j]))
     >>> b.best_arm(), b.select()
     (0, (0, 0))
+    >>> MergeRUCB(40).params()  # the tuned preset
+    {'preset': 'tuned', 'alpha': 0.2621440000000001, 'batch_size': 8, 'c': 400000.0}
     """
 
     name = "mergerucb"
+    PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {
+        "tuned": {"alpha": TUNED_ALPHA, "batch_size": 8, "c": 4e5},  # seed 000 §5.5
+        "theoretical": THEORETICAL,
+    }
     _round_up = False
     _batch_type = _UCBBatch
 

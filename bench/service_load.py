@@ -182,7 +182,8 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_port, arg
     celery = make_celery(load_config(env=env))
     rankers = [{"name": ranker_name(n), "url": f"http://127.0.0.1:{rank_port}/rankers/{n}",
                 "timeout_ms": 1000} for n in range(args.rankers)]
-    params = {"alpha": 0.8**6, "c": 4e6} if args.algorithm.startswith("merge") else {}
+    params = ({"alpha": 0.8**6, "c": 4e6, "batch_size": 4}
+              if args.algorithm.startswith("merge") else {})
     for mode in ("drain", "per_impression_tasks"):
         exp = client.create_experiment(name=f"bench-{mode}", algorithm=args.algorithm,
                                        interleaving="team_draft", seed=2, params=params,
@@ -256,7 +257,8 @@ def main() -> int:
         world = demo_world(1, args.rankers)
         exp = client.create_experiment(
             name="bench", algorithm=args.algorithm, interleaving="team_draft", seed=1,
-            params={"alpha": 0.8**6, "c": 4e6} if args.algorithm.startswith("merge") else {},
+            params=({"alpha": 0.8**6, "c": 4e6, "batch_size": 4}
+                    if args.algorithm.startswith("merge") else {}),
             rankers=[{"name": ranker_name(n), "url": f"http://127.0.0.1:{rank_port}/rankers/{n}",
                       "timeout_ms": 1000} for n in range(args.rankers)])
         searches = ["/search?" + urlencode({"experiment": exp["id"], "q": world.query_text(q),

@@ -11,9 +11,17 @@ import math
 import numpy as np
 import pytest
 
-from bandits import ACTIVE, ELIMINATED, RETIRED, bandit_from_state, get_algorithm
+from bandits import (
+    ACTIVE,
+    ELIMINATED,
+    RETIRED,
+    bandit_from_state,
+    check_params,
+    get_algorithm,
+    make_bandit,
+)
 from bandits.matrices import bradley_terry, condorcet_winner
-from bandits.merge_base import MergeBandit
+from bandits.merge_base import MergeBandit, confidence_constant
 from bandits.merge_dts import MergeDTS
 from bandits.merge_partition import batch_bounds, pair_batches
 from bandits.merge_rucb import MergeRUCB
@@ -317,12 +325,69 @@ def test_mergedts_pairs_follow_algorithms_2_and_3(n_batches, size):
 
 
 def test_default_c_from_horizon():
+    # a horizon given without c: C(eps) of Algorithm 1 line 2, whatever the preset
     b = MergeDTS(136, alpha=1.01, horizon=100, seed=0)
     assert round(b.c) == 4066005
     assert b.params()["c"] == b.c
     with pytest.raises(ValueError, match="pass c directly"):
-        MergeDTS(10, alpha=0.262)
-    assert MergeDTS(10, alpha=0.262, c=4e6).c == 4e6
+        MergeDTS(10, preset="theoretical", alpha=0.262)
+    assert MergeDTS(10, preset="theoretical", alpha=0.262, c=4e6).c == 4e6
+
+
+#: seed 000 §5.5's tuned values, the default preset
+TUNED = {
+    "mergedts": {"alpha": 0.8**6, "batch_size": 16, "c": 4e6},
+    "mergerucb": {"alpha": 0.8**6, "batch_size": 8, "c": 4e5},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+def test_presets(name):
+    cls = get_algorithm(name)
+    # defaults: the tuned preset, shown as effective values
+    b = cls(40, seed=1)
+    assert b.params() == {"preset": "tuned", **TUNED[name]}
+    assert (b.alpha, b.batch_size, b.c) == tuple(TUNED[name].values())
+    # the theoretical defaults by name: alpha 1.01, M = 4, C from line 2 with eps = 1e-6
+    t = cls(40, preset="theoretical", seed=1)
+    assert t.params() == {"preset": "theoretical", "alpha": 1.01, "batch_size": 4,
+                          "c": confidence_constant(1.01, 40, 10**6), "horizon": 10**6}
+    assert [len(x) for x in t.batches] == [len(x) for x in cls(40, batch_size=4).batches]
+    # explicit parameters override the preset's (c of line 2 follows an explicit alpha)
+    assert cls(40, batch_size=6).params() == {"preset": "tuned", **TUNED[name], "batch_size": 6}
+    o = cls(40, preset="theoretical", alpha=0.8, horizon=1000).params()
+    assert o["alpha"] == 0.8 and o["c"] == confidence_constant(0.8, 40, 1000)
+    assert cls(40, preset="theoretical", c=7.0).params()["c"] == 7.0
+    with pytest.raises(ValueError, match=rf"unknown preset 'paper' for {name}; valid: theo"):
+        cls(40, preset="paper")
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+def test_effective_params_round_trip(name):
+    """The state carries the effective values: a run rebuilt from it has the same
+    parameters even with more arms than it started with (C(eps) depends on K), and a
+    state written before the presets (no "preset") loads with its own values."""
+    b = get_algorithm(name)(10, preset="theoretical", seed=1)
+    b.add_arm()
+    r = bandit_from_state(json.loads(json.dumps(b.state_dict())))
+    assert r.params() == b.params() and r.c == b.c
+    old = b.state_dict()
+    old["params"] = {"alpha": 1.01, "batch_size": 4, "c": b.c, "horizon": 10**6}
+    r = bandit_from_state(old)
+    assert (r.alpha, r.batch_size, r.c) == (1.01, 4, b.c)
+    assert r.batches == b.batches
+
+
+def test_check_params_knows_the_preset():
+    assert check_params("mergedts", {"preset": "theoretical", "alpha": 0.9}) == {
+        "preset": "theoretical", "alpha": 0.9}
+    assert check_params("mergerucb", {"batch_size": 8.0}) == {"batch_size": 8}
+    with pytest.raises(ValueError, match="valid: alpha, batch_size, c, horizon, preset"):
+        check_params("mergedts", {"alfa": 0.5})
+    with pytest.raises(ValueError, match="'preset' of mergedts must be a string"):
+        check_params("mergedts", {"preset": 1})
+    with pytest.raises(ValueError, match="unknown preset 'nope'"):
+        make_bandit("mergerucb", 10, preset="nope")
 
 
 def test_initial_batches():
