@@ -423,11 +423,15 @@ class MergeBandit(DuelingBandit):
 
     def _eliminate_arms(self, losers: list[tuple[int, int]]) -> None:
         """Line 11: remove each ``(arm, by)`` from its batch, then settle the structure."""
+        self._remove_losers(losers)
+        self._settle([])
+
+    def _remove_losers(self, losers: list[tuple[int, int]]) -> None:
+        """Eliminate each ``(arm, by)`` still in a batch and take it out of its batch."""
         for arm, by in losers:
             if arm in self._where:
                 self.eliminate(arm, by)
                 self._remove(arm)
-        self._settle([])
 
     def _purge(self, bt: Batch) -> list[tuple[int, int]]:
         """Lines 10–11 over every pair of ``bt``: ``(arm, by)`` for each arm with some
@@ -451,10 +455,7 @@ class MergeBandit(DuelingBandit):
             losers = [x for b in fresh for x in self._purge(b)]
             fresh = []
             if losers:
-                for arm, by in losers:
-                    if arm in self._where:
-                        self.eliminate(arm, by)
-                        self._remove(arm)
+                self._remove_losers(losers)
                 continue
             batches = self._batches
             # lines 12-13: a one-arm batch merges with the next one

@@ -189,10 +189,7 @@ def sample_tournaments(PU: np.ndarray, N: int, rng: np.random.Generator) -> np.n
     breaks ties at random (line 6).
     """
     B, m1 = PU.shape
-    u = rng.random((B, m1 + N))
-    kappa = (u[:, :m1] < PU).dot(incidence(N)[0])
-    kappa += u[:, m1:]
-    return kappa.argmax(axis=1)
+    return _tallies(rng.random((B, m1 + N)), PU, N).argmax(axis=1)
 
 
 def relative_tournaments(PP: np.ndarray, c: np.ndarray, rng: np.random.Generator) -> list[int]:
@@ -205,10 +202,26 @@ def relative_tournaments(PP: np.ndarray, c: np.ndarray, rng: np.random.Generator
     ``arg min φ = arg max h/g``. The draw is on a flat array: numpy's broadcasting path
     for 2-D parameters is markedly slower.
     """
-    B, N, N2 = PP.shape
-    rows = PP.reshape(B * N, N2).take(c + _offsets(B, N), axis=0)
-    g = rng.standard_gamma(rows.ravel()).reshape(B, N2)
+    N = PP.shape[1]
+    g = _candidate_gammas(PP, c, rng)
     return (g[:, N:] / g[:, :N]).argmax(axis=1).tolist()
+
+
+def _tallies(u: np.ndarray, PU: np.ndarray, N: int) -> np.ndarray:
+    """Phase I's tallies ``(|B| − 1) κ_i`` plus the tie-breaking uniform, from uniforms
+    ``u`` (``... × B × (m1 + N)``) and the probabilities ``PU`` (``B × m1``)."""
+    m1 = PU.shape[1]
+    kappa = (u[..., :m1] < PU).dot(incidence(N)[0])
+    kappa += u[..., m1:]
+    return kappa
+
+
+def _candidate_gammas(PP: np.ndarray, c: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Phase II's gamma rows ``(g, h)`` for first candidates ``c`` (``... × B``) of the
+    stacked batches ``PP`` (``B × N × 2N``): ``... × B × 2N``, in one generator call."""
+    B, N, N2 = PP.shape
+    rows = PP.reshape(B * N, N2).take((c + _offsets(B, N)).ravel(), axis=0)
+    return rng.standard_gamma(rows.ravel()).reshape(*c.shape, N2)
 
 
 def draw_stacked(
@@ -272,12 +285,10 @@ class Lookahead:
         self.pu0 = PU.copy()
         self.PP0 = PP.copy()
         self.pidx = incidence(N)[1]
-        u = self.u = rng.random((L, B, m1 + N))
-        kap = self.kap = (u[..., :m1] < PU).dot(incidence(N)[0])
-        kap += u[..., m1:]
-        cpred = kap.argmax(axis=2)
-        rows = PP.reshape(B * N, 2 * N).take((cpred + _offsets(B, N)).ravel(), axis=0)
-        self.G = rng.standard_gamma(rows.ravel()).reshape(L, B, 2 * N)
+        self.u = rng.random((L, B, m1 + N))
+        self.kap = _tallies(self.u, PU, N)
+        cpred = self.kap.argmax(axis=2)
+        self.G = _candidate_gammas(PP, cpred, rng)
         self.cpred = cpred.tolist()
         #: the next prepared round of each batch
         self.next = [0] * B
