@@ -262,7 +262,8 @@ class Lookahead:
     they give with the probabilities ``pu0`` of the moment; ``cpred``, their arg max;
     ``G``, the Phase II gamma rows for ``cpred`` with the shapes ``PP0`` of the moment.
     :meth:`draw` takes batch ``k``'s next prepared round and makes it exact for the
-    counts of now; :meth:`changed` records the pairs compared since:
+    counts of now, knowing from ``changed[k]`` (filled by the policy's update) which
+    pairs were compared since:
 
     - Phase I keeps its uniforms (independent of the counts) and re-decides only the
       changed pairs' indicators ``u_k < P(θ_ij > ½)``, moving the tallies by ±1;
