@@ -40,6 +40,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from bandits.common import preferences
+
 ACTIVE, ELIMINATED, RETIRED = 0, 1, 2
 STATUS_NAMES = {ACTIVE: "active", ELIMINATED: "eliminated", RETIRED: "retired"}
 
@@ -176,9 +178,7 @@ class DuelingBandit(abc.ABC):
             active = np.arange(self.K)
         sub = self.W[np.ix_(active, active)]
         n = sub + sub.T
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p = np.where(n > 0, sub / n, 0.5)
-        copeland = (p > 0.5).sum(axis=1)
+        copeland = (preferences(sub) > 0.5).sum(axis=1)
         rate = sub.sum(axis=1) / np.maximum(n.sum(axis=1), 1.0)
         order = np.lexsort((-rate, -copeland))
         return int(active[order[0]])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import LossCounter, rand_argmax
+from bandits.common import LossCounter, rand_argmax
 
 
 class CCB(DuelingBandit):

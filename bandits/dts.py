@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import betainc, betaincinv
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import LossCounter, rand_argmax
+from bandits.common import LossCounter, rand_argmax
 
 
 def beta_win_prob(W: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import LossCounter
+from bandits.common import LossCounter
 
 
 class MDB(DuelingBandit):

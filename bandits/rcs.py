@@ -9,8 +9,8 @@ import numpy as np
 from scipy.special import betainc
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
+from bandits.common import rand_argmax, ucb_column
 from bandits.dts import beta_win_prob
-from bandits.rucb import rand_argmax, ucb_column
 
 
 class RCS(DuelingBandit):

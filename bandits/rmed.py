@@ -9,7 +9,7 @@ import numpy as np
 from scipy.special import xlogy
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import rand_argmax
+from bandits.common import rand_argmax
 
 
 def _divergence_terms(w: np.ndarray, w_rev: np.ndarray) -> np.ndarray:
