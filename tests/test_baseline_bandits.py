@@ -94,7 +94,11 @@ def test_ucb_column_and_rand_argmax():
 
 
 class DenseRUCB(RUCB):
-    """Algorithm 2 with the full matrix U, consuming random numbers like RUCB."""
+    """Algorithm 2 with the full matrix U, consuming random numbers like RUCB, and
+    changing ``B`` at selection time as the pseudo-code does."""
+
+    def _commit(self, i, j):
+        pass
 
     def _select(self):
         active = self.status == ACTIVE
@@ -121,8 +125,9 @@ class DenseRUCB(RUCB):
 
 
 def test_rucb_candidate_set_equals_dense_algorithm():
-    # Same seed, same environment: the incremental candidate set must give exactly the
-    # choices of the dense pseudo-code, including across a retirement.
+    # Same seed, same environment: the incremental candidate set, and B stored by the
+    # feedback instead of the selection, must give exactly the choices of the dense
+    # pseudo-code, including across a retirement.
     P = bradley_terry(10, gap=0.05, seed=4)
     fast, dense = RUCB(10, seed=3), DenseRUCB(10, seed=3)
     e1, e2 = np.random.default_rng(9), np.random.default_rng(9)
