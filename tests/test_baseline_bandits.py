@@ -468,6 +468,8 @@ def test_rucb_keeps_the_hypothesised_best_arm_in_the_state():
 
 
 def test_self_duels_carry_no_information():
+    # Nothing learnt from a ranker against itself; only the step is counted, and RCS's
+    # N_c (Algorithm 3 line 9 counts every step in which c was the champion).
     for name in PAIRWISE:
         b = make_bandit(name, 4, seed=0)
         before = json.dumps(b.state_dict())
@@ -475,6 +477,9 @@ def test_self_duels_carry_no_information():
         after = b.state_dict()
         assert after["n_updates"] == 1
         after["n_updates"] = 0
+        if name == "rcs":
+            assert after["champion_counts"] == [0, 0, 1, 0]
+            after["champion_counts"] = [0, 0, 0, 0]
         assert json.dumps(after) == before, name
 
 
