@@ -138,7 +138,11 @@ def test_rucb_candidate_set_equals_dense_algorithm():
 
 
 class DenseCCB(CCB):
-    """Algorithm 5 with the full matrices U and L, consuming random numbers like CCB."""
+    """Algorithm 5 with the full matrices U and L, consuming random numbers like CCB, and
+    changing ``B_t``, ``B_t^i``, ``L̄_C`` at selection time as the pseudo-code does."""
+
+    def _commit(self, i, j):
+        pass
 
     def _select(self):
         A = np.flatnonzero(self.status == ACTIVE)
@@ -171,6 +175,7 @@ class DenseCCB(CCB):
             Bo[refill] = U[refill] < 0.5
             if not Bb.any():
                 Bb[:], Bo[:], LC = True, False, k
+        trim = None  # 9C's random choices: CCB's generator for this step
         for i in np.flatnonzero(C & (up == lo)):  # 9C
             Bb[i] = True
             Bo[i] = False
@@ -178,7 +183,8 @@ class DenseCCB(CCB):
             sizes = Bo.sum(axis=1)
             Bo[sizes < LC + 1] = False
             for j in np.flatnonzero(sizes > LC + 1):
-                keep = rng.choice(np.flatnonzero(Bo[j]), size=LC + 1, replace=False)
+                trim = self._trim_rng() if trim is None else trim
+                keep = trim.choice(np.flatnonzero(Bo[j]), size=LC + 1, replace=False)
                 Bo[j] = False
                 Bo[j, keep] = True
         self.shortlist[A] = Bb
@@ -203,8 +209,9 @@ class DenseCCB(CCB):
 
 @pytest.mark.parametrize("condorcet", [True, False])
 def test_ccb_equals_dense_algorithm(condorcet):
-    # CCB evaluates U and L only where Algorithm 5 reads them; its choices must be
-    # those of the dense pseudo-code, step for step. After a retirement and an addition
+    # CCB evaluates U and L only where Algorithm 5 reads them and stores line 9's sets
+    # at the feedback, not the selection; its choices must be those of the dense
+    # pseudo-code, step for step. After a retirement and an addition
     # every preference is reversed, so learnt hypotheses are disproven (line 9A resets)
     # and the sets B^i are rebuilt (9B) and trimmed (9C).
     if condorcet:
