@@ -141,7 +141,10 @@ class RMED1(DuelingBandit):
         self.next_round = np.zeros(self.K, dtype=bool)
         self._D: np.ndarray | None = None
         self._I = np.zeros(self.K)
+        self._act: tuple[np.ndarray, np.ndarray] | None = None
         self._unc: np.ndarray | None = None
+        self._unc_left = np.zeros(0, dtype=bool)
+        self._unc_n = self._unc_head = 0
 
     # ------------------------------------------------------------------ statistics
     def _divergences(self) -> np.ndarray:
@@ -154,34 +157,55 @@ class RMED1(DuelingBandit):
             self._I = np.array([row.sum() for row in D])
         return self._I
 
+    def _active(self) -> tuple[np.ndarray, np.ndarray]:
+        """The active arms as a mask and as indices (cached until the field changes)."""
+        if self._act is None:
+            mask = self.status == ACTIVE
+            self._act = (mask, np.flatnonzero(mask))
+        return self._act
+
     def _threshold(self) -> float:
-        k = int(np.count_nonzero(self.status == ACTIVE))
+        k = self._active()[1].size
         return math.log(max(self.t, 1)) + self.f_scale * k**self.f_power
 
-    def _uncompared(self) -> np.ndarray:
-        """The initial phase's ``U``: indices ``p = i(i-1)/2 + j`` (``j < i``) of the pairs of
-        active arms never compared, ascending."""
+    def _uncompared(self) -> int:
+        """``|U|``: the number of pairs of active arms never compared (the initial phase's
+        list ``U`` of their indices ``p = i(i-1)/2 + j``, ``j < i``, is built with it)."""
         if self._unc is None:
             ii, jj = np.tril_indices(self.K, -1)  # (1, 0), (2, 0), (2, 1), ...: p ascending
             active = self.status == ACTIVE
             never = (self.W[ii, jj] + self.W[jj, ii] == 0) & active[ii] & active[jj]
+            #: U as it was built, which of it is still uncompared, how many, the first
             self._unc = np.flatnonzero(never)
-        return self._unc
+            self._unc_left = np.ones(self._unc.size, dtype=bool)
+            self._unc_n = self._unc.size
+            self._unc_head = 0
+        return self._unc_n
+
+    def _uncompared_pair(self, k: int) -> int:
+        """``U[k]``, the index of the ``k``-th uncompared pair (``0 <= k < |U|``)."""
+        if k:
+            return int(self._unc[np.flatnonzero(self._unc_left)[k]])
+        while not self._unc_left[self._unc_head]:  # amortized O(1) when k = 0
+            self._unc_head += 1
+        return int(self._unc[self._unc_head])
 
     @property
     def initial_phase(self) -> bool:
         """Whether some pair of active arms has never been compared."""
-        return bool(self._uncompared().size)
+        return self._uncompared() > 0
 
-    def _candidates(self, active: np.ndarray) -> np.ndarray:
+    def _candidates(self) -> np.ndarray:
         """``J_j`` for every arm: ``I_j - I_î* <= log t + f(K)`` (inactive arms: False)."""
+        active, arms = self._active()
         div = self._divergences()
-        best = div[active].min()
+        best = div.min() if arms.size == self.K else div[arms].min()
         return active & (div - best <= self._threshold())
 
-    def _rolled(self, active: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    def _rolled(self) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
         """``(L_C, start, L_R, L_N)`` of the round in progress at step ``t``: the stored
         round, followed by the rounds that ended since (not stored)."""
+        active = self._active()[0]
         rnd, start = self.round, self.round_start
         rem, nxt = self.remaining, self.next_round
         live = rnd[active[rnd]]
@@ -191,10 +215,10 @@ class RMED1(DuelingBandit):
                 start += (self.t - start) // live.size * live.size
                 break
             if (rem & active).any():  # feedback of some of its arms never came
-                nxt = nxt | self._candidates(active)
+                nxt = nxt | self._candidates()
             new = nxt & active
             if not new.any():
-                new = active
+                new = active.copy()
             start += live.size
             live = np.flatnonzero(new)
             rem, nxt = new, np.zeros(self.K, dtype=bool)
@@ -203,20 +227,19 @@ class RMED1(DuelingBandit):
 
     # ------------------------------------------------------------------ hooks
     def _select(self) -> Comparison:
-        active = self.status == ACTIVE
-        if not active.any():
+        active, arms = self._active()
+        if not arms.size:
             raise RuntimeError("no active arms")
-        unc = self._uncompared()
-        if unc.size:
+        n_unc = self._uncompared()
+        if n_unc:
             # initial phase (Algorithm 1, L = 1): the next pair not already in flight
-            p = int(unc[(self.t - 1 - self.n_updates) % unc.size])
+            p = self._uncompared_pair((self.t - 1 - self.n_updates) % n_unc)
             i = (1 + math.isqrt(1 + 8 * p)) // 2
             return (i, p - i * (i - 1) // 2)
         # l(t): the next arm of L_C
-        live, start, _, _ = self._rolled(active)
+        live, start, _, _ = self._rolled()
         l_arm = int(live[max(self.t - start, 0)])
         div = self._divergences()
-        arms = np.flatnonzero(active)
         star = int(arms[rand_argmax(-div[arms], self.rng)])
         # Algorithm 2: m(t), from row l of the empirical preferences
         row = self.W[l_arm]
@@ -231,31 +254,29 @@ class RMED1(DuelingBandit):
         return (l_arm, m)
 
     def _commit(self, i: int, j: int) -> None:
-        active = self.status == ACTIVE
-        if not active.any():
+        active, arms = self._active()
+        if not arms.size:
             return
-        if self._uncompared().size:
+        if self._uncompared():
             # an initial phase: the round resumes after it with the arms not played yet
             self.round = np.flatnonzero(self.remaining & active)
             self.round_start = self.t + 1
             return
-        live, start, rem, nxt = self._rolled(active)
+        # the rounds that ended since the stored one (new arrays, or the stored ones)
+        self.round, self.round_start, self.remaining, self.next_round = self._rolled()
         # Algorithm 1 for l = i: L_R <- L_R \ {l}; L_N <- L_N ∪ {j ∉ L_R : J_j}
-        rem = rem.copy()
-        rem[i] = False
-        self.round, self.round_start = live, start
-        self.remaining = rem
-        self.next_round = nxt | (self._candidates(active) & ~rem)
+        self.remaining[i] = False
+        self.next_round |= self._candidates() & ~self.remaining
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if i == j:
             return
-        unc = self._unc
-        if unc is not None and unc.size:
+        if self._unc is not None and self._unc_n:
             p = max(i, j) * (max(i, j) - 1) // 2 + min(i, j)
-            k = int(np.searchsorted(unc, p))
-            if k < unc.size and unc[k] == p:
-                self._unc = np.delete(unc, k)
+            k = int(self._unc.searchsorted(p))
+            if k < self._unc.size and self._unc[k] == p and self._unc_left[k]:
+                self._unc_left[k] = False
+                self._unc_n -= 1
         if self._D is None:
             return
         D, W = self._D, self.W
@@ -270,12 +291,12 @@ class RMED1(DuelingBandit):
     def _add_arm(self, arm: int) -> None:
         self.remaining = np.append(self.remaining, False)
         self.next_round = np.append(self.next_round, False)
-        self._D = self._unc = None
+        self._D = self._unc = self._act = None
 
     def _retire_arm(self, arm: int) -> None:
         self.remaining[arm] = False
         self.next_round[arm] = False
-        self._D = self._unc = None
+        self._D = self._unc = self._act = None
 
     def best_arm(self) -> int:
         arms = np.flatnonzero(self.status == ACTIVE)
@@ -307,4 +328,4 @@ class RMED1(DuelingBandit):
         self.remaining[state["remaining"]] = True
         self.next_round = np.zeros(self.K, dtype=bool)
         self.next_round[state["next_round"]] = True
-        self._D = self._unc = None
+        self._D = self._unc = self._act = None
