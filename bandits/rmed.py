@@ -86,7 +86,9 @@ class RMED1(DuelingBandit):
       ``î*`` (always a candidate) is never lost; rounds that end without any feedback
       repeat ``{j : J_j}``;
     - during an initial phase (an added arm's) the round waits: its arms not yet played
-      form the round that resumes after it.
+      form the round that resumes after it;
+    - retiring an arm the round has already played shifts the later positions by one,
+      so one arm may miss that round (with the old pointer it was not skipped).
 
     ``best_arm()``: ``î*``, the active arm with the least empirical divergence, ties by
     win rate.
