@@ -42,7 +42,17 @@ class RUCB(DuelingBandit):
       so every ``u`` involving it is 2 and it is immediately a candidate;
     - ``C`` is computed with :class:`LossCounter` instead of the full matrix ``U``
       (same set, O(1) amortized instead of O(K²) per step);
-    - a tie (outcome ½) adds ½ to both ``w_cd`` and ``w_dc``.
+    - a tie (outcome ½) adds ½ to both ``w_cd`` and ``w_dc``;
+    - ``B`` is stored with the state and advanced by the feedback, not by the
+      selection: :meth:`update` applies lines 9–10 (``B <- B ∩ C``; ``B <- C`` when
+      ``|C| = 1``) with ``C`` computed as the step's selection computed it (``W``
+      before this outcome, ``ln t`` of the current step), and :meth:`select` uses the
+      same ``B`` without storing it. With immediate feedback the stored ``B`` after
+      step ``t`` is the thesis' ``B_t`` exactly (same ``C_t``, same random draws), so
+      this is Algorithm 2. Live, where many selections share one stored state, ``B``
+      moves once per recorded comparison, at the step of the feedback transaction:
+      Algorithm 2's ``B`` on that subsequence of steps (a ``C`` seen only between two
+      feedbacks cannot drop or install the hypothesis).
 
     ``best_arm()`` is the thesis' output ("Ensure"): the active arm beating the most
     arms empirically, ``#{j : w_cj/(w_cj+w_jc) > 1/2}``, ties broken by win rate.
@@ -90,6 +100,8 @@ class RUCB(DuelingBandit):
         #: the hypothesised best arm B (line 2), empty or one arm
         self.B: list[int] = []
         self._lc: LossCounter | None = None
+        #: ((t, n_updates), C, B after lines 9-10) of the last evaluation
+        self._next: tuple[tuple[int, int], np.ndarray, list[int]] | None = None
 
     # ------------------------------------------------------------------ hooks
     def _counter(self) -> LossCounter:
@@ -97,51 +109,66 @@ class RUCB(DuelingBandit):
             self._lc = LossCounter(self.W, self.status == ACTIVE, strict=True)
         return self._lc
 
+    def _hypothesis(self) -> tuple[np.ndarray, list[int]]:
+        """Lines 5–10 at step ``t``: the candidates ``C`` and ``B`` after lines 9–10,
+        without storing ``B`` (cached for the :meth:`_commit` of the same step)."""
+        key = (self.t, self.n_updates)
+        if self._next is not None and self._next[0] == key:
+            return self._next[1], self._next[2]
+        lc = self._counter()
+        lc.set_threshold(self.alpha * math.log(max(self.t, 1)))
+        # line 7: C = {c | u_cj >= 1/2 for all j} (inactive arms carry a count offset)
+        cand = np.flatnonzero(lc.counts == 0)
+        B = self.B
+        if cand.size == 0:
+            B = []  # line 8 (and line 9 empties B)
+        elif B and not (cand == B[0]).any():
+            B = []  # line 9: B <- B ∩ C
+        if cand.size == 1:
+            B = [int(cand[0])]  # line 10
+        self._next = (key, cand, B)
+        return cand, B
+
     def _select(self) -> Comparison:
         lc = self._counter()
         if lc.arms.size == 0:
             raise RuntimeError("no active arms")
         rng = self.rng
-        bonus = self.alpha * math.log(self.t)
-        lc.set_threshold(bonus)
-        # line 7: C = {c | u_cj >= 1/2 for all j} (inactive arms carry a count offset)
-        cand = np.flatnonzero(lc.counts == 0)
+        cand, B = self._hypothesis()
         if cand.size == 0:
-            # line 8 (and line 9 empties B)
-            self.B = []
+            # line 8
             c = int(lc.arms[rng.integers(lc.arms.size)])
+        elif cand.size == 1:
+            # line 10
+            c = int(cand[0])
+        elif B and rng.random() < 0.5:
+            # line 12, the arm in B with probability 1/2
+            c = B[0]
         else:
-            # line 9: B <- B ∩ C
-            if self.B and not (cand == self.B[0]).any():
-                self.B = []
-            if cand.size == 1:
-                # line 10
-                c = int(cand[0])
-                self.B = [c]
-            elif self.B and rng.random() < 0.5:
-                # line 12, the arm in B with probability 1/2
-                c = self.B[0]
-            else:
-                # line 12, the rest uniformly (all of C when B is empty)
-                rest = cand[cand != self.B[0]] if self.B else cand
-                c = int(rest[rng.integers(rest.size)])
+            # line 12, the rest uniformly (all of C when B is empty)
+            rest = cand[cand != B[0]] if B else cand
+            c = int(rest[rng.integers(rest.size)])
         # line 14: d = argmax_j u_jc over the active arms
-        u = ucb_column(self.W, c, bonus)
+        u = ucb_column(self.W, c, self.alpha * math.log(self.t))
         if not lc.all_active:
             u[~lc.active] = -np.inf
         d = rand_argmax(u, rng, avoid=c)
         return (c, d)
+
+    def _commit(self, i: int, j: int) -> None:
+        # lines 9-10 as this step's selection applied them
+        self.B = self._hypothesis()[1]
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if self._lc is not None:
             self._lc.update_pair(i, j, self.W[i, j], self.W[j, i])
 
     def _add_arm(self, arm: int) -> None:
-        self._lc = None
+        self._lc = self._next = None
 
     def _retire_arm(self, arm: int) -> None:
         self.B = [b for b in self.B if b != arm]
-        self._lc = None
+        self._lc = self._next = None
 
     def params(self) -> dict[str, Any]:
         return {"alpha": self.alpha}
@@ -151,4 +178,4 @@ class RUCB(DuelingBandit):
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.B = [int(b) for b in state.get("B", [])]
-        self._lc = None
+        self._lc = self._next = None
