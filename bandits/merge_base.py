@@ -11,8 +11,9 @@ subclass of its own (:class:`bandits.merge_dts.MergeDTS`,
 :class:`bandits.merge_rucb.MergeRUCB`).
 
 The line-by-line correspondence with the pseudo-code and every departure from it are in
-the module docstring of :mod:`bandits.merge_dts`; the comments below cite the line each
-statement implements. How the arms are partitioned is :mod:`bandits.merge_partition`.
+the module docstring of :mod:`bandits.merge_dts`; the comments below cite the line of
+seed 000's Algorithm 1 each statement implements (:mod:`bandits.merge_rucb` maps them to
+Algorithm 4). How the arms are partitioned is :mod:`bandits.merge_partition`.
 """
 
 from __future__ import annotations
