@@ -108,7 +108,7 @@ class CCB(DuelingBandit):
       subsequence of steps.
 
     Cost: the Copeland scores of line 7 come from two
-    :class:`~bandits.rucb.LossCounter` (O(1) amortized per step), and ``U``/``L`` are
+    :class:`~bandits.common.LossCounter` (O(1) amortized per step), and ``U``/``L`` are
     only evaluated where a line reads them (the pairs in the sets ``B^i``, one row on a
     refill, column ``c``), so a step is O(K + Σ|B^i|) instead of O(K²). The choices
     are those of the dense pseudo-code (the tests compare the two).

@@ -26,8 +26,7 @@ from bandits.simulator import simulate_run
 
 #: MergeDTS keeps its lookahead draws (``prepared``) in ``state_dict()`` and ``select()``
 #: moves them; the Merge split of issue 9.2 takes that cache out of the state.
-LOOKAHEAD = pytest.mark.xfail(reason="MergeDTS lookahead cache is in state_dict (issue 9.2)")
-NAMES = [pytest.param(n, marks=LOOKAHEAD) if n == "mergedts" else n for n in ALGORITHMS]
+NAMES = list(ALGORITHMS)
 
 
 def feed(bandit, S, P, env) -> None:
