@@ -15,7 +15,9 @@ Run the rankers under gunicorn (or in a thread)::
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -92,3 +94,101 @@ def drive(client: Client, exp_id: str, P: np.ndarray, winner: int, n_searches: i
     for c in clients:
         c.close()
     return run
+
+
+def tv(a: Counter, b: Counter) -> float:
+    """Total-variation distance between two count distributions."""
+    na, nb = sum(a.values()), sum(b.values())
+    return 0.5 * sum(abs(a[k] / na - b[k] / nb) for k in set(a) | set(b))
+
+
+def shown_pairs(shown: np.ndarray) -> Counter:
+    """The simulator's ``shown`` matrix as sorted-pair counts (as :func:`drive` counts)."""
+    out: Counter = Counter()
+    for i, j in zip(*np.nonzero(shown), strict=True):
+        out[(min(i, j), max(i, j))] += int(shown[i, j])
+    return out
+
+
+def compare(P: np.ndarray, policy: str, live: dict[str, Any], *, searches: int, runs: int,
+            seed: int) -> dict[str, Any]:
+    """The offline counterpart of a live run (``live``: its ``pairs``, ``regret``,
+    ``winner_found`` and the feedback it measured: ``delay``, ``feedback_batch``,
+    ``reload_every``), over ``runs`` seeds, and how far apart they are."""
+    from bandits.simulator import simulate_run
+
+    offs = [simulate_run(P, policy, searches, seed + r, shuffle=False, fast_forward=False,
+                         delay=int(live["delay"]),
+                         feedback_batch=max(1, round(live["feedback_batch"])),
+                         reload_every=int(live["reload_every"]), record_shown=True)
+            for r in range(runs)]
+    pairs = [shown_pairs(o.shown) for o in offs]
+    regrets = np.array([o.final_regret for o in offs])
+    return {
+        "policy": policy,
+        "tv_live_offline": tv(live["pairs"], sum(pairs, Counter())),
+        "tv_offline_offline": float(np.mean([tv(pairs[r], pairs[r + 1])
+                                             for r in range(runs - 1)])),
+        "winner_live": bool(live["winner_found"]),
+        "winner_offline": sum(o.correct for o in offs) / runs,
+        "regret_live": float(live["regret"]),
+        "regret_offline_mean": float(regrets.mean()),
+        "regret_offline_sd": float(regrets.std(ddof=1)),
+        "delay": live["delay"], "feedback_batch": live["feedback_batch"],
+        "reload_every": live["reload_every"],
+    }
+
+
+def measure_feedback(redis_client, exp_id: str, searches_per_second: float,
+                     state_max_age_s: float) -> dict[str, float]:
+    """The feedback the live path gave one experiment, from what its impressions recorded:
+    the median number of selections between an impression and its credit (``delay``),
+    the mean number credited at one step (``feedback_batch``), and the selections between
+    two snapshot re-reads of an API process (``reload_every``)."""
+    delays, at = [], Counter()
+    for key in redis_client.scan_iter("rd:imp:*"):
+        if key.endswith(b":clicks"):
+            continue
+        exp_of, t_sel, credited = redis_client.hmget(key, "exp", "t", "credited")
+        if exp_of is None or exp_of.decode() != exp_id or credited is None:
+            continue
+        t_cred = json.loads(credited).get("t")
+        if t_cred is not None:
+            delays.append(t_cred - int(t_sel))
+            at[t_cred] += 1
+    return {
+        "delay": float(np.median(delays)) if delays else 0.0,
+        "feedback_batch": float(np.mean(list(at.values()))) if at else 1.0,
+        "reload_every": max(1, round(searches_per_second * state_max_age_s)),
+    }
+
+
+def run_live(client, rd, rankers_url: str, P: np.ndarray, policy: str, searches: int,
+             seed: int, *, concurrency: int, state_max_age_s: float = 0.1,
+             timeout: float = 300) -> dict[str, Any]:
+    """One policy through a running service; what its users saw and the feedback the
+    service gave (the input of :func:`compare`)."""
+    from bandits.matrices import arm_regret
+
+    _, winner, _ = arm_regret(P)
+    method = "team_draft_multileave" if policy == "mdb" else "team_draft"
+    exp = client.create_experiment(
+        name=f"live-{policy}", algorithm=policy, interleaving=method, seed=seed,
+        rankers=rankers(rankers_url, P.shape[0]), true_preferences=P.tolist())
+    t0 = time.monotonic()
+    run = drive(client, exp["id"], P, winner, searches,
+                             concurrency=concurrency, seed=seed)
+    rate = searches / (time.monotonic() - t0)
+    deadline = time.monotonic() + timeout
+    while True:
+        state = client.experiment(exp["id"])
+        c = state["counters"]
+        if c.get("credited", 0) >= c["impressions"]:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{policy}: impressions still uncredited")
+        time.sleep(0.1)
+    return {"pairs": run.pairs, "regret": float(sum(run.regret)), "errors": run.errors,
+            "winner_found": state["champion"] == state["arms"][winner],
+            "searches_per_second": rate,
+            **measure_feedback(rd, exp["id"], rate, state_max_age_s)}

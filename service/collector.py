@@ -51,7 +51,8 @@ Regret follows the papers' definition (seed 000 §5.4, eq. 1): an impression com
 impression counts ``i = j`` and a multileaved one the mean over its rankers. That is
 linear in how often each ranker was shown, so the cumulative regret is
 ``Σ_a s_a Δ_ca`` with ``s_a`` = ``rankduel_ranker_traffic_total`` (the per-arm exposure
-the API records with each impression), and needs no per-impression history:
+the API records with each impression), and needs no per-impression history
+(:func:`bandits.matrices.exposure_regret`):
 
 * **estimated**: ``c`` is the current champion and ``p`` the empirical preference matrix
   ``W / (W + Wᵀ)`` (½ for pairs never compared), recomputed at every scrape, so the whole
@@ -67,12 +68,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from bandits.base import STATUS_NAMES
+from bandits.common import preferences
+from bandits.matrices import exposure_regret
 from service.store import LIFECYCLES, Store
 
 log = logging.getLogger(__name__)
@@ -179,45 +181,6 @@ def _family(name: str) -> Metric:
     return cls(name, doc, labels=list(labels))
 
 
-def preference_estimate(W: np.ndarray) -> np.ndarray:
-    """``W / (W + Wᵀ)`` elementwise, ½ where a pair was never compared.
-
-    Examples
-    --------
-    >>> preference_estimate(np.array([[0.0, 3.0], [1.0, 0.0]])).tolist()
-    [[0.5, 0.75], [0.25, 0.5]]
-    """
-    n = W + W.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n > 0, W / np.where(n > 0, n, 1.0), 0.5)
-
-
-def cumulative_regret(arm_regret: np.ndarray, traffic: np.ndarray) -> float:
-    """``Σ_a traffic_a · arm_regret_a`` over the arms both cover (see the module docstring).
-
-    Examples
-    --------
-    A pair (0, 1) shown twice and ranker 1 alone once, with Δ = (0, 0.2):
-    ``2 · (0 + 0.2)/2 + 0.2 = 0.4``.
-
-    >>> cumulative_regret(np.array([0.0, 0.2]), np.array([1.0, 2.0]))
-    0.4
-    """
-    k = min(len(arm_regret), len(traffic))
-    return float(np.dot(arm_regret[:k], traffic[:k]))
-
-
-def true_arm_regret(truth: dict[str, Any]) -> np.ndarray:
-    """Per-arm regret from the experiment's ``truth`` (see the module docstring)."""
-    from bandits.matrices import arm_regret
-
-    P = np.asarray(truth["preferences"], dtype=float)
-    best = truth.get("best")
-    if best is not None:
-        return P[int(best)] - 0.5
-    return arm_regret(P)[0]
-
-
 class StateCollector:
     """A prometheus-client collector exporting every experiment in ``store``.
 
@@ -295,7 +258,7 @@ class StateCollector:
 
         # regret: the exposure of each arm times its gap to the champion
         W = bandit.W
-        p = preference_estimate(W)
+        p = preferences(W)
         champion = int(bandit.best_arm())
         traffic = np.zeros(K)
         impressions = np.zeros(K)
@@ -303,10 +266,10 @@ class StateCollector:
             if arm < K:
                 impressions[arm], traffic[arm] = n, share
         fams["rankduel_experiment_estimated_regret"].add_metric(
-            e, cumulative_regret(p[champion] - 0.5, traffic))
+            e, exposure_regret(p, traffic, best=champion))
         if truth:
             fams["rankduel_experiment_true_regret"].add_metric(
-                e, cumulative_regret(true_arm_regret(truth), traffic))
+                e, exposure_regret(truth["preferences"], traffic, best=truth.get("best")))
         fams["rankduel_experiment_champion"].add_metric([exp_id, name[champion]], 1)
 
         status = bandit.status

@@ -207,8 +207,8 @@ PARAM_TYPES: dict[str, Any] = {
     "eta": (Positive, "learning rate η"),
     "batch_size": (Int(ge=2, le=MAX_RANKERS), "batch size M"),
     "c": (Annotated[float, Field(ge=0, le=1e300)],
-          "C (default: Algorithm 1 line 2 from alpha > 0.5 and horizon)"),
-    "horizon": (Int(ge=1, le=10**15), "T for the default C"),
+          "C (default: the preset's, or Algorithm 1 line 2 from alpha > 0.5 and horizon)"),
+    "horizon": (Int(ge=1, le=10**15), "T of Algorithm 1 line 2's C, when c is not given"),
     "f_scale": (Annotated[float, Field(ge=0, le=1000)], "f(K) = f_scale K^f_power"),
     "f_power": (Annotated[float, Field(ge=0, le=10)], "f(K) = f_scale K^f_power"),
 }
@@ -216,8 +216,8 @@ PARAM_TYPES: dict[str, Any] = {
 #: each algorithm's parameters (the keyword arguments of its constructor; checked
 #: against bandits.check_params by the tests)
 ALGORITHM_PARAMS: dict[str, tuple[str, ...]] = {
-    "mergedts": ("alpha", "batch_size", "c", "horizon"),
-    "mergerucb": ("alpha", "batch_size", "c", "horizon"),
+    "mergedts": ("preset", "alpha", "batch_size", "c", "horizon"),
+    "mergerucb": ("preset", "alpha", "batch_size", "c", "horizon"),
     "rucb": ("alpha",), "rcs": ("alpha",), "ccb": ("alpha",), "dts": ("alpha",),
     "self_sparring": ("eta",), "rmed1": ("f_scale", "f_power"), "mdb": ("alpha", "beta"),
     "uniform": (),
@@ -252,13 +252,21 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
+def _param_type(algorithm: str, name: str) -> tuple[Any, str]:
+    if name == "preset":  # the Merge policies' named sets of defaults
+        presets = tuple(bandits.get_algorithm(algorithm).PRESETS)
+        return Literal[presets], ("named defaults for alpha, batch_size and c (explicit "
+                                  "values override them); default: tuned")
+    return PARAM_TYPES[name]
+
+
 def _params_model(algorithm: str) -> type[_Params]:
     # absent: the policy's default; null is not a value (check_params refuses it)
-    fields = {
-        name: (PARAM_TYPES[name][0], Field(None, description=PARAM_TYPES[name][1],
-                                          json_schema_extra=_no_default))
-        for name in ALGORITHM_PARAMS[algorithm]
-    }
+    fields = {}
+    for name in ALGORITHM_PARAMS[algorithm]:
+        kind, description = _param_type(algorithm, name)
+        fields[name] = (kind, Field(None, description=description,
+                                    json_schema_extra=_no_default))
     title = "".join(p.title() for p in algorithm.split("_"))
     model = create_model(f"{title}Params", __base__=_Params, **fields)
     model.algorithm = algorithm

@@ -52,10 +52,13 @@ def _property_schema(annotation) -> dict:
 
 @pytest.mark.parametrize("algorithm", sorted(bandits.ALGORITHMS))
 def test_every_value_the_schema_allows_makes_a_policy_that_runs(algorithm):
-    """Each parameter at each of its bounds (the others at their defaults, c given so
-    MergeDTS/MergeRUCB need no alpha > 0.5): the policy is built and runs 300 steps."""
-    names = schemas.ALGORITHM_PARAMS[algorithm]
+    """Each parameter at each of its bounds, each preset (the others at their defaults,
+    c given so MergeDTS/MergeRUCB need no alpha > 0.5): the policy is built and runs 300
+    steps."""
+    names = [n for n in schemas.ALGORITHM_PARAMS[algorithm] if n in schemas.PARAM_TYPES]
     cases = [{}] + [{n: v} for n in names for v in _bounds(n)]
+    if "preset" in schemas.ALGORITHM_PARAMS[algorithm]:
+        cases += [{"preset": p} for p in bandits.get_algorithm(algorithm).PRESETS]
     for params in cases:
         if "c" in names and "c" not in params:
             params = {**params, "c": 10.0}
@@ -167,8 +170,9 @@ def test_experiment_state_conforms_and_reads_the_policy(client, ranker_server):
     state = client.experiment(exp["id"])
     schemas.Experiment.model_validate(state)
     assert state["t"] == state["selections"] == 3
-    # the effective parameters, defaults included (alpha and horizon were not sent)
-    assert state["params"] == {"alpha": 1.01, "batch_size": 2, "c": 5.0, "horizon": 10**6}
+    # the effective parameters, defaults included (the preset's alpha was not sent)
+    assert state["params"] == bandits.make_bandit("mergedts", 4, batch_size=2, c=5).params()
+    assert state["params"]["preset"] == "tuned" and "alpha" in state["params"]
     assert state["stage"] == 1
     assert sorted(n for b in state["batches"] for n in b) == ["alt", "bad", "good", "mid"]
     summary = client.request("GET", "/experiments", admin=True)[1]
