@@ -11,6 +11,7 @@ import os
 
 from service.config import load_config
 from service.multiproc import child_exit, prepare_multiproc_dir  # noqa: F401 - hook
+from service.serving import GUNICORN_OPTIONS
 
 _config = load_config()
 # metrics folder: created (a temp dir when unset) and emptied of a previous run's files
@@ -20,7 +21,10 @@ prepare_multiproc_dir()
 bind = os.environ.get("RANKDUEL_BIND", "0.0.0.0:8000")
 workers = _config.workers
 threads = _config.threads
-worker_class = "gthread"
+# gthread answering an over-long request line (414) in JSON, and gunicorn's longest request
+# line: 1,000 characters of q such as "é" take 6 kB percent-encoded (service/serving.py)
+worker_class = GUNICORN_OPTIONS["worker_class"]
+limit_request_line = GUNICORN_OPTIONS["limit_request_line"]
 timeout = 30
 graceful_timeout = 10
 keepalive = 5

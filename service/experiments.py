@@ -8,8 +8,6 @@ added and retired while it runs, and its lifecycle is ``running ⇄ paused → s
 from __future__ import annotations
 
 import json
-import math
-import re
 import secrets
 import time
 from collections.abc import Callable
@@ -22,13 +20,12 @@ from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
 from service.errors import Conflict, Unprocessable
 from service.rankers import RankerClient, RankerFailure, validate_url
+from service.schemas import NewExperiment, NewRanker, RankerIn
 from service.snapshot import Snapshot
 from service.store import Store, audit_entry
-from service.validation import field
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
 Z95 = 1.959963984540054
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 #: action -> (allowed source states, target state)
 TRANSITIONS = {
     "pause": (("running",), "paused"),
@@ -37,33 +34,15 @@ TRANSITIONS = {
 }
 
 
-def interleaving_methods() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(all method names, the pairwise ones)."""
-    import interleaving
-
-    return tuple(interleaving.METHODS), tuple(interleaving.PAIRWISE_METHODS)
-
-
-def parse_ranker(body: Any, *, default_timeout_ms: int, where: str = "") -> dict[str, Any]:
-    """Validate one ranker ``{"name", "url", "timeout_ms"}``."""
-    if not isinstance(body, dict):
-        raise Unprocessable(f"{where or 'ranker'} must be an object")
-    name = field(body, "name", str, where=where)
-    if not NAME_RE.match(name):
-        raise Unprocessable(
-            f"field {where}name: {name!r} must be 1-64 letters, digits, '_', '.' or '-'")
+def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int,
+                 where: str = "") -> dict[str, Any]:
+    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``."""
     try:
-        url = validate_url(field(body, "url", str, where=where))
+        url = validate_url(ranker.url)
     except ValueError as exc:
         raise Unprocessable(f"field {where}url: {exc}") from None
-    timeout = field(body, "timeout_ms", int, required=False, default=default_timeout_ms,
-                    where=where)
-    if not 1 <= timeout <= 60_000:
-        raise Unprocessable(f"field {where}timeout_ms must be between 1 and 60000")
-    unknown = set(body) - {"name", "url", "timeout_ms"}
-    if unknown:
-        raise Unprocessable(f"unknown ranker fields: {', '.join(sorted(unknown))}")
-    return {"name": name, "url": url, "timeout_ms": timeout}
+    timeout = default_timeout_ms if ranker.timeout_ms is None else ranker.timeout_ms
+    return {"name": ranker.name, "url": url, "timeout_ms": timeout}
 
 
 Prober = Callable[[list[dict[str, Any]]], None]
@@ -80,96 +59,57 @@ def probe_rankers(client: RankerClient, rankers: list[dict[str, Any]], query: st
                             f"{'; '.join(bad)} (pass \"probe\": false to add it anyway)")
 
 
-def _probe_flag(body: dict[str, Any]) -> bool:
-    flag = body.pop("probe", True)
-    if not isinstance(flag, bool):
-        raise Unprocessable("field 'probe' must be true or false")
-    return flag
-
-
-def create(store: Store, body: dict[str, Any], *, default_timeout_ms: int,
+def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
            probe: Prober | None = None) -> str:
-    """Validate a ``POST /experiments`` body and create the experiment; with ``probe``,
-    every ranker must answer a test query first (unless the body says ``"probe": false``)."""
-    body = dict(body)
-    do_probe = _probe_flag(body)
-    unknown = set(body) - {"name", "rankers", "algorithm", "params", "interleaving", "seed",
-                           "true_preferences", "true_best"}
-    if unknown:
-        raise Unprocessable(f"unknown fields: {', '.join(sorted(unknown))}")
-    name = field(body, "name", str)
-    if not 1 <= len(name) <= 200:
-        raise Unprocessable("field 'name' must have 1 to 200 characters")
-    algorithm = field(body, "algorithm", str)
-    if algorithm not in bandits.ALGORITHMS:
-        raise Unprocessable(
-            f"unknown algorithm {algorithm!r}; known: {', '.join(sorted(bandits.ALGORITHMS))}")
-    try:
-        policy = bandits.get_algorithm(algorithm)
-    except (ImportError, AttributeError):
-        raise Unprocessable(f"algorithm {algorithm!r} is not available in this build") from None
-    params = field(body, "params", dict, required=False, default={})
-    method = field(body, "interleaving", str)
-    methods, pairwise_methods = interleaving_methods()
-    if method not in methods:
-        raise Unprocessable(
-            f"unknown interleaving method {method!r}; known: {', '.join(methods)}")
-    pairwise = method in pairwise_methods
-    if policy.multi and pairwise:
-        raise Unprocessable(f"{algorithm} compares sets of rankers: choose a multileaving method")
-    if not policy.multi and not pairwise:
-        raise Unprocessable(f"{algorithm} compares pairs: choose a pairwise interleaving method")
-    seed = field(body, "seed", int, required=False)
-    if seed is not None and not 0 <= seed < 2**63:
-        raise Unprocessable("field 'seed' must be between 0 and 2**63 - 1")
-    raw = field(body, "rankers", list)
-    if not 2 <= len(raw) <= 1000:
-        raise Unprocessable("field 'rankers' must list 2 to 1000 rankers")
-    rankers = [parse_ranker(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].")
-               for n, r in enumerate(raw)]
+    """Create the experiment a validated ``POST /experiments`` body describes; 422 for
+    what its schema cannot say (see :mod:`service.schemas`). With ``probe``, every ranker
+    must answer a test query first (unless the body says ``"probe": false``)."""
+    body = spec.root
+    algorithm = body.algorithm  # a registered one: service.schemas imports every policy
+    params = body.params_dict()
+    rankers = [ranker_entry(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].")
+               for n, r in enumerate(body.rankers)]
     names = [r["name"] for r in rankers]
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
-    truth = parse_truth(body, names)
-    if do_probe and probe is not None:
-        probe(rankers)
-    if seed is None:
-        seed = secrets.randbits(63)
+    truth = parse_truth(body.true_preferences, body.true_best, names)
+    seed = secrets.randbits(63) if body.seed is None else body.seed
     try:
         bandit = bandits.make_bandit(algorithm, len(rankers), seed=seed, **params)
     except (TypeError, ValueError, OverflowError) as exc:
         raise Unprocessable(f"invalid params for {algorithm}: {exc}") from None
+    if body.probe and probe is not None:
+        probe(rankers)
     exp_id = secrets.token_hex(6)
     now = time.time()
-    meta = {"id": exp_id, "name": name, "algorithm": algorithm, "params": params,
-            "interleaving": method, "seed": seed, "created_at": now}
+    meta = {"id": exp_id, "name": body.name, "algorithm": algorithm, "params": params,
+            "interleaving": body.interleaving, "seed": seed, "created_at": now}
     table = [{**r, "arm": a, "status": "active", "added_at": now, "retired_at": None}
              for a, r in enumerate(rankers)]
     store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
-                            audit=audit_entry(now, "created", actor="operator", name=name,
+                            audit=audit_entry(now, "created", actor="operator", name=body.name,
                                               algorithm=algorithm, rankers=names))
     return exp_id
 
 
-def parse_truth(body: dict[str, Any], names: list[str]) -> dict[str, Any] | None:
+def parse_truth(preferences: list[list[float]] | None, best: str | None,
+                names: list[str]) -> dict[str, Any] | None:
     """The optional ground truth of a simulated experiment (the demo sends it), used only
     by the ``rankduel_experiment_true_regret`` metric.
 
-    ``true_preferences`` is the K×K preference matrix over ``rankers`` in their order
-    (validated like ``rankduel simulate --matrix``); ``true_best`` names the ranker regret
-    is measured against (default: the Condorcet winner, else the Copeland regret of seed
-    000 eq. 10, as in the simulator).
+    ``preferences`` is the K×K preference matrix over the rankers in their order
+    (validated like ``rankduel simulate --matrix``); ``best`` names the ranker regret is
+    measured against (default: the Condorcet winner, else the Copeland regret of seed 000
+    eq. 10, as in the simulator).
     """
     from bandits.matrices import validate_matrix
 
-    raw = body.get("true_preferences")
-    best = field(body, "true_best", str, required=False)
-    if raw is None:
+    if preferences is None:
         if best is not None:
             raise Unprocessable("field 'true_best' needs 'true_preferences'")
         return None
     try:
-        P = validate_matrix(raw)
+        P = validate_matrix(preferences)
     except ValueError as exc:
         raise Unprocessable(f"field 'true_preferences': {exc}") from None
     if P.shape[0] != len(names):
@@ -180,18 +120,16 @@ def parse_truth(body: dict[str, Any], names: list[str]) -> dict[str, Any] | None
     return {"preferences": P.tolist(), "best": None if best is None else names.index(best)}
 
 
-def patch(store: Store, exp_id: str, body: dict[str, Any]) -> None:
-    """Only the name can change; the definition of the experiment cannot (409)."""
+def refuse_definition_change(body: dict[str, Any]) -> None:
+    """An experiment's definition cannot change after creation (409)."""
     fixed = sorted(set(body) & set(IMMUTABLE))
     if fixed:
         raise Conflict(f"{', '.join(fixed)} cannot change after an experiment is created"
                        " (add or retire rankers with /experiments/ID/rankers)")
-    unknown = set(body) - {"name"}
-    if unknown:
-        raise Unprocessable(f"unknown fields: {', '.join(sorted(unknown))}")
-    name = field(body, "name", str)
-    if not 1 <= len(name) <= 200:
-        raise Unprocessable("field 'name' must have 1 to 200 characters")
+
+
+def rename(store: Store, exp_id: str, name: str) -> None:
+    """Give the experiment a new name (audited)."""
 
     def write(snap: Snapshot, pipe) -> None:
         store.write_fields(pipe, exp_id, meta=json.dumps({**snap.meta, "name": name}))
@@ -201,13 +139,11 @@ def patch(store: Store, exp_id: str, body: dict[str, Any]) -> None:
     store.update_experiment(exp_id, write)
 
 
-def add_ranker(store: Store, exp_id: str, body: dict[str, Any], *, default_timeout_ms: int,
+def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms: int,
                probe: Prober | None = None, actor: str = "operator") -> dict[str, Any]:
     """Add a ranker mid-run: a new arm with zero counts (the policy places it). With
     ``probe``, it must answer a test query first (unless ``"probe": false``)."""
-    body = dict(body)
-    do_probe = _probe_flag(body)
-    ranker = parse_ranker(body, default_timeout_ms=default_timeout_ms)
+    ranker = ranker_entry(spec, default_timeout_ms=default_timeout_ms)
 
     def check(snap: Snapshot) -> None:
         if snap.lifecycle == "stopped":
@@ -216,7 +152,7 @@ def add_ranker(store: Store, exp_id: str, body: dict[str, Any], *, default_timeo
             raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker['name']!r}")
 
     check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
-    if do_probe and probe is not None:
+    if spec.probe and probe is not None:
         probe([ranker])
 
     def write(snap: Snapshot, pipe) -> dict[str, Any]:
@@ -346,7 +282,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
             "losses": float(W[:, a].sum()),
             "comparisons": float(n[a].sum()),
         })
-    state = _json_state(snap)
+    structure = bandit.structure()
     out = summary(store, snap)
     out.update({
         "params": bandit.params(),
@@ -358,8 +294,8 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         "counters": snap.counters,
         "rankers": rankers,
         "arms": [names[a] for a in range(bandit.K)],
-        "stage": state.get("stage"),
-        "batches": _names_of(state["batches"], names) if "batches" in state else None,
+        "stage": structure.get("stage"),
+        "batches": _names_of(structure["batches"], names) if "batches" in structure else None,
         "W": W.tolist(),
         "preferences": {
             "p": _round(p), "lower": _round(lo), "upper": _round(hi),
@@ -367,8 +303,3 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         },
     })
     return out
-
-
-def _json_state(snap: Snapshot) -> dict[str, Any]:
-    state = json.loads(snap.state_json)
-    return {k: v for k, v in state.items() if not (isinstance(v, float) and math.isnan(v))}

@@ -1,191 +1,262 @@
-"""The OpenAPI 3.1 document served at ``/openapi.json`` (written by hand, tested against
-the app's URL map so that every route is documented)."""
+"""The OpenAPI 3.1 document served at ``/openapi.json``, generated from the pydantic
+models of :mod:`service.schemas` (request bodies, query parameters and every response).
+
+Each operation lists every status it can answer, each error with the ``Error`` schema,
+and declares the OpenAPI links a client (or a stateful fuzzer) follows: ``POST
+/experiments`` gives the ``exp_id`` of every ``/experiments/{exp_id}...`` operation and
+the ``experiment`` of ``/search``; ``/search`` gives the ``impression_id`` and ``token``
+of ``/clicks`` and ``/impressions/{imp_id}/end``; ``POST .../rankers`` gives the name
+``DELETE .../rankers/{name}`` retires.
+
+Examples
+--------
+>>> doc = openapi_document(default_k=10, max_k=100)
+>>> doc["paths"]["/search"]["get"]["responses"]["200"]["content"]["application/json"]
+{'schema': {'$ref': '#/components/schemas/SearchResult'}}
+"""
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, field
 from typing import Any
 
-ERROR = {"$ref": "#/components/schemas/Error"}
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from service import schemas as s
+from service.validation import LIMIT_REQUEST_LINE, MAX_BODY_BYTES, MAX_DEPTH
+
+ERRORS = {
+    400: "Malformed request: not JSON, a missing or mistyped parameter or field",
+    401: "Missing or wrong bearer token",
+    403: "Missing, forged, malformed or expired impression token",
+    404: "Unknown experiment, impression or ranker",
+    409: "Not allowed in the current state",
+    413: f"Request body larger than {MAX_BODY_BYTES} bytes",
+    422: "Well-formed request whose content is invalid",
+    502: "No ranker of the experiment could answer",
+    503: "Redis unreachable, or too busy to commit",
+}
+
+DESCRIPTION = f"""Online interleaving experiments run by dueling bandits.
+
+Every error is `{{"error": "<what was wrong>"}}`. At the door: request bodies are UTF-8 JSON
+objects of at most {MAX_BODY_BYTES} bytes (413 beyond), nested at most {MAX_DEPTH} deep
+(400 beyond); `NaN`, `Infinity` and `-Infinity` are not JSON (400). Behind gunicorn
+(`rankduel serve`, `deploy/gunicorn.conf.py`) the request line is limited to
+{LIMIT_REQUEST_LINE} bytes (414 beyond, with a JSON error): 1,000 characters of `q` fit when
+they take at most two bytes each in UTF-8.
+"""
 
 
-def _err(*codes: int) -> dict[str, Any]:
-    text = {400: "Malformed request", 401: "Missing or wrong bearer token",
-            403: "Missing, forged or expired token", 404: "Unknown experiment or impression",
-            409: "Not allowed in the current state", 422: "Invalid content",
-            502: "Every ranker failed", 503: "Redis unreachable"}
-    return {str(c): {"description": text[c], "content": {"application/json": {"schema": ERROR}}}
-            for c in codes}
+@dataclass
+class Op:
+    """One operation of the API."""
+
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    responses: dict[int, type[BaseModel] | str | None]
+    body: type[BaseModel] | None = None
+    body_required: bool = True
+    query: type[BaseModel] | None = None
+    path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    operator: bool = False
+    links: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
-def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+EXP_ID = {"exp_id": {"type": "string", "description": "experiment id"}}
+FROM_CREATED = "$response.body#/id"
+
+
+def _exp_links(source: str) -> dict[str, Any]:
+    """Links from a response carrying an experiment (its id at ``source``)."""
+    exp = {"exp_id": source}
+    return {
+        "GetExperiment": {"operationId": "getExperiment", "parameters": exp},
+        "RenameExperiment": {"operationId": "renameExperiment", "parameters": exp},
+        "AddRanker": {"operationId": "addRanker", "parameters": exp},
+        "RetireRanker": {"operationId": "retireRanker",
+                         "parameters": {**exp, "name": "$response.body#/rankers/0/name"}},
+        "ChangeLifecycle": {"operationId": "changeLifecycle", "parameters": exp},
+        "GetAudit": {"operationId": "getAudit", "parameters": exp},
+        "Search": {"operationId": "search", "parameters": {"experiment": source}},
+    }
+
+
+def operations(default_k: int, max_k: int) -> list[Op]:
+    """Every operation of the API."""
+    return [
+        Op("get", "/search", "search", "Serve an interleaved result page",
+           query=s.search_query(default_k, max_k),
+           responses={200: s.SearchResult, 400: None, 404: None, 502: None, 503: None},
+           links={200: {
+               "RecordClicks": {"operationId": "recordClicks", "requestBody": {
+                   "impression_id": "$response.body#/impression_id",
+                   "token": "$response.body#/token",
+                   "clicks": [{"id": "$response.body#/results/0/id", "rank": 1}]}},
+               "EndImpression": {"operationId": "endImpression",
+                                 "parameters": {"imp_id": "$response.body#/impression_id"},
+                                 "requestBody": {"token": "$response.body#/token"}},
+           }}),
+        Op("post", "/clicks", "recordClicks",
+           "Report clicks (one or many; a repeated click counts once)", body=s.Clicks,
+           responses={202: s.ClicksAccepted, 400: None, 403: None, 404: None, 409: None,
+                      413: None, 422: "Document not shown, or not at that rank", 503: None}),
+        Op("post", "/impressions/{imp_id}/end", "endImpression",
+           "Close an impression; a worker credits it", body=s.EndImpression,
+           body_required=False,
+           path_params={"imp_id": {"type": "string", "minLength": 1,
+                                   "maxLength": s.MAX_ID_CHARS}},
+           responses={202: s.Ended, 400: None, 403: None, 404: None, 413: None, 503: None}),
+        Op("post", "/experiments", "createExperiment", "Create an experiment",
+           body=s.NewExperiment, operator=True,
+           responses={201: s.Experiment, 400: None, 401: None, 413: None, 422: None,
+                      503: None},
+           links={201: _exp_links(FROM_CREATED)}),
+        Op("get", "/experiments", "listExperiments", "List experiments", operator=True,
+           responses={200: s.ExperimentList, 401: None, 503: None},
+           links={200: {"GetExperiment": {
+               "operationId": "getExperiment",
+               "parameters": {"exp_id": "$response.body#/experiments/0/id"}}}}),
+        Op("get", "/experiments/{exp_id}", "getExperiment", "Experiment state",
+           path_params=EXP_ID, operator=True,
+           responses={200: s.Experiment, 401: None, 404: None, 503: None}),
+        Op("patch", "/experiments/{exp_id}", "renameExperiment",
+           "Rename (algorithm, params, interleaving, seed and rankers are immutable: 409)",
+           body=s.ExperimentPatch, path_params=EXP_ID, operator=True,
+           responses={200: s.Experiment, 400: None, 401: None, 404: None, 409: None,
+                      413: None, 422: None, 503: None}),
+        Op("post", "/experiments/{exp_id}/rankers", "addRanker", "Add a ranker mid-experiment",
+           body=s.NewRanker, path_params=EXP_ID, operator=True,
+           responses={201: s.RankerEntry, 400: None, 401: None, 404: None,
+                      409: "Duplicate name, or the experiment is stopped", 413: None,
+                      422: None, 503: None},
+           links={201: {"RetireRanker": {
+               "operationId": "retireRanker",
+               "parameters": {"exp_id": "$request.path.exp_id",
+                              "name": "$response.body#/name"}}}}),
+        Op("delete", "/experiments/{exp_id}/rankers/{name}", "retireRanker", "Retire a ranker",
+           path_params={**EXP_ID, "name": {"type": "string", "description": "ranker name"}},
+           operator=True,
+           responses={200: s.RankerEntry, 401: None, 404: None,
+                      409: "Already retired, or the last active ranker", 503: None}),
+        Op("post", "/experiments/{exp_id}/{action}", "changeLifecycle",
+           "Pause, resume or stop (running ⇄ paused → stopped)",
+           path_params={**EXP_ID, "action": {"type": "string",
+                                             "enum": ["pause", "resume", "stop"]}},
+           operator=True,
+           responses={200: s.LifecycleChanged, 401: None, 404: None,
+                      409: "Transition not allowed from the current lifecycle", 503: None}),
+        Op("get", "/experiments/{exp_id}/audit", "getAudit",
+           "Audit log: operator actions, eliminations, stage changes",
+           query=s.AuditQuery, path_params=EXP_ID, operator=True,
+           responses={200: s.Audit, 400: None, 401: None, 404: None, 503: None}),
+        Op("get", "/healthz", "healthz", "Liveness (no dependency checked)",
+           responses={200: s.Healthy}),
+        Op("get", "/readyz", "readyz", "Readiness (Redis reachable)",
+           responses={200: s.Ready, 503: None}),
+        Op("get", "/metrics", "metrics", "Prometheus metrics",
+           responses={200: "text/plain", 503: None}),
+        Op("get", "/openapi.json", "openapi", "This document", responses={200: "object"}),
+    ]
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Drop the property titles pydantic derives from field names (noise for readers)."""
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            for prop in props.values():
+                if isinstance(prop, dict):
+                    prop.pop("title", None)
+        for value in schema.values():
+            _strip_titles(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _strip_titles(value)
+    return schema
+
+
+def _components(ops: list[Op]) -> tuple[dict[str, Any], dict[tuple[Any, str], Any]]:
+    models: list[tuple[type[BaseModel], str]] = [(s.Error, "serialization")]
+    for op in ops:
+        if op.body is not None:
+            models.append((op.body, "validation"))
+        models += [(m, "serialization") for m in op.responses.values()
+                   if isinstance(m, type) and m not in (s.Error,)]
+    refs, defs = models_json_schema(list(dict.fromkeys(models)),
+                                    ref_template="#/components/schemas/{model}")
+    return _strip_titles(defs.get("$defs", {})), refs
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = _strip_titles(model.model_json_schema())
+    required = set(schema.get("required", ()))
+    out = []
+    for name, prop in schema["properties"].items():
+        description = prop.pop("description", None)
+        if "anyOf" in prop:  # an optional parameter: absent rather than null
+            prop = next(p for p in prop["anyOf"] if p.get("type") != "null")
+        param = {"name": name, "in": "query", "required": name in required, "schema": prop}
+        if description:
+            param["description"] = description
+        out.append(param)
+    return out
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
+def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"operationId": op.operation_id, "summary": op.summary}
+    params = [{"name": n, "in": "path", "required": True, "schema": schema}
+              for n, schema in op.path_params.items()]
+    if op.query is not None:
+        params += _query_parameters(op.query)
+    if params:
+        out["parameters"] = params
+    if op.body is not None:
+        out["requestBody"] = {"required": op.body_required, "content": {
+            "application/json": {"schema": refs[(op.body, "validation")]}}}
+    if op.operator:
+        out["security"] = [{"bearer": []}]
+    responses: dict[str, Any] = {}
+    for status, model in op.responses.items():
+        if status >= 400:
+            text = model if isinstance(model, str) else ERRORS[status]
+            responses[str(status)] = _json({"$ref": "#/components/schemas/Error"}, text)
+        elif model == "text/plain":
+            responses[str(status)] = {"description": "Prometheus text exposition",
+                                      "content": {"text/plain": {"schema": {"type": "string"}}}}
+        elif model == "object":
+            responses[str(status)] = _json({"type": "object"}, "OK")
+        else:
+            responses[str(status)] = _json(refs[(model, "serialization")],
+                                           {200: "OK", 201: "Created", 202: "Accepted"}[status])
+        if status in op.links:
+            responses[str(status)]["links"] = op.links[status]
+    out["responses"] = responses
+    return out
 
 
-EXP_ID = {"name": "exp_id", "in": "path", "required": True, "schema": {"type": "string"}}
-SECURED = [{"bearer": []}]
-
-SCHEMAS: dict[str, Any] = {
-    "Error": {"type": "object", "required": ["error"],
-              "properties": {"error": {"type": "string"}}},
-    "Ranker": {
-        "type": "object", "required": ["name", "url"],
-        "properties": {
-            "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$"},
-            "url": {"type": "string", "format": "uri",
-                    "description": "called as GET URL?q=TEXT&k=K → {\"results\": [{\"id\"}]}"},
-            "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 60000},
-        },
-    },
-    "NewExperiment": {
-        "type": "object", "required": ["name", "rankers", "algorithm", "interleaving"],
-        "properties": {
-            "name": {"type": "string"},
-            "rankers": {"type": "array", "minItems": 2, "items": _ref("Ranker")},
-            "algorithm": {"type": "string", "examples": ["mergedts", "mergerucb", "rucb", "mdb"]},
-            "params": {"type": "object", "additionalProperties": True},
-            "interleaving": {"type": "string",
-                             "examples": ["team_draft", "probabilistic", "balanced"]},
-            "seed": {"type": "integer", "minimum": 0},
-            "true_preferences": {
-                "type": "array", "items": {"type": "array", "items": {"type": "number"}},
-                "description": "Simulations only: the true K×K preference matrix over "
-                               "`rankers` (for the true-regret metric)"},
-            "true_best": {"type": "string",
-                          "description": "Ranker that true regret is measured against "
-                                         "(default: the Condorcet winner of true_preferences)"},
-        },
-    },
-    "Experiment": {
-        "type": "object",
-        "description": "Full state: rankers with status (active/eliminated/retired, when and "
-                       "by whom), batches, stage, champion, comparisons, W and the empirical "
-                       "preference matrix with 95% Wilson bounds.",
-        "properties": {
-            "id": {"type": "string"}, "name": {"type": "string"},
-            "algorithm": {"type": "string"}, "interleaving": {"type": "string"},
-            "lifecycle": {"enum": ["running", "paused", "stopped"]},
-            "champion": {"type": ["string", "null"]},
-            "comparisons": {"type": "integer"},
-            "rankers": {"type": "array", "items": {"type": "object"}},
-            "batches": {"type": ["array", "null"]}, "stage": {},
-            "W": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
-            "preferences": {"type": "object"},
-            "counters": {"type": "object"},
-        },
-    },
-    "SearchResult": {
-        "type": "object", "required": ["impression_id", "token", "rankers", "results"],
-        "properties": {
-            "impression_id": {"type": "string"},
-            "token": {"type": "string", "description": "HMAC for /clicks and /end"},
-            "experiment": {"type": "string"},
-            "rankers": {"type": "array", "items": {"type": "string"}},
-            "results": {"type": "array", "items": {
-                "type": "object", "required": ["id", "rank"],
-                "properties": {"id": {}, "rank": {"type": "integer", "minimum": 1}},
-                "additionalProperties": True}},
-        },
-    },
-    "Clicks": {
-        "type": "object", "required": ["impression_id", "token", "clicks"],
-        "properties": {
-            "impression_id": {"type": "string"}, "token": {"type": "string"},
-            "clicks": {"type": "array", "minItems": 1, "maxItems": 100, "items": {
-                "type": "object", "required": ["id", "rank"],
-                "properties": {"id": {}, "rank": {"type": "integer", "minimum": 1}}}},
-        },
-    },
-}
-
-
-def openapi_document() -> dict[str, Any]:
-    """The API description."""
-    lifecycle = {
-        "post": {"summary": "Pause, resume or stop (running ⇄ paused → stopped)",
-                 "security": SECURED,
-                 "parameters": [EXP_ID, {"name": "action", "in": "path", "required": True,
-                                         "schema": {"enum": ["pause", "resume", "stop"]}}],
-                 "responses": {"200": _json({"type": "object"}), **_err(401, 404, 409)}},
-    }
+@functools.lru_cache
+def openapi_document(default_k: int, max_k: int) -> dict[str, Any]:
+    """The API description (``k``'s default and bound are configuration)."""
+    ops = operations(default_k, max_k)
+    components, refs = _components(ops)
+    paths: dict[str, dict[str, Any]] = {}
+    for op in ops:
+        paths.setdefault(op.path, {})[op.method] = _operation(op, refs)
     return {
         "openapi": "3.1.0",
-        "info": {"title": "rankduel", "version": "0.1.0",
-                 "description": "Online interleaving experiments run by dueling bandits."},
+        "info": {"title": "rankduel", "version": "0.1.0", "description": DESCRIPTION},
         "components": {
-            "schemas": SCHEMAS,
+            "schemas": components,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
-        "paths": {
-            "/search": {"get": {
-                "summary": "Serve an interleaved result page",
-                "parameters": [
-                    {"name": "experiment", "in": "query", "required": True,
-                     "schema": {"type": "string"}},
-                    {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
-                    {"name": "k", "in": "query", "schema": {"type": "integer", "minimum": 1}},
-                    {"name": "user", "in": "query", "schema": {"type": "string"}},
-                ],
-                "responses": {"200": _json(_ref("SearchResult")),
-                              **_err(400, 404, 502, 503)}}},
-            "/clicks": {"post": {
-                "summary": "Report clicks (one or many; a repeated click counts once)",
-                "requestBody": {"required": True,
-                                "content": {"application/json": {"schema": _ref("Clicks")}}},
-                "responses": {"202": _json({"type": "object"}, "Accepted"),
-                              **_err(400, 403, 404, 409, 422)}}},
-            "/impressions/{imp_id}/end": {"post": {
-                "summary": "Close an impression; it is credited by a worker",
-                "parameters": [{"name": "imp_id", "in": "path", "required": True,
-                                "schema": {"type": "string"}}],
-                "requestBody": {"required": False, "content": {"application/json": {
-                    "schema": {"type": "object", "properties": {"token": {"type": "string"}}}}}},
-                "responses": {"202": _json({"type": "object"}, "Accepted"),
-                              **_err(400, 403, 404)}}},
-            "/experiments": {
-                "get": {"summary": "List experiments", "security": SECURED,
-                        "responses": {"200": _json({"type": "object"}), **_err(401)}},
-                "post": {"summary": "Create an experiment", "security": SECURED,
-                         "requestBody": {"required": True, "content": {
-                             "application/json": {"schema": _ref("NewExperiment")}}},
-                         "responses": {"201": _json(_ref("Experiment"), "Created"),
-                                       **_err(400, 401, 422)}},
-            },
-            "/experiments/{exp_id}": {
-                "get": {"summary": "Experiment state", "security": SECURED,
-                        "parameters": [EXP_ID],
-                        "responses": {"200": _json(_ref("Experiment")), **_err(401, 404)}},
-                "patch": {"summary": "Rename (algorithm, params, interleaving are immutable)",
-                          "security": SECURED, "parameters": [EXP_ID],
-                          "responses": {"200": _json(_ref("Experiment")),
-                                        **_err(400, 401, 404, 409, 422)}},
-            },
-            "/experiments/{exp_id}/rankers": {"post": {
-                "summary": "Add a ranker mid-experiment", "security": SECURED,
-                "parameters": [EXP_ID],
-                "requestBody": {"required": True,
-                                "content": {"application/json": {"schema": _ref("Ranker")}}},
-                "responses": {"201": _json({"type": "object"}, "Created"),
-                              **_err(400, 401, 404, 409, 422)}}},
-            "/experiments/{exp_id}/rankers/{name}": {"delete": {
-                "summary": "Retire a ranker", "security": SECURED,
-                "parameters": [EXP_ID, {"name": "name", "in": "path", "required": True,
-                                        "schema": {"type": "string"}}],
-                "responses": {"200": _json({"type": "object"}), **_err(401, 404, 409)}}},
-            "/experiments/{exp_id}/{action}": lifecycle,
-            "/experiments/{exp_id}/audit": {"get": {
-                "summary": "Audit log: operator actions, eliminations, stage changes",
-                "security": SECURED, "parameters": [EXP_ID],
-                "responses": {"200": _json({"type": "object"}), **_err(401, 404)}}},
-            "/healthz": {"get": {"summary": "Liveness", "responses": {"200": _json({})}}},
-            "/readyz": {"get": {"summary": "Readiness (Redis reachable)",
-                                "responses": {"200": _json({}), **_err(503)}}},
-            "/metrics": {"get": {"summary": "Prometheus metrics",
-                                 "responses": {"200": {"description": "text exposition"}}}},
-            "/openapi.json": {"get": {"summary": "This document",
-                                      "responses": {"200": _json({})}}},
-        },
+        "paths": paths,
     }

@@ -12,14 +12,24 @@ Examples
 Traceback (most recent call last):
 ...
 service.errors.Forbidden: invalid token for this impression
+>>> verify_token(b"k", "²." + "0" * 64, "imp1", "exp1", now=0)
+Traceback (most recent call last):
+...
+service.errors.Forbidden: malformed token: the expiry must be 1 to 12 ASCII digits
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 
 from service.errors import Forbidden
+
+#: unix seconds, ASCII digits only (``str.isdigit`` also takes '²' or '٣', which ``int``
+#: refuses or reads differently); 12 digits reach the year 33658
+_EXPIRY = re.compile(r"[0-9]{1,12}")
+_MAC = re.compile(r"[0-9a-f]{64}")
 
 
 def _mac(secret: bytes, impression_id: str, experiment_id: str, expires_at: int) -> str:
@@ -39,8 +49,10 @@ def verify_token(
     if not isinstance(token, str) or not token:
         raise Forbidden("missing token")
     expiry, sep, mac = token.partition(".")
-    if not sep or not expiry.isdigit() or len(mac) != 64:
-        raise Forbidden("malformed token")
+    if not sep or not _MAC.fullmatch(mac):
+        raise Forbidden("malformed token: expected EXPIRY.HMAC (64 hex digits)")
+    if not _EXPIRY.fullmatch(expiry):
+        raise Forbidden("malformed token: the expiry must be 1 to 12 ASCII digits")
     expected = _mac(secret, impression_id, experiment_id, int(expiry))
     if not hmac.compare_digest(expected, mac):
         raise Forbidden("invalid token for this impression")

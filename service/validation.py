@@ -1,87 +1,204 @@
-"""Input checks shared by the handlers; each failure raises a typed error with a message
-that names the offending field.
+"""The door of the API: request bodies parsed as strict JSON, and request data checked
+against the pydantic models of :mod:`service.schemas`, each failure a typed error
+(:mod:`service.errors`) whose message names the offending field.
+
+JSON is parsed by the standard library with these refusals (400): ``NaN``, ``Infinity``
+and ``-Infinity`` (not JSON, though Python's parser takes them); text that is not UTF-8;
+values nested deeper than :data:`MAX_DEPTH` (the parser would otherwise recurse until
+``RecursionError``). A number too large for a double (``1e400``, ``10**400``) is valid
+JSON: the field that receives it refuses it, as out of its bounds.
 
 Examples
 --------
->>> int_param({"k": "5"}, "k", default=10, lo=1, hi=100)
-5
->>> int_param({"k": "x"}, "k", default=10, lo=1, hi=100)
+>>> parse_json(b'{"a": [1, 2.5, "x"]}')
+{'a': [1, 2.5, 'x']}
+>>> parse_json(b'{"alpha": NaN}')
 Traceback (most recent call last):
 ...
-service.errors.BadRequest: k must be an integer, got 'x'
+service.errors.BadRequest: request body is not a valid JSON object: NaN is not a JSON number
+>>> parse_json(b"[" * 40 + b"]" * 40)
+Traceback (most recent call last):
+...
+service.errors.BadRequest: request body is nested deeper than 32 levels
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
 from typing import Any
 
 from flask import Request
+from pydantic import BaseModel, ValidationError
 
 from service.errors import BadRequest, Unprocessable
 
-MAX_QUERY_CHARS = 1000
+#: deepest nesting of arrays and objects a request body may have (the deepest the API
+#: defines is 3: ``{"true_preferences": [[p, ...], ...]}``)
+MAX_DEPTH = 32
+#: largest request body (the app's MAX_CONTENT_LENGTH; 413 beyond)
+MAX_BODY_BYTES = 1 << 20
+#: longest request line (method, path, percent-encoded query string), in bytes: gunicorn's
+#: ``limit_request_line`` (its maximum; see :mod:`service.serving`), 414 beyond
+LIMIT_REQUEST_LINE = 8190
 
 
-def json_object(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object, or 400."""
-    data = request.get_json(silent=True, force=True)
+# ---------------------------------------------------------------------- JSON bodies
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def parse_json(raw: bytes) -> Any:
+    """Decode a request body as strict JSON (see the module docstring), or 400."""
+    try:
+        value = _DECODER.decode(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadRequest("request body is not UTF-8 text") from None
+    except RecursionError:
+        raise BadRequest(f"request body is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # JSONDecodeError, a refused constant, an over-long integer
+        raise BadRequest(f"request body is not a valid JSON object: {exc}") from None
+    if _depth(value) > MAX_DEPTH:
+        raise BadRequest(f"request body is nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a decoded JSON value (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, d = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        deepest = max(deepest, d + 1)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((v, d + 1) for v in item)
+    return deepest
+
+
+def json_body(request: Request, *, required: bool = True) -> dict[str, Any] | None:
+    """The request body as a JSON object, or 400. Without ``required``, an empty body
+    is None."""
+    raw = request.get_data(cache=True)
+    if not raw and not required:
+        return None
+    data = parse_json(raw) if raw else None
     if not isinstance(data, dict):
         raise BadRequest("request body must be a JSON object")
     return data
 
 
-def str_param(args: Mapping[str, Any], name: str, *, required: bool = True,
-              max_len: int = 200) -> str | None:
-    value = args.get(name)
-    if value is None or value == "":
-        if required:
-            raise BadRequest(f"missing parameter {name!r}")
-        return None
-    if not isinstance(value, str):
-        raise BadRequest(f"{name} must be a string")
-    if len(value) > max_len:
-        raise BadRequest(f"{name} is longer than {max_len} characters")
-    return value
+# ---------------------------------------------------------------------- models
+def parse(model: type[BaseModel], data: Any, *, status: int = 400,
+          content: frozenset[str] = frozenset(), query: bool = False) -> Any:
+    """``data`` validated by a model of :mod:`service.schemas`.
 
-
-def int_param(args: Mapping[str, Any], name: str, *, default: int | None = None,
-              lo: int, hi: int) -> int:
-    value = args.get(name)
-    if value is None or value == "":
-        if default is None:
-            raise BadRequest(f"missing parameter {name!r}")
-        return default
-    if isinstance(value, bool):
-        raise BadRequest(f"{name} must be an integer, got {value!r}")
+    A failure raises :class:`BadRequest` (``status=400``) or :class:`Unprocessable`
+    (``status=422``) with one readable message for the first problem; problems under a
+    field named in ``content`` are 422 whatever ``status`` says (a well-formed request
+    whose content is wrong). With ``query``, ``data`` is a query string's parameters.
+    """
     try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise BadRequest(f"{name} must be an integer, got {value!r}") from None
-    if isinstance(value, float) and value != n:
-        raise BadRequest(f"{name} must be an integer, got {value!r}")
-    if not lo <= n <= hi:
-        raise BadRequest(f"{name} must be between {lo} and {hi}, got {n}")
-    return n
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        tag = getattr(model, "discriminator", None)
+        if tag and isinstance(data, dict):  # drop the union's tag from the locations
+            for e in errors:
+                if e["loc"] and e["loc"][0] == data.get(tag):
+                    e["loc"] = e["loc"][1:]
+        first = errors[0]
+        error = Unprocessable if status == 422 or _names(first["loc"]) & content else BadRequest
+        raise error(describe_error(first, errors, query=query)) from None
 
 
-def field(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...], *,
-          required: bool = True, default: Any = None, where: str = "") -> Any:
-    """A field of a JSON object with the expected JSON type (422 otherwise)."""
-    label = f"{where}{name}"
-    if name not in body or body[name] is None:
-        if required:
-            raise Unprocessable(f"missing field {label!r}")
-        return default
-    value = body[name]
-    bad_bool = isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
-                                                        else (kind,))
-    if not isinstance(value, kind) or bad_bool:
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise Unprocessable(f"field {label!r} must be {_json_name(names)}")
-    return value
+def _names(loc: tuple) -> set[str]:
+    return {part for part in loc if isinstance(part, str)}
 
 
-def _json_name(py: str) -> str:
-    return {"str": "a string", "int": "an integer", "dict": "an object", "list": "an array",
-            "float": "a number", "int or float": "a number"}.get(py, py)
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def field_path(loc: tuple[str | int, ...]) -> str:
+    """``("rankers", 0, "url")`` → ``rankers[0].url``.
+
+    >>> field_path(("clicks", 3, "rank"))
+    'clicks[3].rank'
+    """
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_KINDS = {
+    "string_type": "a string", "int_type": "an integer", "float_type": "a number",
+    "bool_type": "true or false", "list_type": "an array", "dict_type": "an object",
+    "model_type": "an object", "model_attributes_type": "an object",
+    "int_from_float": "an integer", "finite_number": "a finite number",
+}
+
+
+def describe_error(err: dict[str, Any], errors: list[dict[str, Any]] | None = None, *,
+                   query: bool = False) -> str:
+    """One pydantic error as a sentence that names the field.
+
+    >>> describe_error({"type": "missing", "loc": ("rankers", 0, "url"), "msg": ""})
+    "missing field 'rankers[0].url'"
+    >>> describe_error({"type": "greater_than_equal", "loc": ("k",), "msg": "", "input": 0,
+    ...                 "ctx": {"ge": 1}}, query=True)
+    'k must be at least 1, got 0'
+    """
+    loc = tuple(err["loc"])
+    kind, ctx = err["type"], err.get("ctx") or {}
+    path = field_path(loc)
+    where = (path if query else f"field {path!r}") if path else "request body"
+    got = f", got {_short(err['input'])}" if "input" in err and path else ""
+    if kind == "missing":
+        return f"missing {'parameter' if query else 'field'} {path!r}"
+    if kind == "union_tag_not_found":
+        return f"missing field {ctx['discriminator'].strip(chr(39))!r}"
+    if kind == "union_tag_invalid":
+        return (f"unknown {ctx['discriminator'].strip(chr(39))} {ctx['tag']!r}; known: "
+                f"{ctx['expected_tags'].replace(chr(39), '')}")
+    if kind == "extra_forbidden":
+        parent = loc[:-1]
+        extra = sorted(str(e["loc"][-1]) for e in (errors or [err])
+                       if e["type"] == "extra_forbidden" and tuple(e["loc"][:-1]) == parent)
+        inside = f" in {field_path(parent)}" if parent else ""
+        return f"unknown fields{inside}: {', '.join(extra)}"
+    if kind in _KINDS:
+        return f"{where} must be {_KINDS[kind]}{got}"
+    if kind == "string_too_short":
+        n = ctx["min_length"]
+        return f"{where} must have at least {n} character{'s' if n != 1 else ''}"
+    if kind == "string_too_long":
+        return f"{where} is longer than {ctx['max_length']} characters"
+    if kind == "too_short":
+        n = ctx["min_length"]
+        return f"{where} must have at least {n} item{'s' if n != 1 else ''}"
+    if kind == "too_long":
+        return f"{where} must have at most {ctx['max_length']} items"
+    bounds = {"greater_than": "greater than {gt}", "greater_than_equal": "at least {ge}",
+              "less_than": "less than {lt}", "less_than_equal": "at most {le}"}
+    if kind in bounds:
+        return f"{where} must be {bounds[kind].format(**ctx)}{got}"
+    if kind == "string_pattern_mismatch":
+        from service.schemas import PATTERN_MEANING
+
+        meaning = PATTERN_MEANING.get(ctx["pattern"], f"match {ctx['pattern']}")
+        return f"{where} must be {meaning}{got}"
+    if kind == "literal_error":
+        return f"{where} must be {ctx['expected']}{got}"
+    if kind in ("value_error", "assertion_error"):
+        return f"{where}: {ctx.get('error', err['msg'])}"
+    if kind.startswith("rd_"):  # raised by a validator of service.schemas: a full sentence
+        return err["msg"]
+    return f"{where}: {err['msg'][0].lower()}{err['msg'][1:]}"

@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=config.log_level)
     log.info("serving on %s with %d workers x %d threads; config %r",
              config.bind, config.workers, config.threads, config)
+    from service.serving import GUNICORN_OPTIONS  # JSON 414, the longest request line
+
     options = {
         "bind": config.bind,
         "workers": config.workers,
@@ -72,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         "child_exit": child_exit,
         "loglevel": config.log_level.lower(),
         "proc_name": "rankduel-api",
+        **GUNICORN_OPTIONS,
     }
     try:
         run_gunicorn(options, factory)

@@ -39,4 +39,5 @@ def metrics_endpoint():
 
 @bp.get("/openapi.json")
 def openapi():
-    return jsonify(openapi_document())
+    config = current_app.extensions["rankduel"].config
+    return jsonify(openapi_document(config.default_k, config.max_k))

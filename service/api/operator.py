@@ -10,8 +10,9 @@ from flask import Blueprint, current_app, jsonify, request
 from service import experiments
 from service.errors import NotFound, Unauthorized
 from service.impressions import Runtime
+from service.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
 from service.snapshot import ExperimentMissing
-from service.validation import int_param, json_object
+from service.validation import json_body, parse
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
 
@@ -37,17 +38,18 @@ def _prober(rt: Runtime) -> experiments.Prober:
     return partial(experiments.probe_rankers, rt.rankers, query=rt.config.probe_query)
 
 
-def _snapshot(exp_id: str, full: bool = True):
-    return _rt().store.snapshot(exp_id, full=full)
+def _describe(exp_id: str):
+    rt = _rt()
+    return jsonify(experiments.describe(rt.store, rt.store.snapshot(exp_id, full=True)))
 
 
 @bp.post("")
 def create():
     rt = _rt()
-    exp_id = experiments.create(rt.store, json_object(request),
-                                default_timeout_ms=rt.config.ranker_timeout_ms,
+    spec = parse(NewExperiment, json_body(request), status=422)
+    exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms,
                                 probe=_prober(rt))
-    return jsonify(experiments.describe(rt.store, _snapshot(exp_id))), 201
+    return _describe(exp_id), 201
 
 
 @bp.get("")
@@ -56,7 +58,7 @@ def list_experiments():
     out = []
     for exp_id in rt.store.list_ids():
         try:
-            out.append(experiments.summary(rt.store, _snapshot(exp_id, full=False)))
+            out.append(experiments.summary(rt.store, rt.store.snapshot(exp_id)))
         except ExperimentMissing:  # deleted between the listing and the read
             continue
     return jsonify({"experiments": out})
@@ -64,21 +66,23 @@ def list_experiments():
 
 @bp.get("/<exp_id>")
 def get(exp_id: str):
-    rt = _rt()
-    return jsonify(experiments.describe(rt.store, _snapshot(exp_id)))
+    return _describe(exp_id)
 
 
 @bp.patch("/<exp_id>")
 def patch(exp_id: str):
-    rt = _rt()
-    experiments.patch(rt.store, exp_id, json_object(request))
-    return jsonify(experiments.describe(rt.store, _snapshot(exp_id)))
+    body = json_body(request)
+    experiments.refuse_definition_change(body)
+    change = parse(ExperimentPatch, body, status=422)
+    experiments.rename(_rt().store, exp_id, change.name)
+    return _describe(exp_id)
 
 
 @bp.post("/<exp_id>/rankers")
 def add_ranker(exp_id: str):
     rt = _rt()
-    entry = experiments.add_ranker(rt.store, exp_id, json_object(request),
+    ranker = parse(NewRanker, json_body(request), status=422)
+    entry = experiments.add_ranker(rt.store, exp_id, ranker,
                                    default_timeout_ms=rt.config.ranker_timeout_ms,
                                    probe=_prober(rt))
     return jsonify(entry), 201
@@ -86,14 +90,12 @@ def add_ranker(exp_id: str):
 
 @bp.delete("/<exp_id>/rankers/<name>")
 def retire_ranker(exp_id: str, name: str):
-    rt = _rt()
-    return jsonify(experiments.retire_ranker(rt.store, exp_id, name))
+    return jsonify(experiments.retire_ranker(_rt().store, exp_id, name))
 
 
 @bp.post("/<exp_id>/<any(pause, resume, stop):action>")
 def lifecycle(exp_id: str, action: str):
-    rt = _rt()
-    state = experiments.set_lifecycle(rt.store, exp_id, action)
+    state = experiments.set_lifecycle(_rt().store, exp_id, action)
     return jsonify({"id": exp_id, "lifecycle": state})
 
 
@@ -102,5 +104,5 @@ def audit(exp_id: str):
     rt = _rt()
     if not rt.store.exists(exp_id):
         raise NotFound(f"no experiment {exp_id!r}")
-    limit = int_param(request.args, "limit", default=1000, lo=1, hi=10_000)
-    return jsonify({"id": exp_id, "audit": rt.store.audit(exp_id, -limit, -1)})
+    args = parse(AuditQuery, request.args.to_dict(), query=True)
+    return jsonify({"id": exp_id, "audit": rt.store.audit(exp_id, -args.limit, -1)})

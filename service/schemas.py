@@ -1,0 +1,497 @@
+"""Every request and response body of the HTTP API, defined once as pydantic models.
+
+The handlers validate what they receive through these models (:func:`service.validation.parse`)
+and :mod:`service.openapi` builds ``/openapi.json`` from their JSON Schema, so what the
+document allows is what the API accepts:
+
+* operator bodies are closed (``additionalProperties: false``, an unknown field is 422);
+  front-end bodies (``/clicks``, ``/impressions/ID/end``) ignore fields they do not know,
+  as they always have;
+* bounds are the API's real ones: names, URLs, click counts, algorithm parameters;
+* ``POST /experiments`` is a union keyed by ``algorithm``: each algorithm has its own
+  parameters (names from its constructor, ranges from its checks, a few upper bounds of
+  the API's own) and its own interleaving methods (pairwise or multileaving).
+
+What no JSON Schema can say stays in the core and answers 422: ranker names unique within
+an experiment, a ``true_preferences`` matrix that is a preference matrix over the
+rankers, a ``true_best`` that names one of them, and MergeDTS/MergeRUCB's default ``C``
+being computable (``alpha > 0.5`` without ``c``).
+
+Examples
+--------
+>>> Click.model_validate({"id": "d1", "rank": 2}).rank
+2
+>>> sorted(NewExperiment.model_json_schema()["discriminator"]["mapping"])[:3]
+['ccb', 'dts', 'mdb']
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    RootModel,
+    WithJsonSchema,
+    create_model,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+import bandits
+
+# ---------------------------------------------------------------------- limits
+MAX_QUERY_CHARS = 1000
+MAX_CLICKS = 100
+MAX_ID_CHARS = 64
+MAX_NAME_CHARS = 200
+MAX_RANKERS = 1000
+MAX_TIMEOUT_MS = 60_000
+MAX_SEED = 2**63 - 1
+
+#: a ranker's name: it appears in URLs (``DELETE .../rankers/NAME``) and metric labels
+RANKER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+_PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+#: an absolute http(s) URL: host name or IPv4 address, optional port, then printable
+#: ASCII without spaces or a fragment (no user info, no IPv6 literal)
+RANKER_URL_PATTERN = rf"^https?://[A-Za-z0-9.\-]+(?::{_PORT})?(?:[/?][!-\"$-~]*)?$"
+
+#: what each pattern means, for error messages
+PATTERN_MEANING = {
+    RANKER_NAME_PATTERN: "1-64 letters, digits, '_', '.' or '-', starting with a letter "
+                         "or digit",
+    RANKER_URL_PATTERN: "an absolute http(s) URL (host, optional port, path and query in "
+                        "printable ASCII; no user info, no fragment)",
+}
+
+
+PROBE = ("send the ranker(s) a test query first and refuse (422) one that does not answer "
+         "with a valid result list; false to skip")
+
+
+# ---------------------------------------------------------------------- base classes
+class Closed(BaseModel):
+    """A request body that refuses unknown fields; JSON types exactly (no coercion)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class Open(BaseModel):
+    """A request body that ignores unknown fields (the front end's)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class Out(BaseModel):
+    """A response body: every field documented, nothing else sent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------------- field types
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer: ``3.0`` is one (``3.5`` and ``true`` are not)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def Int(**bounds: Any) -> Any:
+    """An integer of a JSON body, within ``bounds`` (strict: no strings, no booleans;
+    ``3.0`` is 3). The bounds come before the conversion so that they reach the schema."""
+    return Annotated[int, Field(**bounds), BeforeValidator(_integral)]
+
+
+def _query_int(value: Any) -> Any:
+    """A query-string integer: ASCII decimal digits with an optional minus sign."""
+    if isinstance(value, str):
+        if not re.fullmatch(r"-?[0-9]{1,18}", value):
+            raise PydanticCustomError("int_type", "must be an integer")
+        return int(value)
+    return value
+
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+RankerName = Annotated[str, Field(pattern=RANKER_NAME_PATTERN)]
+RankerUrl = Annotated[str, Field(pattern=RANKER_URL_PATTERN, max_length=2048)]
+DocId = Annotated[str | Int(), Field(description="a document id as the ranker sent it")]
+Number = int | float
+
+
+# ---------------------------------------------------------------------- front end
+@functools.lru_cache
+def search_query(default_k: int, max_k: int) -> type[BaseModel]:
+    """The query parameters of ``GET /search`` (``k``'s default and bound are
+    configuration, so the model is built per configuration)."""
+    return create_model(
+        "SearchQuery",
+        __config__=ConfigDict(extra="ignore"),
+        experiment=(Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS,
+                                         description="experiment id")], ...),
+        q=(Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS,
+                                description="the user's query")], ...),
+        k=(Annotated[int, Field(ge=1, le=max_k), BeforeValidator(_query_int)],
+           Field(default_k, description="results wanted")),
+        user=(Annotated[str, Field(max_length=MAX_NAME_CHARS)] | None, Field(None, description=(
+            "a stable user id: a repeated (user, query) view of the same comparison shows "
+            "the same list"))),
+    )
+
+
+class Click(Open):
+    """One click: the document and the 1-based rank it was shown at."""
+
+    id: DocId
+    rank: Int(ge=1)
+
+
+class Clicks(Open):
+    """``POST /clicks``. Without ``token`` the answer is 403."""
+
+    #: errors under these fields are 422 (well-formed, wrong content); others are 400
+    content: ClassVar[frozenset[str]] = frozenset({"rank"})
+
+    impression_id: Id
+    token: str | None = Field(None, description="the token /search issued with the page")
+    clicks: Annotated[list[Click], Field(min_length=1, max_length=MAX_CLICKS)]
+
+
+class EndImpression(Open):
+    """``POST /impressions/ID/end`` (the body is optional; the token is checked when sent)."""
+
+    token: str | None = None
+
+
+# ---------------------------------------------------------------------- operator
+class RankerIn(Closed):
+    """A ranker: called as ``GET URL?q=TEXT&k=K``, answering ``{"results": [{"id"}, ...]}``."""
+
+    name: RankerName
+    url: RankerUrl
+    timeout_ms: Int(ge=1, le=MAX_TIMEOUT_MS) | None = Field(
+        None, description="default: the service's RANKDUEL_RANKER_TIMEOUT_MS")
+
+
+class NewRanker(RankerIn):
+    """``POST /experiments/ID/rankers``: a ranker added mid-run."""
+
+    probe: bool = Field(True, description=PROBE)
+
+
+class ExperimentPatch(Closed):
+    """``PATCH /experiments/ID``: only the name can change (the definition fields are 409)."""
+
+    name: Name
+
+
+class AuditQuery(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    limit: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_query_int)] = Field(
+        1000, description="how many of the newest entries")
+
+
+# ---------------------------------------------------------------------- algorithm params
+Positive = Annotated[float, Field(gt=0, le=1000)]
+PARAM_TYPES: dict[str, Any] = {
+    "alpha": (Positive, "exploration parameter α"),
+    "beta": (Annotated[float, Field(ge=1, le=1000)], "MDB's β"),
+    "eta": (Positive, "learning rate η"),
+    "batch_size": (Int(ge=2, le=MAX_RANKERS), "batch size M"),
+    "c": (Annotated[float, Field(ge=0, le=1e300)],
+          "C (default: the preset's, or Algorithm 1 line 2 from alpha > 0.5 and horizon)"),
+    "horizon": (Int(ge=1, le=10**15), "T of Algorithm 1 line 2's C, when c is not given"),
+    "f_scale": (Annotated[float, Field(ge=0, le=1000)], "f(K) = f_scale K^f_power"),
+    "f_power": (Annotated[float, Field(ge=0, le=10)], "f(K) = f_scale K^f_power"),
+}
+
+#: each algorithm's parameters (the keyword arguments of its constructor; checked
+#: against bandits.check_params by the tests)
+ALGORITHM_PARAMS: dict[str, tuple[str, ...]] = {
+    "mergedts": ("preset", "alpha", "batch_size", "c", "horizon"),
+    "mergerucb": ("preset", "alpha", "batch_size", "c", "horizon"),
+    "rucb": ("alpha",), "rcs": ("alpha",), "ccb": ("alpha",), "dts": ("alpha",),
+    "self_sparring": ("eta",), "rmed1": ("f_scale", "f_power"), "mdb": ("alpha", "beta"),
+    "uniform": (),
+}
+
+
+class _Params(Closed):
+    algorithm: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, data: Any) -> Any:
+        """The policy's own check first: it names an unknown parameter and lists the
+        valid ones."""
+        if isinstance(data, dict):
+            try:
+                bandits.check_params(cls.algorithm, data)
+            except ValueError as exc:
+                reason = str(exc)
+            except OverflowError:  # an integer beyond a double's range
+                key = next(k for k, v in data.items()
+                           if isinstance(v, int) and abs(v) > sys.float_info.max)
+                reason = f"parameter {key!r} of {cls.algorithm} is out of range"
+            else:
+                return data
+            raise PydanticCustomError("rd_params", "invalid params for {algorithm}: {reason}",
+                                      {"algorithm": cls.algorithm, "reason": reason})
+        return data
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def _param_type(algorithm: str, name: str) -> tuple[Any, str]:
+    if name == "preset":  # the Merge policies' named sets of defaults
+        presets = tuple(bandits.get_algorithm(algorithm).PRESETS)
+        return Literal[presets], ("named defaults for alpha, batch_size and c (explicit "
+                                  "values override them); default: tuned")
+    return PARAM_TYPES[name]
+
+
+def _params_model(algorithm: str) -> type[_Params]:
+    # absent: the policy's default; null is not a value (check_params refuses it)
+    fields = {}
+    for name in ALGORITHM_PARAMS[algorithm]:
+        kind, description = _param_type(algorithm, name)
+        fields[name] = (kind, Field(None, description=description,
+                                    json_schema_extra=_no_default))
+    title = "".join(p.title() for p in algorithm.split("_"))
+    model = create_model(f"{title}Params", __base__=_Params, **fields)
+    model.algorithm = algorithm
+    return model
+
+
+def _methods() -> tuple[list[str], list[str]]:
+    import interleaving
+
+    pairwise = list(interleaving.PAIRWISE_METHODS)
+    return pairwise, [m for m in interleaving.METHODS if m not in pairwise]
+
+
+def _interleaving_for(algorithm: str, multi: bool) -> Any:
+    """The interleaving methods an algorithm can run with (a pairwise policy needs a
+    pairwise method, a set-selecting one a multileaving method)."""
+    pairwise, multileave = _methods()
+    allowed = multileave if multi else pairwise
+
+    def check(method: str) -> str:
+        if method in allowed:
+            return method
+        if method in pairwise + multileave:
+            kind = ("compares sets of rankers: choose a multileaving method" if multi
+                    else "compares pairs: choose a pairwise interleaving method")
+            raise PydanticCustomError("rd_interleaving", "{algorithm} {kind} ({allowed})",
+                                      {"algorithm": algorithm, "kind": kind,
+                                       "allowed": ", ".join(allowed)})
+        raise PydanticCustomError("rd_interleaving",
+                                  "unknown interleaving method '{method}'; known: {known}",
+                                  {"method": method, "known": ", ".join(pairwise + multileave)})
+
+    return Annotated[str, AfterValidator(check),
+                     WithJsonSchema({"type": "string", "enum": allowed})]
+
+
+class _NewExperiment(Closed):
+    name: Name
+    rankers: Annotated[list[RankerIn], Field(min_length=2, max_length=MAX_RANKERS)]
+    seed: Int(ge=0, le=MAX_SEED) | None = Field(
+        None, description="default: drawn at random")
+    # its size (one row and column per ranker) is checked with the rankers, which names it
+    true_preferences: Annotated[
+        list[Annotated[list[Annotated[float, Field(ge=0, le=1)]],
+                       Field(min_length=1, max_length=MAX_RANKERS)]],
+        Field(min_length=1, max_length=MAX_RANKERS)] | None = Field(
+        None, description="simulations only: the true K×K preference matrix over `rankers` "
+                          "(p_ij + p_ji = 1), for the true-regret metric")
+    true_best: RankerName | None = Field(
+        None, description="the ranker true regret is measured against (default: the "
+                          "Condorcet winner of true_preferences); needs true_preferences")
+    probe: bool = Field(True, description=PROBE)
+
+    def params_dict(self) -> dict[str, Any]:
+        """The parameters as given (absent ones take the policy's defaults)."""
+        return self.params.model_dump(exclude_none=True)
+
+
+def _experiment_model(algorithm: str) -> type[_NewExperiment]:
+    cls = bandits.get_algorithm(algorithm)
+    params = _params_model(algorithm)
+    title = "".join(p.title() for p in algorithm.split("_"))
+    return create_model(
+        f"New{title}Experiment", __base__=_NewExperiment,
+        algorithm=(Literal[algorithm], ...),
+        params=(params, Field(default_factory=params)),
+        interleaving=(_interleaving_for(algorithm, cls.multi), ...),
+    )
+
+
+class NewExperiment(RootModel):
+    """``POST /experiments``: one shape per algorithm."""
+
+    #: the field that picks the shape (pydantic prefixes error locations with its value)
+    discriminator: ClassVar[str] = "algorithm"
+
+    root: Annotated[Union[tuple(_experiment_model(a) for a in bandits.ALGORITHMS)],  # noqa: UP007
+                    Field(discriminator="algorithm")]
+
+
+# ---------------------------------------------------------------------- responses
+class Error(Out):
+    """Every error: what was wrong."""
+
+    error: str
+
+
+class Healthy(Out):
+    status: Literal["ok"]
+
+
+class Ready(Out):
+    status: Literal["ready"]
+
+
+class ResultItem(BaseModel):
+    """One result as the ranker sent it (its other fields pass through), with its rank."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: DocId
+    rank: Annotated[int, Field(ge=1)]
+
+
+class SearchResult(Out):
+    impression_id: str
+    token: str = Field(description="send it back with /clicks and /impressions/ID/end")
+    experiment: str
+    rankers: list[str] = Field(description="the rankers whose lists were interleaved "
+                                           "(one: no duel)")
+    results: list[ResultItem]
+
+
+class ClicksAccepted(Out):
+    impression_id: str
+    accepted: Annotated[int, Field(ge=0)]
+    duplicates: Annotated[int, Field(ge=0, description="clicks already recorded")]
+
+
+class Ended(Out):
+    impression_id: str
+    status: Literal["closed"]
+    already_closed: bool
+
+
+Lifecycle = Literal["running", "paused", "stopped"]
+RankerStatus = Literal["active", "eliminated", "retired"]
+
+
+class RankerEntry(Out):
+    """A ranker of an experiment."""
+
+    name: str
+    url: str
+    timeout_ms: int
+    arm: Annotated[int, Field(ge=0, description="its index in W")]
+    status: RankerStatus
+    added_at: float
+    retired_at: float | None
+
+
+class Elimination(Out):
+    step: int
+    by: str | int = Field(description="the ranker that beat it")
+
+
+class RankerHealth(Out):
+    failures: Annotated[int, Field(ge=0, description="consecutive failures")]
+    quarantined_until: float | None = Field(description="unix time; null: not quarantined")
+
+
+class RankerState(RankerEntry):
+    eliminated: Elimination | None
+    health: RankerHealth
+    wins: float
+    losses: float
+    comparisons: float
+
+
+class _ExperimentHead(Out):
+    id: str
+    name: str
+    algorithm: str
+    interleaving: str
+    lifecycle: Lifecycle
+    champion: str | None = Field(description="the policy's best ranker so far")
+    comparisons: Annotated[int, Field(ge=0)]
+    active_rankers: Annotated[int, Field(ge=0)]
+
+
+class ExperimentSummary(_ExperimentHead):
+    rankers: Annotated[int, Field(ge=0)]
+
+
+class ExperimentList(Out):
+    experiments: list[ExperimentSummary]
+
+
+Matrix = list[list[float]]
+
+
+class Preferences(Out):
+    p: Matrix = Field(description="p_ij = W_ij / (W_ij + W_ji), ½ where never compared")
+    lower: Matrix
+    upper: Matrix
+    interval: Literal["wilson"]
+    confidence: float
+
+
+class Experiment(_ExperimentHead):
+    """The full state of an experiment."""
+
+    rankers: list[RankerState]
+    params: dict[str, Number | str] = Field(
+        description="the policy's effective parameters (defaults included)")
+    seed: int
+    created_at: float
+    version: int
+    t: Annotated[int, Field(ge=0, description="selections so far")]
+    selections: Annotated[int, Field(ge=0, description="same as t")]
+    counters: dict[str, int]
+    arms: list[str] = Field(description="ranker names in arm order (the rows of W)")
+    stage: int | None = Field(description="MergeDTS/MergeRUCB's stage, else null")
+    batches: list[list[str]] | None = Field(
+        description="MergeDTS/MergeRUCB's batches of rankers, else null")
+    W: Matrix = Field(description="W_ij: comparisons ranker i won against ranker j")
+    preferences: Preferences
+
+
+class LifecycleChanged(Out):
+    id: str
+    lifecycle: Lifecycle
+
+
+class AuditEntry(BaseModel):
+    """One audit entry; the detail fields depend on the action."""
+
+    model_config = ConfigDict(extra="allow")
+
+    ts: float
+    action: str = Field(examples=["created", "pause", "ranker_added", "eliminated",
+                                  "stage_changed"])
+    actor: str = Field(examples=["operator", "bandit"])
+
+
+class Audit(Out):
+    id: str
+    audit: list[AuditEntry]
