@@ -145,6 +145,7 @@ class WorkerControl:
         if delay_ms:  # slow credit transactions, by a wrapper (tests/fault_worker.py)
             self.child = self.stack.python(name, [
                 str(ROOT / "tests" / "fault_worker.py"), str(delay_ms), "worker",
+                "--no-supervise",  # the patch lives in this process, not in a child
                 "--concurrency", str(concurrency), "--loglevel", "warning",
                 "--hostname", f"{name}-{os.getpid()}@%h"], self.env)
         else:
