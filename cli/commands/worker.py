@@ -24,6 +24,8 @@ import sys
 import threading
 import time
 
+import click
+
 from service.config import load_config
 from service.multiproc import prepare_multiproc_dir
 
@@ -65,10 +67,15 @@ def metrics_dir():
 
 
 def run_celery(args: argparse.Namespace) -> int:
-    """Run the Celery worker in this process; its exit code."""
-    from workers.celery_app import app
+    """Run the Celery worker in this process; its exit code (``app.worker_main`` would
+    drop it: after ``Unrecoverable error`` the process exited 0)."""
+    from celery.bin.celery import celery
 
-    code = app.start(celery_argv(args))
+    try:
+        code = celery.main(args=["-A", "workers.celery_app", *celery_argv(args)],
+                           standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
     return int(code or 0)
 
 
