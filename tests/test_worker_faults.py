@@ -12,12 +12,10 @@ equals the decisive impressions recomputed from what Redis stored.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import threading
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,27 +23,18 @@ import pytest
 
 import interleaving
 from demo.client import Client, http_json
-from demo.stack import Stack, ThreadedServer, free_port, wait_until
+from demo.stack import Stack, ThreadedServer, child_pids, free_port, wait_until
 
 ADMIN = "faults-admin-token-0123456789"
 
 
 # ------------------------------------------------------------------------------ helpers
-def children(pid: int) -> list[int]:
-    """The pids of the direct children of ``pid`` (from /proc)."""
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):  # the task ended meanwhile
-            out += [int(c) for c in (task / "children").read_text().split()]
-    return sorted(set(out))
-
-
 def celery_main(supervisor: int) -> int:
     """The Celery worker's main process: the supervisor's one child."""
     found: list[int] = []
 
     def one() -> bool:
-        found[:] = children(supervisor)
+        found[:] = child_pids(supervisor)
         return len(found) == 1
 
     wait_until(one, 30, "the Celery worker process")
@@ -58,7 +47,7 @@ def pool(supervisor: int, size: int) -> list[int]:
     found: list[int] = []
 
     def full() -> bool:
-        found[:] = children(celery_main(supervisor))
+        found[:] = child_pids(celery_main(supervisor))
         return len(found) == size
 
     wait_until(full, 60, f"{size} pool processes")
@@ -271,7 +260,7 @@ def test_the_sweep_survives_pool_kills(fresh):
             for pid in old:
                 os.kill(pid, signal.SIGKILL)
             # the main process replaces its pool
-            wait_until(lambda old=old: not old & set(children(celery_main(worker.pid))),
+            wait_until(lambda old=old: not old & set(child_pids(celery_main(worker.pid))),
                        30, "the killed pool processes gone")
             pool(worker.pid, 2)
         users.wait_for_more(20)
@@ -318,7 +307,7 @@ def test_supervisor_restarts_a_dead_celery_worker(fresh):
     worker, port = f.start_worker(concurrency=1)
     main = celery_main(worker.pid)
     os.kill(main, signal.SIGKILL)
-    wait_until(lambda: children(worker.pid) not in ([], [main]), 30, "a new Celery worker")
+    wait_until(lambda: child_pids(worker.pid) not in ([], [main]), 30, "a new Celery worker")
     wait_until(lambda: healthz(port)[0] == 200, 60, "the new Celery worker healthy")
     assert worker.alive()
     exp_id = f.experiment("supervised", seed=5)
@@ -329,3 +318,42 @@ def test_supervisor_restarts_a_dead_celery_worker(fresh):
         client.end(page)
     assert_all_credited(f, exp_id)
     assert "starting it again" in worker.log_path.read_text(errors="replace")
+
+
+def test_idle_worker_is_quiet_and_leaves_nothing_behind(fresh, tmp_path):
+    """At INFO, a worker that only sweeps (every 0.3 s) logs nothing; real work is
+    logged; after a clean stop its temp folders (metrics, Celery's) are gone."""
+    f = fresh
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    port = free_port()
+    env = dict(f.env, TMPDIR=str(tmp), RANKDUEL_WORKER_METRICS_BIND=f"127.0.0.1:{port}")
+    env.pop("PROMETHEUS_MULTIPROC_DIR")
+    worker = f.stack.python("quiet-worker", ["-m", "cli.main", "worker", "--loglevel", "info",
+                                             "--concurrency", "1"], env)
+    f.workers.append(worker)
+    f.stack.wait_worker(worker, f.url)
+    assert [p.name[:14] for p in tmp.iterdir()].count("rankduel-prom-") == 1
+
+    def sweeps() -> float:
+        from prometheus_client.parser import text_string_to_metric_families
+
+        _, text = http_json("GET", f"http://127.0.0.1:{port}/metrics")
+        return sum(s.value for fam in text_string_to_metric_families(text)
+                   for s in fam.samples
+                   if s.name == "rankduel_worker_tasks_processed_total"
+                   and s.labels.get("task") == "rankduel.sweep")
+
+    wait_until(lambda: sweeps() >= 10, 60, "ten sweeps")
+    log = worker.log_path.read_text(errors="replace")
+    idle = log[log.index(" ready."):].splitlines()[1:]
+    assert [line for line in idle if line.strip()] == []
+
+    exp_id = f.experiment("quiet", seed=7)
+    page = f.client.search(exp_id, "q", k=4)
+    f.client.end(page)
+    wait_until(lambda: "Task rankduel.drain[" in worker.log_path.read_text(), 30,
+               "the drain in the log")
+    worker.stop()
+    assert worker.proc.returncode == 0
+    assert list(tmp.iterdir()) == []
