@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -59,6 +60,21 @@ def healthz(port: int) -> tuple[int, dict]:
         return http_json("GET", f"http://127.0.0.1:{port}/healthz", timeout=3)
     except OSError as exc:
         return 0, {"error": repr(exc)}
+
+
+def compose_healthcheck(service: str, port: int) -> int:
+    """Run the healthcheck of ``service`` in docker-compose.yml against ``port``; its exit
+    code (what Docker sees)."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    compose = yaml.safe_load((Path(__file__).parent.parent / "docker-compose.yml").read_text())
+    test = compose["services"][service]["healthcheck"]["test"]
+    assert test[:2] == ["CMD", "python"], test
+    argv = [sys.executable, *(a.replace(":9101/", f":{port}/") for a in test[2:])]
+    return subprocess.run(argv, capture_output=True, timeout=30).returncode
 
 
 def exp_state(rd, exp_id: str) -> dict:
@@ -290,10 +306,12 @@ def test_healthz_fails_when_the_sweep_is_dead(fresh):
         assert body["status"] == "failing" and body["broker"] == "connected"
         assert body["sweep"]["error"] == "no sweep completed recently"
         assert body["sweep"]["age_s"] > 3
+        assert compose_healthcheck("scheduler", port) != 0
     finally:
         for pid in stopped:
             os.kill(pid, signal.SIGCONT)
     wait_until(lambda: healthz(port)[0] == 200, 30, "healthz 200 once sweeps resume")
+    assert compose_healthcheck("scheduler", port) == 0
 
     _other, other_port = f.start_worker(concurrency=1, beat=False)
     wait_until(lambda: healthz(other_port)[0] == 200, 30, "the --no-beat worker healthy")
