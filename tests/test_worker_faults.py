@@ -231,7 +231,7 @@ def test_embedded_redis_keeps_experiments_across_a_restart(fresh):
 
 
 def test_worker_survives_redis_restarts_under_load(fresh):
-    """Redis SIGKILLed and started again three times while users search and click: the
+    """Redis SIGKILLed and started again four times while users search and click: the
     Celery worker reconnects each time (it is never restarted, and never logs an
     unrecoverable error), /healthz says 503 while the broker is away and 200 after,
     and every impression is credited once."""
@@ -241,7 +241,7 @@ def test_worker_survives_redis_restarts_under_load(fresh):
     exp_id = f.experiment("restarts", seed=2)
     users = Users(f.client, exp_id, n=3)
     try:
-        for i in range(3):
+        for i in range(4):  # celery/kombu 5.7 alone died at 2 restarts in 3
             users.wait_for_more(60)
             f.stack.redis_child.kill(signal.SIGKILL)
             f.stack.redis_child.proc.wait(30)
@@ -258,7 +258,7 @@ def test_worker_survives_redis_restarts_under_load(fresh):
     assert celery_main(worker.pid) == main, "the Celery worker died and was restarted"
     log = worker.log_path.read_text(errors="replace")
     assert "Unrecoverable error" not in log
-    assert users.searches > 240
+    assert users.searches > 300
 
 
 def test_the_sweep_survives_pool_kills(fresh):

@@ -87,6 +87,19 @@ def _child_setup() -> None:  # pragma: no cover - runs in the child before exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
+def wait_reaping(child: subprocess.Popen) -> int:
+    """Wait for ``child``, reaping any other child on the way: as a container's PID 1 the
+    supervisor inherits the orphans of a Celery worker that died (its pool processes)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:  # pragma: no cover - reaped elsewhere
+            return child.wait()
+        if pid == child.pid:
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return child.returncode
+
+
 def supervise(args: argparse.Namespace) -> int:
     """Run the Celery worker as a child; start it again when it dies unexpectedly."""
     stopping = threading.Event()
@@ -113,12 +126,7 @@ def supervise(args: argparse.Namespace) -> int:
     while True:
         started = time.monotonic()
         child = subprocess.Popen(argv, env=env, preexec_fn=_child_setup)
-        while True:  # wait, letting the signal handlers run
-            try:
-                code = child.wait()
-                break
-            except InterruptedError:  # pragma: no cover - PEP 475 retries for us
-                continue
+        code = wait_reaping(child)
         if stopping.is_set() or code == 0:
             return code if code >= 0 else 128 - code
         ran = time.monotonic() - started
