@@ -46,8 +46,13 @@ def test_serve_logs_each_request_and_leaves_nothing_behind(stack, service_env, t
     assert status == 404
     # one gunicorn worker stops (max requests, a timeout, a SIGTERM): the others go on
     # writing their metrics into the folder, which must still be there
-    workers = child_pids(child.pid)
-    assert len(workers) == 2
+    workers: list[int] = []
+
+    def booted() -> bool:
+        workers[:] = child_pids(child.pid)
+        return len(workers) == 2
+
+    wait_until(booted, 30, "both gunicorn workers booted")
     os.kill(workers[0], signal.SIGTERM)
     wait_until(lambda: len(set(child_pids(child.pid)) - set(workers)) == 1, 30,
                "gunicorn replaces the worker")

@@ -71,8 +71,10 @@ def run_celery(args: argparse.Namespace) -> int:
     drop it: after ``Unrecoverable error`` the process exited 0)."""
     from celery.bin.celery import celery
 
+    from workers import celery_app
+
     try:
-        code = celery.main(args=["-A", "workers.celery_app", *celery_argv(args)],
+        code = celery.main(args=["-A", celery_app.__name__, *celery_argv(args)],
                            standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
