@@ -258,7 +258,7 @@ def test_worker_survives_redis_restarts_under_load(fresh):
     assert celery_main(worker.pid) == main, "the Celery worker died and was restarted"
     log = worker.log_path.read_text(errors="replace")
     assert "Unrecoverable error" not in log
-    assert users.searches > 300
+    assert users.searches >= 300
 
 
 def test_the_sweep_survives_pool_kills(fresh):
