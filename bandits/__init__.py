@@ -1,7 +1,12 @@
 """Dueling-bandit policies (pure numpy/scipy, no I/O).
 
 Each policy lives in its own module behind the interface of :mod:`bandits.base`;
-``get_algorithm(name)`` imports it by its registered name.
+``get_algorithm(name)`` imports it by its registered name. Shared pieces:
+:mod:`bandits.common` (empirical preferences, UCB helpers), :mod:`bandits.matrices`
+(preference matrices, winners, regret), and for MergeDTS (:mod:`bandits.merge_dts`) and
+MergeRUCB (:mod:`bandits.merge_rucb`) their framework :mod:`bandits.merge_base`, the
+batch partition rules :mod:`bandits.merge_partition` and MergeDTS's sampling kernels
+:mod:`bandits.merge_sampling`.
 """
 
 from __future__ import annotations

@@ -28,6 +28,17 @@ round-robin over batches and the ``log t`` of confidence bounds), ``n_updates`` 
 recorded comparisons. In the simulator they move together; in the live service many
 selections are in flight before their feedback returns, so ``t`` runs ahead.
 
+One semantics, live and offline. Live, many processes select concurrently from copies of
+the stored state (``select_at``) and nothing a selection changes is written back; the
+feedback transaction loads the state, calls ``sync_step(t)`` and ``update()``, and stores
+it. So ``select()`` changes nothing in ``state_dict()`` but ``t`` and the generator: what
+it depends on is either stored and advanced by ``update()``/``update_many()`` (a policy
+whose paper changes state at selection time, RUCB's ``B`` for instance, does that in the
+``_commit`` hook, which sees ``W`` as the step's selection saw it), or derived from the
+stored state and ``t``. With immediate feedback (the simulator's default) this is the
+papers' sequence of states; with delayed feedback it is what the live service runs
+(``bandits.simulator.simulate_run(..., delay=D)``).
+
 Every random choice goes through ``self.rng``, a seeded ``numpy.random.Generator`` whose
 state is part of ``state_dict()``: same seed, same run.
 """
@@ -39,6 +50,8 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
+
+from bandits.common import preferences
 
 ACTIVE, ELIMINATED, RETIRED = 0, 1, 2
 STATUS_NAMES = {ACTIVE: "active", ELIMINATED: "eliminated", RETIRED: "retired"}
@@ -86,7 +99,10 @@ class DuelingBandit(abc.ABC):
 
     # ------------------------------------------------------------------ public API
     def select(self) -> Comparison:
-        """Advance the time step and return the next comparison."""
+        """Advance the time step and return the next comparison.
+
+        Nothing else in ``state_dict()`` changes but the generator's state.
+        """
         self.t += 1
         return self._select()
 
@@ -122,8 +138,13 @@ class DuelingBandit(abc.ABC):
         return {}
 
     def update(self, i: int, j: int, outcome: float) -> None:
-        """Record one pairwise result: ``outcome`` 1 = ``i`` won, 0 = ``j`` won, ½ = tie."""
+        """Record one pairwise result: ``outcome`` 1 = ``i`` won, 0 = ``j`` won, ½ = tie.
+
+        ``(i, j)`` is in the order ``select()`` returned it (the first arm is the one the
+        policy chose first, RUCB's champion ``c`` for instance).
+        """
         outcome = self._check_outcome(i, j, outcome)
+        self._commit(i, j)
         self.n_updates += 1
         if i != j:
             self.W[i, j] += outcome
@@ -133,6 +154,8 @@ class DuelingBandit(abc.ABC):
     def update_many(self, outcomes: Iterable[tuple[int, int, float]]) -> None:
         """Record all pairwise results of one multileaved comparison as one step."""
         checked = [(int(i), int(j), self._check_outcome(i, j, s)) for i, j, s in outcomes]
+        if checked:
+            self._commit(checked[0][0], checked[0][1])
         self.n_updates += 1
         for i, j, s in checked:
             if i != j:
@@ -176,9 +199,7 @@ class DuelingBandit(abc.ABC):
             active = np.arange(self.K)
         sub = self.W[np.ix_(active, active)]
         n = sub + sub.T
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p = np.where(n > 0, sub / n, 0.5)
-        copeland = (p > 0.5).sum(axis=1)
+        copeland = (preferences(sub) > 0.5).sum(axis=1)
         rate = sub.sum(axis=1) / np.maximum(n.sum(axis=1), 1.0)
         order = np.lexsort((-rate, -copeland))
         return int(active[order[0]])
@@ -248,6 +269,12 @@ class DuelingBandit(abc.ABC):
     @abc.abstractmethod
     def _select(self) -> Comparison:
         """Choose the comparison for time step ``self.t``."""
+
+    def _commit(self, i: int, j: int) -> None:  # noqa: B027
+        """Advance, for the comparison ``(i, j)`` whose outcome is about to be recorded,
+        the state the paper changes when it selects (``W`` and ``n_updates`` are still as
+        the selection saw them; ``t`` is the step set by ``select()`` or ``sync_step()``).
+        ``update_many`` passes its first pair."""
 
     def _update(self, i: int, j: int, outcome: float) -> None:  # noqa: B027
         """React to a recorded pairwise result (``W`` is already updated)."""

@@ -8,7 +8,49 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import LossCounter, rand_argmax
+from bandits.common import LossCounter, rand_argmax
+
+
+def _pairs_of(opponents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All ``(i, j)`` with ``a_j ∈ B^i`` (row-major) and the row sizes ``|B^i|``."""
+    ii, jj = np.nonzero(opponents)
+    return ii, jj, np.bincount(ii, minlength=opponents.shape[0])
+
+
+class _Sets:
+    """``B_t`` (on the active arms ``arms``), ``B_t^i`` and ``L̄_C`` at one step, with
+    ``C_t``; ``Bo`` is the stored matrix until :meth:`writable` copies it."""
+
+    def __init__(self, arms, Bb, Bo, LC, pairs) -> None:
+        self.key: tuple[int, int] | None = None
+        self.arms: np.ndarray = arms
+        self.Bb: np.ndarray = Bb
+        self.Bo: np.ndarray = Bo
+        self.LC: int = LC
+        self.C: np.ndarray = np.zeros(arms.size, dtype=bool)
+        self.shared = True
+        self._pairs = pairs
+
+    def writable(self) -> np.ndarray:
+        """``Bo``, copied first if it is still the stored matrix."""
+        if self.shared:
+            self.Bo = self.Bo.copy()
+            self.shared = False
+        self._pairs = None
+        return self.Bo
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._pairs is None:
+            self._pairs = _pairs_of(self.Bo)
+        return self._pairs
+
+    def reset(self, k: int) -> None:
+        """Lines 2–4 (``k`` active arms)."""
+        self.Bb[:] = True
+        self.Bo = np.zeros_like(self.Bo)
+        self.shared = False
+        self._pairs = None
+        self.LC = k
 
 
 class CCB(DuelingBandit):
@@ -50,10 +92,23 @@ class CCB(DuelingBandit):
       counts, joins ``B_t`` (as every arm does on line 2) with an empty ``B^i``, and
       ``L̄_C`` is kept;
     - a tie (outcome ½) adds ½ to each side of ``W``;
-    - CCB never eliminates.
+    - CCB never eliminates;
+    - ``B_t``, ``B_t^i`` and ``L̄_C`` are stored with the state and advanced by the
+      feedback, not by the selection: :meth:`update` applies line 9 at the current
+      step ``t`` to ``W`` as the step's selection saw it (before this outcome), and
+      :meth:`select` applies the same line 9 to the stored sets and uses the result for
+      lines 10–13 without storing it. Line 9C's random choice of ``L̄_C + 1`` members
+      is drawn from a generator seeded by ``(trim_key, t, n_updates)`` (``trim_key``
+      is drawn once from the policy's generator and stored), so the selection and the
+      feedback make the same choice. With immediate feedback the stored sets after
+      step ``t`` are the thesis' ``B_t``, ``B_t^i``, ``L̄_C`` exactly and every choice
+      has the law of Algorithm 5 (only the random stream of 9C differs). Live, where
+      many selections share one stored state, line 9 runs once per recorded
+      comparison, at the step of the feedback transaction: Algorithm 5's line 9 on that
+      subsequence of steps.
 
     Cost: the Copeland scores of line 7 come from two
-    :class:`~bandits.rucb.LossCounter` (O(1) amortized per step), and ``U``/``L`` are
+    :class:`~bandits.common.LossCounter` (O(1) amortized per step), and ``U``/``L`` are
     only evaluated where a line reads them (the pairs in the sets ``B^i``, one row on a
     refill, column ``c``), so a step is O(K + Σ|B^i|) instead of O(K²). The choices
     are those of the dense pseudo-code (the tests compare the two).
@@ -109,9 +164,14 @@ class CCB(DuelingBandit):
         self.opponents = np.zeros((self.K, self.K), dtype=bool)
         #: L̄_C, the estimated max losses of a Copeland winner (line 4)
         self.max_losses = self.K
+        #: seeds line 9C's random choices, with the step (see the class notes)
+        self.trim_key = int(self.rng.integers(1 << 62))
         self._losses: LossCounter | None = None
         self._beaten: LossCounter | None = None
+        #: the pairs of the stored B^i (see :func:`_pairs_of`)
         self._pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: line 9 at the last step it was evaluated
+        self._next: _Sets | None = None
 
     # ------------------------------------------------------------------ helpers
     def _counters(self) -> tuple[LossCounter, LossCounter]:
@@ -125,7 +185,6 @@ class CCB(DuelingBandit):
             active = self.status == ACTIVE
             self._losses = LossCounter(self.W, active, strict=True)
             self._beaten = LossCounter(self.W.T, active, strict=False)
-            self._pairs = None
         thr = self.alpha * math.log(max(self.t, 1))
         self._losses.set_threshold(thr)
         self._beaten.set_threshold(thr)
@@ -148,79 +207,87 @@ class CCB(DuelingBandit):
         lo[same] = 0.5
         return u, lo
 
-    def _opponent_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All ``(i, j)`` with ``a_j ∈ B^i`` (row-major) and the row sizes ``|B^i|``."""
+    def _stored_sets(self, arms: np.ndarray) -> _Sets:
+        """The stored ``B_t``, ``B_t^i``, ``L̄_C`` (shared until written to)."""
         if self._pairs is None:
-            ii, jj = np.nonzero(self.opponents)
-            self._pairs = (ii, jj, np.bincount(ii, minlength=self.K))
-        return self._pairs
+            self._pairs = _pairs_of(self.opponents)
+        return _Sets(arms, self.shortlist[arms], self.opponents, self.max_losses, self._pairs)
 
-    def _reset(self, Bb: np.ndarray, k: int) -> int:
-        """Lines 2–4 (``Bb`` is the active arms' view of ``B_t``); returns ``L̄_C``."""
-        Bb[:] = True
-        self.opponents[:] = False
-        self._pairs = None
-        return k
+    def _trim_rng(self) -> np.random.Generator:
+        """The generator of line 9C's random choice at this step (see the class notes)."""
+        return np.random.default_rng([self.trim_key, self.t, self.n_updates])
+
+    def _line9(self) -> _Sets:
+        """Lines 7–9 at step ``t``: ``C_t`` and the sets after line 9, applied to the
+        stored ones without changing them (cached for the :meth:`_commit` of the step)."""
+        key = (self.t, self.n_updates)
+        if self._next is not None and self._next.key == key:
+            return self._next
+        losses, beaten = self._counters()
+        A = losses.arms
+        k = A.size
+        s = self._stored_sets(A)
+        s.key = key
+        self._next = s
+        if k < 2:
+            return s
+        # line 7: optimistic / pessimistic Copeland scores; line 8: C_t (positions in A)
+        cpld_up = (k - 1) - losses.counts[A]
+        cpld_lo = beaten.counts[A]
+        s.C = cpld_up == cpld_up.max()
+        # 9A: reset disproven hypotheses
+        ii, jj, _ = s.pairs()
+        if ii.size and (self._pair_bounds(ii, jj)[1] > 0.5).any():
+            s.reset(k)
+        # 9B: remove non-Copeland winners
+        drop = s.Bb & (cpld_up < cpld_lo.max())
+        if drop.any():
+            s.Bb[drop] = False
+            sizes = s.pairs()[2][A]
+            for p in np.flatnonzero(drop & (sizes != s.LC + 1)):
+                i = int(A[p])
+                u_row = self._pair_bounds(np.full(k, i), A)[0]
+                Bo = s.writable()
+                Bo[i] = False
+                Bo[i, A[u_row < 0.5]] = True
+            if not s.Bb.any():
+                s.reset(k)
+        # 9C: add Copeland winners
+        trim = None
+        for p in np.flatnonzero(s.C & (cpld_up == cpld_lo)):
+            i = int(A[p])
+            s.Bb[p] = True
+            s.LC = int(k - 1 - cpld_up[p])
+            if s.Bo[i].any():
+                s.writable()[i] = False
+            sizes = s.pairs()[2]
+            small = (sizes > 0) & (sizes < s.LC + 1)
+            if small.any():
+                s.writable()[small] = False
+            for j in np.flatnonzero(sizes > s.LC + 1):
+                members = np.flatnonzero(s.Bo[j])
+                if trim is None:
+                    trim = self._trim_rng()
+                keep = trim.choice(members, size=s.LC + 1, replace=False)
+                Bo = s.writable()
+                Bo[j] = False
+                Bo[j, keep] = True
+        return s
 
     # ------------------------------------------------------------------ hooks
     def _select(self) -> Comparison:
-        losses, beaten = self._counters()
-        A = losses.arms
+        s = self._line9()
+        A = s.arms
         k = A.size
         if k == 0:
             raise RuntimeError("no active arms")
         if k == 1:
             return (int(A[0]), int(A[0]))
         rng = self.rng
-        Bo = self.opponents
-        # line 7: optimistic / pessimistic Copeland scores; line 8: C_t (positions in A)
-        cpld_up = (k - 1) - losses.counts[A]
-        cpld_lo = beaten.counts[A]
-        C = cpld_up == cpld_up.max()
-        # line 9 (B_t as a view on the active arms)
-        Bb = self.shortlist[A]
-        LC = self.max_losses
-        # 9A: reset disproven hypotheses
-        ii, jj, _ = self._opponent_pairs()
-        if ii.size and (self._pair_bounds(ii, jj)[1] > 0.5).any():
-            LC = self._reset(Bb, k)
-        # 9B: remove non-Copeland winners
-        drop = Bb & (cpld_up < cpld_lo.max())
-        if drop.any():
-            Bb[drop] = False
-            sizes = self._opponent_pairs()[2][A]
-            for p in np.flatnonzero(drop & (sizes != LC + 1)):
-                i = int(A[p])
-                u_row = self._pair_bounds(np.full(k, i), A)[0]
-                Bo[i] = False
-                Bo[i, A[u_row < 0.5]] = True
-                self._pairs = None
-            if not Bb.any():
-                LC = self._reset(Bb, k)
-        # 9C: add Copeland winners
-        for p in np.flatnonzero(C & (cpld_up == cpld_lo)):
-            i = int(A[p])
-            Bb[p] = True
-            LC = int(k - 1 - cpld_up[p])
-            if Bo[i].any():
-                Bo[i] = False
-                self._pairs = None
-            sizes = self._opponent_pairs()[2]
-            small = (sizes > 0) & (sizes < LC + 1)
-            if small.any():
-                Bo[small] = False
-                self._pairs = None
-            for j in np.flatnonzero(sizes > LC + 1):
-                members = np.flatnonzero(Bo[j])
-                keep = rng.choice(members, size=LC + 1, replace=False)
-                Bo[j] = False
-                Bo[j, keep] = True
-                self._pairs = None
-        self.shortlist[A] = Bb
-        self.max_losses = LC
+        C = s.C
         # line 10: with probability 1/4, an uncertain pair (i, j) with a_j in B^i
         if rng.random() < 0.25:
-            ii, jj, _ = self._opponent_pairs()
+            ii, jj, _ = s.pairs()
             if ii.size:
                 u, lo = self._pair_bounds(ii, jj)
                 pairs = np.flatnonzero((lo <= 0.5) & (u >= 0.5))
@@ -228,7 +295,7 @@ class CCB(DuelingBandit):
                     p = int(pairs[rng.integers(pairs.size)])
                     return (int(ii[p]), int(jj[p]))
         # line 11: prefer B_t ∩ C_t with probability 2/3
-        both = Bb & C
+        both = s.Bb & C
         if both.any() and rng.random() < 2.0 / 3.0:
             C = both
         # line 12: a_c uniform over C_t
@@ -238,12 +305,21 @@ class CCB(DuelingBandit):
         # line 13: the opponent pool is B^c or all arms, each with probability 1/2
         u_col, l_col = self._pair_bounds(A, np.full(k, c_arm))
         eligible = l_col <= 0.5
-        pool = Bo[c_arm, A] & eligible
+        pool = s.Bo[c_arm, A] & eligible
         if rng.random() < 0.5 and pool.any():
             eligible = pool
         u = np.where(eligible, u_col, -np.inf)
         d = rand_argmax(u, rng, avoid=c)
         return (c_arm, int(A[d]))
+
+    def _commit(self, i: int, j: int) -> None:
+        # line 9 as this step's selection applied it
+        s = self._line9()
+        self.shortlist[s.arms] = s.Bb
+        self.opponents = s.Bo
+        self.max_losses = s.LC
+        self._pairs = s.pairs()
+        s.shared = True  # the stored sets now: copy before writing again
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if self._losses is not None and self._beaten is not None:
@@ -255,13 +331,13 @@ class CCB(DuelingBandit):
         Bo = np.zeros((self.K, self.K), dtype=bool)
         Bo[:arm, :arm] = self.opponents
         self.opponents = Bo
-        self._losses = self._beaten = None
+        self._losses = self._beaten = self._pairs = self._next = None
 
     def _retire_arm(self, arm: int) -> None:
         self.shortlist[arm] = False
         self.opponents[arm, :] = False
         self.opponents[:, arm] = False
-        self._losses = self._beaten = None
+        self._losses = self._beaten = self._pairs = self._next = None
 
     def params(self) -> dict[str, Any]:
         return {"alpha": self.alpha}
@@ -271,6 +347,7 @@ class CCB(DuelingBandit):
             "shortlist": np.flatnonzero(self.shortlist).tolist(),
             "opponents": [np.flatnonzero(row).tolist() for row in self.opponents],
             "max_losses": int(self.max_losses),
+            "trim_key": self.trim_key,
         }
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
@@ -280,4 +357,5 @@ class CCB(DuelingBandit):
         for i, row in enumerate(state["opponents"]):
             self.opponents[i, row] = True
         self.max_losses = int(state["max_losses"])
-        self._losses = self._beaten = None
+        self.trim_key = int(state.get("trim_key", 0))
+        self._losses = self._beaten = self._pairs = self._next = None

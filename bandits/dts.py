@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import betainc, betaincinv
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import LossCounter, rand_argmax
+from bandits.common import LossCounter, rand_argmax
 
 
 def beta_win_prob(W: np.ndarray) -> np.ndarray:
@@ -85,7 +85,7 @@ class DTS(DuelingBandit):
     every step, ~700 steps/s at K=136 per the issue), with the same distribution of
     choices:
 
-    - ``C`` comes from :class:`~bandits.rucb.LossCounter` (O(1) amortized) instead
+    - ``C`` comes from :class:`~bandits.common.LossCounter` (O(1) amortized) instead
       of the K×K matrix ``U``;
     - Phase 1 only uses the indicators ``1(θ⁽¹⁾_ij > 1/2)``, which are drawn directly
       as Bernoulli(``q_ij``) with ``q_ij = P(Beta(w_ij+1, w_ji+1) > 1/2)`` (kept up to

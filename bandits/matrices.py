@@ -153,6 +153,39 @@ def pair_regret(P: np.ndarray) -> np.ndarray:
     return (r[:, None] + r[None, :]) / 2.0
 
 
+def exposure_regret(P: np.ndarray, exposure: np.ndarray, best: int | None = None) -> float:
+    """Cumulative regret of a history known only by how often each arm was shown.
+
+    A comparison of ``i`` and ``j`` costs ``(r_i + r_j) / 2`` (seed 000 eq. 1; a lone arm
+    ``i = j`` costs ``r_i``, a multileaved set the mean over its arms), which is linear in
+    the arms' exposure: with ``exposure[a]`` = the summed shares of arm ``a`` over all
+    comparisons, the cumulative regret is ``Σ_a exposure_a · r_a``. The per-arm regret is
+    ``r_a = Δ_{best,a} = P[best, a] − ½`` against the arm ``best``, or without ``best``
+    that of :func:`arm_regret` (the Condorcet winner's ``Δ``, else the Copeland regret of
+    seed 000 eq. 10). Arms that only one of ``P`` and ``exposure`` covers do not count.
+
+    The live service computes it twice per experiment: *estimated*, with ``P`` the
+    empirical :func:`bandits.common.preferences` of ``W`` and ``best`` the champion, and
+    *true*, with the preference matrix given at creation.
+
+    Examples
+    --------
+    A pair (0, 1) shown twice and arm 1 alone once, with Δ = (0, 0.2):
+    ``2 · (0 + 0.2)/2 + 0.2 = 0.4``.
+
+    >>> P = np.array([[0.5, 0.7], [0.3, 0.5]])
+    >>> round(exposure_regret(P, np.array([1.0, 2.0])), 12)
+    0.4
+    >>> round(exposure_regret(P, np.array([1.0, 2.0]), best=1), 12)  # against arm 1
+    -0.2
+    """
+    P = np.asarray(P, dtype=float)
+    r = P[int(best)] - 0.5 if best is not None else arm_regret(P)[0]
+    exposure = np.asarray(exposure, dtype=float)
+    k = min(r.size, exposure.size)
+    return float(np.dot(r[:k], exposure[:k]))
+
+
 # ---------------------------------------------------------------------- generators
 def _shuffled(P: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     perm = rng.permutation(P.shape[0])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import LossCounter
+from bandits.common import LossCounter
 
 
 class MDB(DuelingBandit):
@@ -42,7 +42,7 @@ class MDB(DuelingBandit):
       delayed feedback ``ln t`` runs ahead of the counts;
     - only ACTIVE arms are candidates or opponents; an added arm has zero counts, so it
       is in ``E`` and ``F`` and is multileaved on the next step; MDB never eliminates;
-    - ``E`` and ``F`` come from two :class:`~bandits.rucb.LossCounter` (thresholds
+    - ``E`` and ``F`` come from two :class:`~bandits.common.LossCounter` (thresholds
       ``alpha ln t`` and ``beta alpha ln t``) instead of the full matrices ``U``, ``V``.
 
     ``best_arm()``: the single member of ``E`` when there is one (the arm MDB exploits);

@@ -1,10 +1,19 @@
 """MergeRUCB, Zoghi's thesis (seed 003), Algorithm 4.
 
 The batch, stage and merge machinery is shared with MergeDTS
-(:class:`bandits.merge_dts.MergeBandit`, whose module docstring lists the departures from
-the pseudo-code that both make: elimination and merges evaluated at update time, ties,
-added and retired arms, stage thresholds relative to the stage's field, the stage merge
-of :func:`~bandits.merge_dts.pair_batches`). Specific to MergeRUCB:
+(:class:`bandits.merge_base.MergeBandit`). Algorithm 4's lines map to it as follows:
+line 1 (``W = 0``) is the base class; line 2 (``B_1``) is
+:func:`bandits.merge_partition.initial_batches` with ``round_up=False``; line 3 (``C(δ)``)
+is :func:`bandits.merge_base.confidence_constant`; line 4 (``S = 1``) and line 6
+(``i = t mod b_S``) are ``MergeBandit``; lines 7–8 (``U`` and elimination) are
+``MergeBandit._update`` / ``_purge`` (seed 000's lines 10–11); lines 9–10 (the pair) are
+:func:`_rucb_pair` below; line 11's comparison is the caller's ``update()``; lines 12–14
+(next stage) are ``MergeBandit._settle`` with :func:`bandits.merge_partition.pair_batches`.
+
+The departures from the pseudo-code that both policies make (horizonless, delayed
+feedback, elimination and merges evaluated at update time, ties, added and retired
+arms, stage thresholds relative to the stage's field, the stage merge) are listed in
+the module docstring of :mod:`bandits.merge_dts`. Specific to MergeRUCB:
 
 - line 2 makes ``b_1 = floor(K/p)`` batches (sizes between ``p`` and ``2p``, filled evenly);
 - a batch left with one arm while other batches exist merges with the next batch, as in
@@ -18,10 +27,18 @@ of :func:`~bandits.merge_dts.pair_batches`). Specific to MergeRUCB:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
-from bandits.merge_dts import MergeBandit, _Batch
+from bandits.merge_base import THEORETICAL, TUNED_ALPHA, Batch, MergeBandit
+
+
+class _UCBBatch(Batch):
+    """A batch with MergeRUCB's caches: ``U = R + S sqrt(α ln(t + C))`` (line 7) for
+    its pairs, as ``R = w/n`` and ``S = 1/sqrt(n)`` (:func:`_ucb_parts`)."""
+
+    __slots__ = ("R", "S")
 
 
 class MergeRUCB(MergeBandit):
@@ -44,16 +61,19 @@ class MergeRUCB(MergeBandit):
     ----------
     n_arms
         Number of arms K.
+    preset
+        ``"tuned"`` (default): seed 000's values tuned for MergeRUCB, α = 0.8⁶, p = 8,
+        C = 4·10⁵ (§5.5); ``"theoretical"``: the thesis' α = 1.01, p = 4 and ``C(δ)`` of
+        line 3 with δ = 1/``horizon``. Explicit parameters override the preset's.
     alpha
-        Exploration parameter α (thesis: α > ½, 1.01 in its experiments; seed 000 tunes
-        α = 0.8⁶ for MergeRUCB on 136 rankers).
+        Exploration parameter α (the thesis' guarantees want α > ½).
     batch_size
-        Batch size p (thesis: 4; seed 000 tunes 8).
+        Batch size p.
     c
-        ``C(δ)`` (line 3; seed 000 tunes 4·10⁵). Default: the line-3 formula with
-        δ = 1/``horizon`` (needs α > ½).
+        ``C(δ)`` in the confidence bound.
     horizon
-        T for the default ``c``.
+        T for ``C(δ)`` with δ = 1/T; given without ``c``, ``c`` is computed from it
+        whatever the preset (default T = 10⁶ for the theoretical preset).
     seed
         Seed or ``numpy.random.Generator``.
 
@@ -74,21 +94,28 @@ class MergeRUCB(MergeBandit):
     ...     b.update(i, j, float(env.random() < P[i, j]))
     >>> b.best_arm(), b.select()
     (0, (0, 0))
+    >>> MergeRUCB(40).params()  # the tuned preset
+    {'preset': 'tuned', 'alpha': 0.2621440000000001, 'batch_size': 8, 'c': 400000.0}
     """
 
     name = "mergerucb"
+    PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {
+        "tuned": {"alpha": TUNED_ALPHA, "batch_size": 8, "c": 4e5},  # seed 000 §5.5
+        "theoretical": THEORETICAL,
+    }
     _round_up = False
+    _batch_type = _UCBBatch
 
-    def _build_one(self, bt: _Batch) -> None:
+    def _build_one(self, bt: _UCBBatch) -> None:
         bt.R, bt.S = _ucb_parts(self._sub(bt.arms))
 
-    def _pair_changed(self, bt: _Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
+    def _pair_changed(self, bt: _UCBBatch, a: int, b: int, w_ab: float, w_ba: float) -> None:
         n = w_ab + w_ba
         bt.R[a, b] = w_ab / n
         bt.R[b, a] = w_ba / n
         bt.S[a, b] = bt.S[b, a] = 1.0 / math.sqrt(n)
 
-    def _pair_for(self, bt: _Batch) -> tuple[int, int]:
+    def _pair_for(self, bt: _UCBBatch) -> tuple[int, int]:
         return _rucb_pair(bt.R, bt.S, self.bonus(self.t), self.rng)
 
     def _pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:

@@ -9,8 +9,8 @@ import numpy as np
 from scipy.special import betainc
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
+from bandits.common import rand_argmax, ucb_column
 from bandits.dts import beta_win_prob
-from bandits.rucb import rand_argmax, ucb_column
 
 
 class RCS(DuelingBandit):
@@ -41,6 +41,15 @@ class RCS(DuelingBandit):
     argmax are broken uniformly at random, and, as in RUCB (Algorithm 2 line 14), a tie
     in line 13 never makes ``d = c``. ``N_i`` counts every step in which ``i`` was the
     champion ``c``, by either branch of line 9.
+
+    ``N_i`` is stored with the state and counted by the feedback, not by the selection:
+    :meth:`update` adds 1 to ``N_c`` for the comparison ``(c, d)`` it records (the
+    champion is the first arm, as :meth:`select` returned it). With immediate feedback
+    that is the thesis' count at every step, so this is Algorithm 3 (same draws). Live,
+    ``N_c`` counts the champion's comparisons whose feedback has been recorded: a
+    selection sees the counts of the feedback received so far (as it sees ``W``), and a
+    comparison that is never credited (a lone ranker shown, a search without clicks)
+    is not counted.
 
     Departures: horizonless (the thesis' RCS is); ``t`` is the number of ``select()``
     calls; only ACTIVE arms take part; an added arm starts with zero counts
@@ -130,12 +139,15 @@ class RCS(DuelingBandit):
             # line 9, second branch: the arm chosen champion least often
             counts = self.champion_counts[arms]
             c = int(arms[rand_argmax(-counts, self.rng)])
-        self.champion_counts[c] += 1
         # lines 11-13: d = argmax_j U_jc over the active arms
         u = ucb_column(self.W, c, self.alpha * math.log(self.t))
         u[~active] = -np.inf
         d = rand_argmax(u, self.rng, avoid=c)
         return (c, d)
+
+    def _commit(self, i: int, j: int) -> None:
+        # line 9's N_c: c = i was this comparison's champion
+        self.champion_counts[i] += 1
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if self._lq is None or i == j:

@@ -1,9 +1,7 @@
 """Relative Upper Confidence Bound (RUCB), Zoghi's thesis (seed 003), Algorithm 2.
 
-Also home of two helpers the other UCB-style policies (DTS, MDB, RCS, CCB) share:
-:func:`ucb_column`, the upper bounds ``u_jc`` of every arm against one arm, and
-:class:`LossCounter`, which keeps per arm the number of opponents it optimistically
-loses to without recomputing the K×K matrix ``U`` on every step.
+Its helpers :func:`~bandits.common.ucb_column` and :class:`~bandits.common.LossCounter`,
+shared with the other UCB-style policies, live in :mod:`bandits.common`.
 """
 
 from __future__ import annotations
@@ -14,145 +12,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-
-
-def ucb_column(W: np.ndarray, c: int, bonus: float) -> np.ndarray:
-    """``u_jc`` for every arm ``j`` against arm ``c`` (seed 003, Algorithm 2 line 5).
-
-    ``u_jc = w_jc / n_jc + sqrt(bonus / n_jc)`` with ``bonus = alpha * ln t`` and
-    ``n_jc = w_jc + w_cj``; "x/0 := 1" makes an uncompared pair ``1 + 1 = 2``; and
-    ``u_cc = 1/2`` (line 6).
-    """
-    wins = W[:, c]
-    n = wins + W[c, :]
-    zero = n == 0
-    n = n + zero  # n = 0 -> 1; overwritten below
-    # w/n + sqrt(bonus/n) = (w + sqrt(bonus n)) / n, without a division by zero
-    u = (wins + np.sqrt(bonus * n)) / n
-    u[zero] = 2.0
-    u[c] = 0.5
-    return u
-
-
-def rand_argmax(values: np.ndarray, rng: np.random.Generator, avoid: int | None = None) -> int:
-    """Index of the maximum, ties broken uniformly at random.
-
-    With ``avoid`` given, that index is dropped from a tie (RUCB line 14: "if there is a
-    tie, d is not allowed to be equal to c"). ``rng`` is only consulted on a tie.
-    """
-    top = values.max()
-    idx = np.flatnonzero(values == top)
-    if idx.size == 1:
-        return int(idx[0])
-    if avoid is not None:
-        idx = idx[idx != avoid]
-    return int(idx[rng.integers(idx.size)])
-
-
-class LossCounter:
-    """Per arm, the number of active opponents it optimistically loses to.
-
-    Arm ``i`` optimistically loses to ``j`` when ``u_ij < 1/2`` (``strict=True``) or
-    ``u_ij <= 1/2`` (``strict=False``), where ``u_ij = w_ij/n + sqrt(thr/n)`` and
-    ``thr = alpha * ln t``. Solving for ``thr``: the loss holds exactly when
-    ``w_ij <= n/2`` and ``thr < e_ij`` (resp. ``<=``) with the *evidence*
-    ``e_ij = (n/2 - w_ij)**2 / n``. ``e`` changes only for the pair just compared, and a
-    loss can only disappear as ``thr`` grows, so the counts stay valid until ``thr``
-    reaches the smallest evidence among current losses; only then is the K×K count redone.
-    This turns the O(K²) "optimistic tournament" of RUCB, DTS and MDB into O(1) amortized
-    work per step. Uncompared pairs (u = 2 by the "x/0 := 1" rule) are never losses.
-
-    Parameters
-    ----------
-    W
-        The wins matrix (read, not kept).
-    active
-        Boolean mask of the arms that count as opponents.
-    strict
-        ``True``: count ``u_ij < 1/2``; ``False``: count ``u_ij <= 1/2``.
-
-    Inactive arms never count as opponents, and their own count carries an offset of
-    :attr:`INACTIVE` so that ``counts == 0`` or ``counts == counts.min()`` never
-    selects them.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> W = np.array([[0.0, 9.0], [1.0, 0.0]])
-    >>> lc = LossCounter(W, np.array([True, True]))
-    >>> lc.set_threshold(0.5)          # u_10 = 0.1 + sqrt(0.05) < 1/2
-    >>> lc.counts.tolist()
-    [0, 1]
-    >>> lc.set_threshold(2.0)          # u_10 = 0.1 + sqrt(0.2) >= 1/2
-    >>> lc.counts.tolist()
-    [0, 0]
-    """
-
-    INACTIVE = 1 << 40
-
-    def __init__(self, W: np.ndarray, active: np.ndarray, *, strict: bool = True) -> None:
-        self.strict = strict
-        self.active = np.asarray(active, dtype=bool).copy()
-        #: the active arms, ascending, and whether that is every arm
-        self.arms = np.flatnonzero(self.active)
-        self.all_active = bool(self.arms.size == self.active.size)
-        self.E = self._evidence(W, W.T)
-        np.fill_diagonal(self.E, -np.inf)
-        self.thr = -1.0
-        self.counts = np.zeros(W.shape[0], dtype=np.int64)
-        self.next_cross = -np.inf  # forces a full count on the first set_threshold
-
-    @staticmethod
-    def _evidence(w: np.ndarray, w_rev: np.ndarray) -> np.ndarray:
-        n = w + w_rev
-        gap = 0.5 * n - w
-        with np.errstate(divide="ignore", invalid="ignore"):
-            e = np.where((n > 0) & (gap >= 0), gap * gap / n, -np.inf)
-        return e
-
-    def _is_loss(self, e: np.ndarray | float) -> np.ndarray | bool:
-        return e > self.thr if self.strict else e >= self.thr
-
-    def recount(self) -> None:
-        """Redo the counts from ``E`` at the current threshold (O(K²))."""
-        loss = self._is_loss(self.E) & self.active[None, :]
-        self.counts = loss.sum(axis=1)
-        self.counts[~self.active] += self.INACTIVE
-        self.next_cross = float(self.E[loss].min()) if loss.any() else np.inf
-
-    def set_threshold(self, thr: float) -> None:
-        """Move to ``thr = alpha * ln t`` (non-decreasing over a run)."""
-        if thr < self.thr or thr >= self.next_cross:
-            self.thr = thr
-            self.recount()
-        else:
-            self.thr = thr
-
-    def update_pair(self, i: int, j: int, w_ij: float, w_ji: float) -> None:
-        """Pair ``(i, j)`` now has ``w_ij`` wins for ``i`` and ``w_ji`` for ``j``."""
-        if i == j:
-            return
-        for a, b, wa, wb in ((i, j, w_ij, w_ji), (j, i, w_ji, w_ij)):
-            n = wa + wb
-            gap = 0.5 * n - wa
-            e = gap * gap / n if (n > 0 and gap >= 0) else -np.inf
-            if self.active[b]:
-                self.counts[a] += int(self._is_loss(e)) - int(self._is_loss(self.E[a, b]))
-            self.E[a, b] = e
-            if self._is_loss(e) and e < self.next_cross:
-                self.next_cross = e
-
-    def update_pairs(self, W: np.ndarray, ii: np.ndarray, jj: np.ndarray) -> None:
-        """Bulk version of :meth:`update_pair` (multileaving); recounts in full."""
-        if len(ii) == 0:
-            return
-        ii = np.asarray(ii, dtype=np.intp)
-        jj = np.asarray(jj, dtype=np.intp)
-        keep = ii != jj
-        ii, jj = ii[keep], jj[keep]
-        self.E[ii, jj] = self._evidence(W[ii, jj], W[jj, ii])
-        self.E[jj, ii] = self._evidence(W[jj, ii], W[ii, jj])
-        self.recount()
+from bandits.common import LossCounter, rand_argmax, ucb_column
 
 
 class RUCB(DuelingBandit):
@@ -182,7 +42,17 @@ class RUCB(DuelingBandit):
       so every ``u`` involving it is 2 and it is immediately a candidate;
     - ``C`` is computed with :class:`LossCounter` instead of the full matrix ``U``
       (same set, O(1) amortized instead of O(K²) per step);
-    - a tie (outcome ½) adds ½ to both ``w_cd`` and ``w_dc``.
+    - a tie (outcome ½) adds ½ to both ``w_cd`` and ``w_dc``;
+    - ``B`` is stored with the state and advanced by the feedback, not by the
+      selection: :meth:`update` applies lines 9–10 (``B <- B ∩ C``; ``B <- C`` when
+      ``|C| = 1``) with ``C`` computed as the step's selection computed it (``W``
+      before this outcome, ``ln t`` of the current step), and :meth:`select` uses the
+      same ``B`` without storing it. With immediate feedback the stored ``B`` after
+      step ``t`` is the thesis' ``B_t`` exactly (same ``C_t``, same random draws), so
+      this is Algorithm 2. Live, where many selections share one stored state, ``B``
+      moves once per recorded comparison, at the step of the feedback transaction:
+      Algorithm 2's ``B`` on that subsequence of steps (a ``C`` seen only between two
+      feedbacks cannot drop or install the hypothesis).
 
     ``best_arm()`` is the thesis' output ("Ensure"): the active arm beating the most
     arms empirically, ``#{j : w_cj/(w_cj+w_jc) > 1/2}``, ties broken by win rate.
@@ -230,6 +100,8 @@ class RUCB(DuelingBandit):
         #: the hypothesised best arm B (line 2), empty or one arm
         self.B: list[int] = []
         self._lc: LossCounter | None = None
+        #: ((t, n_updates), C, B after lines 9-10) of the last evaluation
+        self._next: tuple[tuple[int, int], np.ndarray, list[int]] | None = None
 
     # ------------------------------------------------------------------ hooks
     def _counter(self) -> LossCounter:
@@ -237,51 +109,66 @@ class RUCB(DuelingBandit):
             self._lc = LossCounter(self.W, self.status == ACTIVE, strict=True)
         return self._lc
 
+    def _hypothesis(self) -> tuple[np.ndarray, list[int]]:
+        """Lines 5–10 at step ``t``: the candidates ``C`` and ``B`` after lines 9–10,
+        without storing ``B`` (cached for the :meth:`_commit` of the same step)."""
+        key = (self.t, self.n_updates)
+        if self._next is not None and self._next[0] == key:
+            return self._next[1], self._next[2]
+        lc = self._counter()
+        lc.set_threshold(self.alpha * math.log(max(self.t, 1)))
+        # line 7: C = {c | u_cj >= 1/2 for all j} (inactive arms carry a count offset)
+        cand = np.flatnonzero(lc.counts == 0)
+        B = self.B
+        if cand.size == 0:
+            B = []  # line 8 (and line 9 empties B)
+        elif B and not (cand == B[0]).any():
+            B = []  # line 9: B <- B ∩ C
+        if cand.size == 1:
+            B = [int(cand[0])]  # line 10
+        self._next = (key, cand, B)
+        return cand, B
+
     def _select(self) -> Comparison:
         lc = self._counter()
         if lc.arms.size == 0:
             raise RuntimeError("no active arms")
         rng = self.rng
-        bonus = self.alpha * math.log(self.t)
-        lc.set_threshold(bonus)
-        # line 7: C = {c | u_cj >= 1/2 for all j} (inactive arms carry a count offset)
-        cand = np.flatnonzero(lc.counts == 0)
+        cand, B = self._hypothesis()
         if cand.size == 0:
-            # line 8 (and line 9 empties B)
-            self.B = []
+            # line 8
             c = int(lc.arms[rng.integers(lc.arms.size)])
+        elif cand.size == 1:
+            # line 10
+            c = int(cand[0])
+        elif B and rng.random() < 0.5:
+            # line 12, the arm in B with probability 1/2
+            c = B[0]
         else:
-            # line 9: B <- B ∩ C
-            if self.B and not (cand == self.B[0]).any():
-                self.B = []
-            if cand.size == 1:
-                # line 10
-                c = int(cand[0])
-                self.B = [c]
-            elif self.B and rng.random() < 0.5:
-                # line 12, the arm in B with probability 1/2
-                c = self.B[0]
-            else:
-                # line 12, the rest uniformly (all of C when B is empty)
-                rest = cand[cand != self.B[0]] if self.B else cand
-                c = int(rest[rng.integers(rest.size)])
+            # line 12, the rest uniformly (all of C when B is empty)
+            rest = cand[cand != B[0]] if B else cand
+            c = int(rest[rng.integers(rest.size)])
         # line 14: d = argmax_j u_jc over the active arms
-        u = ucb_column(self.W, c, bonus)
+        u = ucb_column(self.W, c, self.alpha * math.log(self.t))
         if not lc.all_active:
             u[~lc.active] = -np.inf
         d = rand_argmax(u, rng, avoid=c)
         return (c, d)
+
+    def _commit(self, i: int, j: int) -> None:
+        # lines 9-10 as this step's selection applied them
+        self.B = self._hypothesis()[1]
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if self._lc is not None:
             self._lc.update_pair(i, j, self.W[i, j], self.W[j, i])
 
     def _add_arm(self, arm: int) -> None:
-        self._lc = None
+        self._lc = self._next = None
 
     def _retire_arm(self, arm: int) -> None:
         self.B = [b for b in self.B if b != arm]
-        self._lc = None
+        self._lc = self._next = None
 
     def params(self) -> dict[str, Any]:
         return {"alpha": self.alpha}
@@ -291,4 +178,4 @@ class RUCB(DuelingBandit):
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.B = [int(b) for b in state.get("B", [])]
-        self._lc = None
+        self._lc = self._next = None

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
-from bandits.rucb import rand_argmax
+from bandits.common import rand_argmax
 
 
 class SelfSparring(DuelingBandit):

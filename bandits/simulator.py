@@ -21,6 +21,15 @@ comparison with a pre-drawn uniform and ``update()``: the uniforms come in block
 (list indexing is several times cheaper than numpy scalar indexing), and checkpoints are
 the block boundaries, so the loop never tests the step counter.
 
+Delayed feedback, as live. ``simulate_run(..., delay=D, feedback_batch=B,
+reload_every=R)`` runs what the live service runs: the outcome of step ``t`` is applied
+after ``D`` more selections, in groups of ``B`` (each group after ``sync_step`` to the
+current step, as the Celery worker's transaction does), and with ``R`` each selection is
+``select_at(t, rng_t)`` on a copy rebuilt from ``state_dict()`` every ``R`` selections
+(an API process's cached snapshot), ``rng_t`` a generator that is a fixed function of the
+run's seed and ``t``. That loop also counts the comparisons shown (``RunResult.shown``);
+with ``D = 0``, ``B = 1`` and no reload it gives exactly the regret of the plain loop.
+
 Fast-forward. An eliminated arm is never chosen again (the contract of
 :mod:`bandits.base`), so once a policy has one active arm left, every later step is that
 arm against itself — MergeDTS, Algorithm 1 line 7–8, and MergeRUCB do exactly this. When
@@ -33,6 +42,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,6 +96,10 @@ class RunResult:
     loop_seconds: float
     fast_forward_at: int | None = None  #: step after which the rest was fast-forwarded
     params: dict[str, Any] = field(default_factory=dict)
+    #: comparisons shown, in the matrix's arm indices (the live-like loop only):
+    #: ``shown[i, j]`` counts pairs ``(i, j)`` as selected (a multileaved set counts each
+    #: of its pairs ``(S[x], S[y])``, ``x < y``; a lone arm ``a`` counts ``(a, a)``)
+    shown: np.ndarray | None = None
 
     @property
     def final_regret(self) -> float:
@@ -121,6 +135,10 @@ def simulate_run(
     shuffle: bool = True,
     fast_forward: bool = True,
     progress: Callable[[int], None] | None = None,
+    delay: int = 0,
+    feedback_batch: int = 1,
+    reload_every: int = 0,
+    record_shown: bool = False,
 ) -> RunResult:
     """Run one policy on ``P`` for ``steps`` steps and record its cumulative regret.
 
@@ -147,6 +165,18 @@ def simulate_run(
         Add the constant regret of a single remaining arm without looping (exact).
     progress
         Called with the number of steps done since the last call, once per block.
+    delay
+        Apply the outcome of step ``t`` only after ``delay`` more selections (0: at once).
+    feedback_batch
+        Apply outcomes in groups of this many, each group after ``sync_step(t)``; what is
+        still pending at the end is applied then (it has no effect on the regret).
+    reload_every
+        If positive, select with ``select_at(t, rng_t)`` on a copy of the policy rebuilt
+        from its ``state_dict()`` every ``reload_every`` selections, as an API process
+        does; ``rng_t`` is a fixed function of ``seed`` and ``t``.
+    record_shown
+        Count the comparisons shown in ``RunResult.shown`` (always done when any of the
+        three above is not at its default; it selects the slower live-like loop).
 
     Examples
     --------
@@ -166,17 +196,35 @@ def simulate_run(
     if cps.size == 0 or cps[-1] != steps:
         cps = np.append(cps, steps)
 
-    s_perm, s_policy, s_outcome = np.random.SeedSequence(int(seed)).spawn(3)
+    delay, feedback_batch, reload_every = int(delay), int(feedback_batch), int(reload_every)
+    if delay < 0 or feedback_batch < 1 or reload_every < 0:
+        raise ValueError(
+            f"need delay >= 0, feedback_batch >= 1, reload_every >= 0; got {delay}, "
+            f"{feedback_batch}, {reload_every}"
+        )
+
+    # a fourth stream (per-step selection generators) leaves the first three as they were
+    s_perm, s_policy, s_outcome, s_steps = np.random.SeedSequence(int(seed)).spawn(4)
     perm = np.random.default_rng(s_perm).permutation(K) if shuffle else np.arange(K)
     Pr = P[np.ix_(perm, perm)]  # run arm a is matrix arm perm[a]
     r_arm, winner, kind = arm_regret(Pr)
     bandit = _make_policy(algorithm, K, np.random.default_rng(s_policy), params)
     orng = np.random.default_rng(s_outcome)
 
-    loop = _loop_multi if getattr(bandit, "multi", False) else _loop_pairs
-    regret, looped, seconds, ff_at = loop(
-        bandit, Pr, r_arm, cps, orng, fast_forward, progress
-    )
+    shown = None
+    if delay or feedback_batch > 1 or reload_every or record_shown:
+        shown = np.zeros((K, K), dtype=np.int64)
+        live = _Live(delay, feedback_batch, reload_every, _StepGenerators(s_steps), shown)
+        regret, looped, seconds, ff_at = _loop_live(
+            bandit, Pr, r_arm, cps, orng, fast_forward, progress, live
+        )
+        shown_run, shown = shown, np.zeros_like(shown)
+        shown[np.ix_(perm, perm)] = shown_run
+    else:
+        loop = _loop_multi if getattr(bandit, "multi", False) else _loop_pairs
+        regret, looped, seconds, ff_at = loop(
+            bandit, Pr, r_arm, cps, orng, fast_forward, progress
+        )
 
     identified = int(perm[bandit.best_arm()])
     if kind == "condorcet":
@@ -193,6 +241,7 @@ def simulate_run(
         loop_seconds=seconds,
         fast_forward_at=ff_at,
         params=bandit.params(),
+        shown=shown,
     )
 
 
@@ -310,6 +359,134 @@ def _loop_multi(
                 progress(n)
         regret[ci] = cum
     return regret, t, seconds, None
+
+
+class _StepGenerators:
+    """The generator of step ``t``: a fixed function of the run's seed and ``t`` (Philox,
+    counter-based: the run's key, ``t`` in the counter), as the service seeds each
+    selection from ``(experiment seed, t)``. One generator, re-positioned per step."""
+
+    def __init__(self, seq: np.random.SeedSequence) -> None:
+        self.key = seq.generate_state(2, np.uint64)
+        self.gen = np.random.Generator(np.random.Philox(key=self.key))
+
+    def at(self, t: int) -> np.random.Generator:
+        self.gen.bit_generator.state = {
+            "bit_generator": "Philox",
+            "state": {"counter": np.array([0, 0, t, 0], dtype=np.uint64), "key": self.key},
+            "buffer": np.zeros(4, dtype=np.uint64),
+            "buffer_pos": 4,
+            "has_uint32": 0,
+            "uinteger": 0,
+        }
+        return self.gen
+
+
+@dataclass
+class _Live:
+    """How the live-like loop delivers feedback and selects."""
+
+    delay: int
+    batch: int
+    reload_every: int
+    generators: _StepGenerators
+    shown: np.ndarray
+
+
+def _loop_live(
+    bandit: DuelingBandit,
+    P: np.ndarray,
+    r_arm: np.ndarray,
+    cps: np.ndarray,
+    orng: np.random.Generator,
+    fast_forward: bool,
+    progress: Callable[[int], None] | None,
+    live: _Live,
+) -> tuple[np.ndarray, int, float, int | None]:
+    """Select, draw the outcomes at once (same uniforms, in the same order, as the plain
+    loops), and apply them ``delay`` selections later in groups of ``batch``."""
+    Pl = P.tolist()
+    rl = r_arm.tolist()
+    Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
+    multi = bool(getattr(bandit, "multi", False))
+    shown = live.shown
+    regret = np.zeros(cps.size)
+    steps = int(cps[-1])
+    pending: deque[list[tuple[int, int, float]]] = deque()
+
+    def apply(n: int, t: int) -> None:
+        bandit.sync_step(t)  # the worker's transaction runs at the global step
+        for _ in range(n):
+            outcomes = pending.popleft()
+            if multi:
+                bandit.update_many(outcomes)
+            else:
+                bandit.update(*outcomes[0])
+
+    us: list[float] = []
+    pos = 0
+    cum = 0.0
+    ci = 0
+    done = 0  # steps reported to progress
+    selector = bandit
+    start = time.perf_counter()
+    for t in range(1, steps + 1):
+        if live.reload_every:
+            if (t - 1) % live.reload_every == 0:
+                selector = type(bandit).from_state(bandit.state_dict())
+            S = selector.select_at(t, live.generators.at(t))
+        else:
+            S = bandit.select()
+        m = len(S)
+        if pos + m * m > len(us):
+            us = us[pos:] + orng.random(max(BLOCK, m * m)).tolist()
+            pos = 0
+        if multi:
+            cum += sum(rl[a] for a in S) / m
+            outcomes = []
+            for x in range(m):
+                a = S[x]
+                for y in range(x + 1, m):
+                    b = S[y]
+                    shown[a, b] += 1
+                    outcomes.append((a, b, 1.0 if us[pos] < Pl[a][b] else 0.0))
+                    pos += 1
+            if m == 1:
+                shown[S[0], S[0]] += 1
+        else:
+            i, j = S
+            cum += Rl[i][j]
+            shown[i, j] += 1
+            outcomes = [(i, j, 1.0 if us[pos] < Pl[i][j] else 0.0)]
+            pos += 1
+        pending.append(outcomes)
+        due = len(pending) - live.delay  # outcomes of steps <= t - delay
+        while due >= live.batch:
+            apply(live.batch, t)
+            due -= live.batch
+        while ci < cps.size and cps[ci] == t:
+            regret[ci] = cum
+            ci += 1
+        if (
+            fast_forward
+            and len(set(S)) == 1
+            and _single_active(bandit)
+            and (selector is bandit or _single_active(selector))
+        ):
+            apply(len(pending), t)
+            seconds = time.perf_counter() - start
+            _finish_fast_forward(bandit, cps, regret, ci, t, cum, rl[S[0]])
+            if progress is not None:
+                progress(steps - done)
+            return regret, t, seconds, t
+        if progress is not None and t - done >= BLOCK:
+            progress(t - done)
+            done = t
+    apply(len(pending), steps)  # feedback still in flight at the end
+    seconds = time.perf_counter() - start
+    if progress is not None and steps > done:
+        progress(steps - done)
+    return regret, steps, seconds, None
 
 
 @dataclass

@@ -15,12 +15,21 @@ M=16, C=4·10⁶; MergeRUCB α=0.8⁶, M=8, C=4·10⁵; DTS α=0.8⁷), else the
 
 The machine is shared, so all runs of one K (``--repeat`` per policy, different seeds)
 are advanced in interleaved slices of about 20 ms: every policy sees the same load, and
-each figure is total steps over total measured time. ``x literal`` compares with
+each figure is total steps over total measured time (wall clock, and CPU time of the
+process, which a loaded machine disturbs less). ``x literal`` compares with
 ``mergedts-literal``, a direct transcription of Algorithms 1–3 measured the same way (it
 stands in for the authors' published code, which is not available here).
 
+``--kernels`` measures instead what each of MergeDTS's sampling kernels
+(:mod:`bandits.merge_sampling`: scalar, stacked, lookahead) costs in each regime they
+compete for: fixed batch layouts (``C = 10^300``, so nothing is eliminated and the regime
+holds), each kernel forced in turn through ``MergeDTS.small_batch`` /
+``ahead_max_batches``, all runs of a regime interleaved; µs of CPU per step
+(select + update), and the kernel the policy chooses there.
+
     .venv/bin/python bench/bandit_speed.py
     .venv/bin/python bench/bandit_speed.py --ks 136 --algorithms mergedts,mergerucb
+    .venv/bin/python bench/bandit_speed.py --kernels
 """
 
 from __future__ import annotations
@@ -36,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bandits import ACTIVE, ALGORITHMS, DuelingBandit, get_algorithm
 from bandits.matrices import bradley_terry
-from bandits.merge_dts import pair_batches
+from bandits.merge_dts import MergeDTS
+from bandits.merge_partition import pair_batches
 
 #: tuned parameters from seed 000 §5.5 (Table/Section 6.7), where the paper gives them
 TUNED = {
@@ -168,6 +178,70 @@ class Runner:
         return int(np.count_nonzero(self.bandit.status == ACTIVE))
 
 
+#: kernel -> the thresholds that force it (``None``: the policy's own choice)
+KERNELS = {
+    "scalar": {"small_batch": 10**9, "ahead_max_batches": 0},  # lone batches only
+    "stacked": {"small_batch": 1, "ahead_max_batches": 0},
+    "lookahead": {"small_batch": 1, "ahead_max_batches": 10**9},
+    "chosen": None,
+}
+#: (number of batches, batch size) regimes for --kernels
+REGIMES = [(1, 4), (1, 8), (1, 10), (1, 12), (1, 16), (1, 24), (2, 16), (3, 16), (4, 16),
+           (5, 16), (8, 16), (17, 8)]
+
+
+def chosen_kernel(n_batches: int, size: int) -> str:
+    """The kernel MergeDTS uses for ``n_batches`` batches of ``size`` arms."""
+    small = size <= MergeDTS.small_batch
+    if small and n_batches == 1:
+        return "scalar"
+    if not small and n_batches <= MergeDTS.ahead_max_batches:
+        return "lookahead"
+    return "stacked"
+
+
+def kernel_table(steps: int, seed: int) -> None:
+    """µs of CPU per MergeDTS step, by regime and forced kernel (see the docstring)."""
+    print("# MergeDTS: CPU µs per step (select + update) by regime and sampling kernel;")
+    print(f"# {steps} steps per kernel and regime, interleaved in blocks of 50 (order rotated),")
+    print("# C = 1e300 (nothing is eliminated); chosen = the policy's own choice")
+    names = list(KERNELS)
+    print(f"{'batches':>7} {'size':>4} " + " ".join(f"{k:>9}" for k in names) + "  chosen is")
+    for nb, size in REGIMES:
+        K = nb * size
+        P = bradley_terry(K, gap=0.01, seed=seed).tolist()
+        us = np.random.default_rng(seed + 1).random(steps).tolist()
+        runs = {}
+        for kernel, force in KERNELS.items():
+            if kernel == "scalar" and nb > 1:
+                continue
+            cls = MergeDTS if force is None else type(f"MergeDTS_{kernel}", (MergeDTS,), force)
+            b = cls(K, alpha=0.8**6, batch_size=size, c=1e300, seed=seed)
+            assert len(b.batches) == nb, (nb, size, b.batches)
+            runs[kernel] = [b, 0, 0.0]
+        order = list(runs.values())
+        for start in range(0, steps, 50):
+            order = order[1:] + order[:1]  # rotate: no kernel always runs first
+            for run in order:
+                b, _, _ = run
+                select, update = b.select, b.update
+                c0 = time.process_time()
+                for u in us[start : start + 50]:
+                    i, j = select()
+                    update(i, j, 1.0 if u < P[i][j] else 0.0)
+                run[2] += time.process_time() - c0
+                run[1] += len(us[start : start + 50])
+        cells = []
+        for kernel in names:
+            if kernel in runs:
+                _, n, cpu = runs[kernel]
+                cells.append(f"{cpu / n * 1e6:>9.2f}")
+            else:
+                cells.append(f"{'-':>9}")
+        print(f"{nb:>7} {size:>4} " + " ".join(cells) + f"  {chosen_kernel(nb, size)}")
+        sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ks", type=int, nargs="+", default=[136, 700])
@@ -182,7 +256,14 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated registered names (plus mergedts-literal, the baseline)",
     )
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--kernels", action="store_true",
+        help="time MergeDTS's sampling kernels by regime instead (uses --steps)",
+    )
     args = ap.parse_args(argv)
+    if args.kernels:
+        kernel_table(args.steps, args.seed)
+        return 0
 
     names = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     available = []
@@ -203,10 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("# wall/s: steps per wall-clock second; cpu/s: per CPU second of the process;")
     print("# x uniform, x literal: wall rate / that of uniform, of mergedts-literal (same K,")
-    print("# same load); active: fewest arms still active at the end of a run")
+    print("# same load); cpu x lit: the same on CPU rates (steadier on a loaded machine);")
+    print("# active: fewest arms still active at the end of a run")
     print(
         f"{'algorithm':<17} {'K':>4} {'steps':>6} {'wall/s':>9} {'cpu/s':>9} {'x uniform':>9} "
-        f"{'x literal':>9} {'active':>6}  params"
+        f"{'x literal':>9} {'cpu x lit':>9} {'active':>6}  params"
     )
     for K in args.ks:
         P = bradley_terry(K, gap=0.01, seed=args.seed)
@@ -223,16 +305,18 @@ def main(argv: list[str] | None = None) -> int:
                 r.advance(0.02)
             pending = [r for r in pending if not r.finished]
         rate = {n: sum(r.done for r in rs) / sum(r.wall for r in rs) for n, rs in runs.items()}
+        cpu = {n: sum(r.done for r in rs) / sum(r.cpu for r in rs) for n, rs in runs.items()}
         base = rate.get(LiteralMergeDTS.name, float("nan"))
+        cpu_base = cpu.get(LiteralMergeDTS.name, float("nan"))
         floor = rate.get("uniform", float("nan"))
         for name, rs in runs.items():
             done = sum(r.done for r in rs) // len(rs)
-            cpu_rate = sum(r.done for r in rs) / sum(r.cpu for r in rs)
             active = min(r.active for r in rs)
             ptxt = ", ".join(f"{k}={v:g}" for k, v in rs[0].params.items())
             print(
-                f"{name:<17} {K:>4} {done:>6} {rate[name]:>9,.0f} {cpu_rate:>9,.0f} "
-                f"{rate[name] / floor:>9.2f} {rate[name] / base:>9.1f} {active:>6}  {ptxt}"
+                f"{name:<17} {K:>4} {done:>6} {rate[name]:>9,.0f} {cpu[name]:>9,.0f} "
+                f"{rate[name] / floor:>9.2f} {rate[name] / base:>9.1f} "
+                f"{cpu[name] / cpu_base:>9.1f} {active:>6}  {ptxt}"
             )
         sys.stdout.flush()
     return 0

@@ -181,7 +181,8 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_url, args
     queue = TaskQueue(load_config(env=env))
     rankers = [{"name": ranker_name(n), "url": f"{rank_url}/rankers/{n}",
                 "timeout_ms": 1000} for n in range(args.rankers)]
-    params = {"alpha": 0.8**6, "c": 4e6} if args.algorithm.startswith("merge") else {}
+    params = ({"alpha": 0.8**6, "c": 4e6, "batch_size": 4}
+              if args.algorithm.startswith("merge") else {})
     for mode in ("drain", "per_impression_tasks"):
         exp = client.create_experiment(name=f"bench-{mode}", algorithm=args.algorithm,
                                        interleaving="team_draft", seed=2, params=params,
@@ -249,7 +250,8 @@ def main() -> int:
         world = demo_world(1, args.rankers)
         exp = client.create_experiment(
             name="bench", algorithm=args.algorithm, interleaving="team_draft", seed=1,
-            params={"alpha": 0.8**6, "c": 4e6} if args.algorithm.startswith("merge") else {},
+            params=({"alpha": 0.8**6, "c": 4e6, "batch_size": 4}
+                    if args.algorithm.startswith("merge") else {}),
             rankers=[{"name": ranker_name(n), "url": f"{rank_url}/rankers/{n}",
                       "timeout_ms": 1000} for n in range(args.rankers)])
         searches = ["/search?" + urlencode({"experiment": exp["id"], "q": world.query_text(q),

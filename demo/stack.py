@@ -3,7 +3,7 @@
 Used by ``rankduel demo``, the integration tests (``tests/conftest.py``) and
 ``bench/service_load.py``. Every
 child runs in its own session (process group) so that stopping it also stops what it
-forked (gunicorn's workers, Celery's pool and beat); :class:`Stack` stops everything it
+forked (gunicorn's workers, the Celery worker and its pool); :class:`Stack` stops everything it
 started, in reverse order, on ``close()``, at interpreter exit, and on SIGTERM/SIGINT.
 """
 
@@ -263,7 +263,8 @@ class Stack:
 
     def start_worker(self, env: dict[str, str], *, name: str = "worker", concurrency: int = 1,
                      beat: bool = True) -> Child:
-        """``rankduel worker`` (Celery, embedded beat unless ``beat=False``)."""
+        """``rankduel worker`` (the supervisor, its Celery worker and pool), running the
+        sweep unless ``beat=False``."""
         args = ["-m", "cli.main", "worker", "--concurrency", str(concurrency),
                 "--loglevel", "warning", "--hostname", f"{name}-{os.getpid()}@%h"]
         if not beat:

@@ -31,6 +31,8 @@ ranker names; all label values are bounded by what operators registered):
 ``rankduel_experiment_stage``                   MergeDTS/MergeRUCB stage
 ``rankduel_experiment_batches``                 MergeDTS/MergeRUCB number of batches
 ``rankduel_ranker_status``                      1 for the ranker's status, 0 for the others
+``rankduel_ranker_quarantined``                 1 while its circuit breaker is open
+``rankduel_ranker_consecutive_failures``        failures since its last good answer
 ``rankduel_ranker_stage``                       stage the ranker plays in (active only)
 ``rankduel_ranker_batch``                       index of its batch (active only)
 ``rankduel_ranker_impressions_total``           impressions that showed the ranker
@@ -49,7 +51,8 @@ Regret follows the papers' definition (seed 000 §5.4, eq. 1): an impression com
 impression counts ``i = j`` and a multileaved one the mean over its rankers. That is
 linear in how often each ranker was shown, so the cumulative regret is
 ``Σ_a s_a Δ_ca`` with ``s_a`` = ``rankduel_ranker_traffic_total`` (the per-arm exposure
-the API records with each impression), and needs no per-impression history:
+the API records with each impression), and needs no per-impression history
+(:func:`bandits.matrices.exposure_regret`):
 
 * **estimated**: ``c`` is the current champion and ``p`` the empirical preference matrix
   ``W / (W + Wᵀ)`` (½ for pairs never compared), recomputed at every scrape, so the whole
@@ -63,13 +66,15 @@ the API records with each impression), and needs no per-impression history:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from bandits.base import STATUS_NAMES
+from bandits.common import preferences
+from bandits.matrices import exposure_regret
 from service.store import LIFECYCLES, Store
 
 log = logging.getLogger(__name__)
@@ -127,6 +132,12 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rankduel_ranker_status": (
         "gauge", "1 for the ranker's status (active, eliminated, retired), 0 for the others.",
         ("experiment", "ranker", "status")),
+    "rankduel_ranker_quarantined": (
+        "gauge", "1 while the ranker is in quarantine (its circuit breaker is open).",
+        ("experiment", "ranker")),
+    "rankduel_ranker_consecutive_failures": (
+        "gauge", "Failures of the ranker since its last successful answer.",
+        ("experiment", "ranker")),
     "rankduel_ranker_stage": (
         "gauge", "Stage in which an active ranker plays.", ("experiment", "ranker")),
     "rankduel_ranker_batch": (
@@ -168,45 +179,6 @@ def _family(name: str) -> Metric:
     kind, doc, labels = FAMILIES[name]
     cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
     return cls(name, doc, labels=list(labels))
-
-
-def preference_estimate(W: np.ndarray) -> np.ndarray:
-    """``W / (W + Wᵀ)`` elementwise, ½ where a pair was never compared.
-
-    Examples
-    --------
-    >>> preference_estimate(np.array([[0.0, 3.0], [1.0, 0.0]])).tolist()
-    [[0.5, 0.75], [0.25, 0.5]]
-    """
-    n = W + W.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n > 0, W / np.where(n > 0, n, 1.0), 0.5)
-
-
-def cumulative_regret(arm_regret: np.ndarray, traffic: np.ndarray) -> float:
-    """``Σ_a traffic_a · arm_regret_a`` over the arms both cover (see the module docstring).
-
-    Examples
-    --------
-    A pair (0, 1) shown twice and ranker 1 alone once, with Δ = (0, 0.2):
-    ``2 · (0 + 0.2)/2 + 0.2 = 0.4``.
-
-    >>> cumulative_regret(np.array([0.0, 0.2]), np.array([1.0, 2.0]))
-    0.4
-    """
-    k = min(len(arm_regret), len(traffic))
-    return float(np.dot(arm_regret[:k], traffic[:k]))
-
-
-def true_arm_regret(truth: dict[str, Any]) -> np.ndarray:
-    """Per-arm regret from the experiment's ``truth`` (see the module docstring)."""
-    from bandits.matrices import arm_regret
-
-    P = np.asarray(truth["preferences"], dtype=float)
-    best = truth.get("best")
-    if best is not None:
-        return P[int(best)] - 0.5
-    return arm_regret(P)[0]
 
 
 class StateCollector:
@@ -259,6 +231,7 @@ class StateCollector:
 
     def _experiment(self, fams: dict[str, Metric], exp_id: str) -> None:
         snap, shown, truth = self.store.scrape(exp_id)
+        now = time.time()
         bandit = snap.bandit
         K = bandit.K
         names = {r["arm"]: r["name"] for r in snap.rankers}
@@ -285,7 +258,7 @@ class StateCollector:
 
         # regret: the exposure of each arm times its gap to the champion
         W = bandit.W
-        p = preference_estimate(W)
+        p = preferences(W)
         champion = int(bandit.best_arm())
         traffic = np.zeros(K)
         impressions = np.zeros(K)
@@ -293,10 +266,10 @@ class StateCollector:
             if arm < K:
                 impressions[arm], traffic[arm] = n, share
         fams["rankduel_experiment_estimated_regret"].add_metric(
-            e, cumulative_regret(p[champion] - 0.5, traffic))
+            e, exposure_regret(p, traffic, best=champion))
         if truth:
             fams["rankduel_experiment_true_regret"].add_metric(
-                e, cumulative_regret(true_arm_regret(truth), traffic))
+                e, exposure_regret(truth["preferences"], traffic, best=truth.get("best")))
         fams["rankduel_experiment_champion"].add_metric([exp_id, name[champion]], 1)
 
         status = bandit.status
@@ -325,6 +298,11 @@ class StateCollector:
             fams["rankduel_ranker_traffic"].add_metric(rk, traffic[a])
             fams["rankduel_ranker_wins"].add_metric(rk, float(wins[a]))
             fams["rankduel_ranker_losses"].add_metric(rk, float(losses[a]))
+            health = (snap.health or {}).get(a, {})
+            until = health.get("quarantined_until")
+            fams["rankduel_ranker_quarantined"].add_metric(
+                rk, int(until is not None and until > now))
+            fams["rankduel_ranker_consecutive_failures"].add_metric(rk, health.get("failures", 0))
             elim = bandit.eliminated.get(a)
             if elim is not None:
                 fams["rankduel_ranker_eliminated_at_comparison"].add_metric(

@@ -112,7 +112,7 @@ def apply(
             out.count("credited")
             out.count("credit_errors")
             continue
-        result: dict[str, Any] = {"status": "no_duel", "created": imp.created}
+        result: dict[str, Any] = {"status": "no_duel", "created": imp.created, "t": t}
         if outcomes is not None:
             result["status"] = "credited" if outcomes else "no_clicks"
         if outcomes:

@@ -19,6 +19,7 @@ import numpy as np
 
 import bandits
 from bandits.base import ELIMINATED, RETIRED
+from bandits.common import preferences
 from service.errors import Conflict, Unprocessable
 from service.rankers import RankerClient, RankerFailure, validate_url
 from service.snapshot import Snapshot
@@ -327,8 +328,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
     W = bandit.W
     names = {r["arm"]: r["name"] for r in snap.rankers}
     n = W + W.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(n > 0, W / np.maximum(n, 1e-12), 0.5)
+    p = preferences(W)
     lo, hi = wilson(W, n)
     rankers = []
     for r in snap.rankers:

@@ -116,7 +116,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
     if fallback:  # also a multileaved comparison that lost some of its rankers
         counters["fallback"] = 1
     rt.store.save_impression(
-        imp_id, exp_id=exp_id, arms=list(arms), shown=shown, record=record, duel=duel,
+        imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,
         inactivity_s=rt.config.inactivity_s, counters=counters,
     )
@@ -193,8 +193,9 @@ class RankerHealth:
         failed: list[tuple[int, RankerFailure]] = []
         for (arm, r), res in zip(called, lists, strict=True):
             if isinstance(res, RankerFailure):
-                failed.append((arm, res))
-                self._failed(arm, r)
+                if res.blame:  # our concurrency cap is no fault of the ranker's
+                    failed.append((arm, res))
+                    self._failed(arm, r)
             else:
                 ok.append((arm, r, res))
                 if arm in self.choice.health:

@@ -19,8 +19,9 @@
     rd:exp:{e}:probe:{a}    STR   (TTL) taken by the one request that probes quarantined arm a
     rd:exp:{e}:pending      ZSET  impressions not yet credited, by the time they are due
     rd:exp:{e}:draining     STR   (TTL) a drain task is queued or running
-    rd:imp:{i}              HASH  exp, arms, record, shown, duel, forfeits, closed,
-                                  credited, ...                                    (TTL)
+    rd:imp:{i}              HASH  exp, t (the selection's step), arms, record, shown, duel,
+                                  forfeits, closed, credited (JSON result, with the
+                                  step t it was credited at), ...                  (TTL)
     rd:imp:{i}:clicks       SET   clicked positions (0-based)                      (TTL)
     rd:workers:ready        SET   pids of Celery workers that are consuming
 

@@ -1,4 +1,4 @@
-"""Calling the rankers: concurrent HTTP fetches with per-ranker timeouts and keep-alive.
+"""Calling the rankers: concurrent HTTP fetches, each bounded in time and size.
 
 A ranker is an HTTP endpoint called as ``GET URL?q=TEXT&k=K`` that returns
 ``{"results": [{"id": ..., ...}, ...]}``. :class:`RankerClient` fetches all rankers of a
@@ -7,12 +7,28 @@ comparison at once on a thread pool; each thread keeps one persistent
 connections (the standard library is enough here: no extra dependency). A ranker that
 errs, answers garbage or misses its deadline yields a :class:`RankerFailure` instead of
 a list; the caller decides what to serve.
+
+Limits, so that one ranker cannot hurt anything but its own duels:
+
+* **time**: a ranker's ``timeout_ms`` bounds the whole request (connect, headers, body),
+  not each read: a watchdog shuts the socket down at the deadline, so a ranker that
+  trickles bytes frees its thread on time;
+* **size**: at most ``max_bytes`` of body and ``max_results`` results are read; an id
+  longer than ``MAX_ID_CHARS`` makes the answer invalid;
+* **concurrency**: the fetches in flight to one ranker URL are capped (``per_ranker``, half
+  the pool by default); a fetch over the cap fails at once as ``overloaded`` (counted,
+  but no forfeit and no strike: a burst of traffic is not the ranker's fault). With the
+  deadlines, a slow ranker holds at most its cap of threads for at most its timeout, so
+  the rankers of other experiments always find threads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import http.client
 import json
+import socket
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,13 +38,18 @@ from urllib.parse import SplitResult, quote, urlsplit
 
 from service import metrics
 
+#: the longest document id a ranker may return
+MAX_ID_CHARS = 256
+
 
 @dataclass(frozen=True)
 class RankerFailure:
-    """Why a ranker gave no list: ``reason`` is a short label (timeout, http_503, ...)."""
+    """Why a ranker gave no list: ``reason`` is a short label (timeout, http_503, ...);
+    ``blame`` is False when the failure is not the ranker's (our concurrency cap)."""
 
     reason: str
     detail: str = ""
+    blame: bool = True
 
 
 def validate_url(url: object) -> str:
@@ -53,24 +74,67 @@ def _target(parts: SplitResult, q: str, k: int) -> str:
     return f"{path}?{query}"
 
 
-def parse_results(body: bytes) -> list[dict[str, Any]]:
-    """The ranker's result list, each entry a dict with a string-able ``id``."""
+def parse_results(body: bytes, max_results: int = 1000) -> list[dict[str, Any]]:
+    """The ranker's result list (its first ``max_results`` entries), each a dict with a
+    string-able ``id`` of at most :data:`MAX_ID_CHARS` characters."""
     data = json.loads(body)
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ValueError('response is not {"results": [...]}')
     out = []
     seen = set()
-    for item in data["results"]:
+    for item in data["results"][:max_results]:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str | int):
             raise ValueError("every result needs an id (string or integer)")
         if isinstance(item["id"], bool):
             raise ValueError("every result needs an id (string or integer)")
         key = str(item["id"])
+        if len(key) > MAX_ID_CHARS:
+            raise ValueError(f"a result id is longer than {MAX_ID_CHARS} characters")
         if key in seen:  # a ranker listing a document twice: keep the first
             continue
         seen.add(key)
         out.append(item)
     return out
+
+
+class _Watchdog:
+    """Shuts down sockets whose request deadline has passed (one thread per process)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, socket.socket]] = []
+        self._live: set[int] = set()
+        self._next = 0
+        self._cond = threading.Condition()
+        threading.Thread(target=self._run, name="ranker-watchdog", daemon=True).start()
+
+    def watch(self, deadline: float, sock: socket.socket) -> int:
+        with self._cond:
+            self._next += 1
+            heapq.heappush(self._heap, (deadline, self._next, sock))
+            self._live.add(self._next)
+            self._cond.notify()
+            return self._next
+
+    def cancel(self, token: int) -> None:
+        with self._cond:
+            self._live.discard(token)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][1] not in self._live:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                _, token, sock = heapq.heappop(self._heap)
+                self._live.discard(token)
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
 
 class RankerClient:
@@ -80,11 +144,22 @@ class RankerClient:
     ----------
     max_workers
         Threads for outbound calls (per process).
+    per_ranker
+        Fetches one ranker URL may have in flight at once (per process; default half the
+        pool).
+    max_bytes, max_results
+        The most body bytes and results read from one answer.
     """
 
-    def __init__(self, max_workers: int = 32) -> None:
+    def __init__(self, max_workers: int = 64, *, per_ranker: int | None = None,
+                 max_bytes: int = 1 << 20, max_results: int = 1000) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ranker")
         self._local = threading.local()
+        self._watchdog = _Watchdog()
+        self._per_ranker = per_ranker or max(1, max_workers // 2)
+        self._inflight: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.max_bytes, self.max_results = max_bytes, max_results
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -95,15 +170,16 @@ class RankerClient:
             conns = self._local.conns = {}
         key = (parts.scheme, parts.hostname, parts.port)
         conn = conns.get(key)
-        reused = conn is not None
+        reused = conn is not None and conn.sock is not None
         if conn is None:
             https = parts.scheme == "https"
             cls = http.client.HTTPSConnection if https else http.client.HTTPConnection
             conn = cls(parts.hostname, parts.port, timeout=timeout)
             conns[key] = conn
         conn.timeout = timeout
-        if conn.sock is not None:
-            conn.sock.settimeout(timeout)
+        if conn.sock is None:
+            conn.connect()
+        conn.sock.settimeout(timeout)
         return conn, reused
 
     def _drop(self, parts: SplitResult) -> None:
@@ -112,32 +188,65 @@ class RankerClient:
         if conn is not None:
             conn.close()
 
-    def _fetch(self, url: str, q: str, k: int, timeout: float) -> list[dict[str, Any]]:
+    def _fetch(self, url: str, q: str, k: int, deadline: float) -> list[dict[str, Any]]:
         parts = urlsplit(url)
         target = _target(parts, q, k)
         for attempt in range(2):
-            conn, reused = self._conn(parts, timeout)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("deadline passed")
+            token = None
             try:
+                conn, reused = self._conn(parts, remaining)
+                token = self._watchdog.watch(deadline, conn.sock)
                 conn.request("GET", target, headers={"Accept": "application/json"})
                 resp = conn.getresponse()
-                body = resp.read()
+                length = resp.getheader("Content-Length")
+                if length and length.isdigit() and int(length) > self.max_bytes:
+                    raise _TooLarge(int(length))
+                body = resp.read(self.max_bytes + 1)
+                if len(body) > self.max_bytes:
+                    raise _TooLarge(len(body))
+                if not resp.isclosed():  # a body we did not read to its end
+                    self._drop(parts)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self._drop(parts)
-                if reused and attempt == 0:  # a keep-alive connection the server closed
-                    continue
+                if reused and attempt == 0 and time.monotonic() < deadline:
+                    continue  # a keep-alive connection the server closed
                 raise
             except Exception:
                 self._drop(parts)
                 raise
+            finally:
+                if token is not None:
+                    self._watchdog.cancel(token)
+            if time.monotonic() > deadline:
+                raise TimeoutError("deadline passed")
             if resp.status != 200:
                 raise _HttpStatus(resp.status)
-            return parse_results(body)
+            return parse_results(body, self.max_results)
         raise AssertionError("unreachable")
 
     def _timed_fetch(self, url: str, q: str, k: int,
-                     timeout: float) -> tuple[list[dict[str, Any]], float]:
+                     deadline: float) -> tuple[list[dict[str, Any]], float]:
         t0 = time.perf_counter()
-        return self._fetch(url, q, k, timeout), time.perf_counter() - t0
+        return self._fetch(url, q, k, deadline), time.perf_counter() - t0
+
+    def _admit(self, url: str) -> bool:
+        with self._lock:
+            n = self._inflight.get(url, 0)
+            if n >= self._per_ranker:
+                return False
+            self._inflight[url] = n + 1
+            return True
+
+    def _release(self, url: str, _fut: Future | None = None) -> None:
+        with self._lock:
+            n = self._inflight.get(url, 1) - 1
+            if n:
+                self._inflight[url] = n
+            else:
+                self._inflight.pop(url, None)
 
     def fetch_all(
         self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = "",
@@ -146,26 +255,41 @@ class RankerClient:
         """Fetch every ranker's list concurrently; a failure in place of a list when it
         errs or misses its ``timeout_ms``. Never raises for a ranker's fault."""
         start = time.perf_counter()
-        futures: list[Future] = [
-            self._pool.submit(self._timed_fetch, r["url"], q, k, r["timeout_ms"] / 1000.0)
-            for r in rankers
-        ]
+        now = time.monotonic()
+        futures: list[Future | None] = []
+        for r in rankers:
+            if not self._admit(r["url"]):
+                futures.append(None)
+                continue
+            fut = self._pool.submit(self._timed_fetch, r["url"], q, k,
+                                    now + r["timeout_ms"] / 1000.0)
+            fut.add_done_callback(lambda f, u=r["url"]: self._release(u, f))
+            futures.append(fut)
         out: list[list[dict[str, Any]] | RankerFailure] = []
         for r, fut in zip(rankers, futures, strict=True):
             remaining = start + r["timeout_ms"] / 1000.0 - time.perf_counter()
             elapsed = None
             try:
+                if fut is None:
+                    raise _Overloaded
                 results, elapsed = fut.result(timeout=max(remaining, 0.0))
                 out.append(results)
+            except _Overloaded:
+                out.append(RankerFailure("overloaded", "too many fetches in flight to "
+                                         "this ranker", blame=False))
             except TimeoutError:
-                fut.cancel()
                 out.append(RankerFailure("timeout", f"no answer within {r['timeout_ms']} ms"))
             except _HttpStatus as exc:
                 out.append(RankerFailure(f"http_{exc.status}", f"HTTP {exc.status}"))
+            except _TooLarge as exc:
+                out.append(RankerFailure("too_large", f"body over {self.max_bytes} bytes "
+                                         f"({exc.size})"))
             except (ValueError, UnicodeDecodeError) as exc:
                 out.append(RankerFailure("bad_response", str(exc)))
             except OSError as exc:
                 reason = "timeout" if isinstance(exc, TimeoutError) else "connection"
+                if time.perf_counter() - start >= r["timeout_ms"] / 1000.0:
+                    reason = "timeout"  # the watchdog closed it at the deadline
                 out.append(RankerFailure(reason, str(exc) or type(exc).__name__))
             except Exception as exc:  # an upstream fault must never fail the request
                 out.append(RankerFailure("error", f"{type(exc).__name__}: {exc}"))
@@ -178,6 +302,16 @@ class RankerClient:
             if isinstance(result, RankerFailure):
                 metrics.RANKER_FAILURES.labels(experiment, r["name"], result.reason).inc()
         return out
+
+
+class _Overloaded(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
 
 
 class _HttpStatus(Exception):

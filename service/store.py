@@ -248,6 +248,7 @@ class Store:
         imp_id: str,
         *,
         exp_id: str,
+        t: int,
         arms: list[int],
         shown: list[str],
         record: Any,
@@ -263,6 +264,7 @@ class Store:
         pipe = self.r.pipeline(transaction=False)
         pipe.hset(imp_key(imp_id), mapping={
             "exp": exp_id,
+            "t": t,
             "arms": json.dumps(arms),
             "shown": json.dumps(shown),
             "record": json.dumps(record),

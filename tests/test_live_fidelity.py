@@ -148,3 +148,48 @@ def test_a_stalled_redis_answers_503_quickly(tmp_path, service_env, ranker_serve
             assert client.search(e["id"], "again", k=3)["results"]
         finally:
             server.close()
+
+
+def test_default_params_are_the_tuned_ones(client, ranker_server):
+    """``params: {}`` gives seed 000's tuned values, and the state shows them."""
+    rankers = rankers_for(ranker_server, "good", "bad")
+    for algorithm, batch_size, c in (("mergedts", 16, 4e6), ("mergerucb", 8, 4e5)):
+        state = client.create_experiment(name="defaults", rankers=rankers, params={},
+                                         algorithm=algorithm, interleaving="team_draft")
+        assert state["params"] == {"preset": "tuned", "alpha": 0.8**6,
+                                   "batch_size": batch_size, "c": c}, state["params"]
+
+
+def test_rmed1_live_leaves_its_initial_phase(client, worker, rd):
+    """RMED1 at K = 30 through the live service (each API read reloads the stored state):
+    its initial phase compares every one of the 435 pairs once, then it leaves it. Before
+    select() stopped keeping state, 6,000 live selections showed 20 pairs."""
+    from bandits.matrices import bradley_terry
+    from demo import matrix_world
+    from demo.stack import ThreadedServer
+
+    worker.ensure()
+    K = 30
+    P = bradley_terry(K, gap=0.05, spread=3.0, seed=7)
+    winner = int(np.argmax((P > 0.5).sum(axis=1)))  # the Condorcet winner
+    server = ThreadedServer(matrix_world.create_app())
+    try:
+        exp = client.create_experiment(name="rmed1-live", algorithm="rmed1",
+                                       interleaving="team_draft", seed=3,
+                                       rankers=matrix_world.rankers(server.url, K))
+        shown = 0
+        W = np.zeros((K, K))
+        pairs = K * (K - 1) // 2
+        while shown < 3 * pairs:  # the initial phase needs `pairs` comparisons plus delay
+            run = matrix_world.drive(client, exp["id"], P, winner, 150, concurrency=6,
+                                     seed=shown)
+            assert run.errors == 0
+            shown += 150
+            state = wait_for(_all_credited(client, exp["id"]), what="credit")
+            W = np.array(state["W"])
+            if np.count_nonzero(np.triu(W + W.T, 1)) == pairs:
+                break
+        compared = np.count_nonzero(np.triu(W + W.T, 1))
+        assert compared == pairs, f"{compared} of {pairs} pairs after {shown} searches"
+    finally:
+        server.close()

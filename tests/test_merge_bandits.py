@@ -11,10 +11,21 @@ import math
 import numpy as np
 import pytest
 
-from bandits import ACTIVE, ELIMINATED, RETIRED, bandit_from_state, get_algorithm
+from bandits import (
+    ACTIVE,
+    ELIMINATED,
+    RETIRED,
+    bandit_from_state,
+    check_params,
+    get_algorithm,
+    make_bandit,
+)
 from bandits.matrices import bradley_terry, condorcet_winner
-from bandits.merge_dts import MergeBandit, MergeDTS, batch_bounds, pair_batches
+from bandits.merge_base import MergeBandit, confidence_constant
+from bandits.merge_dts import MergeDTS
+from bandits.merge_partition import batch_bounds, pair_batches
 from bandits.merge_rucb import MergeRUCB
+from bandits.merge_sampling import dts_rows
 
 ALGS = {
     "mergedts": dict(alpha=0.51, batch_size=8, c=1000.0),
@@ -314,12 +325,69 @@ def test_mergedts_pairs_follow_algorithms_2_and_3(n_batches, size):
 
 
 def test_default_c_from_horizon():
+    # a horizon given without c: C(eps) of Algorithm 1 line 2, whatever the preset
     b = MergeDTS(136, alpha=1.01, horizon=100, seed=0)
     assert round(b.c) == 4066005
     assert b.params()["c"] == b.c
     with pytest.raises(ValueError, match="pass c directly"):
-        MergeDTS(10, alpha=0.262)
-    assert MergeDTS(10, alpha=0.262, c=4e6).c == 4e6
+        MergeDTS(10, preset="theoretical", alpha=0.262)
+    assert MergeDTS(10, preset="theoretical", alpha=0.262, c=4e6).c == 4e6
+
+
+#: seed 000 §5.5's tuned values, the default preset
+TUNED = {
+    "mergedts": {"alpha": 0.8**6, "batch_size": 16, "c": 4e6},
+    "mergerucb": {"alpha": 0.8**6, "batch_size": 8, "c": 4e5},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+def test_presets(name):
+    cls = get_algorithm(name)
+    # defaults: the tuned preset, shown as effective values
+    b = cls(40, seed=1)
+    assert b.params() == {"preset": "tuned", **TUNED[name]}
+    assert (b.alpha, b.batch_size, b.c) == tuple(TUNED[name].values())
+    # the theoretical defaults by name: alpha 1.01, M = 4, C from line 2 with eps = 1e-6
+    t = cls(40, preset="theoretical", seed=1)
+    assert t.params() == {"preset": "theoretical", "alpha": 1.01, "batch_size": 4,
+                          "c": confidence_constant(1.01, 40, 10**6), "horizon": 10**6}
+    assert [len(x) for x in t.batches] == [len(x) for x in cls(40, batch_size=4).batches]
+    # explicit parameters override the preset's (c of line 2 follows an explicit alpha)
+    assert cls(40, batch_size=6).params() == {"preset": "tuned", **TUNED[name], "batch_size": 6}
+    o = cls(40, preset="theoretical", alpha=0.8, horizon=1000).params()
+    assert o["alpha"] == 0.8 and o["c"] == confidence_constant(0.8, 40, 1000)
+    assert cls(40, preset="theoretical", c=7.0).params()["c"] == 7.0
+    with pytest.raises(ValueError, match=rf"unknown preset 'paper' for {name}; valid: theo"):
+        cls(40, preset="paper")
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+def test_effective_params_round_trip(name):
+    """The state carries the effective values: a run rebuilt from it has the same
+    parameters even with more arms than it started with (C(eps) depends on K), and a
+    state written before the presets (no "preset") loads with its own values."""
+    b = get_algorithm(name)(10, preset="theoretical", seed=1)
+    b.add_arm()
+    r = bandit_from_state(json.loads(json.dumps(b.state_dict())))
+    assert r.params() == b.params() and r.c == b.c
+    old = b.state_dict()
+    old["params"] = {"alpha": 1.01, "batch_size": 4, "c": b.c, "horizon": 10**6}
+    r = bandit_from_state(old)
+    assert (r.alpha, r.batch_size, r.c) == (1.01, 4, b.c)
+    assert r.batches == b.batches
+
+
+def test_check_params_knows_the_preset():
+    assert check_params("mergedts", {"preset": "theoretical", "alpha": 0.9}) == {
+        "preset": "theoretical", "alpha": 0.9}
+    assert check_params("mergerucb", {"batch_size": 8.0}) == {"batch_size": 8}
+    with pytest.raises(ValueError, match="valid: alpha, batch_size, c, horizon, preset"):
+        check_params("mergedts", {"alfa": 0.5})
+    with pytest.raises(ValueError, match="'preset' of mergedts must be a string"):
+        check_params("mergedts", {"preset": 1})
+    with pytest.raises(ValueError, match="unknown preset 'nope'"):
+        make_bandit("mergerucb", 10, preset="nope")
 
 
 def test_initial_batches():
@@ -334,8 +402,6 @@ def test_initial_batches():
 def test_mergedts_caches_after_each_elimination():
     """Eliminations update a batch's cached rows in place (a permutation, not a rebuild
     from W); after every one they equal a rebuild."""
-    from bandits.merge_dts import _dts_rows
-
     K = 48
     P = bradley_terry(K, gap=0.05, seed=13)
     b = MergeDTS(K, alpha=0.51, batch_size=16, c=100.0, seed=2)
@@ -348,7 +414,7 @@ def test_mergedts_caches_after_each_elimination():
         if len(b.eliminated) != before and len(b.batches) > 1:
             checked += 1
             for k, arms in enumerate(b.batches):
-                PP, pu = _dts_rows(b.W[np.ix_(arms, arms)], b._N)
+                PP, pu = dts_rows(b.W[np.ix_(arms, arms)], b._N)
                 assert np.array_equal(b._PP[k], PP)
                 assert np.array_equal(b._PU[k], pu)
     assert checked >= 10
@@ -404,10 +470,15 @@ def test_mergedts_prepared_draws_follow_count_changes(n_batches, size):
     assert tv < 0.06, (tv, sorted(ours.items()), sorted(ref.items()))
 
 
+#: what a Merge policy's state holds: the base class' fields, batches and stage; no cache
+STATE_KEYS = {"algorithm", "params", "K", "t", "n_updates", "W", "status", "eliminated", "rng",
+              "batches", "stage", "stage_field"}
+
+
 def test_mergedts_round_trip_mid_lookahead():
-    """Draws prepared ahead are regenerated from the saved generator state: a run
-    restored while a prepared draw is half used (with pairs compared since) continues
-    exactly like the original."""
+    """Draws prepared ahead are a cache, not state: a snapshot taken while a prepared
+    draw is half used (with pairs compared since) holds none of it, and the run and its
+    restored copy continue exactly alike (the snapshot drops the original's cache too)."""
     P = bradley_terry(24, gap=0.05, seed=4)
     a = MergeDTS(24, alpha=0.51, batch_size=12, c=1e6, seed=8)
     env = np.random.default_rng(6)
@@ -418,7 +489,78 @@ def test_mergedts_round_trip_mid_lookahead():
         play(a, P, 1, env)
     assert a._ahead is not None and any(a._ahead.changed)
     state = json.loads(json.dumps(a.state_dict()))
-    assert "ahead" in state
+    assert set(state) == STATE_KEYS
     b = bandit_from_state(state)
     assert play(a, P, 3000, np.random.default_rng(7)) == play(b, P, 3000, np.random.default_rng(7))
     assert np.array_equal(a.W, b.W)
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+@pytest.mark.parametrize(("K", "batch_size"), [(64, 4), (40, 16), (12, 12), (8, 8)])
+def test_state_holds_no_cache(name, K, batch_size):
+    """Whatever the regime (many batches with pairs prepared by a stacked draw, few large
+    batches drawn ahead, one large or one small batch), the state holds only what
+    defines the run, and a snapshot taken after any step continues identically."""
+    P = bradley_terry(K, gap=0.05, seed=K)
+    a = make(name, K, seed=3, batch_size=batch_size)
+    env = np.random.default_rng(1)
+    for steps in (1, 2, 3, 7, 50):
+        play(a, P, steps, env)
+        state = json.loads(json.dumps(a.state_dict()))
+        assert set(state) == STATE_KEYS
+        b = bandit_from_state(state)
+        assert b.state_dict() == state
+        if name == "mergedts":
+            assert a._ahead is None and all(bt.choice is None for bt in a._batches)
+        ua, ub = np.random.default_rng(steps), np.random.default_rng(steps)
+        assert play(a, P, 40, ua) == play(b, P, 40, ub)
+        assert np.array_equal(a.W, b.W) and a.batches == b.batches
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+@pytest.mark.parametrize(("K", "batch_size"), [(64, 4), (40, 16), (12, 12), (8, 8)])
+def test_select_at_is_a_function_of_state_step_and_generator(name, K, batch_size):
+    """Live, every API process calls ``select_at(t, rng)`` on its own copy, with a fresh
+    generator seeded from (experiment seed, t), and t jumps between calls: the pair must
+    not depend on what either copy selected before (nor on draws ``select()`` prepared
+    ahead), and the copy's own generator is left alone."""
+    P = bradley_terry(K, gap=0.05, seed=K)
+    base = make(name, K, seed=3, batch_size=batch_size)
+    play(base, P, 300, np.random.default_rng(2))
+    state = json.loads(json.dumps(base.state_dict()))
+    a, b = bandit_from_state(state), bandit_from_state(state)
+    for _ in range(37):  # a prepares draws (and moves its generator and t)
+        a.select()
+    for t in (5, 1000, 77):
+        b.select_at(t, np.random.default_rng(t))
+    rng_a = a.rng.bit_generator.state
+    for t in (301, 302, 350, 10_000, 303, 1_000_000):
+        pa = a.select_at(t, np.random.default_rng([42, t]))
+        pb = b.select_at(t, np.random.default_rng([42, t]))
+        fresh = bandit_from_state(state).select_at(t, np.random.default_rng([42, t]))
+        assert pa == pb == fresh
+        assert a.t == t
+        arms = base.current_batch(t)
+        assert pa[0] in arms and pa[1] in arms
+        # the batch's own data and the step are all it depends on
+        W_sub = base.W[np.ix_(arms, arms)]
+        assert pa == base.select_in_batch(arms, W_sub, t, np.random.default_rng([42, t]))
+    assert a.rng.bit_generator.state == rng_a
+    # different generators do draw different pairs
+    pairs = {a.select_at(400, np.random.default_rng(s)) for s in range(40)}
+    assert len(pairs) > 1
+
+
+@pytest.mark.parametrize("name", sorted(ALGS))
+def test_structure(name):
+    b = make(name, 40, seed=1)
+    s = b.structure()
+    assert set(s) == {"stage", "batches"}
+    assert s == {"stage": b.stage, "batches": b.batches}
+    assert json.loads(json.dumps(s)) == s
+    play(b, bradley_terry(40, gap=0.05, seed=1), 3000, np.random.default_rng(1))
+    s = b.structure()
+    assert s["stage"] > 1 and s["batches"] == b.batches
+    assert type(s["stage"]) is int
+    assert all(type(a) is int for bt in s["batches"] for a in bt)
+    assert sorted(a for bt in s["batches"] for a in bt) == b.active_arms()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -354,3 +355,63 @@ def test_cli_generate_kinds_are_loadable(tmp_path, kind):
     path = tmp_path / f"{kind}.txt"
     assert cli(["matrix", "generate", "--kind", kind, "--out", str(path)]) == 0
     M.validate_matrix(np.loadtxt(path))
+
+
+# ---------------------------------------------------------------------- delayed feedback
+class Recorder(DuelingBandit):
+    """Always (0, 1); logs what each selecting copy had received and when updates come."""
+
+    name = "recorder"
+    log: ClassVar[list] = []  # shared by the simulator's reloaded copies
+
+    def _select(self):
+        Recorder.log.append(("select", self.t, self.n_updates))
+        return (0, 1)
+
+    def _update(self, i, j, outcome):
+        Recorder.log.append(("update", self.t, self.n_updates))
+
+
+def test_delayed_feedback_schedule():
+    # D = 3, B = 2: the outcome of step s is applied after selection s + 3, in pairs, so
+    # steps 1-2 after selection 5, 3-4 after 7, ...; each group at the step it is applied
+    # (sync_step), and what is left in flight is applied at the end.
+    Recorder.log = []
+    simulate_run(P3, Recorder, 10, seed=0, shuffle=False, delay=3, feedback_batch=2)
+    updates = [(t, n) for kind, t, n in Recorder.log if kind == "update"]
+    assert updates == [(5, 1), (5, 2), (7, 3), (7, 4), (9, 5), (9, 6), (10, 7), (10, 8),
+                       (10, 9), (10, 10)]
+    # with a copy reloaded every 4 selections, selection t sees the feedback stored when
+    # the copy was loaded (before selections 1, 5 and 9)
+    Recorder.log = []
+    simulate_run(P3, Recorder, 10, seed=0, shuffle=False, delay=3, feedback_batch=2,
+                 reload_every=4)
+    seen = [(t, n) for kind, t, n in Recorder.log if kind == "select"]
+    assert seen == [(1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (8, 0),
+                    (9, 4), (10, 4)]
+    assert [t for kind, t, _ in Recorder.log if kind == "update"][:4] == [5, 5, 7, 7]
+
+
+def test_delayed_feedback_arguments_are_checked():
+    for bad in ({"delay": -1}, {"feedback_batch": 0}, {"reload_every": -2}):
+        with pytest.raises(ValueError, match="delay >= 0"):
+            simulate_run(P3, "uniform", 10, seed=0, **bad)
+
+
+def test_cli_delay_flags(tmp_path):
+    P_path = tmp_path / "P.csv"
+    np.savetxt(P_path, M.bradley_terry(5, gap=0.1, seed=1), delimiter=",")
+    args = ["simulate", "--matrix", str(P_path), "--algorithm", "rmed1,rucb", "--steps", "1500",
+            "--runs", "2", "--seed", "3"]
+    live = ["--delay", "20", "--feedback-batch", "4", "--reload-every", "5"]
+    assert cli([*args, "--out", str(tmp_path / "plain")]) == 0
+    assert cli([*args, "--out", str(tmp_path / "zero"), "--delay", "0"]) == 0
+    assert cli([*args, "--out", str(tmp_path / "live"), *live]) == 0
+    for name in ("rmed1", "rucb"):
+        plain, zero, live_ = (
+            json.loads((tmp_path / d / name / "summary.json").read_text())
+            for d in ("plain", "zero", "live")
+        )
+        assert _without_speed(plain) == _without_speed(zero)
+        assert live_["regret_mean"] != plain["regret_mean"]
+        assert set(live_) == SUMMARY_FIELDS

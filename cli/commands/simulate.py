@@ -194,12 +194,14 @@ def run_all(
     fast_forward: bool = True,
     per_decade: int = 20,
     progress: Progress | None = None,
+    **live: int,
 ) -> dict[str, list[RunResult]]:
-    """Every (algorithm, run) pair, in order; in ``jobs`` processes when ``jobs > 1``."""
+    """Every (algorithm, run) pair, in order; in ``jobs`` processes when ``jobs > 1``.
+    ``live``: ``delay``, ``feedback_batch``, ``reload_every`` of ``simulate_run``."""
     cps = log_checkpoints(steps, per_decade)
     tasks = [(a, r) for a in algorithms for r in range(runs)]
     results: dict[tuple[str, int], RunResult] = {}
-    kwargs = {"checkpoints": cps, "fast_forward": fast_forward}
+    kwargs = {"checkpoints": cps, "fast_forward": fast_forward, **live}
     if jobs <= 1:
         for a, r in tasks:
             results[a, r] = simulate_run(
@@ -243,7 +245,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         by_alg = run_all(
             P, algorithms, params, args.steps, args.runs, args.seed, args.jobs,
             fast_forward=not args.no_fast_forward, per_decade=args.per_decade,
-            progress=progress,
+            progress=progress, delay=args.delay, feedback_batch=args.feedback_batch,
+            reload_every=args.reload_every,
         )
 
     single = len(algorithms) == 1
@@ -309,4 +312,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="checkpoints per factor 10 of time (default 20)")
     parser.add_argument("--no-fast-forward", action="store_true",
                         help="loop every step even after a single arm remains")
+    parser.add_argument("--delay", type=int, default=0, metavar="D",
+                        help="apply each outcome after D more selections, as live (default 0)")
+    parser.add_argument("--feedback-batch", type=positive_int, default=1, metavar="B",
+                        help="apply outcomes in groups of B, as the worker does (default 1)")
+    parser.add_argument("--reload-every", type=int, default=0, metavar="R",
+                        help="select from a copy of the stored state reloaded every R "
+                             "selections, as an API process does (default 0: no copy)")
     parser.set_defaults(func=run_simulate)

@@ -1,0 +1,172 @@
+"""Helpers shared by several policies (pure numpy).
+
+:func:`preferences`
+    the empirical preference matrix ``W / (W + Wᵀ)`` (½ for pairs never compared).
+:func:`ucb_column`
+    the upper confidence bounds ``u_jc`` of every arm against one arm (RUCB, RCS).
+:func:`rand_argmax`
+    an arg max with ties broken at random.
+:class:`LossCounter`
+    per arm, the number of opponents it optimistically loses to, kept without
+    recomputing the K×K matrix ``U`` on every step (RUCB, DTS, MDB, CCB).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def preferences(W: np.ndarray) -> np.ndarray:
+    """The empirical preference matrix: ``W / (W + Wᵀ)`` elementwise, ½ where a pair
+    was never compared (and on the diagonal).
+
+    ``W[i, j]`` counts the wins of ``i`` over ``j`` (a tie adds ½ to each side).
+
+    Examples
+    --------
+    >>> preferences(np.array([[0.0, 3.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])).tolist()
+    [[0.5, 0.75, 0.5], [0.25, 0.5, 0.5], [0.5, 0.5, 0.5]]
+    """
+    W = np.asarray(W, dtype=float)
+    n = W + W.T
+    compared = n > 0
+    return np.where(compared, W / np.where(compared, n, 1.0), 0.5)
+
+
+def ucb_column(W: np.ndarray, c: int, bonus: float) -> np.ndarray:
+    """``u_jc`` for every arm ``j`` against arm ``c`` (seed 003, Algorithm 2 line 5).
+
+    ``u_jc = w_jc / n_jc + sqrt(bonus / n_jc)`` with ``bonus = alpha * ln t`` and
+    ``n_jc = w_jc + w_cj``; "x/0 := 1" makes an uncompared pair ``1 + 1 = 2``; and
+    ``u_cc = 1/2`` (line 6).
+    """
+    wins = W[:, c]
+    n = wins + W[c, :]
+    zero = n == 0
+    n = n + zero  # n = 0 -> 1; overwritten below
+    # w/n + sqrt(bonus/n) = (w + sqrt(bonus n)) / n, without a division by zero
+    u = (wins + np.sqrt(bonus * n)) / n
+    u[zero] = 2.0
+    u[c] = 0.5
+    return u
+
+
+def rand_argmax(values: np.ndarray, rng: np.random.Generator, avoid: int | None = None) -> int:
+    """Index of the maximum, ties broken uniformly at random.
+
+    With ``avoid`` given, that index is dropped from a tie (RUCB line 14: "if there is a
+    tie, d is not allowed to be equal to c"). ``rng`` is only consulted on a tie.
+    """
+    top = values.max()
+    idx = np.flatnonzero(values == top)
+    if idx.size == 1:
+        return int(idx[0])
+    if avoid is not None:
+        idx = idx[idx != avoid]
+    return int(idx[rng.integers(idx.size)])
+
+
+class LossCounter:
+    """Per arm, the number of active opponents it optimistically loses to.
+
+    Arm ``i`` optimistically loses to ``j`` when ``u_ij < 1/2`` (``strict=True``) or
+    ``u_ij <= 1/2`` (``strict=False``), where ``u_ij = w_ij/n + sqrt(thr/n)`` and
+    ``thr = alpha * ln t``. Solving for ``thr``: the loss holds exactly when
+    ``w_ij <= n/2`` and ``thr < e_ij`` (resp. ``<=``) with the *evidence*
+    ``e_ij = (n/2 - w_ij)**2 / n``. ``e`` changes only for the pair just compared, and a
+    loss can only disappear as ``thr`` grows, so the counts stay valid until ``thr``
+    reaches the smallest evidence among current losses; only then is the K×K count redone.
+    This turns the O(K²) "optimistic tournament" of RUCB, DTS and MDB into O(1) amortized
+    work per step. Uncompared pairs (u = 2 by the "x/0 := 1" rule) are never losses.
+
+    Parameters
+    ----------
+    W
+        The wins matrix (read, not kept).
+    active
+        Boolean mask of the arms that count as opponents.
+    strict
+        ``True``: count ``u_ij < 1/2``; ``False``: count ``u_ij <= 1/2``.
+
+    Inactive arms never count as opponents, and their own count carries an offset of
+    :attr:`INACTIVE` so that ``counts == 0`` or ``counts == counts.min()`` never
+    selects them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[0.0, 9.0], [1.0, 0.0]])
+    >>> lc = LossCounter(W, np.array([True, True]))
+    >>> lc.set_threshold(0.5)          # u_10 = 0.1 + sqrt(0.05) < 1/2
+    >>> lc.counts.tolist()
+    [0, 1]
+    >>> lc.set_threshold(2.0)          # u_10 = 0.1 + sqrt(0.2) >= 1/2
+    >>> lc.counts.tolist()
+    [0, 0]
+    """
+
+    INACTIVE = 1 << 40
+
+    def __init__(self, W: np.ndarray, active: np.ndarray, *, strict: bool = True) -> None:
+        self.strict = strict
+        self.active = np.asarray(active, dtype=bool).copy()
+        #: the active arms, ascending, and whether that is every arm
+        self.arms = np.flatnonzero(self.active)
+        self.all_active = bool(self.arms.size == self.active.size)
+        self.E = self._evidence(W, W.T)
+        np.fill_diagonal(self.E, -np.inf)
+        self.thr = -1.0
+        self.counts = np.zeros(W.shape[0], dtype=np.int64)
+        self.next_cross = -np.inf  # forces a full count on the first set_threshold
+
+    @staticmethod
+    def _evidence(w: np.ndarray, w_rev: np.ndarray) -> np.ndarray:
+        n = w + w_rev
+        gap = 0.5 * n - w
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e = np.where((n > 0) & (gap >= 0), gap * gap / n, -np.inf)
+        return e
+
+    def _is_loss(self, e: np.ndarray | float) -> np.ndarray | bool:
+        return e > self.thr if self.strict else e >= self.thr
+
+    def recount(self) -> None:
+        """Redo the counts from ``E`` at the current threshold (O(K²))."""
+        loss = self._is_loss(self.E) & self.active[None, :]
+        self.counts = loss.sum(axis=1)
+        self.counts[~self.active] += self.INACTIVE
+        self.next_cross = float(self.E[loss].min()) if loss.any() else np.inf
+
+    def set_threshold(self, thr: float) -> None:
+        """Move to ``thr = alpha * ln t`` (non-decreasing over a run)."""
+        if thr < self.thr or thr >= self.next_cross:
+            self.thr = thr
+            self.recount()
+        else:
+            self.thr = thr
+
+    def update_pair(self, i: int, j: int, w_ij: float, w_ji: float) -> None:
+        """Pair ``(i, j)`` now has ``w_ij`` wins for ``i`` and ``w_ji`` for ``j``."""
+        if i == j:
+            return
+        for a, b, wa, wb in ((i, j, w_ij, w_ji), (j, i, w_ji, w_ij)):
+            n = wa + wb
+            gap = 0.5 * n - wa
+            e = gap * gap / n if (n > 0 and gap >= 0) else -np.inf
+            if self.active[b]:
+                self.counts[a] += int(self._is_loss(e)) - int(self._is_loss(self.E[a, b]))
+            self.E[a, b] = e
+            if self._is_loss(e) and e < self.next_cross:
+                self.next_cross = e
+
+    def update_pairs(self, W: np.ndarray, ii: np.ndarray, jj: np.ndarray) -> None:
+        """Bulk version of :meth:`update_pair` (multileaving); recounts in full."""
+        if len(ii) == 0:
+            return
+        ii = np.asarray(ii, dtype=np.intp)
+        jj = np.asarray(jj, dtype=np.intp)
+        keep = ii != jj
+        ii, jj = ii[keep], jj[keep]
+        self.E[ii, jj] = self._evidence(W[ii, jj], W[jj, ii])
+        self.E[jj, ii] = self._evidence(W[jj, ii], W[ii, jj])
+        self.recount()

@@ -1,0 +1,483 @@
+"""The Merge framework shared by MergeDTS (seed 000, Algorithm 1) and MergeRUCB (seed 003,
+Algorithm 4): batches visited round robin, elimination by ``u_ij < ½`` inside a batch,
+one-arm batches merged into the next, stages that pair the batches up, arms added and
+retired mid-run, and the state round trip.
+
+The two papers differ only in how a pair is chosen *inside* a batch (seed 000 §4.3:
+"MergeDTS and MergeRUCB follow the same 'merge' strategy. The difference ... is in their
+strategy of choosing rankers"), so :class:`MergeBandit` does everything else and each
+subclass supplies that choice and the per-batch caches it needs, in a :class:`Batch`
+subclass of its own (:class:`bandits.merge_dts.MergeDTS`,
+:class:`bandits.merge_rucb.MergeRUCB`).
+
+The line-by-line correspondence with the pseudo-code and every departure from it are in
+the module docstring of :mod:`bandits.merge_dts`; the comments below cite the line of
+seed 000's Algorithm 1 each statement implements (:mod:`bandits.merge_rucb` maps them to
+Algorithm 4). How the arms are partitioned is :mod:`bandits.merge_partition`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from bandits.base import ACTIVE, Comparison, DuelingBandit
+from bandits.merge_partition import initial_batches, pair_batches
+
+#: the papers' default parameters, the preset "theoretical": α = 1.01 (seed 000 §5.5:
+#: "the default α = 1.01"; seed 003 §6.4), M = 4 (seed 000 §5.5; seed 003 §6.4 "p = 4")
+#: and ``C(ε)`` from Algorithm 1 line 2 (``None``)
+THEORETICAL: dict[str, float | None] = {"alpha": 1.01, "batch_size": 4, "c": None}
+#: T of ``C(ε)`` with ε = 1/T when line 2 computes ``c`` and no ``horizon`` is given
+DEFAULT_HORIZON = 10**6
+#: seed 000's tuned exploration parameter (§5.5, for both Merge policies)
+TUNED_ALPHA = 0.8**6
+
+
+def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
+    """``C(ε) = ((4α − 1) K² / ((2α − 1) ε))^(1/(2α − 1))`` with ``ε = 1/horizon``.
+
+    Seed 000, Algorithm 1 line 2 (and Table 1); seed 003, Algorithm 4 line 3. Defined only
+    for ``alpha > 1/2``; computed in log space, and refused when it overflows a float
+    (``alpha`` close to ½): pass ``c`` directly then, as the papers' experiments do.
+
+    Examples
+    --------
+    >>> round(confidence_constant(1.01, 136, 100))
+    4066005
+    >>> confidence_constant(0.262, 136, 10**6)
+    Traceback (most recent call last):
+    ...
+    ValueError: C(eps) is defined for alpha > 0.5 only (got 0.262); pass c directly
+    """
+    if alpha <= 0.5:
+        raise ValueError(f"C(eps) is defined for alpha > 0.5 only (got {alpha}); pass c directly")
+    if horizon < 1 or n_arms < 1:
+        raise ValueError("horizon and n_arms must be positive")
+    log_c = (
+        math.log(4 * alpha - 1) + 2 * math.log(n_arms) - math.log(2 * alpha - 1) + math.log(horizon)
+    ) / (2 * alpha - 1)
+    if log_c > 700:
+        raise ValueError(f"C(eps) = exp({log_c:.0f}) overflows for alpha={alpha}; pass c directly")
+    return math.exp(log_c)
+
+
+class Batch:
+    """One batch ``B_m``: its arms, their positions in it, and its row ``k`` in the
+    subclass's stacked caches. Subclasses add their per-batch caches as slots."""
+
+    __slots__ = ("arms", "k", "n", "pos")
+
+    def __init__(self, arms: list[int]) -> None:
+        self.arms = list(arms)
+        self.n = len(self.arms)
+        self.pos = {a: k for k, a in enumerate(self.arms)}
+        self.k = -1
+
+
+class MergeBandit(DuelingBandit):
+    """Batches, stages, eliminations and merges shared by MergeDTS and MergeRUCB.
+
+    Subclasses set ``name``, ``PRESETS``, ``_round_up`` (how ``b_1`` is rounded) and
+    ``_batch_type`` (their :class:`Batch` subclass), and implement
+    :meth:`_build_one` (a batch's caches from ``W``), :meth:`_pair_changed` (refresh them
+    after one comparison), :meth:`_pair_for` (the pair a batch plays in :meth:`select`)
+    and :meth:`_pair_from` (the same choice from a batch's wins alone, for
+    :meth:`select_at`); optionally :meth:`_build_all`, :meth:`_shrink` and
+    :meth:`_drop_prepared`.
+
+    Parameters ``alpha``, ``batch_size`` and ``c`` default to the named ``preset``
+    (``PRESETS``); explicit values override it. ``c`` is the preset's, or comes from
+    Algorithm 1 line 2 with ε = 1/``horizon`` when the preset says so (``None``) or when
+    ``horizon`` is given without ``c``. :meth:`params` returns the effective values,
+    so a policy rebuilt from them (``from_state``) is the same whatever the defaults
+    are by then.
+
+    Operator-visible state: :attr:`batches` (lists of arm indices, in round-robin order),
+    :attr:`stage` (``s``), :attr:`stage_field` (the arms the current stage started with,
+    adjusted for additions and retirements), :attr:`c` (``C(ε)``), plus the base class'
+    ``W``, ``status`` and ``eliminated``; :meth:`structure` gives stage and batches as
+    plain JSON.
+    """
+
+    #: preset name -> ``alpha``, ``batch_size`` and ``c`` (``None``: Algorithm 1 line 2);
+    #: every subclass has "tuned" (the default) and "theoretical"
+    PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {"theoretical": THEORETICAL}
+    #: ``b_1 = ceil(K/M)`` (MergeDTS) or ``floor(K/M)`` (MergeRUCB)
+    _round_up: ClassVar[bool] = True
+    #: the per-batch record, with the subclass's caches
+    _batch_type: ClassVar[type[Batch]] = Batch
+
+    def __init__(
+        self,
+        n_arms: int,
+        *,
+        preset: str = "tuned",
+        alpha: float | None = None,
+        batch_size: int | None = None,
+        c: float | None = None,
+        horizon: int | None = None,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(n_arms, seed=seed)
+        if preset not in self.PRESETS:
+            valid = ", ".join(sorted(self.PRESETS))
+            raise ValueError(f"unknown preset {preset!r} for {self.name}; valid: {valid}")
+        defaults = self.PRESETS[preset]
+        self.preset = preset
+        alpha = defaults["alpha"] if alpha is None else alpha
+        batch_size = defaults["batch_size"] if batch_size is None else batch_size
+        if alpha <= 0:
+            raise ValueError(f"alpha must be positive, got {alpha}")
+        if int(batch_size) < 2:
+            raise ValueError(f"batch_size must be at least 2, got {batch_size}")
+        self.alpha = float(alpha)
+        self.batch_size = int(batch_size)
+        if c is None and horizon is None and defaults["c"] is not None:
+            c = defaults["c"]
+        if c is None:
+            # line 2: C(ε) with ε = 1/T
+            horizon = DEFAULT_HORIZON if horizon is None else horizon
+            c = confidence_constant(self.alpha, self.K, int(horizon))
+        #: T of ``C(ε)`` when ``c`` came from line 2 (or was given with ``c``), else None
+        self.horizon = None if horizon is None else int(horizon)
+        if not (float(c) >= 0 and math.isfinite(float(c))):
+            raise ValueError(f"c must be a finite non-negative number, got {c}")
+        self.c = float(c)
+        self.stage = 1  # line 3
+        self._set_batches(initial_batches(self.K, self.batch_size, round_up=self._round_up))
+        self.stage_field = self.K
+        # a 1-arm batch at the start merges away as in lines 12-13
+        self._settle([])
+
+    # ------------------------------------------------------------------ public helpers
+    @property
+    def batches(self) -> list[list[int]]:
+        """The current batches ``B_s`` (arm indices), in round-robin order."""
+        return [list(b.arms) for b in self._batches]
+
+    def structure(self) -> dict[str, Any]:
+        """``{"stage": s, "batches": [[arm, ...], ...]}`` as plain ints, batches in
+        round-robin order (the batch step ``t`` plays is ``batches[t % len(batches)]``).
+
+        Examples
+        --------
+        >>> from bandits.merge_dts import MergeDTS
+        >>> MergeDTS(5, batch_size=2, c=1.0).structure()  # [4] merged into the next batch
+        {'stage': 1, 'batches': [[0, 1, 4], [2, 3]]}
+        """
+        batches = [[int(a) for a in b.arms] for b in self._batches]
+        return {"stage": int(self.stage), "batches": batches}
+
+    def current_batch(self, t: int | None = None) -> list[int]:
+        """The batch ``B_m`` with ``m = t mod b_s`` (line 6) that step ``t`` plays
+        (default: the next step, ``self.t + 1``)."""
+        if not self._batches:
+            return []
+        t = self.t + 1 if t is None else int(t)
+        return list(self._batches[t % len(self._batches)].arms)
+
+    def bonus(self, t: int) -> float:
+        """``α log(t + C)``, the numerator of the UCB exploration term (line 10)."""
+        return self.alpha * math.log(t + self.c)
+
+    def select_in_batch(
+        self, arms: list[int], W_sub: np.ndarray, t: int, rng: np.random.Generator
+    ) -> Comparison:
+        """Choose the pair inside one batch from that batch's own data only.
+
+        ``arms`` are the batch's arm indices, ``W_sub = W[arms][:, arms]`` its wins, ``t``
+        the step and ``rng`` the generator: this is all the choice depends on, so the
+        live service can select from the current batch without loading the whole matrix.
+        Returns arm indices (``(a, a)`` for a one-arm batch). :meth:`select_at` is this
+        on the batch step ``t`` plays.
+        """
+        arms = [int(a) for a in arms]
+        if len(arms) == 1:
+            return (arms[0], arms[0])
+        c, d = self._pair_from(np.asarray(W_sub, dtype=float), int(t), rng)
+        return (arms[c], arms[d])
+
+    def select_at(self, t: int, rng: np.random.Generator) -> Comparison:
+        """The comparison for global step ``t``, drawn with ``rng`` from the state alone.
+
+        The batch is ``B_m`` with ``m = t mod b_s`` (line 6) and the pair is
+        :meth:`select_in_batch` on its wins, so the draw is a function of (state, ``t``,
+        ``rng``) and of nothing this object prepared or selected before: draws that
+        :meth:`select` prepares ahead are neither used nor disturbed. The policy's own
+        generator is left as it was; ``self.t`` becomes ``t``.
+        """
+        self.t = int(t)
+        if not self._batches:
+            raise RuntimeError("no active arms left to select")
+        bt = self._batches[self.t % len(self._batches)]
+        return self.select_in_batch(bt.arms, self._sub(bt.arms), self.t, rng)
+
+    def best_arm(self) -> int:
+        """The champion.
+
+        The last remaining arm once only one is left (Algorithm 1 line 8: "return the
+        remaining ranker"). Before that the papers name no winner; we take the active arm
+        that empirically beats the largest share of the active arms it has been compared
+        with (arms only meet inside batches, so a plain Copeland count would favour large
+        batches), ties broken by how many arms it has eliminated, then by its overall
+        win rate. An arm that was never compared scores 0.
+        """
+        active = np.flatnonzero(self.status == ACTIVE)
+        if active.size == 1:
+            return int(active[0])
+        if active.size == 0:
+            return super().best_arm()
+        sub = self.W[np.ix_(active, active)]
+        n = sub + sub.T
+        met = (n > 0).sum(axis=1)
+        beats = (sub > sub.T).sum(axis=1)
+        share = np.where(met > 0, beats / np.maximum(met, 1), 0.0)
+        kills = np.zeros(self.K)
+        for v in self.eliminated.values():
+            kills[v["by"]] += 1
+        played = self.W[active].sum(axis=1) + self.W[:, active].sum(axis=0)
+        rate = self.W[active].sum(axis=1) / np.maximum(played, 1.0)
+        order = np.lexsort((-rate, -kills[active], -share))
+        return int(active[order[0]])
+
+    def params(self) -> dict[str, Any]:
+        """The effective parameters (the preset's values where none was given)."""
+        out: dict[str, Any] = {
+            "preset": self.preset,
+            "alpha": self.alpha,
+            "batch_size": self.batch_size,
+            "c": self.c,
+        }
+        if self.horizon is not None:
+            out["horizon"] = self.horizon
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        """The whole state (base class fields, batches, stage), and no cache.
+
+        A snapshot is a synchronisation point: draws prepared ahead for :meth:`select`
+        (MergeDTS) are random numbers, not state, and are dropped here, so this object
+        and any copy restored from the snapshot continue identically. Dropping unused
+        random numbers changes the law of no later pair.
+        """
+        self._drop_prepared()
+        return super().state_dict()
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(str(b.n) for b in self._batches)
+        head = (
+            f"  stage {self.stage}, {len(self._batches)} batches (sizes {sizes}), "
+            f"{len(self.eliminated)} eliminated, alpha={self.alpha:g}, "
+            f"M={self.batch_size}, C={self.c:g}"
+        )
+        lines = super().__repr__().split("\n")
+        return "\n".join([lines[0], head, *lines[1:]])
+
+    # ------------------------------------------------------------------ algorithm hooks
+    def _build_all(self) -> None:
+        """Rebuild the caches of every batch (after the batch list changed)."""
+        for k, bt in enumerate(self._batches):
+            bt.k = k
+            self._build_one(bt)
+
+    def _build_one(self, bt: Batch) -> None:
+        """Rebuild the caches of one batch whose arms changed."""
+        raise NotImplementedError
+
+    def _pair_changed(self, bt: Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
+        """Local pair ``(a, b)`` of ``bt`` now has ``w_ab`` and ``w_ba`` wins."""
+        raise NotImplementedError
+
+    def _pair_for(self, bt: Batch) -> tuple[int, int]:
+        """Local indices ``(c, d)`` of the pair ``bt`` plays at step ``self.t``."""
+        raise NotImplementedError
+
+    def _pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
+        """The same choice from a batch's wins matrix alone (:meth:`select_in_batch`)."""
+        raise NotImplementedError
+
+    def _shrink(self, old: Batch, new: Batch, p: int) -> bool:
+        """Optionally update the caches of ``new``, which is ``old`` without the arm at
+        position ``p``, in place; return False to have them rebuilt from ``W``."""
+        return False
+
+    def _drop_prepared(self) -> None:
+        """Forget draws prepared ahead for :meth:`select` (none by default)."""
+
+    def _sub(self, arms: list[int]) -> np.ndarray:
+        idx = np.asarray(arms, dtype=np.intp)
+        return self.W[np.ix_(idx, idx)]
+
+    # ------------------------------------------------------------------ base-class hooks
+    def _select(self) -> Comparison:
+        batches = self._batches
+        if not batches:
+            raise RuntimeError("no active arms left to select")
+        bt = batches[self.t % len(batches)]  # line 6: m = t mod b_s
+        if bt.n == 1:
+            # lines 7-8: one ranker left (b_s = 1); played against itself for ever
+            a = bt.arms[0]
+            return (a, a)
+        c, d = self._pair_for(bt)  # lines 15-16
+        arms = bt.arms
+        return (arms[c], arms[d])
+
+    def _update(self, i: int, j: int, outcome: float) -> None:
+        # line 17 (W itself is updated by the base class)
+        if i == j:
+            return
+        where = self._where
+        bt = where.get(i)
+        if bt is None or where.get(j) is not bt:
+            return  # an eliminated/retired arm, or a pair split since it was chosen
+        W = self.W
+        w_ij = W.item(i, j)
+        w_ji = W.item(j, i)
+        pos = bt.pos
+        self._pair_changed(bt, pos[i], pos[j], w_ij, w_ji)
+        # lines 10-11 for the pair just compared, at the step they would next run
+        n = w_ij + w_ji
+        r = math.sqrt(self.alpha * math.log(self.t + 1 + self.c) / n)
+        if w_ij / n + r < 0.5:
+            self._eliminate_arms([(i, j)])
+        elif w_ji / n + r < 0.5:
+            self._eliminate_arms([(j, i)])
+
+    def _add_arm(self, arm: int) -> None:
+        if self._batches:
+            k = min(range(len(self._batches)), key=lambda q: self._batches[q].n)
+            self._replace(k, [*self._batches[k].arms, arm])
+        else:
+            self._batches.append(self._make([arm]))
+            self._list_changed = True
+        self.stage_field += 1
+        self._settle([])
+
+    def _retire_arm(self, arm: int) -> None:
+        if arm not in self._where:
+            return  # already eliminated
+        self.stage_field -= 1
+        self._remove(arm)
+        self._settle([])
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {
+            "batches": self.batches,
+            "stage": self.stage,
+            "stage_field": self.stage_field,
+        }
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        # (states written before the caches left the snapshot may carry "prepared" and
+        # "ahead": they are ignored)
+        self._set_batches([[int(a) for a in b] for b in state["batches"]])
+        self.stage = int(state["stage"])
+        self.stage_field = int(state["stage_field"])
+        self._sync()
+
+    # ------------------------------------------------------------------ structure
+    def _make(self, arms: list[int]) -> Batch:
+        bt = self._batch_type(arms)
+        for a in bt.arms:
+            self._where[a] = bt
+        return bt
+
+    def _set_batches(self, batches: list[list[int]]) -> None:
+        self._where: dict[int, Batch] = {}
+        self._batches: list[Batch] = [self._make(b) for b in batches if b]
+        self._list_changed = True
+        self._touched: list[Batch] = []
+
+    def _replace(self, k: int, arms: list[int]) -> Batch:
+        old = self._batches[k]
+        self._batches[k] = bt = self._make(arms)
+        bt.k = old.k
+        self._touched.append(bt)
+        return bt
+
+    def _remove(self, arm: int) -> None:
+        """Take ``arm`` out of its batch (an emptied batch is dropped)."""
+        bt = self._where.pop(arm)
+        k = self._batches.index(bt)
+        rest = [a for a in bt.arms if a != arm]
+        if rest:
+            new = self._replace(k, rest)
+            if not self._list_changed and self._shrink(bt, new, bt.pos[arm]):
+                self._touched.remove(new)  # caches already up to date
+        else:
+            del self._batches[k]
+            self._list_changed = True
+
+    def _sync(self) -> None:
+        """Bring the algorithm's caches in line with the batches."""
+        if self._list_changed:
+            self._build_all()
+        else:
+            for bt in self._touched:
+                if self._where.get(bt.arms[0]) is bt:
+                    self._build_one(bt)
+        self._list_changed = False
+        self._touched = []
+
+    def _eliminate_arms(self, losers: list[tuple[int, int]]) -> None:
+        """Line 11: remove each ``(arm, by)`` from its batch, then settle the structure."""
+        self._remove_losers(losers)
+        self._settle([])
+
+    def _remove_losers(self, losers: list[tuple[int, int]]) -> None:
+        """Eliminate each ``(arm, by)`` still in a batch and take it out of its batch."""
+        for arm, by in losers:
+            if arm in self._where:
+                self.eliminate(arm, by)
+                self._remove(arm)
+
+    def _purge(self, bt: Batch) -> list[tuple[int, int]]:
+        """Lines 10–11 over every pair of ``bt``: ``(arm, by)`` for each arm with some
+        ``u_ij < ½`` (``by`` = the arm with the smallest ``u_ij``)."""
+        w = self._sub(bt.arms)
+        n = w + w.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(n > 0, w / n + np.sqrt(self.bonus(self.t + 1) / n), 2.0)
+        np.fill_diagonal(u, 0.5)
+        out = []
+        for a in np.flatnonzero((u < 0.5).any(axis=1)):
+            out.append((bt.arms[a], bt.arms[int(u[a].argmin())]))
+        return out
+
+    def _settle(self, fresh: list[Batch]) -> None:
+        """Apply line 11 to batches formed by merges, lines 12–13 and lines 18–22 until
+        nothing changes (each round removes an arm or a batch, so it ends), then bring
+        the caches up to date."""
+        while True:
+            fresh = [b for b in fresh if b in self._batches]
+            losers = [x for b in fresh for x in self._purge(b)]
+            fresh = []
+            if losers:
+                self._remove_losers(losers)
+                continue
+            batches = self._batches
+            # lines 12-13: a one-arm batch merges with the next one
+            single = next((k for k, b in enumerate(batches) if b.n == 1), None)
+            if single is not None and len(batches) > 1:
+                nxt = (single + 1) % len(batches)
+                merged = sorted(batches[single].arms + batches[nxt].arms)
+                fresh = [self._replace(nxt, merged)]
+                del batches[single]
+                self._list_changed = True
+                continue
+            # lines 18-22: half of the stage's field eliminated -> next stage
+            remaining = sum(b.n for b in batches)
+            if batches and 2 * remaining <= self.stage_field:
+                if len(batches) > 1:
+                    old = {tuple(b.arms) for b in batches}
+                    new = pair_batches([b.arms for b in batches], self.batch_size)
+                    self._set_batches(new)
+                    fresh = [b for b in self._batches if tuple(b.arms) not in old]
+                self.stage += 1
+                self.stage_field = remaining
+                continue
+            break
+        self._sync()
