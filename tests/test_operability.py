@@ -83,3 +83,25 @@ def test_access_log_is_redirected_or_off(stack, service_env, tmp_path, redis_url
         assert ("GET", "/healthz", "200") in [m[:3] for m in LINE.findall(path.read_text())]
     else:
         assert not path.exists()
+
+
+def test_the_worker_log_filter_drops_only_the_sweeps_routine_lines():
+    """What an idle worker would log every sweep_interval_s is dropped; real work, and
+    anything about the sweep above INFO, is kept."""
+    import logging
+
+    from workers.health import QuietSweep
+
+    def record(level, msg, *args):
+        return logging.LogRecord("celery", level, __file__, 1, msg, args, None)
+
+    quiet = QuietSweep()
+    sweep = {"name": "rankduel.sweep", "id": "x", "runtime": 0.01, "return_value": 0}
+    drain = dict(sweep, name="rankduel.drain")
+    assert not quiet.filter(record(logging.INFO, "Task %(name)s[%(id)s] received", sweep))
+    assert not quiet.filter(record(logging.INFO, "Task %(name)s succeeded", sweep))
+    assert not quiet.filter(record(logging.INFO, "Discarding revoked task: %s[%s]",
+                                   "rankduel.sweep", "x"))
+    assert quiet.filter(record(logging.INFO, "Task %(name)s[%(id)s] received", drain))
+    assert quiet.filter(record(logging.ERROR, "Task %(name)s raised", sweep))
+    assert quiet.filter(record(logging.INFO, "sweep queued %d drains", 3))

@@ -13,8 +13,8 @@
        "sweep": {"enabled": true, "age_s": 0.4, "stale_after_s": 60.0}}
 
 * **Quiet idle workers.** The sweep runs every few seconds; Celery would log its
-  "received" and "succeeded" lines each time. :class:`QuietSweep` drops those two
-  records for the sweep task only (a sweep that queues work logs it, and every other
+  "received" and "succeeded" lines each time. :class:`QuietSweep` drops Celery's INFO
+  records of the sweep task only (a sweep that queues work logs it, and every other
   task, failures and retries included, is logged as before).
 """
 
@@ -132,17 +132,21 @@ def healthz_response(config: Config) -> tuple[str, bytes]:
 
 # ---------------------------------------------------------------------- quiet idle logs
 class QuietSweep(logging.Filter):
-    """Drop Celery's "received" and "succeeded" records of the sweep task."""
+    """Drop Celery's INFO records of the sweep task: "received", "succeeded", and
+    "Discarding revoked task" (a sweep that expired waiting in the queue)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO:
+            return True
         args = record.args
-        return not (isinstance(args, dict) and args.get("name") == SWEEP
-                    and record.levelno <= logging.INFO)
+        if isinstance(args, dict):
+            return args.get("name") != SWEEP
+        return not (isinstance(args, tuple) and args and args[0] == SWEEP)
 
 
 def quiet_sweep_logs() -> None:
-    """Install :class:`QuietSweep` on the two Celery loggers that log every task run."""
-    for name in ("celery.worker.strategy", "celery.app.trace"):
+    """Install :class:`QuietSweep` on the Celery loggers that log every task run."""
+    for name in ("celery.worker.strategy", "celery.app.trace", "celery.worker.request"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, QuietSweep) for f in logger.filters):
             logger.addFilter(QuietSweep())

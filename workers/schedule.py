@@ -60,7 +60,7 @@ class Sweep(bootsteps.StartStopStep):
 
     def send(self, c) -> None:
         try:
-            c.app.send_task(SWEEP, expires=max(3 * self.interval, 1.0), retry=True,
+            c.app.send_task(SWEEP, expires=max(3 * self.interval, 5.0), retry=True,
                             retry_policy={"max_retries": 1, "interval_start": 0,
                                           "interval_step": 0.2, "interval_max": 0.2})
         except Exception as exc:  # the consumer's own reconnect deals with the broker
