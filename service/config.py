@@ -53,6 +53,8 @@ ENV: dict[str, str] = {
     "probe_query": "RANKDUEL_PROBE_QUERY",
     "log_level": "RANKDUEL_LOG_LEVEL",
     "worker_metrics_bind": "RANKDUEL_WORKER_METRICS_BIND",
+    "sweep_stale_s": "RANKDUEL_SWEEP_STALE_S",
+    "access_log": "RANKDUEL_ACCESS_LOG",
 }
 
 SECRETS = frozenset({"admin_token", "secret_key"})
@@ -109,7 +111,14 @@ class Config:
         Python logging level name.
     worker_metrics_bind
         ``host:port`` on which a Celery worker's main process serves its Prometheus
-        metrics (aggregated over its pool processes); empty (the default) for none.
+        metrics (aggregated over its pool processes) and its ``/healthz``; empty (the
+        default) for none.
+    sweep_stale_s
+        A worker that runs the sweep reports itself unhealthy (``/healthz`` 503) when no
+        sweep has completed for this long.
+    access_log
+        Where ``rankduel serve`` writes its access log: ``-`` (the default) for its
+        standard output, a file path, or ``off``.
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -135,6 +144,8 @@ class Config:
     probe_query: str = "rankduel probe"
     log_level: str = "INFO"
     worker_metrics_bind: str = ""
+    sweep_stale_s: float = 60.0
+    access_log: str = "-"
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -152,7 +163,7 @@ class Config:
         positive = ("workers", "threads", "impression_ttl_s", "token_ttl_s", "inactivity_s",
                     "sweep_interval_s", "credit_retry_s", "ranker_timeout_ms", "default_k",
                     "max_k", "visibility_timeout_s", "redis_timeout_ms",
-                    "ranker_failure_threshold", "ranker_quarantine_s")
+                    "ranker_failure_threshold", "ranker_quarantine_s", "sweep_stale_s")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")
@@ -161,6 +172,8 @@ class Config:
         if self.inactivity_s >= self.impression_ttl_s or self.token_ttl_s > self.impression_ttl_s:
             raise ValueError("config impression_ttl_s must exceed inactivity_s and token_ttl_s "
                              "(an impression must outlive its clicks and its credit)")
+        if self.sweep_stale_s <= self.sweep_interval_s:
+            raise ValueError("config sweep_stale_s must exceed sweep_interval_s")
         if not 1 <= self.default_k <= self.max_k:
             raise ValueError(f"config default_k must be in 1..max_k={self.max_k}")
         for name in ("bind", "worker_metrics_bind"):
