@@ -11,10 +11,9 @@ unset, removed when the master exits) lets ``/metrics`` aggregate over the worke
 import os
 import shutil
 
-from cli.commands.serve import ACCESS_LOG_FORMAT, access_log
 from service.config import load_config
 from service.multiproc import child_exit, prepare_multiproc_dir  # noqa: F401 - hook
-from service.serving import GUNICORN_OPTIONS
+from service.serving import ACCESS_LOG_FORMAT, GUNICORN_OPTIONS, access_log
 
 _config = load_config()
 # metrics folder: created (a temp dir when unset) and emptied of a previous run's files

@@ -19,7 +19,7 @@ import pytest
 from demo.client import http_json
 from demo.stack import child_pids, free_port, wait_until
 
-#: ``cli.commands.serve.ACCESS_LOG_FORMAT`` as a pattern
+#: ``service.serving.ACCESS_LOG_FORMAT`` as a pattern
 LINE = re.compile(r'^127\.0\.0\.1 \[[^\]]+\] "(GET|POST) (/\S*) HTTP/1\.1" (\d{3}) (\d+) (\d+)ms '
                   r'"[^"]*"$', re.M)
 

@@ -7,7 +7,7 @@ gunicorn config file, ``deploy/gunicorn.conf.py`` does the same:
 ``gunicorn -c deploy/gunicorn.conf.py 'service.app:create_app()'``.
 
 Access log: one line per request on standard output (``RANKDUEL_ACCESS_LOG``: ``-``, the
-default; a file path; or ``off``), in the format :data:`ACCESS_LOG_FORMAT`::
+default; a file path; or ``off``), in the format :data:`service.serving.ACCESS_LOG_FORMAT`::
 
     127.0.0.1 [23/Nov/2026:10:57:17 +0000] "GET /search HTTP/1.1" 200 1234 12ms "curl/8.5.0"
 
@@ -45,16 +45,6 @@ def load_factory(spec: str):
 
 
 #: gunicorn's ``access_log_format`` of ``rankduel serve`` and ``deploy/gunicorn.conf.py``
-ACCESS_LOG_FORMAT = '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms "%(a)s"'
-
-
-def access_log(config) -> str | None:
-    """gunicorn's ``accesslog`` for ``config.access_log``: ``-`` (standard output), a
-    file path, or None for ``off``."""
-    value = config.access_log.strip()
-    return None if value.lower() in ("off", "none", "no", "false", "0") else value
-
-
 def run_gunicorn(options: dict, factory) -> None:
     from gunicorn.app.base import BaseApplication
 
@@ -88,7 +78,11 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=config.log_level)
     log.info("serving on %s with %d workers x %d threads; config %r",
              config.bind, config.workers, config.threads, config)
-    from service.serving import GUNICORN_OPTIONS  # JSON 414, the longest request line
+    from service.serving import (  # JSON 414, the longest request line; the access log
+        ACCESS_LOG_FORMAT,
+        GUNICORN_OPTIONS,
+        access_log,
+    )
 
     options = {
         "bind": config.bind,
