@@ -216,15 +216,20 @@ class StateCollector:
     ----------
     store
         The API's :class:`~service.store.Store`.
+    broker
+        A Redis client of the Celery broker (its own setting, ``RANKDUEL_BROKER_URL``);
+        None exports no queue metrics.
     queues
-        Celery queues whose length to export (their broker is the same Redis).
+        Celery queues whose length to export.
     pairwise_max
         Largest experiment (in rankers) whose pairwise preferences are exported.
     """
 
-    def __init__(self, store: Store, *, queues: Iterable[str] = ("rankduel",),
+    def __init__(self, store: Store, *, broker: Any = None,
+                 queues: Iterable[str] = ("rankduel",),
                  pairwise_max: int = PAIRWISE_MAX) -> None:
         self.store = store
+        self.broker = broker
         self.queues = tuple(queues)
         self.pairwise_max = pairwise_max
 
@@ -234,19 +239,22 @@ class StateCollector:
     def collect(self) -> Iterator[Metric]:
         fams = {name: _family(name) for name in FAMILIES}
         errors = 0
-        for exp_id in self.store.list_ids():
+        for exp_id, read in self.store.scrape(self.store.list_ids()):
             try:
-                self._experiment(fams, exp_id)
+                if isinstance(read, Exception):
+                    raise read
+                self._experiment(fams, exp_id, *read)
             except Exception:  # one unreadable experiment must not hide the others
                 errors += 1
-                log.exception("metrics: cannot read experiment %s", exp_id)
-        self._queues(fams)
+                log.error("metrics: cannot read experiment %s", exp_id, exc_info=True)
+        if self.broker is not None:
+            self._queues(fams)
         fams["rankduel_state_scrape_errors"].add_metric([], errors)
         yield from fams.values()
 
     # ------------------------------------------------------------------ parts
     def _queues(self, fams: dict[str, Metric]) -> None:
-        pipe = self.store.r.pipeline(transaction=False)
+        pipe = self.broker.pipeline(transaction=False)
         for q in self.queues:
             for p in _PRIORITY_STEPS:
                 pipe.llen(f"{q}{_PRIORITY_SEP}{p}" if p else q)
@@ -257,8 +265,8 @@ class StateCollector:
             fams["rankduel_queue_length"].add_metric([q], sum(chunk))
         fams["rankduel_queue_unacked_tasks"].add_metric([], out[-1])
 
-    def _experiment(self, fams: dict[str, Metric], exp_id: str) -> None:
-        snap, shown, truth = self.store.scrape(exp_id)
+    def _experiment(self, fams: dict[str, Metric], exp_id: str, snap, shown: dict,
+                    truth: Any, pending: int) -> None:
         bandit = snap.bandit
         K = bandit.K
         names = {r["arm"]: r["name"] for r in snap.rankers}
@@ -280,8 +288,7 @@ class StateCollector:
             fams[family].add_metric(e, counters.get(key, 0))
         fams["rankduel_experiment_comparisons"].add_metric(e, bandit.n_updates)
         fams["rankduel_experiment_selections"].add_metric(e, snap.selections or 0)
-        fams["rankduel_experiment_pending_impressions"].add_metric(
-            e, self.store.pending_count(exp_id))
+        fams["rankduel_experiment_pending_impressions"].add_metric(e, pending)
 
         # regret: the exposure of each arm times its gap to the champion
         W = bandit.W

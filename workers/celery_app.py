@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 
-import redis
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
 from service.config import Config, load_config
 from service.keys import WORKERS_READY
 from service.queue import QUEUE, SWEEP, broker_settings
+from service.redis_client import connect_state
 
 config: Config = load_config()
 
@@ -51,7 +51,7 @@ READY_KEY = WORKERS_READY
 
 def _marker(add: bool) -> None:
     try:
-        client = redis.Redis.from_url(config.redis_url, socket_timeout=2)
+        client = connect_state(config, socket_timeout=2)
         (client.sadd if add else client.srem)(READY_KEY, str(os.getpid()))
         client.close()
     except Exception:  # a marker is a convenience; never fail the worker for it
