@@ -138,6 +138,7 @@ class Store:
         self._fail_script = client.register_script(_FAIL_LUA)
         self._credit_script = client.register_script(_CREDIT_LUA)
         self._claim_script = client.register_script(_CLAIM_LUA)
+        self._read_script = client.register_script(_READ_LUA)
         self._take_drain_script = client.register_script(_TAKE_DRAIN_LUA)
 
     # ------------------------------------------------------------------ reads
@@ -485,15 +486,15 @@ class Store:
     # ------------------------------------------------------------------ crediting
     def read_impressions(self, exp_id: str, imp_ids: Sequence[str]
                          ) -> list[credit_step.Impression | None]:
-        """Every impression of ``imp_ids`` with its clicks, in one round trip (None where
-        unknown or expired)."""
-        reader = self.r.pipeline(transaction=False)
+        """Every impression of ``imp_ids`` with its clicks, in one script call that
+        returns one JSON array per impression (None where unknown or expired)."""
+        if not imp_ids:
+            return []
+        keys = []
         for i in imp_ids:
-            reader.hgetall(imp_key(exp_id, i))
-            reader.smembers(clicks_key(exp_id, i))
-        values = reader.execute()
-        return [_impression(i, values[2 * n], values[2 * n + 1])
-                for n, i in enumerate(imp_ids)]
+            keys += [imp_key(exp_id, i), clicks_key(exp_id, i)]
+        rows = self._read_script(keys=keys)
+        return [_impression(i, row) for i, row in zip(imp_ids, rows, strict=True)]
 
     def commit_credit(self, exp_id: str, *, sv: int, guard: credit_step.Guard | None,
                       ids: Sequence[str],
@@ -512,13 +513,11 @@ class Store:
                 continue
             sent.append(imp_id)
             keys += [imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id)]
-            counted = result.counted.get(imp_id, [])
-            outcomes = res.get("outcomes", [])
-            args += [imp_id, len(imp.clicks), json.dumps(res), len(counted), *counted,
-                     len(outcomes)]
-            for i, j, s in outcomes:
-                watched = guard is not None and guard.watches(i, j)
-                args += [int(i), int(j), repr(float(s)), int(watched)]
+            outcomes = ";".join(
+                f"{int(i)},{int(j)},{float(s)!r},{int(guard is not None and guard.watches(i, j))}"
+                for i, j, s in res.get("outcomes", ()))
+            counted = ",".join(result.counted.get(imp_id, ()))
+            args += [imp_id, json.dumps(res), f"{len(imp.clicks)}|{counted}|{outcomes}"]
         if gone:  # nothing to credit: off the pending set (idempotent, outside the script)
             self.r.zrem(pending_key(exp_id), *gone)
         if not sent:
@@ -602,28 +601,47 @@ def parse_health(raw: dict[Any, Any]) -> dict[int, dict[str, Any]]:
     return out
 
 
-def _impression(imp_id: str, raw: dict[bytes, bytes],
-                clicks: set[bytes]) -> credit_step.Impression | None:
-    imp = {text(k): v for k, v in raw.items()}
-    if not imp:
+def _impression(imp_id: str, row: bytes) -> credit_step.Impression | None:
+    """An impression from its row of :data:`_READ_LUA`."""
+    if not row:
         return None
     try:
-        record = json.loads(imp["record"])
-        arms = json.loads(imp["arms"])
-        forfeits = [tuple(f) for f in json.loads(imp.get("forfeits") or b"[]")]
-    except (ValueError, KeyError):
-        record, arms, forfeits = None, [], []  # the credit step reports it as an error
+        record, arms, forfeits, duel, created, credited, clicks = json.loads(row)
+        forfeits = [tuple(f) for f in forfeits]
+    except (ValueError, TypeError):
+        # a record this code cannot read: the credit step reports it as an error
+        return credit_step.Impression(id=imp_id, arms=[], duel=True, record=None)
     return credit_step.Impression(
         id=imp_id,
         arms=arms,
-        duel=imp.get("duel") == b"1",
+        duel=duel == 1,
         record=record,
         clicks=sorted(int(x) for x in clicks),
         forfeits=forfeits,
-        created=float(imp.get("created") or 0.0),
-        credited=bool(imp.get("credited")),
+        created=float(created),
+        credited=credited == 1,
     )
 
+
+# KEYS: imp, clicks per impression -> per impression '' (unknown or expired) or the JSON
+# array [record, arms, forfeits, duel, created, credited, [clicked positions]] (the stored
+# fields are JSON already: one string to decode per impression, not a dozen replies)
+_READ_LUA = """
+local out = {}
+for k = 1, #KEYS, 2 do
+  local v = redis.call('HMGET', KEYS[k], 'record', 'arms', 'forfeits', 'duel', 'created',
+                       'credited')
+  if not v[2] then
+    out[#out + 1] = ''
+  else
+    local c = redis.call('SMEMBERS', KEYS[k + 1])
+    out[#out + 1] = '[' .. (v[1] or 'null') .. ',' .. v[2] .. ',' .. (v[3] or '[]') .. ','
+      .. (v[4] or '0') .. ',' .. (v[5] or '0') .. ',' .. (v[6] and '1' or '0') .. ',['
+      .. table.concat(c, ',') .. ']]'
+  end
+end
+return out
+"""
 
 # KEYS: imp, clicks, pending; ARGV: due, imp_id, ttl, positions...
 _CLICK_LUA = """
@@ -688,9 +706,8 @@ return {n, 0}
 
 # The credit script (see the module docstring and service.credit).
 # KEYS: exp, W, counters, pending, then per impression: imp, clicks
-# ARGV: sv, q (the guard; "" for none), then per impression:
-#   id, clicks seen, result (JSON mark), #counters, counters..., #outcomes,
-#   (i, j, s, watched) per outcome
+# ARGV: sv, q (the guard; "" for none), then per impression: id, result (JSON mark),
+#   "clicks seen|counter,counter...|i,j,s,watched;i,j,s,watched..."
 # -> {'sv', current sv} | {'hold', held id} | {'missing'} |
 #    {'ok' | 'held', held id or '', code per impression handled...}
 _CREDIT_LUA = """
@@ -703,32 +720,27 @@ local K = tonumber(meta[3])
 local q = tonumber(ARGV[2])
 local counts, codes = {}, {}
 local updates, applied, held = 0, 0, ''
-local p = 3
 for k = 0, (#KEYS - 4) / 2 - 1 do
   local imp, clicks = KEYS[5 + 2 * k], KEYS[6 + 2 * k]
-  local id, nclicks, mark = ARGV[p], tonumber(ARGV[p + 1]), ARGV[p + 2]
-  local nc = tonumber(ARGV[p + 3])
-  local c0 = p + 4
-  local no = tonumber(ARGV[c0 + nc])
-  local o0 = c0 + nc + 1
-  p = o0 + 4 * no
+  local id, mark, spec = ARGV[3 + 3 * k], ARGV[4 + 3 * k], ARGV[5 + 3 * k]
+  local nclicks, counted, outcomes = string.match(spec, '^(%d+)|([^|]*)|(.*)$')
   local code
   if redis.call('EXISTS', imp) == 0 then
     code = 'missing'
   elseif redis.call('HEXISTS', imp, 'credited') == 1 then
     code = 'already'
-  elseif redis.call('SCARD', clicks) ~= nclicks then
+  elseif redis.call('SCARD', clicks) ~= tonumber(nclicks) then
     code = 'changed'
   else
-    local writes, trip = {}, false
-    for o = 0, no - 1 do
-      local b = o0 + 4 * o
-      local i, j, s = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+    local writes, trip, no = {}, false, 0
+    for si, sj, ss, sw in string.gmatch(outcomes, '(%d+),(%d+),([^,;]+),(%d)') do
+      local i, j, s = tonumber(si), tonumber(sj), tonumber(ss)
+      no = no + 1
       if i ~= j then
         local oij, oji = 8 * (i * K + j), 8 * (j * K + i)
         local wij = struct.unpack('<d', redis.call('GETRANGE', W, oij, oij + 7)) + s
         local wji = struct.unpack('<d', redis.call('GETRANGE', W, oji, oji + 7)) + (1 - s)
-        if q and ARGV[b + 3] == '1' then
+        if q and sw == '1' then
           local d = wji - wij
           if d * d > q * (wij + wji) then trip = true end
         end
@@ -745,7 +757,7 @@ for k = 0, (#KEYS - 4) / 2 - 1 do
     end
     if no > 0 then updates = updates + 1 end
     redis.call('HSET', imp, 'closed', '1', 'credited', mark)
-    for c = c0, c0 + nc - 1 do counts[ARGV[c]] = (counts[ARGV[c]] or 0) + 1 end
+    for name in string.gmatch(counted, '[^,]+') do counts[name] = (counts[name] or 0) + 1 end
     applied = applied + 1
     code = 'ok'
   end
