@@ -266,7 +266,9 @@ class Stack:
 
     def restart_cluster_node(self, k: int, sig: int = signal.SIGKILL) -> None:
         """Kill cluster node ``k`` with ``sig`` and start it again on the same port and
-        data (its slots, its append-only file); wait until the cluster is ok."""
+        data (its slots, its append-only file); wait until the cluster is ok. Call it
+        from the main thread: a child gets SIGTERM when the *thread* that started it
+        ends (``PR_SET_PDEATHSIG``)."""
         child = self.cluster_nodes[k]
         child.kill(sig)
         assert child.proc is not None

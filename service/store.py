@@ -139,6 +139,7 @@ class Store:
         self._credit_script = client.register_script(_CREDIT_LUA)
         self._claim_script = client.register_script(_CLAIM_LUA)
         self._read_script = client.register_script(_READ_LUA)
+        self._save_script = client.register_script(_SAVE_LUA)
         self._take_drain_script = client.register_script(_TAKE_DRAIN_LUA)
 
     # ------------------------------------------------------------------ reads
@@ -319,29 +320,28 @@ class Store:
         inactivity_s: float,
         counters: dict[str, int],
     ) -> None:
-        """Store an impression (with TTL) and schedule its credit for when it goes idle."""
+        """Store an impression (with TTL), count it and its rankers' exposure, and
+        schedule its credit for when it goes idle: one script, so a client that retries
+        it after a lost reply (a shard restarting) stores and counts it once."""
         now = self.clock()
-        key = imp_key(exp_id, imp_id)
-        pipe = self.r.pipeline(transaction=False)
-        pipe.hset(key, mapping={
+        fields = {
             "exp": exp_id,
             "arms": json.dumps(arms),
             "shown": json.dumps(shown),
             "record": json.dumps(record),
             "duel": int(duel),
             "forfeits": json.dumps(forfeits),
-            "created": now,
+            "created": repr(now),
             "expires": token_expires,
             "closed": 0,
-        })
-        pipe.expire(key, ttl_s)
-        pipe.zadd(pending_key(exp_id), {imp_id: now + inactivity_s})
-        for name, n in counters.items():
-            pipe.hincrby(counters_key(exp_id), name, n)
-        for arm in arms:  # exposure, for regret and traffic share (service.collector)
-            pipe.hincrby(shown_key(exp_id), f"n:{arm}", 1)
-            pipe.hincrbyfloat(shown_key(exp_id), f"share:{arm}", 1.0 / len(arms))
-        pipe.execute()
+        }
+        self._save_script(
+            keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
+                  shown_key(exp_id)],
+            args=[imp_id, int(ttl_s), repr(now + inactivity_s),
+                  ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
+                  ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
+                  *(x for kv in fields.items() for x in kv)])
 
     def experiment_of(self, imp_id: str) -> str | None:
         """The experiment of an impression id (its prefix; for an id issued before the
@@ -641,6 +641,24 @@ for k = 1, #KEYS, 2 do
   end
 end
 return out
+"""
+
+# KEYS: imp, pending, counters, shown; ARGV: imp_id, ttl, due, "name:n,...", "arm,...",
+# exposure share per arm, then the impression's field/value pairs -> 1 stored, 0 already
+# there (a retried call)
+_SAVE_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 7))
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+for name, n in string.gmatch(ARGV[4], '([^:,]+):(%d+)') do
+  redis.call('HINCRBY', KEYS[3], name, n)
+end
+for arm in string.gmatch(ARGV[5], '%d+') do
+  redis.call('HINCRBY', KEYS[4], 'n:' .. arm, 1)
+  redis.call('HINCRBYFLOAT', KEYS[4], 'share:' .. arm, ARGV[6])
+end
+return 1
 """
 
 # KEYS: imp, clicks, pending; ARGV: due, imp_id, ttl, positions...

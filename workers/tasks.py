@@ -156,9 +156,14 @@ def _observe(results: dict) -> None:
             metrics.CREDIT_LAG.observe(max(now - result["created"], 0.0))
 
 
+#: what a task retries with backoff: Redis unreachable, a cluster shard down or moving
+#: (a master restarting, a failover), an optimistic transaction that kept losing
+TRANSIENT = (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterDownError,
+             redis.exceptions.TryAgainError, redis.exceptions.SlotNotCoveredError)
+
 RETRY = dict(
     acks_late=True,
-    autoretry_for=(redis.ConnectionError, redis.TimeoutError, Contention),
+    autoretry_for=(*TRANSIENT, Contention),
     retry_backoff=0.5,
     retry_backoff_max=60,
     retry_jitter=True,
@@ -213,7 +218,7 @@ def drain(exp_id: str, token: str | None = None) -> int:
 @shared_task(
     name=SWEEP,
     acks_late=True,
-    autoretry_for=(redis.ConnectionError, redis.TimeoutError),
+    autoretry_for=TRANSIENT,
     retry_backoff=1,
     max_retries=3,
 )
