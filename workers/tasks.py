@@ -150,10 +150,13 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int) -> dict[
 
 def _observe(results: dict) -> None:
     now = time.time()
+    statuses: dict[str, int] = {}
     for result in results.values():
-        metrics.CREDIT_TASKS.labels(result["status"]).inc()
+        statuses[result["status"]] = statuses.get(result["status"], 0) + 1
         if result.get("created"):
             metrics.CREDIT_LAG.observe(max(now - result["created"], 0.0))
+    for status, n in statuses.items():  # one increment per status and batch
+        metrics.CREDIT_TASKS.labels(status).inc(n)
 
 
 #: what a task retries with backoff: Redis unreachable, a cluster shard down or moving
