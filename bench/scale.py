@@ -21,7 +21,9 @@ separate broker Redis):
 3. **lag**: click-to-credit lag with 2 API processes and 2 workers while ``--users``
    simulated users search, click and end as fast as they can for ``--seconds``: the
    increase of the workers' ``rankduel_click_to_credit_seconds`` histogram (impression
-   creation to credit), as a share within 1 s and the p99's bucket.
+   creation to credit), as a share within 1 s and the p99's bucket; and the CPU each
+   role spent per user session (API processes, workers, Redis shards, broker), from
+   /proc and Redis' INFO: the figures the README's capacity model scales.
 4. **scrape**: the metrics collector's time to read and render 200 experiments of 20
    rankers (``StateCollector`` + the exposition text, in this process; median of 3).
 
@@ -224,6 +226,40 @@ def histogram(urls: list[str], name: str) -> dict[float, float]:
     return out
 
 
+def redis_cpu(b: Backend) -> tuple[float, float]:
+    """CPU seconds used so far by the state store's servers and by the broker."""
+    import redis
+
+    def cpu(client) -> float:
+        info = client.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    if b.cluster:
+        ports = [int(c.argv[c.argv.index("--port") + 1]) for c in b.stack.cluster_nodes]
+        state = sum(cpu(redis.Redis(port=port)) for port in ports)
+        return state, cpu(redis.Redis.from_url(b.broker))
+    return cpu(redis.Redis.from_url(b.url)), 0.0
+
+
+def group_cpu(children) -> float:
+    """CPU seconds used so far by the process groups of ``children`` (a child and what it
+    forked: gunicorn's workers, Celery's pool), from /proc (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    groups = {c.pid for c in children}
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) in groups:  # pgrp
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+    return total
+
+
 def lag_bench(b: Backend, args, admin: str) -> dict:
     from interleaving.clicks import CLICK_MODELS
 
@@ -242,6 +278,8 @@ def lag_bench(b: Backend, args, admin: str) -> dict:
     for w in workers:
         b.stack.wait_worker(w, b.url, cluster=b.cluster)
     before = histogram(exporters, "rankduel_click_to_credit_seconds")
+    cpu0 = redis_cpu(b)
+    api0, workers0 = group_cpu([api]), group_cpu(workers)
     stop = time.monotonic() + args.seconds
     sessions = [0] * args.users
     model = CLICK_MODELS["navigational"]
@@ -270,13 +308,21 @@ def lag_bench(b: Backend, args, admin: str) -> dict:
     while credited(b.store, [exp_id]) < total:
         time.sleep(0.05)
     after = histogram(exporters, "rankduel_click_to_credit_seconds")
+    cpu1 = redis_cpu(b)
+    api1, workers1 = group_cpu([api]), group_cpu(workers)
     delta = {le: after[le] - before.get(le, 0.0) for le in sorted(after)}
     count = delta[float("inf")]
     within_1s = delta[1.0] / count
     p99 = next(le for le, c in delta.items() if c >= 0.99 * count)
     out = {"sessions_per_s": round(total / wall, 1), "credited": int(count),
            "share_within_1s": round(within_1s, 4), "p99_bucket_s": p99,
-           "share_within_250ms": round(delta[0.25] / count, 4)}
+           "share_within_250ms": round(delta[0.25] / count, 4),
+           # Redis CPU per user session (search + clicks + end + its credit), state store
+           # (summed over shards) and broker: what sizes the shards
+           "redis_cpu_us_per_session": round((cpu1[0] - cpu0[0]) / total * 1e6, 1),
+           "broker_cpu_us_per_session": round((cpu1[1] - cpu0[1]) / total * 1e6, 1),
+           "api_cpu_us_per_session": round((api1 - api0) / total * 1e6, 1),
+           "worker_cpu_us_per_session": round((workers1 - workers0) / total * 1e6, 1)}
     print(f"[{b.kind}] lag: {out}", flush=True)
     for w in workers:
         w.stop()
