@@ -49,9 +49,6 @@ from workers.celery_app import config
 
 log = logging.getLogger("rankduel.worker")
 
-#: how long a drain that finds nothing due waits for more before it ends
-LINGER_S = 0.2
-
 
 @lru_cache(maxsize=1)
 def _store() -> Store:
@@ -202,16 +199,9 @@ def drain(exp_id: str, token: str | None = None) -> int:
             return 0  # as many drains as allowed already work on it
     else:
         store.refresh_drain(exp_id, token, ttl)
-    done, idle_since = 0, None
+    done = 0
     while True:
         t, ids = store.claim(exp_id, config.credit_batch, lease_s=ttl)
-        if not ids and (idle_since is None or time.monotonic() - idle_since < LINGER_S):
-            # under steady traffic more impressions close every few milliseconds: wait a
-            # little for them rather than end, so that the next /end needs no new task
-            idle_since = idle_since or time.monotonic()
-            time.sleep(0.02)
-            continue
-        idle_since = None
         if not ids:
             store.release_drain(exp_id, token)
             # an /end between our claim and the release saw our lease and queued nothing:
