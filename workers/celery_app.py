@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 
-import redis
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
 from service.config import Config, load_config
 from service.keys import WORKERS_READY
 from service.queue import QUEUE, broker_settings
+from service.redis_client import connect_state
 from workers.schedule import SWEEP_OPTION, Sweep
 from workers.transport import TRANSPORT
 
@@ -67,7 +67,7 @@ READY_KEY = WORKERS_READY
 
 def _marker(add: bool) -> None:
     try:
-        client = redis.Redis.from_url(config.redis_url, socket_timeout=2)
+        client = connect_state(config, socket_timeout=2)
         # the pid of the process that was started: ``rankduel worker`` (the supervisor),
         # or this one when it runs unsupervised
         pid = os.environ.get("RANKDUEL_SUPERVISOR_PID") or str(os.getpid())
