@@ -100,8 +100,8 @@ class RUCB(DuelingBandit):
         #: the hypothesised best arm B (line 2), empty or one arm
         self.B: list[int] = []
         self._lc: LossCounter | None = None
-        #: ((t, n_updates), C, B after lines 9-10) of the last evaluation
-        self._next: tuple[tuple[int, int], np.ndarray, list[int]] | None = None
+        #: (t, n_updates, C, B after lines 9-10) of the last evaluation
+        self._next: tuple[int, int, np.ndarray, list[int]] | None = None
 
     # ------------------------------------------------------------------ hooks
     def _counter(self) -> LossCounter:
@@ -112,9 +112,9 @@ class RUCB(DuelingBandit):
     def _hypothesis(self) -> tuple[np.ndarray, list[int]]:
         """Lines 5–10 at step ``t``: the candidates ``C`` and ``B`` after lines 9–10,
         without storing ``B`` (cached for the :meth:`_commit` of the same step)."""
-        key = (self.t, self.n_updates)
-        if self._next is not None and self._next[0] == key:
-            return self._next[1], self._next[2]
+        nxt = self._next
+        if nxt is not None and nxt[0] == self.t and nxt[1] == self.n_updates:
+            return nxt[2], nxt[3]
         lc = self._counter()
         lc.set_threshold(self.alpha * math.log(max(self.t, 1)))
         # line 7: C = {c | u_cj >= 1/2 for all j} (inactive arms carry a count offset)
@@ -126,7 +126,7 @@ class RUCB(DuelingBandit):
             B = []  # line 9: B <- B ∩ C
         if cand.size == 1:
             B = [int(cand[0])]  # line 10
-        self._next = (key, cand, B)
+        self._next = (self.t, self.n_updates, cand, B)
         return cand, B
 
     def _select(self) -> Comparison:

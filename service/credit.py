@@ -1,9 +1,9 @@
 """The credit step: an impression's clicks become duel outcomes and one policy update.
 
 Pure: no Redis, no Celery. The worker's task (:mod:`workers.tasks`) reads a batch of
-impressions and the experiment's snapshot, calls :func:`apply`, and commits what it
-returns together with each impression's ``credited`` mark in one optimistic transaction
-(:meth:`service.store.Store.transact`); so each impression changes ``W`` at most once.
+impressions, calls :func:`apply` and hands what it returns to the store, which commits it
+together with each impression's ``credited`` mark (:mod:`service.store`); so each
+impression changes ``W`` at most once.
 
 What an impression yields, in order of precedence:
 
@@ -18,6 +18,30 @@ What an impression yields, in order of precedence:
 * ``no_clicks``: a duel without clicks (no outcome); ``no_duel``: one list was shown.
 * ``stale``: every outcome involves a ranker retired since.
 * ``error``: a record this code cannot read; closed and counted, never retried for ever.
+
+Two ways to apply a batch
+-------------------------
+A policy's ``update()`` adds the outcome to ``W`` (and counts ``n_updates``); the
+baseline policies change nothing else (their other fields are caches of ``W`` or change
+only in ``select()``); the Merge policies may also change their **structure**:
+eliminate an arm (MergeDTS Algorithm 1 lines 10–11, MergeRUCB Algorithm 4), and then
+merge batches and start a stage (lines 12–22). Additions to ``W`` commute, structural
+changes do not: an elimination depends on ``W`` and ``t`` at the comparison that causes it.
+
+* ``apply(..., update=False)`` (the worker's fast path) leaves the policy alone and
+  returns each impression's outcomes; the store adds them to ``W`` in one Lua script
+  per batch, on the experiment's shard, commutatively, so several workers credit one
+  experiment without conflicting.
+* A :class:`Guard` says which outcomes could change the structure: an outcome on a pair
+  that plays in one batch whose new counts would put one side's upper confidence bound
+  below ½ with the bound's value at an earlier step (``u_ij`` only grows with ``t``, so
+  that is a superset of the outcomes that do). The script stops at such an outcome and
+  holds it; it is then applied alone with ``apply(..., update=True)``, which calls the
+  policy's own ``update()`` on the full current state, in an optimistic transaction that
+  writes the new structure (or none) with it. Meanwhile no other credit enters ``W``,
+  so the outcome is decided at exactly its place in the order in which the shard applied
+  every outcome, with the global ``t``: the same ``update()`` as the simulator's,
+  eliminations at the comparison count the pseudo-code gives.
 
 Before the first update the policy's step counter is moved to the experiment's global
 selection count ``t`` (:meth:`~bandits.base.DuelingBandit.sync_step`), so confidence
@@ -57,16 +81,19 @@ class Impression:
 
 @dataclass
 class Credit:
-    """What a credit transaction writes: per impression its result, the counters to add,
-    audit events (eliminations, stage changes) and whether the policy changed."""
+    """What a credit transaction writes: per impression its result and the counters it
+    adds (``counted``; ``counters`` sums them), audit events (eliminations, stage
+    changes) and whether the policy changed."""
 
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    counted: dict[str, list[str]] = field(default_factory=dict)
     audit: list[dict[str, Any]] = field(default_factory=list)
     changed: bool = False
 
-    def count(self, name: str, n: int = 1) -> None:
-        self.counters[name] = self.counters.get(name, 0) + n
+    def count(self, imp_id: str, name: str) -> None:
+        self.counters[name] = self.counters.get(name, 0) + 1
+        self.counted.setdefault(imp_id, []).append(name)
 
 
 #: result status -> the counter it adds to, besides ``credited``
@@ -87,11 +114,14 @@ def apply(
     t: int,
     names: dict[int, str],
     credit_fn: CreditFn = _clicks_credit,
+    update: bool = True,
 ) -> Credit:
     """Apply a batch of impressions (``None`` where missing) to ``bandit`` in order.
 
     ``ids`` names the impressions (``ids[n]`` for ``impressions[n]``); ``t`` is the
-    experiment's global step; ``names`` maps arms to ranker names for the audit.
+    experiment's global step; ``names`` maps arms to ranker names for the audit. With
+    ``update=False`` the policy is only read (which rankers are retired): each result
+    lists the ``outcomes`` to add to ``W`` and nothing else changes.
     """
     out = Credit()
     synced = False
@@ -109,8 +139,8 @@ def apply(
             # close it as an error (counted, logged) and credit the rest
             log.error("impression %s cannot be credited: %s", imp_id, exc)
             out.results[imp_id] = {"status": "error", "error": str(exc)[:200]}
-            out.count("credited")
-            out.count("credit_errors")
+            out.count(imp_id, "credited")
+            out.count(imp_id, "credit_errors")
             continue
         result: dict[str, Any] = {"status": "no_duel", "created": imp.created, "t": t}
         if outcomes is not None:
@@ -121,18 +151,19 @@ def apply(
             if not live:
                 result["status"] = "stale"
             else:
-                if not synced:
-                    bandit.sync_step(t)
-                    synced = True
-                out.audit += _update(bandit, live, names)
+                if update:
+                    if not synced:
+                        bandit.sync_step(t)
+                        synced = True
+                    out.audit += _update(bandit, live, names)
+                    out.changed = True
                 result["outcomes"] = [[i, j, s] for i, j, s in live]
-                out.changed = True
                 if any(s == 0.5 for _, _, s in live):
-                    out.count("ties")
+                    out.count(imp_id, "ties")
                 if imp.forfeits:
-                    out.count("forfeits")
-        out.count("credited")
-        out.count(_COUNTER_OF.get(result["status"], result["status"]))
+                    out.count(imp_id, "forfeits")
+        out.count(imp_id, "credited")
+        out.count(imp_id, _COUNTER_OF.get(result["status"], result["status"]))
         out.results[imp_id] = result
     return out
 
@@ -176,3 +207,57 @@ def _shape(bandit: DuelingBandit) -> dict[str, Any] | None:
     if not s:
         return None
     return {"stage": s.get("stage"), "batches": len(s["batches"]) if "batches" in s else None}
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Which outcomes could change a policy's structure, in a form the credit script
+    checks (see the module docstring).
+
+    For the Merge policies an outcome on arms ``i`` and ``j`` of one batch can eliminate
+    one of them: ``u_ij = w_ij/n + sqrt(a/n) < ½`` with ``n = w_ij + w_ji`` and
+    ``a = α log(t + 1 + C)`` (the pair's next step, as ``update()`` checks it), that is
+    ``d = w_ji − w_ij > 0`` and ``d² > 4an``; the same with ``i`` and ``j`` swapped.
+    The guard is that condition with ``q = 4a`` taken at an earlier ``t`` (the bound only
+    grows with ``t``) and shaved by 1e-9 for rounding, so it fires on every outcome that
+    eliminates, and on a few that do not (``update()`` then decides nothing changed).
+    Outcomes on arms in different batches (or out of play) change no structure.
+
+    Policies without such a structure (every baseline policy) have no guard
+    (:meth:`of` returns None): their ``update()`` changes nothing but ``W`` and
+    ``n_updates``. tests/test_credit_path.py checks both claims on every policy.
+
+    Examples
+    --------
+    >>> from bandits import make_bandit
+    >>> g = Guard.of(make_bandit("mergedts", 4, seed=1, alpha=0.5, c=1.0), t=60)
+    >>> g.watches(0, 1), g.trips(0.0, 9.0), g.trips(0.0, 8.0)
+    (True, True, False)
+    >>> Guard.of(make_bandit("rucb", 4, seed=1), t=60) is None
+    True
+    """
+
+    q: float
+    batch_of: dict[int, int]
+
+    @classmethod
+    def of(cls, bandit: DuelingBandit, t: int) -> Guard | None:
+        """The guard of ``bandit``'s current structure, with the bound at step ``t``
+        (any step up to the global one)."""
+        batches = bandit.structure().get("batches")
+        bonus = getattr(bandit, "bonus", None)
+        if batches is None or bonus is None:
+            return None
+        q = 4.0 * bonus(int(t) + 1) * (1.0 - 1e-9)
+        return cls(q, {int(a): m for m, arms in enumerate(batches) for a in arms})
+
+    def watches(self, i: int, j: int) -> bool:
+        """Whether an outcome on ``(i, j)`` can change the structure at all."""
+        b = self.batch_of.get(int(i))
+        return b is not None and b == self.batch_of.get(int(j))
+
+    def trips(self, w_ij: float, w_ji: float) -> bool:
+        """The condition the script checks on a watched pair's new counts (here for
+        tests and documentation; the script has its own copy in Lua)."""
+        d = w_ji - w_ij
+        return d * d > self.q * (w_ij + w_ji)

@@ -21,7 +21,6 @@ Clicks and ends only touch the impression; crediting happens in a worker
 
 from __future__ import annotations
 
-import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from service import metrics
 from service.config import Config
 from service.controller import Choice, Controller
 from service.errors import BadGateway, Forbidden, Unprocessable
+from service.keys import new_impression_id
 from service.queue import TaskQueue
 from service.rankers import RankerClient, RankerFailure
 from service.store import ImpressionMissing, Store, audit_entry
@@ -71,7 +71,7 @@ def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...]
 
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[str, Any]:
     """Serve one search of experiment ``exp_id``; see the module docstring."""
-    imp_id = secrets.token_hex(12)
+    imp_id = new_impression_id(exp_id)  # names its experiment (service.keys)
     choice = rt.controller.choose(exp_id)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
     method = choice.snapshot.meta["interleaving"]
@@ -256,7 +256,8 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None) -> dict[str, 
     The token is checked when given. Rather than one task per impression, the worker
     credits each experiment's closed impressions in batches (``rankduel.drain``): a drain
     task is queued only when none is queued or running for the experiment (a flag in
-    Redis, taken atomically with the close).
+    Redis, taken atomically with the close; the drain then spreads a backlog over
+    more workers).
     """
     if token is not None:
         imp = _load_verified(rt, imp_id, token)
@@ -266,6 +267,6 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None) -> dict[str, 
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
     first, drain = rt.store.end_impression(imp_id, imp["exp"],
                                            drain_ttl_s=rt.config.credit_retry_s)
-    if drain:
-        rt.queue.drain(imp["exp"])
+    if drain is not None:
+        rt.queue.drain(imp["exp"], drain)
     return {"impression_id": imp_id, "status": "closed", "already_closed": not first}

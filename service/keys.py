@@ -1,81 +1,145 @@
 """The Redis key layout: every key rankduel reads or writes is built here.
 
-``{e}`` is an experiment id, ``{i}`` an impression id; all keys start with ``rd:``::
+Every key of one experiment carries the experiment's **hash tag** ``{e}``, its
+impressions and their clicks included, so on Redis Cluster all of them live in one slot:
+each experiment's transactions and Lua scripts run on one shard, and experiments spread
+over the shards. ``{e}`` below is the experiment id written between braces (the braces
+are part of the key), ``<i>`` an impression id::
 
-    rd:experiments          ZSET  experiment ids by creation time (the only cross-experiment
-                                  index; never read inside a per-experiment transaction)
-    rd:exp:{e}              HASH  meta (JSON: name, algorithm, params, interleaving, seed),
-                                  lifecycle, rankers (JSON list by arm index), W (float64
-                                  bytes, row-major), state (the rest of the policy's
-                                  state_dict, JSON), version, truth (optional, JSON)
-    rd:exp:{e}:t            STR   selection counter t, INCR'd by every /search
-    rd:exp:{e}:counters     HASH  impressions, duels, decisive, ties, no_clicks, ...
-    rd:exp:{e}:audit        LIST  operator actions, eliminations, stage changes, ranker
+    rd:{e}                  HASH  meta (JSON: name, algorithm, params, interleaving, seed),
+                                  lifecycle, rankers (JSON list by arm index), truth
+                                  (optional, JSON); the policy: state (its state_dict
+                                  without W, JSON: the *structure*, see service.snapshot),
+                                  K, n (comparisons recorded = n_updates), sv (structure
+                                  version, +1 on each change of state), version (+1 on any
+                                  change of the policy: the API re-reads on a move), hold
+                                  (an impression whose credit may change the structure:
+                                  credits wait until it is decided, see service.store)
+    rd:{e}:W                STR   W, K*K float64 little-endian, row-major; incremented in
+                                  place by the credit script (SETRANGE)
+    rd:{e}:t                STR   selection counter t, INCR'd by every /search
+    rd:{e}:counters         HASH  impressions, duels, decisive, ties, no_clicks, ...
+    rd:{e}:audit            LIST  operator actions, eliminations, stage changes, ranker
                                   health changes (JSON), capped at AUDIT_MAX entries
-    rd:exp:{e}:shown        HASH  per arm: n:{arm} impressions that showed it, share:{arm}
+    rd:{e}:shown            HASH  per arm: n:{arm} impressions that showed it, share:{arm}
                                   the same weighted 1/(rankers in the impression)
-    rd:exp:{e}:health       HASH  per arm: f:{arm} consecutive failures, q:{arm} end of its
+    rd:{e}:health           HASH  per arm: f:{arm} consecutive failures, q:{arm} end of its
                                   quarantine (epoch seconds); only failing rankers appear
-    rd:exp:{e}:probe:{a}    STR   (TTL) taken by the one request that probes quarantined arm a
-    rd:exp:{e}:pending      ZSET  impressions not yet credited, by the time they are due
-    rd:exp:{e}:draining     STR   (TTL) a drain task is queued or running
-    rd:imp:{i}              HASH  exp, t (the selection's step), arms, record, shown, duel,
-                                  forfeits, closed, credited (JSON result, with the
-                                  step t it was credited at), ...                  (TTL)
-    rd:imp:{i}:clicks       SET   clicked positions (0-based)                      (TTL)
-    rd:workers:ready        SET   pids of Celery workers that are consuming
+    rd:{e}:probe:<a>        STR   (TTL) taken by the one request that probes quarantined arm a
+    rd:{e}:pending          ZSET  impressions not yet credited, by the time they are due (a
+                                  drain that claims one pushes it forward by its lease)
+    rd:{e}:drains           ZSET  drain tasks queued or running, by the expiry of their lease
+    rd:{e}:imp:<i>          HASH  exp, t (the selection's step), arms, record, shown,
+                                  duel, forfeits, closed, credited (JSON result, with
+                                  the step t it was credited at), ...              (TTL)
+    rd:{e}:imp:<i>:clicks   SET   clicked positions (0-based)                      (TTL)
 
-Which code writes which key: :mod:`service.store` (all of them, through its
-transactions and Lua scripts); the request path only INCRs ``t``, writes impressions,
-exposure, counters and ranker health.
+and three keys outside any experiment, never read inside a per-experiment transaction or
+script (on a cluster they live wherever their own name hashes)::
+
+    rd:experiments          ZSET  experiment ids by creation time
+    rd:workers:ready        SET   pids of Celery workers that are consuming
+    rd:legacy-imp:<i>       STR   (TTL) the experiment of an impression id issued before
+                                  this layout (written by ``rankduel migrate-keys``)
+
+**Impression ids** name their experiment: ``<e>.<24 hex digits>``, so ``/clicks`` and
+``/impressions/ID/end``, which receive only the impression id (and its token), find the
+experiment's keys from the id alone (:func:`experiment_of`). Experiment ids never contain
+a dot. Ids of the previous layout (24 hex digits, no dot) are found through
+``rd:legacy-imp:<i>``.
+
+The previous layout (``rd:exp:{e}…``, ``rd:imp:{i}…``, one Redis) is converted by
+``rankduel migrate-keys`` (:mod:`cli.commands.migrate_keys`).
+
+Which code writes which key: :mod:`service.store` (all of them, through its transactions
+and Lua scripts); the request path only INCRs ``t``, writes impressions, exposure,
+counters and ranker health.
 """
 
 from __future__ import annotations
 
+import secrets
+
 PREFIX = "rd:"
 EXPERIMENTS = PREFIX + "experiments"
 WORKERS_READY = PREFIX + "workers:ready"
+#: separates the experiment id from the random part of an impression id
+IMP_SEP = "."
+
+
+def _tag(exp_id: str) -> str:
+    return f"{PREFIX}{{{exp_id}}}"
 
 
 def exp_key(exp_id: str) -> str:
-    return f"{PREFIX}exp:{exp_id}"
+    return _tag(exp_id)
+
+
+def w_key(exp_id: str) -> str:
+    return f"{_tag(exp_id)}:W"
 
 
 def t_key(exp_id: str) -> str:
-    return f"{PREFIX}exp:{exp_id}:t"
+    return f"{_tag(exp_id)}:t"
 
 
 def counters_key(exp_id: str) -> str:
-    return f"{PREFIX}exp:{exp_id}:counters"
+    return f"{_tag(exp_id)}:counters"
 
 
 def shown_key(exp_id: str) -> str:
-    return f"{PREFIX}exp:{exp_id}:shown"
+    return f"{_tag(exp_id)}:shown"
 
 
 def health_key(exp_id: str) -> str:
-    return f"{PREFIX}exp:{exp_id}:health"
+    return f"{_tag(exp_id)}:health"
 
 
 def probe_key(exp_id: str, arm: int) -> str:
-    return f"{PREFIX}exp:{exp_id}:probe:{int(arm)}"
+    return f"{_tag(exp_id)}:probe:{int(arm)}"
 
 
 def pending_key(exp_id: str) -> str:
-    return f"{PREFIX}exp:{exp_id}:pending"
+    return f"{_tag(exp_id)}:pending"
 
 
-def drain_key(exp_id: str) -> str:
-    return f"{PREFIX}exp:{exp_id}:draining"
+def drains_key(exp_id: str) -> str:
+    return f"{_tag(exp_id)}:drains"
 
 
 def audit_key(exp_id: str) -> str:
-    return f"{PREFIX}exp:{exp_id}:audit"
+    return f"{_tag(exp_id)}:audit"
 
 
-def imp_key(imp_id: str) -> str:
-    return f"{PREFIX}imp:{imp_id}"
+def imp_key(exp_id: str, imp_id: str) -> str:
+    return f"{_tag(exp_id)}:imp:{imp_id}"
 
 
-def clicks_key(imp_id: str) -> str:
-    return f"{PREFIX}imp:{imp_id}:clicks"
+def clicks_key(exp_id: str, imp_id: str) -> str:
+    return f"{_tag(exp_id)}:imp:{imp_id}:clicks"
+
+
+def legacy_imp_key(imp_id: str) -> str:
+    return f"{PREFIX}legacy-imp:{imp_id}"
+
+
+def new_impression_id(exp_id: str) -> str:
+    """A fresh impression id of experiment ``exp_id``.
+
+    >>> experiment_of(new_impression_id("3fa2c1d0e9b8"))
+    '3fa2c1d0e9b8'
+    """
+    return f"{exp_id}{IMP_SEP}{secrets.token_hex(12)}"
+
+
+def experiment_of(imp_id: str) -> str | None:
+    """The experiment named by an impression id; None for an id of the previous layout
+    (look it up in ``rd:legacy-imp:<i>``) or a malformed one.
+
+    >>> experiment_of("3fa2c1d0e9b8.00ff"), experiment_of("00ff")
+    ('3fa2c1d0e9b8', None)
+    """
+    exp_id, sep, rest = imp_id.rpartition(IMP_SEP)
+    if not sep or not exp_id or not rest:
+        return None
+    return exp_id

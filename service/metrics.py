@@ -130,9 +130,13 @@ def render(collectors: Iterable[Any] = ()) -> tuple[bytes, str]:
         registry = REGISTRY
     body = generate_latest(registry)
     extra = CollectorRegistry(auto_describe=True)
+    rendered = []
     for collector in collectors:
-        extra.register(collector)
-    return body + generate_latest(extra), CONTENT_TYPE_LATEST
+        if hasattr(collector, "exposition"):  # renders its own text, faster
+            rendered.append(collector.exposition())
+        else:
+            extra.register(collector)
+    return body + generate_latest(extra) + b"".join(rendered), CONTENT_TYPE_LATEST
 
 
 def mark_process_dead(pid: int) -> None:

@@ -35,14 +35,28 @@ class TaskQueue:
     def __init__(self, config: Config) -> None:
         self.app = Celery("rankduel-producer", set_as_current=False)
         self.app.conf.update(broker_settings(config))
+        self.broker_url = config.broker_url
+        self._broker = None
+
+    def broker(self):
+        """A Redis client of the broker (the metrics read queue lengths from it); None
+        when the broker is not a Redis."""
+        if self._broker is None and self.broker_url.startswith(("redis://", "rediss://",
+                                                                 "unix://")):
+            import redis
+
+            self._broker = redis.Redis.from_url(self.broker_url, socket_timeout=2,
+                                                socket_connect_timeout=2)
+        return self._broker
 
     def send(self, name: str, *args: Any) -> None:
         """Queue task ``name`` with positional ``args``."""
         self.app.send_task(name, args=list(args))
 
-    def drain(self, exp_id: str) -> None:
-        """Credit the due impressions of ``exp_id`` (:func:`workers.tasks.drain`)."""
-        self.send(DRAIN, exp_id)
+    def drain(self, exp_id: str, token: str) -> None:
+        """Credit the due impressions of ``exp_id`` under the drain lease ``token``
+        (:func:`workers.tasks.drain`)."""
+        self.send(DRAIN, exp_id, token)
 
     def credit_impression(self, imp_id: str) -> None:
         """Credit one impression (replays, manual re-queues)."""

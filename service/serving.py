@@ -19,6 +19,18 @@ from gunicorn.workers.gthread import ThreadWorker
 
 from service.validation import LIMIT_REQUEST_LINE
 
+#: the API's access log line (see ``rankduel serve --help``): client, time, method, path
+#: without the query string, protocol, status, bytes, milliseconds, user agent
+ACCESS_LOG_FORMAT = '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms "%(a)s"'
+
+
+def access_log(config) -> str | None:
+    """gunicorn's ``accesslog`` for ``config.access_log``: ``-`` (standard output), a
+    file path, or None for ``off``."""
+    value = config.access_log.strip()
+    return None if value.lower() in ("off", "none", "no", "false", "0") else value
+
+
 GUNICORN_OPTIONS = {
     "worker_class": "service.serving.JsonErrorWorker",
     "limit_request_line": LIMIT_REQUEST_LINE,

@@ -1,14 +1,33 @@
-"""Experiment state in Redis: reads, one optimistic-transaction helper, and the atomic
-writes of the request path. The key layout is documented once, in :mod:`service.keys`.
+"""Experiment state in Redis: reads, the credit script, one optimistic-transaction helper,
+and the atomic writes of the request path. The key layout is documented once, in
+:mod:`service.keys`; every call here touches the keys of one experiment (one hash tag,
+so one shard of a Redis Cluster), except the experiment list.
 
-Every change to an experiment's snapshot goes through :meth:`Store.transact`: WATCH the
-keys the change depends on, read them, compute with the pure code (the policy, the
-credit step of :mod:`service.credit`), then MULTI/EXEC the writes with ``version`` + 1,
-retrying on ``WatchError``. Crediting an impression writes its ``credited`` mark in the
-same EXEC, and a transaction that finds the mark does nothing: each impression changes
-``W`` at most once, whatever the task retries, duplicate deliveries or worker crashes (a
-crash before EXEC writes nothing; the impression stays in its experiment's pending set
-and is credited again later).
+Crediting (the design is argued in :mod:`service.credit`):
+
+* **The credit script** (:meth:`Store.commit_credit`), one per batch: for each impression
+  in order, unless it is already credited, gone, or got a click since the worker read it,
+  add its outcomes to ``W`` in place, count the comparison in ``n``, write its
+  ``credited`` mark (which closes it), add its counters and take it off the pending set.
+  Atomic, so each impression changes ``W`` exactly once whatever the retries, duplicate
+  deliveries or worker crashes (a crash before the script writes nothing; the impression
+  stays pending and is credited later). Additions commute, so scripts of many workers on
+  one experiment interleave freely. The script refuses the whole batch if the policy's
+  structure changed since the worker read it (``sv``), and stops at an outcome the
+  :class:`~service.credit.Guard` flags: it records it as the experiment's ``hold`` and
+  returns; while a hold is set, every credit script refuses.
+* **A hold is resolved** (:meth:`Store.resolve_hold`, by whichever worker meets it) in
+  one optimistic transaction that runs the policy's own ``update()`` on the current
+  state for that impression and writes ``W``, ``n``, the new structure if it changed
+  (``sv`` + 1), the mark and the audit events, and clears the hold.
+* **Drains** claim due impressions from the pending set with a lease (their due time is
+  pushed forward; a crashed drain's impressions come due again when it expires), so
+  several drains credit one experiment without overlapping; the experiment's drain set
+  holds one lease per drain queued or running, at most ``credit_parallelism``.
+
+Every other change to an experiment's snapshot (operators) goes through
+:meth:`Store.transact`: WATCH the keys the change depends on, read them, compute with the
+pure code, then MULTI/EXEC the writes, retrying on ``WatchError``.
 
 The store raises storage errors (:class:`~service.snapshot.ExperimentMissing`,
 :class:`ImpressionMissing`, :class:`ImpressionClosed`, :class:`Contention`); the API maps
@@ -18,9 +37,10 @@ them to HTTP statuses in one place (:mod:`service.app`).
 from __future__ import annotations
 
 import json
+import secrets
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import redis
@@ -32,20 +52,24 @@ from service.keys import (
     audit_key,
     clicks_key,
     counters_key,
-    drain_key,
+    drains_key,
     exp_key,
+    experiment_of,
     health_key,
     imp_key,
+    legacy_imp_key,
     pending_key,
     probe_key,
     shown_key,
     t_key,
+    w_key,
 )
 from service.snapshot import (
     SNAPSHOT_FIELDS,
     ExperimentMissing,
     Snapshot,
-    encode_bandit,
+    encode_structure,
+    encode_w,
     parse_snapshot,
     text,
 )
@@ -72,14 +96,20 @@ class Contention(RuntimeError):
 
 
 @dataclass
-class CreditInputs:
-    """What a credit transaction reads: the snapshot, the impressions (None where
-    missing) and the experiment's selection count."""
+class Committed:
+    """What the credit script did with a batch.
 
-    snapshot: Snapshot
-    ids: list[str]
-    impressions: list[credit_step.Impression | None]
-    t: int
+    ``status``: ``ok`` (every impression handled), ``held`` (stopped at ``held``, which
+    now holds the experiment; the impressions before it are handled), ``hold`` (another
+    impression holds the experiment: nothing done), ``sv`` (the structure changed since
+    the batch was computed: nothing done), ``missing`` (no such experiment).
+    ``codes``: per handled impression ``ok``, ``already``, ``missing`` or ``changed``
+    (a click arrived since it was read: left pending).
+    """
+
+    status: str
+    codes: dict[str, str] = field(default_factory=dict)
+    held: str | None = None
 
 
 def audit_entry(ts: float, action: str, *, actor: str, **detail: Any) -> str:
@@ -88,66 +118,89 @@ def audit_entry(ts: float, action: str, *, actor: str, **detail: Any) -> str:
 
 
 class Store:
-    """Experiments, impressions and their transactions on one Redis.
+    """Experiments, impressions and their transactions on one Redis or a Redis Cluster.
 
     Parameters
     ----------
     client
-        A ``redis.Redis`` with ``decode_responses=False`` (``W`` is binary).
+        A ``redis.Redis`` or ``redis.cluster.RedisCluster`` with ``decode_responses=False``
+        (``W`` is binary); see :mod:`service.redis_client`.
     clock
         Seconds since the epoch; injectable for tests.
     """
 
-    def __init__(self, client: redis.Redis, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, client, *, clock: Callable[[], float] = time.time) -> None:
         self.r = client
         self.clock = clock
         self._click_script = client.register_script(_CLICK_LUA)
         self._end_script = client.register_script(_END_LUA)
         self._select_script = client.register_script(_SELECT_LUA)
         self._fail_script = client.register_script(_FAIL_LUA)
+        self._credit_script = client.register_script(_CREDIT_LUA)
+        self._claim_script = client.register_script(_CLAIM_LUA)
+        self._read_script = client.register_script(_READ_LUA)
+        self._save_script = client.register_script(_SAVE_LUA)
+        self._take_drain_script = client.register_script(_TAKE_DRAIN_LUA)
 
     # ------------------------------------------------------------------ reads
-    def snapshot(self, exp_id: str, *, full: bool = False) -> Snapshot:
-        """The experiment's snapshot; with ``full``, also its counters, selection count
-        and ranker health, read in the same MULTI so that they agree with ``W`` (a credit
-        commits the new ``W`` and its counters together)."""
-        if not full:
-            return parse_snapshot(exp_id, self.r.hmget(exp_key(exp_id), SNAPSHOT_FIELDS))
-        pipe = self.r.pipeline(transaction=True)
-        pipe.hmget(exp_key(exp_id), SNAPSHOT_FIELDS)
-        pipe.hgetall(counters_key(exp_id))
-        pipe.get(t_key(exp_id))
-        pipe.hgetall(health_key(exp_id))
-        values, counters, t, health = pipe.execute()
-        snap = parse_snapshot(exp_id, values)
-        snap.counters = {text(k): int(v) for k, v in counters.items()}
-        snap.selections = int(t or 0)
-        snap.health = parse_health(health)
+    def _queue_snapshot(self, pipe, exp_id: str, *, full: bool, extra: Sequence[str] = ()):
+        pipe.hmget(exp_key(exp_id), (*SNAPSHOT_FIELDS, *extra))
+        pipe.get(w_key(exp_id))
+        if full:
+            pipe.hgetall(counters_key(exp_id))
+            pipe.get(t_key(exp_id))
+            pipe.hgetall(health_key(exp_id))
+
+    @staticmethod
+    def _parse(exp_id: str, values: list[Any], *, full: bool, extra: int = 0) -> Snapshot:
+        fields = values[0]
+        snap = parse_snapshot(exp_id, fields[:len(fields) - extra], values[1])
+        if full:
+            counters, t, health = values[2:5]
+            snap.counters = {text(k): int(v) for k, v in counters.items()}
+            snap.selections = int(t or 0)
+            snap.health = parse_health(health)
         return snap
 
-    def scrape(self, exp_id: str) -> tuple[Snapshot, dict[int, tuple[int, float]], Any]:
-        """What the metrics collector exports of one experiment, read in one MULTI: the
-        full snapshot, ``{arm: (impressions that showed it, its share of them)}`` and
-        the optional ``truth`` given at creation (None without one)."""
+    def snapshot(self, exp_id: str, *, full: bool = False) -> Snapshot:
+        """The experiment's snapshot, read in one MULTI; with ``full``, also its counters,
+        selection count and ranker health, so that they agree with ``W`` (a credit
+        commits ``W`` and its counters together)."""
         pipe = self.r.pipeline(transaction=True)
-        pipe.hmget(exp_key(exp_id), (*SNAPSHOT_FIELDS, "truth"))
-        pipe.hgetall(counters_key(exp_id))
-        pipe.get(t_key(exp_id))
-        pipe.hgetall(shown_key(exp_id))
-        pipe.hgetall(health_key(exp_id))
-        values, counters, t, shown, health = pipe.execute()
-        snap = parse_snapshot(exp_id, values[:-1])
-        snap.counters = {text(k): int(v) for k, v in counters.items()}
-        snap.selections = int(t or 0)
-        snap.health = parse_health(health)
-        per_arm: dict[int, list[float]] = {}
-        for key, value in shown.items():
-            kind, _, arm = text(key).partition(":")
-            slot = per_arm.setdefault(int(arm), [0, 0.0])
-            slot[0 if kind == "n" else 1] = float(value)
-        arms = {a: (int(n), share) for a, (n, share) in per_arm.items()}
-        truth = json.loads(values[-1]) if values[-1] else None
-        return snap, arms, truth
+        self._queue_snapshot(pipe, exp_id, full=full)
+        return self._parse(exp_id, pipe.execute(), full=full)
+
+    def scrape(self, ids: Sequence[str]) -> Iterable[tuple[str, Any]]:
+        """What the metrics collector exports of experiments ``ids``, read in one pipeline
+        (one round trip per shard): per id ``(id, (snapshot, shown, truth, pending))`` —
+        the full snapshot, ``{arm: (impressions that showed it, its share of them)}``,
+        the optional ``truth`` given at creation and the pending count — or
+        ``(id, exception)`` for an experiment that could not be read."""
+        pipe = self.r.pipeline(transaction=False)
+        for e in ids:
+            self._queue_snapshot(pipe, e, full=True, extra=("truth",))
+            pipe.hgetall(shown_key(e))
+            pipe.zcard(pending_key(e))
+        values = pipe.execute(raise_on_error=False)
+        per = 7
+        for n, e in enumerate(ids):
+            chunk = values[n * per:(n + 1) * per]
+            try:
+                for v in chunk:
+                    if isinstance(v, Exception):
+                        raise v
+                snap = self._parse(e, chunk[:5], full=True, extra=1)
+                truth_raw = chunk[0][-1]
+                per_arm: dict[int, list[float]] = {}
+                for key, value in chunk[5].items():
+                    kind, _, arm = text(key).partition(":")
+                    slot = per_arm.setdefault(int(arm), [0, 0.0])
+                    slot[0 if kind == "n" else 1] = float(value)
+                arms = {a: (int(c), share) for a, (c, share) in per_arm.items()}
+                truth = json.loads(truth_raw) if truth_raw else None
+                yield e, (snap, arms, truth, int(chunk[6]))
+            except Exception as exc:  # one unreadable experiment must not hide the others
+                yield e, exc
 
     def exists(self, exp_id: str) -> bool:
         return bool(self.r.exists(exp_key(exp_id)))
@@ -174,28 +227,32 @@ class Store:
     def create_experiment(self, exp_id: str, *, meta: dict[str, Any],
                           rankers: list[dict[str, Any]], bandit: DuelingBandit,
                           truth: dict[str, Any] | None, audit: str) -> None:
-        """Store a new experiment (validated and built by the caller)."""
+        """Store a new experiment (validated and built by the caller). The experiment
+        list is written after the experiment's own keys (another shard on a cluster)."""
         pipe = self.r.pipeline(transaction=True)
+        pipe.set(w_key(exp_id), encode_w(bandit))
         pipe.hset(exp_key(exp_id), mapping={
             "meta": json.dumps(meta),
             "lifecycle": "running",
             "rankers": json.dumps(rankers),
             "version": 1,
-            **encode_bandit(bandit),
+            "sv": 1,
+            "n": bandit.n_updates,
+            **encode_structure(bandit),
             **({"truth": json.dumps(truth)} if truth else {}),
         })
-        pipe.zadd(EXPERIMENTS, {exp_id: meta["created_at"]})
         pipe.rpush(audit_key(exp_id), audit)
         pipe.execute()
+        self.r.zadd(EXPERIMENTS, {exp_id: meta["created_at"]})
 
     def transact(self, watch: Sequence[str], read: Callable[[], T],
                  write: Callable[[T, redis.client.Pipeline], R], *,
                  on_conflict: Callable[[], None] | None = None) -> R:
-        """One optimistic transaction: WATCH ``watch``, ``read()`` (any reads, e.g. one
-        pipelined round trip), then ``write(data, pipe)`` queues the writes on ``pipe``
-        (already in MULTI) and returns the result; EXEC. Retried from the WATCH, after
-        ``on_conflict()``, when a watched key changed meanwhile. An exception from
-        ``read``/``write`` aborts with nothing written."""
+        """One optimistic transaction: WATCH ``watch`` (keys of one experiment), ``read()``
+        (any reads, e.g. one pipelined round trip), then ``write(data, pipe)`` queues the
+        writes on ``pipe`` (already in MULTI) and returns the result; EXEC. Retried from
+        the WATCH, after ``on_conflict()``, when a watched key changed meanwhile. An
+        exception from ``read``/``write`` aborts with nothing written."""
         with self.r.pipeline(transaction=True) as pipe:
             for _attempt in range(MAX_ATTEMPTS):
                 try:
@@ -206,6 +263,7 @@ class Store:
                     pipe.execute()
                     return result
                 except redis.WatchError:
+                    pipe.reset()
                     if on_conflict is not None:
                         on_conflict()
                     continue
@@ -213,26 +271,30 @@ class Store:
 
     def update_experiment(self, exp_id: str,
                           write: Callable[[Snapshot, redis.client.Pipeline], R]) -> R:
-        """:meth:`transact` on the experiment's snapshot alone."""
-        return self.transact([exp_key(exp_id)], lambda: self.snapshot(exp_id), write)
+        """:meth:`transact` on the experiment's snapshot and ``W`` (read in full: the
+        policy decoded at the global ``t``)."""
+        return self.transact([exp_key(exp_id), w_key(exp_id)],
+                             lambda: self.snapshot(exp_id, full=True), write)
 
-    def write_state(self, pipe: redis.client.Pipeline, exp_id: str, bandit: DuelingBandit,
-                    *, rankers: list[dict] | None = None, **fields: Any) -> None:
-        """Queue the policy's new state (and optionally the rankers or other snapshot
-        fields) with ``version`` + 1."""
-        mapping: dict[str, Any] = dict(encode_bandit(bandit), **fields)
+    def write_state(self, pipe, exp_id: str, bandit: DuelingBandit, *,
+                    rankers: list[dict] | None = None, **fields: Any) -> None:
+        """Queue the policy's new state — structure (``sv`` + 1), ``W`` and ``n`` — and
+        optionally the rankers or other snapshot fields, with ``version`` + 1. Only
+        inside a transaction that WATCHes ``W`` (credits add to it)."""
+        mapping: dict[str, Any] = dict(encode_structure(bandit), n=bandit.n_updates, **fields)
         if rankers is not None:
             mapping["rankers"] = json.dumps(rankers)
+        pipe.set(w_key(exp_id), encode_w(bandit))
         pipe.hset(exp_key(exp_id), mapping=mapping)
+        pipe.hincrby(exp_key(exp_id), "sv", 1)
         pipe.hincrby(exp_key(exp_id), "version", 1)
 
-    def write_fields(self, pipe: redis.client.Pipeline, exp_id: str, **fields: Any) -> None:
+    def write_fields(self, pipe, exp_id: str, **fields: Any) -> None:
         """Queue snapshot fields other than the policy state, with ``version`` + 1."""
         pipe.hset(exp_key(exp_id), mapping=fields)
         pipe.hincrby(exp_key(exp_id), "version", 1)
 
-    def add_audit(self, exp_id: str, *entries: str,
-                  pipe: redis.client.Pipeline | None = None) -> None:
+    def add_audit(self, exp_id: str, *entries: str, pipe=None) -> None:
         """Append audit entries (from :func:`audit_entry`), keeping the last AUDIT_MAX."""
         if not entries:
             return
@@ -259,10 +321,11 @@ class Store:
         inactivity_s: float,
         counters: dict[str, int],
     ) -> None:
-        """Store an impression (with TTL) and schedule its credit for when it goes idle."""
+        """Store an impression (with TTL), count it and its rankers' exposure, and
+        schedule its credit for when it goes idle: one script, so a client that retries
+        it after a lost reply (a shard restarting) stores and counts it once."""
         now = self.clock()
-        pipe = self.r.pipeline(transaction=False)
-        pipe.hset(imp_key(imp_id), mapping={
+        fields = {
             "exp": exp_id,
             "t": t,
             "arms": json.dumps(arms),
@@ -270,25 +333,36 @@ class Store:
             "record": json.dumps(record),
             "duel": int(duel),
             "forfeits": json.dumps(forfeits),
-            "created": now,
+            "created": repr(now),
             "expires": token_expires,
             "closed": 0,
-        })
-        pipe.expire(imp_key(imp_id), ttl_s)
-        pipe.zadd(pending_key(exp_id), {imp_id: now + inactivity_s})
-        for name, n in counters.items():
-            pipe.hincrby(counters_key(exp_id), name, n)
-        for arm in arms:  # exposure, for regret and traffic share (service.collector)
-            pipe.hincrby(shown_key(exp_id), f"n:{arm}", 1)
-            pipe.hincrbyfloat(shown_key(exp_id), f"share:{arm}", 1.0 / len(arms))
-        pipe.execute()
+        }
+        self._save_script(
+            keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
+                  shown_key(exp_id)],
+            args=[imp_id, int(ttl_s), repr(now + inactivity_s),
+                  ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
+                  ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
+                  *(x for kv in fields.items() for x in kv)])
+
+    def experiment_of(self, imp_id: str) -> str | None:
+        """The experiment of an impression id (its prefix; for an id issued before the
+        current key layout, the index written by ``rankduel migrate-keys``)."""
+        exp_id = experiment_of(imp_id)
+        if exp_id is None:
+            exp_id = text(self.r.get(legacy_imp_key(imp_id)))
+        return exp_id
 
     def impression(self, imp_id: str) -> dict[str, Any] | None:
         """The impression's fields, or None when unknown or expired."""
-        raw = self.r.hgetall(imp_key(imp_id))
+        exp_id = self.experiment_of(imp_id)
+        if exp_id is None:
+            return None
+        raw = self.r.hgetall(imp_key(exp_id, imp_id))
         if not raw:
             return None
         d = {text(k): text(v) for k, v in raw.items()}
+        d["exp"] = exp_id
         d["shown"] = json.loads(d["shown"])
         d["arms"] = json.loads(d["arms"])
         d["record"] = json.loads(d["record"])
@@ -297,9 +371,6 @@ class Store:
         d["expires"] = int(d["expires"])
         return d
 
-    def clicked_positions(self, imp_id: str) -> list[int]:
-        return sorted(int(x) for x in self.r.smembers(clicks_key(imp_id)))
-
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
                    inactivity_s: float, ttl_s: int) -> int:
         """Record clicked positions (a set: repeats count once) unless the impression is
@@ -307,7 +378,7 @@ class Store:
         Atomic (Lua), so a click can never slip in after the impression was credited."""
         now = self.clock()
         out = self._click_script(
-            keys=[imp_key(imp_id), clicks_key(imp_id), pending_key(exp_id)],
+            keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id), pending_key(exp_id)],
             args=[now + inactivity_s, imp_id, ttl_s, *positions],
         )
         if out == -1:
@@ -317,19 +388,22 @@ class Store:
                                    "accepted")
         return int(out)
 
-    def end_impression(self, imp_id: str, exp_id: str, *, drain_ttl_s: float) -> tuple[bool, bool]:
+    def end_impression(self, imp_id: str, exp_id: str, *,
+                       drain_ttl_s: float) -> tuple[bool, str | None]:
         """Close the impression to new clicks and make it due now.
 
-        Returns ``(closed now, drain needed)``: the second is True when this call took the
-        experiment's drain flag, i.e. the caller must queue a drain task (no drain is
-        queued or running for the experiment).
+        Returns ``(closed now, drain token)``: the token is set when no drain is queued or
+        running for the experiment and this call took a drain lease for one, i.e. the
+        caller must queue a drain task with it.
         """
+        token = secrets.token_hex(8)
+        now = self.clock()
         out = self._end_script(
-            keys=[imp_key(imp_id), pending_key(exp_id), drain_key(exp_id)],
-            args=[self.clock(), imp_id, max(1, int(drain_ttl_s))])
+            keys=[imp_key(exp_id, imp_id), pending_key(exp_id), drains_key(exp_id)],
+            args=[now, imp_id, token, now + max(1.0, drain_ttl_s)])
         if out == -1:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
-        return out >= 1, out == 2
+        return out >= 1, (token if out == 2 else None)
 
     # ------------------------------------------------------------------ ranker health
     def ranker_failed(self, exp_id: str, arm: int, *, threshold: int,
@@ -354,78 +428,158 @@ class Store:
         return bool(self.r.set(probe_key(exp_id, arm), 1, nx=True,
                                px=max(1, int(ttl_s * 1000))))
 
-    # ------------------------------------------------------------------ crediting
+    # ------------------------------------------------------------------ drains
     def due(self, exp_id: str, limit: int) -> list[str]:
-        """Impressions of ``exp_id`` whose credit is due (closed, or idle too long)."""
+        """Impressions of ``exp_id`` whose credit is due (closed, idle too long, or
+        claimed by a drain whose lease ran out)."""
         ids = self.r.zrangebyscore(pending_key(exp_id), "-inf", self.clock(), start=0,
                                    num=limit)
         return [text(i) for i in ids]
+
+    def claim(self, exp_id: str, limit: int, lease_s: float) -> tuple[int, list[str]]:
+        """Claim up to ``limit`` due impressions for ``lease_s`` (no other drain sees them
+        until then); returns the experiment's selection count ``t`` and their ids."""
+        now = self.clock()
+        t, ids = self._claim_script(keys=[pending_key(exp_id), t_key(exp_id)],
+                                    args=[now, now + lease_s, int(limit)])
+        return int(t or 0), [text(i) for i in ids]
+
+    def selections(self, exp_id: str) -> int:
+        """The experiment's selection count ``t``."""
+        return int(self.r.get(t_key(exp_id)) or 0)
 
     def pending_count(self, exp_id: str) -> int:
         """Impressions of ``exp_id`` not yet credited (open, closed or idle)."""
         return int(self.r.zcard(pending_key(exp_id)))
 
-    def take_drain(self, exp_id: str, ttl_s: float) -> bool:
-        """Take the experiment's drain flag (SET NX with TTL); True if we got it."""
-        return bool(self.r.set(drain_key(exp_id), 1, nx=True, ex=max(1, int(ttl_s))))
+    def take_drain(self, exp_id: str, ttl_s: float, *, limit: int = 1,
+                   token: str | None = None) -> str | None:
+        """Take a drain lease for ``ttl_s`` if fewer than ``limit`` drains hold one (expired
+        leases do not count); the lease's token, or None."""
+        token = token or secrets.token_hex(8)
+        now = self.clock()
+        ok = self._take_drain_script(keys=[drains_key(exp_id)],
+                                     args=[now, token, now + max(1.0, ttl_s), int(limit)])
+        return token if ok else None
 
-    def refresh_drain(self, exp_id: str, ttl_s: float) -> None:
-        self.r.expire(drain_key(exp_id), max(1, int(ttl_s)))
+    def refresh_drain(self, exp_id: str, token: str, ttl_s: float) -> None:
+        """Extend (or take again) the lease ``token``."""
+        self.r.zadd(drains_key(exp_id), {token: self.clock() + max(1.0, ttl_s)})
 
-    def release_drain(self, exp_id: str) -> None:
-        self.r.delete(drain_key(exp_id))
+    def release_drain(self, exp_id: str, token: str) -> None:
+        self.r.zrem(drains_key(exp_id), token)
+
+    def drains(self, exp_id: str) -> int:
+        """Drain leases held now (queued or running drains)."""
+        return int(self.r.zcount(drains_key(exp_id), self.clock(), "+inf"))
 
     def experiments_with_due(self) -> list[str]:
-        """Experiments that have at least one impression due (the sweep's scan)."""
+        """Experiments that have at least one impression due and no drain lease held
+        (the sweep's scan; one pipelined round trip per shard)."""
         now = self.clock()
         ids = self.list_ids()
         pipe = self.r.pipeline(transaction=False)
         for e in ids:
             pipe.zrangebyscore(pending_key(e), "-inf", now, start=0, num=1)
-        return [e for e, due in zip(ids, pipe.execute(), strict=True) if due]
+            pipe.zcount(drains_key(e), now, "+inf")
+        out = pipe.execute()
+        return [e for n, e in enumerate(ids) if out[2 * n] and not out[2 * n + 1]]
 
-    def experiment_of(self, imp_id: str) -> str | None:
-        return text(self.r.hget(imp_key(imp_id), "exp"))
-
-    def credit_watch(self, exp_id: str, imp_ids: Sequence[str]) -> list[str]:
-        """The keys a credit transaction over ``imp_ids`` depends on."""
-        keys = [exp_key(exp_id)]
+    # ------------------------------------------------------------------ crediting
+    def read_impressions(self, exp_id: str, imp_ids: Sequence[str]
+                         ) -> list[credit_step.Impression | None]:
+        """Every impression of ``imp_ids`` with its clicks, in one script call that
+        returns one JSON array per impression (None where unknown or expired)."""
+        if not imp_ids:
+            return []
+        keys = []
         for i in imp_ids:
-            keys += [imp_key(i), clicks_key(i)]
-        return keys
+            keys += [imp_key(exp_id, i), clicks_key(exp_id, i)]
+        rows = self._read_script(keys=keys)
+        return [_impression(i, row) for i, row in zip(imp_ids, rows, strict=True)]
 
-    def read_credit(self, exp_id: str, imp_ids: Sequence[str]) -> CreditInputs:
-        """Read the snapshot, the selection count and every impression with its clicks in
-        one round trip."""
-        reader = self.r.pipeline(transaction=False)
-        reader.hmget(exp_key(exp_id), SNAPSHOT_FIELDS)
-        reader.get(t_key(exp_id))
-        for i in imp_ids:
-            reader.hgetall(imp_key(i))
-            reader.smembers(clicks_key(i))
-        values = reader.execute()
-        snap = parse_snapshot(exp_id, values[0])
-        rest = values[2:]
-        impressions = [_impression(i, exp_id, rest[2 * n], rest[2 * n + 1])
-                       for n, i in enumerate(imp_ids)]
-        return CreditInputs(snap, list(imp_ids), impressions, int(values[1] or 0))
+    def commit_credit(self, exp_id: str, *, sv: int, guard: credit_step.Guard | None,
+                      ids: Sequence[str],
+                      impressions: Sequence[credit_step.Impression | None],
+                      result: credit_step.Credit) -> Committed:
+        """Run the credit script for what :func:`service.credit.apply` (``update=False``)
+        decided about ``impressions`` (named ``ids``), computed at structure version ``sv``
+        (see the module docstring)."""
+        keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id)]
+        args: list[Any] = [sv, "" if guard is None else repr(guard.q)]
+        sent, gone = [], {}
+        for imp_id, imp in zip(ids, impressions, strict=True):
+            res = result.results[imp_id]
+            if imp is None or res["status"] in ("missing", "already"):
+                gone[imp_id] = res["status"]
+                continue
+            sent.append(imp_id)
+            keys += [imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id)]
+            outcomes = ";".join(
+                f"{int(i)},{int(j)},{float(s)!r},{int(guard is not None and guard.watches(i, j))}"
+                for i, j, s in res.get("outcomes", ()))
+            counted = ",".join(result.counted.get(imp_id, ()))
+            args += [imp_id, json.dumps(res), f"{len(imp.clicks)}|{counted}|{outcomes}"]
+        if gone:  # nothing to credit: off the pending set (idempotent, outside the script)
+            self.r.zrem(pending_key(exp_id), *gone)
+        if not sent:
+            return Committed("ok", gone)
+        out = self._credit_script(keys=keys, args=args)
+        status = text(out[0])
+        if status in ("sv", "hold", "missing"):
+            return Committed(status, {}, text(out[1]) if len(out) > 1 else None)
+        codes = {i: text(c) for i, c in zip(sent, out[2:], strict=False)}
+        codes.update(gone)
+        return Committed(status, codes, text(out[1]) or None)
 
-    def write_credit(self, pipe: redis.client.Pipeline, inputs: CreditInputs,
-                     result: credit_step.Credit) -> None:
-        """Queue what :func:`service.credit.apply` decided for ``inputs``: the new policy
-        state, each impression's ``credited`` mark, its removal from the pending set,
-        counters and audit events."""
-        exp_id = inputs.snapshot.exp_id
-        if result.changed:
-            self.write_state(pipe, exp_id, inputs.snapshot.bandit)
-            now = self.clock()
-            self.add_audit(exp_id, *(audit_entry(now, **e) for e in result.audit), pipe=pipe)
-        for i, res in result.results.items():
+    def resolve_hold(self, exp_id: str,
+                     decide: Callable[[Snapshot, str, credit_step.Impression | None],
+                                      credit_step.Credit]) -> dict[str, dict] | None:
+        """Decide the impression that holds ``exp_id``, if any: ``decide(snapshot, id,
+        impression)`` (the pure credit step with ``update=True`` on the snapshot's policy
+        at the global ``t``) in one optimistic transaction that commits its ``W``, ``n``,
+        structure, mark, counters and audit and clears the hold. Returns the impression's
+        result, or None when nothing was held."""
+        held = text(self.r.hget(exp_key(exp_id), "hold"))
+        if not held:
+            return None
+        watch = [exp_key(exp_id), w_key(exp_id), imp_key(exp_id, held),
+                 clicks_key(exp_id, held)]
+
+        def read() -> tuple[Snapshot, credit_step.Impression | None]:
+            snap = self.snapshot(exp_id, full=True)
+            imp = self.read_impressions(exp_id, [held])[0] if snap.hold == held else None
+            return snap, imp
+
+        def write(data, pipe) -> dict[str, dict] | None:
+            snap, imp = data
+            if snap.hold != held:
+                return None  # resolved by another worker meanwhile
+            bandit = snap.bandit
+            before = encode_structure(bandit)["state"]
+            result = decide(snap, held, imp)
+            res = result.results[held]
+            if result.changed:
+                structure = encode_structure(bandit)
+                pipe.set(w_key(exp_id), encode_w(bandit))
+                fields: dict[str, Any] = {"n": bandit.n_updates}
+                if structure["state"] != before:
+                    fields.update(structure)
+                    pipe.hincrby(exp_key(exp_id), "sv", 1)
+                pipe.hset(exp_key(exp_id), mapping=fields)
+                self.add_audit(exp_id, *(audit_entry(self.clock(), **e)
+                                         for e in result.audit), pipe=pipe)
             if res["status"] not in ("missing", "already"):
-                pipe.hset(imp_key(i), mapping={"closed": 1, "credited": json.dumps(res)})
-        pipe.zrem(pending_key(exp_id), *inputs.ids)
-        for name, n in result.counters.items():
-            pipe.hincrby(counters_key(exp_id), name, n)
+                pipe.hset(imp_key(exp_id, held),
+                          mapping={"closed": 1, "credited": json.dumps(res)})
+                for name in result.counted.get(held, []):
+                    pipe.hincrby(counters_key(exp_id), name, 1)
+            pipe.zrem(pending_key(exp_id), held)
+            pipe.hdel(exp_key(exp_id), "hold")
+            pipe.hincrby(exp_key(exp_id), "version", 1)
+            return result.results
+
+        return self.transact(watch, read, write, on_conflict=lambda: self.count_conflict(exp_id))
 
     def count_conflict(self, exp_id: str) -> None:
         self.r.hincrby(counters_key(exp_id), "credit_conflicts", 1)
@@ -449,28 +603,65 @@ def parse_health(raw: dict[Any, Any]) -> dict[int, dict[str, Any]]:
     return out
 
 
-def _impression(imp_id: str, exp_id: str, raw: dict[bytes, bytes],
-                clicks: set[bytes]) -> credit_step.Impression | None:
-    imp = {text(k): v for k, v in raw.items()}
-    if not imp or text(imp.get("exp")) != exp_id:
+def _impression(imp_id: str, row: bytes) -> credit_step.Impression | None:
+    """An impression from its row of :data:`_READ_LUA`."""
+    if not row:
         return None
     try:
-        record = json.loads(imp["record"])
-        arms = json.loads(imp["arms"])
-        forfeits = [tuple(f) for f in json.loads(imp.get("forfeits") or b"[]")]
-    except (ValueError, KeyError):
-        record, arms, forfeits = None, [], []  # the credit step reports it as an error
+        record, arms, forfeits, duel, created, credited, clicks = json.loads(row)
+        forfeits = [tuple(f) for f in forfeits]
+    except (ValueError, TypeError):
+        # a record this code cannot read: the credit step reports it as an error
+        return credit_step.Impression(id=imp_id, arms=[], duel=True, record=None)
     return credit_step.Impression(
         id=imp_id,
         arms=arms,
-        duel=text(imp.get("duel")) == "1",
+        duel=duel == 1,
         record=record,
         clicks=sorted(int(x) for x in clicks),
         forfeits=forfeits,
-        created=float(imp.get("created") or 0.0),
-        credited=bool(imp.get("credited")),
+        created=float(created),
+        credited=credited == 1,
     )
 
+
+# KEYS: imp, clicks per impression -> per impression '' (unknown or expired) or the JSON
+# array [record, arms, forfeits, duel, created, credited, [clicked positions]] (the stored
+# fields are JSON already: one string to decode per impression, not a dozen replies)
+_READ_LUA = """
+local out = {}
+for k = 1, #KEYS, 2 do
+  local v = redis.call('HMGET', KEYS[k], 'record', 'arms', 'forfeits', 'duel', 'created',
+                       'credited')
+  if not v[2] then
+    out[#out + 1] = ''
+  else
+    local c = redis.call('SMEMBERS', KEYS[k + 1])
+    out[#out + 1] = '[' .. (v[1] or 'null') .. ',' .. v[2] .. ',' .. (v[3] or '[]') .. ','
+      .. (v[4] or '0') .. ',' .. (v[5] or '0') .. ',' .. (v[6] and '1' or '0') .. ',['
+      .. table.concat(c, ',') .. ']]'
+  end
+end
+return out
+"""
+
+# KEYS: imp, pending, counters, shown; ARGV: imp_id, ttl, due, "name:n,...", "arm,...",
+# exposure share per arm, then the impression's field/value pairs -> 1 stored, 0 already
+# there (a retried call)
+_SAVE_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 7))
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+for name, n in string.gmatch(ARGV[4], '([^:,]+):(%d+)') do
+  redis.call('HINCRBY', KEYS[3], name, n)
+end
+for arm in string.gmatch(ARGV[5], '%d+') do
+  redis.call('HINCRBY', KEYS[4], 'n:' .. arm, 1)
+  redis.call('HINCRBYFLOAT', KEYS[4], 'share:' .. arm, ARGV[6])
+end
+return 1
+"""
 
 # KEYS: imp, clicks, pending; ARGV: due, imp_id, ttl, positions...
 _CLICK_LUA = """
@@ -483,15 +674,35 @@ redis.call('ZADD', KEYS[3], 'XX', ARGV[1], ARGV[2])
 return added
 """
 
-# KEYS: imp, pending, drain flag; ARGV: now, imp_id, flag ttl
-# returns -1 unknown, 0 already closed, 1 closed, 2 closed and the drain flag taken
+# KEYS: imp, pending, drains; ARGV: now, imp_id, drain token, drain lease expiry
+# returns -1 unknown, 0 already closed, 1 closed, 2 closed and a drain lease taken (no
+# drain was queued or running)
 _END_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
 redis.call('HSET', KEYS[1], 'closed', '1')
 redis.call('ZADD', KEYS[2], 'XX', ARGV[1], ARGV[2])
-if redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[3]) then return 2 end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[3]) == 0 then
+  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
+  return 2
+end
 return 1
+"""
+
+# KEYS: drains; ARGV: now, token, lease expiry, limit -> 1 taken, 0 not
+_TAKE_DRAIN_LUA = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+return 1
+"""
+
+# KEYS: pending, t; ARGV: now, lease expiry, limit -> {t, ids}
+_CLAIM_LUA = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id) end
+return {redis.call('GET', KEYS[2]) or '0', ids}
 """
 
 # KEYS: exp, t, health -> {t, version, health as a flat list}
@@ -511,4 +722,74 @@ if n >= tonumber(ARGV[3]) and q <= now then
   return {n, 1}
 end
 return {n, 0}
+"""
+
+# The credit script (see the module docstring and service.credit).
+# KEYS: exp, W, counters, pending, then per impression: imp, clicks
+# ARGV: sv, q (the guard; "" for none), then per impression: id, result (JSON mark),
+#   "clicks seen|counter,counter...|i,j,s,watched;i,j,s,watched..."
+# -> {'sv', current sv} | {'hold', held id} | {'missing'} |
+#    {'ok' | 'held', held id or '', code per impression handled...}
+_CREDIT_LUA = """
+local exp, W = KEYS[1], KEYS[2]
+local meta = redis.call('HMGET', exp, 'sv', 'hold', 'K')
+if not meta[1] then return {'missing'} end
+if meta[1] ~= ARGV[1] then return {'sv', meta[1]} end
+if meta[2] then return {'hold', meta[2]} end
+local K = tonumber(meta[3])
+local q = tonumber(ARGV[2])
+local counts, codes = {}, {}
+local updates, applied, held = 0, 0, ''
+for k = 0, (#KEYS - 4) / 2 - 1 do
+  local imp, clicks = KEYS[5 + 2 * k], KEYS[6 + 2 * k]
+  local id, mark, spec = ARGV[3 + 3 * k], ARGV[4 + 3 * k], ARGV[5 + 3 * k]
+  local nclicks, counted, outcomes = string.match(spec, '^(%d+)|([^|]*)|(.*)$')
+  local code
+  if redis.call('EXISTS', imp) == 0 then
+    code = 'missing'
+  elseif redis.call('HEXISTS', imp, 'credited') == 1 then
+    code = 'already'
+  elseif redis.call('SCARD', clicks) ~= tonumber(nclicks) then
+    code = 'changed'
+  else
+    local writes, trip, no = {}, false, 0
+    for si, sj, ss, sw in string.gmatch(outcomes, '(%d+),(%d+),([^,;]+),(%d)') do
+      local i, j, s = tonumber(si), tonumber(sj), tonumber(ss)
+      no = no + 1
+      if i ~= j then
+        local oij, oji = 8 * (i * K + j), 8 * (j * K + i)
+        local wij = struct.unpack('<d', redis.call('GETRANGE', W, oij, oij + 7)) + s
+        local wji = struct.unpack('<d', redis.call('GETRANGE', W, oji, oji + 7)) + (1 - s)
+        if q and sw == '1' then
+          local d = wji - wij
+          if d * d > q * (wij + wji) then trip = true end
+        end
+        writes[#writes + 1] = {oij, wij, oji, wji}
+      end
+    end
+    if trip then
+      held = id
+      break
+    end
+    for _, w in ipairs(writes) do
+      redis.call('SETRANGE', W, w[1], struct.pack('<d', w[2]))
+      redis.call('SETRANGE', W, w[3], struct.pack('<d', w[4]))
+    end
+    if no > 0 then updates = updates + 1 end
+    redis.call('HSET', imp, 'closed', '1', 'credited', mark)
+    for name in string.gmatch(counted, '[^,]+') do counts[name] = (counts[name] or 0) + 1 end
+    applied = applied + 1
+    code = 'ok'
+  end
+  if code ~= 'changed' then redis.call('ZREM', KEYS[4], id) end
+  codes[#codes + 1] = code
+end
+for name, n in pairs(counts) do redis.call('HINCRBY', KEYS[3], name, n) end
+if updates > 0 then redis.call('HINCRBY', exp, 'n', updates) end
+if applied > 0 then redis.call('HINCRBY', exp, 'version', 1) end
+if held ~= '' then
+  redis.call('HSET', exp, 'hold', held)
+  return {'held', held, unpack(codes)}
+end
+return {'ok', '', unpack(codes)}
 """

@@ -157,6 +157,7 @@ class WorkerControl:
         if delay_ms:  # slow credit transactions, by a wrapper (tests/fault_worker.py)
             self.child = self.stack.python(name, [
                 str(ROOT / "tests" / "fault_worker.py"), str(delay_ms), "worker",
+                "--no-supervise",  # the patch lives in this process, not in a child
                 "--concurrency", str(concurrency), "--loglevel", "warning",
                 "--hostname", f"{name}-{os.getpid()}@%h"], self.env)
         else:
@@ -164,7 +165,7 @@ class WorkerControl:
         self.stack.wait_worker(self.child, self.redis_url)
 
     def kill9(self) -> None:
-        """SIGKILL the worker's whole process group: main process, pool and beat."""
+        """SIGKILL the worker's whole process group: supervisor, main process and pool."""
         import signal
 
         self.child.kill(signal.SIGKILL)

@@ -15,13 +15,14 @@ from demo.client import http_ok
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_demo_finds_the_true_best_and_cleans_up(tmp_path):
+@pytest.mark.parametrize("cluster", [[], ["--redis-cluster", "3"]], ids=["redis", "cluster"])
+def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
     out = tmp_path / "summary.json"
     env = dict(os.environ)
-    env.pop("REDIS_URL", None)  # the demo must start its own Redis
+    env.pop("REDIS_URL", None)  # the demo must start its own Redis (or cluster and broker)
     proc = subprocess.run(
         [sys.executable, "-m", "cli.main", "demo", "--queries", "1200",
-         "--workdir", str(tmp_path / "var"), "--json", str(out)],
+         "--workdir", str(tmp_path / "var"), "--json", str(out), *cluster],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     s = json.loads(out.read_text())
@@ -33,6 +34,7 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path):
     assert s["decisive_impressions"] == s["comparisons"] > 500
     assert 0 < s["regret"] < s["queries"] * 0.5
     assert "eliminated" in proc.stdout and "champion" in proc.stdout
+    assert ("redis cluster of 3 masters" in proc.stdout) == bool(cluster)
     assert s["urls"]["api"].startswith("http://127.0.0.1:")
     # every process it started is gone: the API port no longer answers
     with pytest.raises(OSError):

@@ -59,6 +59,35 @@ def test_services_and_profiles():
         assert volume in COMPOSE["volumes"]
 
 
+def test_cluster_profile():
+    """Profile cluster: three masters with the append-only file, a job joining them, and
+    the service's state URL naming them (the redis service stays the Celery broker)."""
+    from service.config import load_config
+    from service.redis_client import cluster_nodes
+
+    cluster = {n for n, s in SERVICES.items() if "cluster" in s.get("profiles", [])}
+    nodes = {f"redis-node-{k}" for k in (1, 2, 3)}
+    assert cluster == nodes | {"redis-cluster-init"}
+    for name in nodes:
+        cmd = " ".join(command(name))
+        assert "--cluster-enabled yes" in cmd and "--appendonly yes" in cmd
+        assert any(v.endswith(":/data") for v in SERVICES[name]["volumes"])
+    assert len({SERVICES[n]["volumes"][0] for n in nodes}) == 3  # a volume each
+    init = " ".join(command("redis-cluster-init"))
+    assert "--cluster create" in init and "redis-node-$n" in init.replace("$$", "$")
+    assert set(SERVICES["redis-cluster-init"]["depends_on"]) == nodes
+    # the state URL with the cluster's hosts, as .env.example shows them
+    example = (ROOT / ".env.example").read_text()
+    hosts = re.search(r"RANKDUEL_REDIS_HOSTS=(\S+)", example).group(1)
+    state = env("api")["REDIS_URL"].replace("redis:6379", hosts)
+    nodes_in_url, options = cluster_nodes(state)
+    assert [h for h, _ in nodes_in_url] == sorted(nodes) and "password" in options
+    config = load_config(env={"REDIS_URL": state, "RANKDUEL_REDIS_CLUSTER": "1",
+                              "RANKDUEL_BROKER_URL": env("api")["RANKDUEL_BROKER_URL"]})
+    assert config.redis_cluster and "@redis:6379/" in config.broker_url
+    assert env("api")["RANKDUEL_REDIS_CLUSTER"] == "0"  # one Redis unless .env says so
+
+
 def test_redis_persists_with_aof():
     cmd = " ".join(command("redis"))
     assert "--appendonly yes" in cmd

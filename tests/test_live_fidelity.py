@@ -7,13 +7,14 @@ All real: Redis, the app on a loopback port, the Celery worker, HTTP rankers.
 
 from __future__ import annotations
 
-import json
 import math
 import signal
 import time
 
 import numpy as np
 from test_workers_credit import rankers_for, wait_for
+
+from service.keys import t_key
 
 
 def _all_credited(client, exp_id):
@@ -47,8 +48,8 @@ def test_feedback_runs_at_the_global_step(client, ranker_server, worker, rd):
     for page in pages:
         client.end(page)
     state = wait_for(_all_credited(client, e), what="credit")
-    stored = json.loads(rd.hget(f"rd:exp:{e}", "state"))
-    assert stored["t"] == n_searches == state["t"]
+    # the policy's step is the experiment's selection counter (service.snapshot)
+    assert int(rd.get(t_key(e))) == n_searches == state["t"]
     # u_bad,good = 0/n + sqrt(α log(t + 1 + C) / n) < ½  (the pair's next step, t + 1)
     expected = next(n for n in range(1, 1000)
                     if math.sqrt(alpha * math.log(n_searches + 1 + c) / n) < 0.5)

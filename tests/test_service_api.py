@@ -10,6 +10,7 @@ import json
 import time
 
 import pytest
+from test_workers_credit import ikey
 
 from service.tokens import issue_token
 
@@ -158,9 +159,9 @@ def test_one_ranker_failing_serves_the_other_without_duel(client, ranker_server,
         counters = client.experiment(e["id"])["counters"]
         assert counters["fallback"] == 1 and counters["impressions"] == 1
         assert counters.get("duel", 0) == 0
-        assert rd.hget(f"rd:imp:{page['impression_id']}", "duel") == b"0"
+        assert rd.hget(ikey(page["impression_id"]), "duel") == b"0"
         # ... and the failing ranker forfeited the duel: a loss, credited by the worker
-        assert json.loads(rd.hget(f"rd:imp:{page['impression_id']}", "forfeits")) == [[0, 1]]
+        assert json.loads(rd.hget(ikey(page["impression_id"]), "forfeits")) == [[0, 1]]
 
 
 def test_every_ranker_failing_is_502(client, ranker_server):

@@ -16,6 +16,13 @@ import numpy as np
 import pytest
 
 import interleaving
+from service.keys import clicks_key, drains_key, imp_key
+from service.keys import experiment_of as exp_of
+
+
+def ikey(imp_id: str) -> str:
+    """The key of an impression (its id names its experiment)."""
+    return imp_key(exp_of(imp_id), imp_id)
 
 
 def rankers_for(server, *names):
@@ -45,11 +52,11 @@ def expected_decisive(rd, imp_ids):
     """Recompute each impression's outcome from its stored record and clicks."""
     n = 0
     for imp in imp_ids:
-        raw = rd.hgetall(f"rd:imp:{imp}")
+        raw = rd.hgetall(ikey(imp))
         if raw[b"duel"] != b"1":
             continue
         record = json.loads(raw[b"record"])
-        clicks = sorted(int(x) for x in rd.smembers(f"rd:imp:{imp}:clicks"))
+        clicks = sorted(int(x) for x in rd.smembers(clicks_key(exp_of(imp), imp)))
         outcome = interleaving.credit(record, clicks)
         stored = json.loads(raw.get(b"credited", b"null"))
         if stored is not None and stored["status"] in ("credited", "no_clicks"):
@@ -118,7 +125,7 @@ def test_inactive_impressions_are_credited_by_the_sweep(client, ranker_server, w
     client.click(page, [(page["results"][0]["id"], 1)])  # never ended
     state = wait_for(all_credited(client, exp["id"]), timeout=30, what="sweep")
     assert np.array(state["W"]).sum() == 1.0
-    assert rd.hget(f"rd:imp:{page['impression_id']}", "closed") == b"1"
+    assert rd.hget(ikey(page['impression_id']), "closed") == b"1"
 
 
 def test_worker_killed_mid_task_loses_and_doubles_nothing(client, ranker_server, worker, rd):
@@ -136,7 +143,7 @@ def test_worker_killed_mid_task_loses_and_doubles_nothing(client, ranker_server,
     worker.kill9()
     partial = client.experiment(exp["id"])["counters"].get("credited", 0)
     assert partial < 40  # killed with work left: the backlog really was interrupted
-    assert rd.exists(f"rd:exp:{exp['id']}:draining")  # ... while a drain held the flag
+    assert rd.zcard(drains_key(exp["id"])) >= 1  # ... while a drain held its lease
     worker.restart(delay_ms=0)
     state = wait_for(all_credited(client, exp["id"]), timeout=60, what="recovery")
     decisive = expected_decisive(rd, ids)
@@ -211,7 +218,7 @@ def test_multileaved_mdb_comparisons_are_credited_once(client, ranker_server, wo
     state = wait_for(all_credited(client, exp["id"]), what="mdb credits")
     pairs = 0
     for imp in ids:
-        stored = json.loads(rd.hget(f"rd:imp:{imp}", "credited"))
+        stored = json.loads(rd.hget(ikey(imp), "credited"))
         pairs += len(stored.get("outcomes", []))
     assert pairs > 10
     assert np.isclose(np.array(state["W"]).sum(), pairs)
@@ -270,7 +277,7 @@ def test_an_uncreditable_impression_does_not_block_the_rest(client, ranker_serve
         page = client.search(exp["id"], "q", k=4)
         client.click(page, [(page["results"][0]["id"], 1)])
         pages.append(page)
-    rd.hset(f"rd:imp:{pages[2]['impression_id']}", "record", '{"method": "no-such-method"}')
+    rd.hset(ikey(pages[2]['impression_id']), "record", '{"method": "no-such-method"}')
     for page in pages:
         client.end(page)
     state = wait_for(all_credited(client, exp["id"]), what="credits")

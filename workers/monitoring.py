@@ -6,7 +6,8 @@ for good, retried, and their duration (:mod:`service.metrics`). ``rankduel worke
 ``PROMETHEUS_MULTIPROC_DIR`` (emptied at start-up), so each process writes its values to
 files there, and the worker's main process serves their aggregate over HTTP on
 ``RANKDUEL_WORKER_METRICS_BIND`` (``host:port``; off when empty) once the worker is ready:
-a scrape sees the sum over the pool processes, including those that were replaced.
+a scrape sees the sum over the pool processes, including those that were replaced. The
+same server answers the worker's health check, ``/healthz`` (:mod:`workers.health`).
 
 The credit task itself counts impressions by outcome and the click-to-credit lag
 (``rankduel_credit_tasks_total``, ``rankduel_click_to_credit_seconds``). Queue depth is
@@ -64,15 +65,42 @@ def _on_retry(sender=None, **_kw) -> None:
     metrics.WORKER_TASKS_RETRIED.labels(_task_name(sender)).inc()
 
 
-def start_exporter(bind: str):
-    """Serve the worker's metrics on ``bind`` (``host:port``) from a daemon thread.
+def exporter_app(registry, config):
+    """WSGI app of the worker's endpoint: ``/healthz`` (:mod:`workers.health`), and the
+    metrics of ``registry`` on every other path (``/metrics``)."""
+    from prometheus_client import make_wsgi_app
+
+    from workers.health import healthz_response
+
+    metrics_app = make_wsgi_app(registry)
+
+    def app(environ, start_response):
+        if environ.get("PATH_INFO") == "/healthz":
+            status, body = healthz_response(config)
+            start_response(status, [("Content-Type", "application/json"),
+                                    ("Content-Length", str(len(body)))])
+            return [body]
+        return metrics_app(environ, start_response)
+
+    return app
+
+
+def start_exporter(bind: str, config=None):
+    """Serve the worker's metrics and ``/healthz`` on ``bind`` (``host:port``) from a
+    daemon thread.
 
     Aggregates ``PROMETHEUS_MULTIPROC_DIR`` when it is set (every pool process), else
     serves this process's registry only. Returns the server, or None when it cannot
     listen (the worker goes on without it; the error is logged).
     """
-    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_http_server
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
 
+    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
+    from prometheus_client.exposition import ThreadingWSGIServer
+
+    from service.config import load_config
+
+    config = config or load_config()
     host, _, port = bind.rpartition(":")
     if metrics.multiprocess_dir():
         registry = CollectorRegistry()
@@ -81,18 +109,30 @@ def start_exporter(bind: str):
         log.warning("PROMETHEUS_MULTIPROC_DIR is not set: the worker's metrics cover its "
                     "main process only (start it with `rankduel worker`)")
         registry = REGISTRY
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format, *args):  # scrapes and health checks: no log
+            pass
+
     try:
-        server, _thread = start_http_server(int(port), addr=host, registry=registry)
+        server = make_server(host, int(port), exporter_app(registry, config),
+                             ThreadingWSGIServer, handler_class=Quiet)
     except OSError as exc:
         log.error("cannot serve worker metrics on %s: %s", bind, exc)
         return None
-    log.info("worker metrics on http://%s/metrics (pid %d)", bind, os.getpid())
+    threading.Thread(target=server.serve_forever, name="rankduel-exporter",
+                     daemon=True).start()
+    log.info("worker metrics on http://%s/metrics, health on /healthz (pid %d)",
+             bind, os.getpid())
     return server
 
 
 def _on_ready(sender=None, **_kw) -> None:
     global _server
     from service.config import load_config
+    from workers.health import state
+
+    state.consumer = sender  # /healthz reads its broker connection
 
     # every task's series exist from the start, at 0 (a failure panel shows 0, not
     # "no data", and rate() sees the first failure)

