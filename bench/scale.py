@@ -137,7 +137,7 @@ def impressions(store, exp_ids: list[str], n: int, seed: int = 1) -> None:
         e = exp_ids[k % len(exp_ids)]
         arms, shown, record, clicks = templates[k % len(templates)]
         imp = new_impression_id(e)
-        store.save_impression(imp, exp_id=e, arms=arms, shown=shown, record=record,
+        store.save_impression(imp, exp_id=e, t=0, arms=arms, shown=shown, record=record,
                               duel=True, forfeits=[], token_expires=2**31, ttl_s=86400,
                               inactivity_s=600, counters={"impressions": 1, "duel": 1})
         if clicks:

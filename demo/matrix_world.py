@@ -146,7 +146,9 @@ def measure_feedback(redis_client, exp_id: str, searches_per_second: float,
     the mean number credited at one step (``feedback_batch``), and the selections between
     two snapshot re-reads of an API process (``reload_every``)."""
     delays, at = [], Counter()
-    for key in redis_client.scan_iter("rd:imp:*"):
+    from service.keys import imp_key
+
+    for key in redis_client.scan_iter(imp_key(exp_id, "*")):
         if key.endswith(b":clicks"):
             continue
         exp_of, t_sel, credited = redis_client.hmget(key, "exp", "t", "credited")

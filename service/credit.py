@@ -223,9 +223,12 @@ class Guard:
     eliminates, and on a few that do not (``update()`` then decides nothing changed).
     Outcomes on arms in different batches (or out of play) change no structure.
 
-    Policies without such a structure (every baseline policy) have no guard
-    (:meth:`of` returns None): their ``update()`` changes nothing but ``W`` and
-    ``n_updates``. tests/test_credit_path.py checks both claims on every policy.
+    Policies whose ``update()`` advances selection state at every step (RUCB, RCS, CCB,
+    RMED1: the ``_commit`` hook of :mod:`bandits.base`) get a guard that trips on every
+    outcome: their credits are applied one by one by ``update()``, in order (correct, and
+    serial). The other policies without a structure (DTS, Self-Sparring, MDB, Uniform)
+    have no guard (:meth:`of` returns None): their ``update()`` changes nothing but ``W``
+    and ``n_updates``. tests/test_credit_path.py checks these claims on every policy.
 
     Examples
     --------
@@ -233,7 +236,9 @@ class Guard:
     >>> g = Guard.of(make_bandit("mergedts", 4, seed=1, alpha=0.5, c=1.0), t=60)
     >>> g.watches(0, 1), g.trips(0.0, 9.0), g.trips(0.0, 8.0)
     (True, True, False)
-    >>> Guard.of(make_bandit("rucb", 4, seed=1), t=60) is None
+    >>> Guard.of(make_bandit("dts", 4, seed=1), t=60) is None
+    True
+    >>> Guard.of(make_bandit("rucb", 4, seed=1), t=60).trips(0.0, 1.0)
     True
     """
 
@@ -244,6 +249,11 @@ class Guard:
     def of(cls, bandit: DuelingBandit, t: int) -> Guard | None:
         """The guard of ``bandit``'s current structure, with the bound at step ``t``
         (any step up to the global one)."""
+        if type(bandit)._commit is not DuelingBandit._commit:
+            # its update() advances selection state at every step (RUCB's B, RCS's N_c,
+            # CCB's sets, RMED1's rounds): no outcome commutes, every one is held and
+            # applied by the policy's own update() in order
+            return cls(-1.0, {a: 0 for a in range(bandit.K)})
         batches = bandit.structure().get("batches")
         bonus = getattr(bandit, "bonus", None)
         if batches is None or bonus is None:

@@ -37,7 +37,7 @@ def test_exposition_equals_generate_latest(tmp_path):
             np.fill_diagonal(W, 0)
             store.r.set(w_key(exp_id), np.ascontiguousarray(W, "<f8").tobytes())
             store.r.hset(shown_key(exp_id), mapping={"n:0": 3, "share:0": 1.5})
-            store.save_impression(new_impression_id(exp_id), exp_id=exp_id, arms=[0, 1],
+            store.save_impression(new_impression_id(exp_id), exp_id=exp_id, t=0, arms=[0, 1],
                                   shown=["d"], record=None, duel=False, forfeits=[],
                                   token_expires=2**31, ttl_s=60, inactivity_s=60,
                                   counters={"impressions": 1})

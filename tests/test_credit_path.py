@@ -81,7 +81,7 @@ def comparable(b: DuelingBandit) -> dict:
 
 @pytest.mark.parametrize("name", sorted(bandits.ALGORITHMS))
 def test_guard_fires_on_every_structural_change(name):
-    changes = fired = 0
+    changes = fired = steps = 0
     for seed in (1, 2):
         b = bandits.make_bandit(name, K, seed=seed, **PARAMS.get(name, {}))
         for t, outcomes in workload(name, 800, seed):
@@ -95,9 +95,12 @@ def test_guard_fires_on_every_structural_change(name):
             assert not changed or trips, (name, t, outcomes)  # never missed
             changes += changed
             fired += trips
+            steps += 1
     if name in PARAMS:
         assert changes >= 4  # the workload really eliminates
         assert fired <= 3 * changes + 10, (fired, changes)  # and the guard is tight
+    elif type(b)._commit is not DuelingBandit._commit:
+        assert fired == steps  # state advanced at every step: every outcome is held
     else:
         assert changes == fired == 0  # baselines: update() changes no structure
 
@@ -204,7 +207,7 @@ def save(store, exp_id: str, outcomes) -> str:
 
     imp_id = new_impression_id(exp_id)
     arms = sorted({a for i, j, _ in outcomes for a in (i, j)})
-    store.save_impression(imp_id, exp_id=exp_id, arms=arms, shown=["d"],
+    store.save_impression(imp_id, exp_id=exp_id, t=0, arms=arms, shown=["d"],
                           record={"outcomes": outcomes}, duel=True, forfeits=[],
                           token_expires=2**31, ttl_s=600, inactivity_s=0.0,
                           counters={"impressions": 1})

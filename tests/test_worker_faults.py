@@ -88,7 +88,9 @@ def exp_state(rd, exp_id: str) -> dict:
 def decisive_in_redis(rd, exp_id: str) -> int:
     """Decisive impressions of ``exp_id``, recomputed from every stored impression."""
     n = 0
-    for key in rd.scan_iter(match="rd:imp:*", count=1000):
+    from service.keys import imp_key
+
+    for key in rd.scan_iter(match=imp_key(exp_id, "*"), count=1000):
         if key.endswith(b":clicks"):
             continue
         raw = rd.hgetall(key)

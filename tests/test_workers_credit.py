@@ -53,6 +53,9 @@ def expected_decisive(rd, imp_ids):
     n = 0
     for imp in imp_ids:
         raw = rd.hgetall(ikey(imp))
+        if json.loads(raw.get(b"forfeits", b"[]")):  # a ranker failed (e.g. timed out
+            n += 1  # under load): its forfeit is the outcome, whatever the clicks
+            continue
         if raw[b"duel"] != b"1":
             continue
         record = json.loads(raw[b"record"])
