@@ -12,7 +12,9 @@ separate broker Redis):
    clicks each, as the API stores them) are written while no worker runs; the workers are
    started; then one drain per experiment is queued (drains fan out, up to
    ``credit_parallelism`` per experiment) and the time until every one is credited is
-   measured (workers already consuming: start-up is not timed).
+   measured (workers already consuming: start-up is not timed), with the CPU the worker
+   processes and the Redis servers spent per impression (``1e6 / worker CPU µs`` is what
+   one fully busy worker process credits per second, whatever else the machine runs).
 2. **search**: ``GET /search`` requests per second with 1, 2 and 4 API processes
    (gunicorn workers of one ``rankduel serve``), closed-loop load from ``--clients``
    keep-alive connections in 2 load processes for ``--seconds`` (bench/service_load.py's
@@ -171,6 +173,7 @@ def credit_bench(b: Backend, n: int) -> dict:
         for layout, n_exp in (("one experiment", 1), ("20 experiments", 20)):
             exps = [b.experiment(f"credit-{count}-{n_exp}-{k}", seed=k) for k in range(n_exp)]
             impressions(b.store, exps, n)
+            cpu0, redis0 = group_cpu(workers), redis_cpu(b)[0]
             t0 = time.monotonic()
             for e in exps:
                 queue.drain(e, b.store.take_drain(e, 600, limit=8))
@@ -179,13 +182,21 @@ def credit_bench(b: Backend, n: int) -> dict:
                     raise TimeoutError("credit too slow")
                 time.sleep(0.02)
             wall = time.monotonic() - t0
+            cpu = (group_cpu(workers) - cpu0) / n * 1e6
+            redis_us = (redis_cpu(b)[0] - redis0) / n * 1e6
             W = sum(b.store.snapshot(e).bandit.W.sum() for e in exps)
             decisive = sum(b.store.counters(e).get("decisive", 0) for e in exps)
             assert decisive == W, (W, decisive)  # exactly once, also under the benchmark
             rate = n / wall
             out.setdefault(layout, {})[str(count)] = round(rate)
+            # CPU per impression (all worker processes; the state store's servers): a
+            # figure the other jobs on a shared machine do not distort
+            out.setdefault("worker_cpu_us", {}).setdefault(layout, {})[str(count)] = round(cpu)
+            out.setdefault("redis_cpu_us", {}).setdefault(layout, {})[str(count)] = round(
+                redis_us)
             print(f"[{b.kind}] credit, {layout}, {count} worker(s): {n} impressions in "
-                  f"{wall:.2f} s = {rate:,.0f}/s", flush=True)
+                  f"{wall:.2f} s = {rate:,.0f}/s; worker CPU {cpu:.0f} µs and Redis CPU "
+                  f"{redis_us:.0f} µs per impression", flush=True)
     for w in workers:
         w.stop()
     return out
