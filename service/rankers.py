@@ -296,6 +296,11 @@ class RankerClient:
             result = out[-1]
             if elapsed is None:  # failed: time until we gave up on it
                 elapsed = time.perf_counter() - start
+                if (result.reason in ("connection", "error")
+                        and elapsed >= r["timeout_ms"] / 1000.0):
+                    # the watchdog cut the socket at the deadline, mid-read
+                    result = out[-1] = RankerFailure("timeout", f"no answer within "
+                                                     f"{r['timeout_ms']} ms")
             if not observe:
                 continue
             metrics.RANKER_LATENCY.labels(experiment, r["name"]).observe(elapsed)
