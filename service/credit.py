@@ -21,9 +21,11 @@ What an impression yields, in order of precedence:
 
 Two ways to apply a batch
 -------------------------
-A policy's ``update()`` adds the outcome to ``W`` (and counts ``n_updates``); the
-baseline policies change nothing else (their other fields are caches of ``W`` or change
-only in ``select()``); the Merge policies may also change their **structure**:
+A policy's ``update()`` adds the outcome to ``W`` (and counts ``n_updates``); DTS,
+Self-Sparring, MDB and Uniform change nothing else (their other fields are caches of
+``W``); RUCB, RCS, CCB and RMED1 also advance selection state at every step (the
+``_commit`` hook of :mod:`bandits.base`), so none of their outcomes commutes; the Merge
+policies may also change their **structure**:
 eliminate an arm (MergeDTS Algorithm 1 lines 10–11, MergeRUCB Algorithm 4), and then
 merge batches and start a stage (lines 12–22). Additions to ``W`` commute, structural
 changes do not: an elimination depends on ``W`` and ``t`` at the comparison that causes it.
@@ -35,10 +37,12 @@ changes do not: an elimination depends on ``W`` and ``t`` at the comparison that
 * A :class:`Guard` says which outcomes could change the structure: an outcome on a pair
   that plays in one batch whose new counts would put one side's upper confidence bound
   below ½ with the bound's value at an earlier step (``u_ij`` only grows with ``t``, so
-  that is a superset of the outcomes that do). The script stops at such an outcome and
-  holds it; it is then applied alone with ``apply(..., update=True)``, which calls the
-  policy's own ``update()`` on the full current state, in an optimistic transaction that
-  writes the new structure (or none) with it. Meanwhile no other credit enters ``W``,
+  that is a superset of the outcomes that do); for the policies whose ``update()``
+  advances selection state, every outcome. The script stops at such an outcome and
+  holds it; it is then applied, with the rest of its batch, by ``apply(...,
+  update=True)``, which calls the policy's own ``update()`` on the full current state,
+  in order, in one optimistic transaction that writes the new structure (or none) with
+  it. Meanwhile no other credit enters ``W``,
   so the outcome is decided at exactly its place in the order in which the shard applied
   every outcome, with the global ``t``: the same ``update()`` as the simulator's,
   eliminations at the comparison count the pseudo-code gives.

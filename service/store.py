@@ -533,32 +533,39 @@ class Store:
         return Committed(status, codes, text(out[1]) or None)
 
     def resolve_hold(self, exp_id: str,
-                     decide: Callable[[Snapshot, str, credit_step.Impression | None],
-                                      credit_step.Credit]) -> dict[str, dict] | None:
-        """Decide the impression that holds ``exp_id``, if any: ``decide(snapshot, id,
-        impression)`` (the pure credit step with ``update=True`` on the snapshot's policy
-        at the global ``t``) in one optimistic transaction that commits its ``W``, ``n``,
-        structure, mark, counters and audit and clears the hold. Returns the impression's
-        result, or None when nothing was held."""
+                     decide: Callable[[Snapshot, list[str],
+                                       list[credit_step.Impression | None]],
+                                      credit_step.Credit],
+                     more: Sequence[str] = ()) -> dict[str, dict] | None:
+        """Decide the impression that holds ``exp_id``, if any, then the impressions
+        ``more`` (the rest of the caller's batch), in order: ``decide(snapshot, ids,
+        impressions)`` (the pure credit step with ``update=True`` on the snapshot's policy
+        at the global ``t``) in one optimistic transaction that commits ``W``, ``n``, the
+        structure, the marks, counters and audit and clears the hold. While the hold is
+        set no credit script runs, so applying the rest here too is as exact as the
+        script, and saves a round per held outcome (every outcome is held for a policy
+        whose ``update()`` advances selection state). Returns the results, or None when
+        nothing was held."""
         held = text(self.r.hget(exp_key(exp_id), "hold"))
         if not held:
             return None
-        watch = [exp_key(exp_id), w_key(exp_id), imp_key(exp_id, held),
-                 clicks_key(exp_id, held)]
+        ids = [held, *(i for i in dict.fromkeys(more) if i != held)]
+        watch = [exp_key(exp_id), w_key(exp_id)]
+        for i in ids:
+            watch += [imp_key(exp_id, i), clicks_key(exp_id, i)]
 
-        def read() -> tuple[Snapshot, credit_step.Impression | None]:
+        def read() -> tuple[Snapshot, list[credit_step.Impression | None]]:
             snap = self.snapshot(exp_id, full=True)
-            imp = self.read_impressions(exp_id, [held])[0] if snap.hold == held else None
-            return snap, imp
+            imps = self.read_impressions(exp_id, ids) if snap.hold == held else []
+            return snap, imps
 
         def write(data, pipe) -> dict[str, dict] | None:
-            snap, imp = data
+            snap, imps = data
             if snap.hold != held:
                 return None  # resolved by another worker meanwhile
             bandit = snap.bandit
             before = encode_structure(bandit)["state"]
-            result = decide(snap, held, imp)
-            res = result.results[held]
+            result = decide(snap, ids, imps)
             if result.changed:
                 structure = encode_structure(bandit)
                 pipe.set(w_key(exp_id), encode_w(bandit))
@@ -569,12 +576,17 @@ class Store:
                 pipe.hset(exp_key(exp_id), mapping=fields)
                 self.add_audit(exp_id, *(audit_entry(self.clock(), **e)
                                          for e in result.audit), pipe=pipe)
-            if res["status"] not in ("missing", "already"):
-                pipe.hset(imp_key(exp_id, held),
-                          mapping={"closed": 1, "credited": json.dumps(res)})
-                for name in result.counted.get(held, []):
-                    pipe.hincrby(counters_key(exp_id), name, 1)
-            pipe.zrem(pending_key(exp_id), held)
+            counts: dict[str, int] = {}
+            for i in ids:
+                res = result.results[i]
+                if res["status"] in ("missing", "already"):
+                    continue
+                pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": json.dumps(res)})
+                for name in result.counted.get(i, []):
+                    counts[name] = counts.get(name, 0) + 1
+            for name, n in counts.items():
+                pipe.hincrby(counters_key(exp_id), name, n)
+            pipe.zrem(pending_key(exp_id), *ids)
             pipe.hdel(exp_key(exp_id), "hold")
             pipe.hincrby(exp_key(exp_id), "version", 1)
             return result.results

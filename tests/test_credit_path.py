@@ -220,7 +220,7 @@ def fake_credit(record, clicked):
     return [(arms.index(i), arms.index(j), s) for i, j, s in record["outcomes"]]
 
 
-@pytest.mark.parametrize("name", ["mergedts", "mdb"])
+@pytest.mark.parametrize("name", ["mergedts", "mdb", "rucb", "rmed1"])
 def test_script_and_holds_on_redis_equal_the_serial_run(store, monkeypatch, name):
     import interleaving
     from workers.tasks import credit_batch

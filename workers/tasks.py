@@ -99,9 +99,11 @@ class Views:
 _views = Views(config.state_cache_size)
 
 
-def _decide(snap: Snapshot, imp_id: str, imp: credit.Impression | None) -> credit.Credit:
-    """A held impression: the policy's own ``update()`` on the current state."""
-    return credit.apply(snap.bandit, [imp], ids=[imp_id], t=snap.selections or 0,
+def _decide(snap: Snapshot, ids: list[str],
+            imps: list[credit.Impression | None]) -> credit.Credit:
+    """A held impression and the rest of its batch: the policy's own ``update()`` on the
+    current state, in order."""
+    return credit.apply(snap.bandit, imps, ids=ids, t=snap.selections or 0,
                         names=snap.names, update=True)
 
 
@@ -134,8 +136,9 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int) -> dict[
         if done.status == "sv":  # an elimination, a merge or an operator changed it
             _views.drop(exp_id)
             continue
-        # held by this batch or by another: decide that impression, then go on
-        resolved = store.resolve_hold(exp_id, _decide) or {}
+        # held by this batch or by another: decide that impression and the rest of ours
+        rest = [i for i in todo if i not in done.codes]
+        resolved = store.resolve_hold(exp_id, _decide, more=rest) or {}
         results.update(resolved)
         todo = [i for i in todo if i not in done.codes and i not in resolved]
         if resolved:
