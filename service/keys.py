@@ -39,6 +39,8 @@ script (on a cluster they live wherever their own name hashes)::
 
     rd:experiments          ZSET  experiment ids by creation time
     rd:workers:ready        SET   pids of Celery workers that are consuming
+    rd:sweep:last           STR   (TTL) epoch seconds of the last completed sweep (workers'
+                                  /healthz)
     rd:legacy-imp:<i>       STR   (TTL) the experiment of an impression id issued before
                                   this layout (written by ``rankduel migrate-keys``)
 
@@ -63,6 +65,7 @@ import secrets
 PREFIX = "rd:"
 EXPERIMENTS = PREFIX + "experiments"
 WORKERS_READY = PREFIX + "workers:ready"
+SWEEP_HEARTBEAT = PREFIX + "sweep:last"
 #: separates the experiment id from the random part of an impression id
 IMP_SEP = "."
 

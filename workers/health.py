@@ -31,14 +31,11 @@ import redis
 from celery.signals import task_success
 
 from service.config import Config
-from service.keys import PREFIX
+from service.keys import SWEEP_HEARTBEAT
 from service.queue import SWEEP
 
 log = logging.getLogger("rankduel.worker.health")
 
-#: STR (TTL): epoch seconds of the last completed sweep, written by the process that ran
-#: it (kept here beside the code that writes and reads it; see :mod:`service.keys`)
-SWEEP_HEARTBEAT = PREFIX + "sweep:last"
 
 _started = time.time()
 _client: tuple[int, redis.Redis] | None = None

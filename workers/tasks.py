@@ -22,9 +22,10 @@ drain twice, or after a crash at any point, is a no-op or a clean redo.
 ``rankduel.credit_impression(imp_id)`` credits one impression the same way (replays,
 manual re-queues).
 
-``rankduel.sweep()`` (every ``sweep_interval_s``, from the worker's embedded beat) queues a
-drain for every experiment with due impressions and no drain lease held. Redis, not the
-broker, is the source of truth for what remains to credit.
+``rankduel.sweep()`` (every ``sweep_interval_s``, published by a timer in the main process
+of a worker that sweeps, :mod:`workers.schedule`) queues a drain for every experiment
+with due impressions and no drain lease held. Redis, not the broker, is the source of
+truth for what remains to credit.
 """
 
 from __future__ import annotations
