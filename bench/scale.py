@@ -80,6 +80,7 @@ class Backend:
         else:
             self.url = self.broker = stack.start_redis()
         self.cluster = kind == "cluster"
+        self.algorithm = "mergedts"  # of the credit measurement (--algorithm)
         self.store = Store(connect(self.url, cluster=self.cluster))
         self.env = dict(os.environ, REDIS_URL=self.url, RANKDUEL_BROKER_URL=self.broker,
                         RANKDUEL_REDIS_CLUSTER=str(int(self.cluster)),
@@ -99,15 +100,17 @@ class Backend:
         folder.mkdir(parents=True, exist_ok=True)
         return dict(self.env, PROMETHEUS_MULTIPROC_DIR=str(folder), **extra)
 
-    def experiment(self, name: str, k: int = 12, seed: int = 1) -> str:
+    def experiment(self, name: str, k: int = 12, seed: int = 1,
+                   algorithm: str = "mergedts") -> str:
         """A MergeDTS experiment over ``k`` world rankers, created in the store directly."""
         import bandits
         from service.store import audit_entry
 
         exp_id = secrets.token_hex(6)
-        b = bandits.make_bandit("mergedts", k, seed=seed, **MERGE)
+        params = MERGE if algorithm.startswith("merge") else {}
+        b = bandits.make_bandit(algorithm, k, seed=seed, **params)
         now = time.time()
-        meta = {"id": exp_id, "name": name, "algorithm": "mergedts", "params": MERGE,
+        meta = {"id": exp_id, "name": name, "algorithm": algorithm, "params": params,
                 "interleaving": "team_draft", "seed": seed, "created_at": now}
         rankers = [{"name": ranker_name(a), "url": f"{self.rankers_url}/rankers/{a}",
                     "timeout_ms": 2000, "arm": a, "status": "active", "added_at": now,
@@ -171,7 +174,8 @@ def credit_bench(b: Backend, n: int) -> dict:
         for w in workers:
             b.stack.wait_worker(w, b.url, cluster=b.cluster)
         for layout, n_exp in (("one experiment", 1), ("20 experiments", 20)):
-            exps = [b.experiment(f"credit-{count}-{n_exp}-{k}", seed=k) for k in range(n_exp)]
+            exps = [b.experiment(f"credit-{count}-{n_exp}-{k}", seed=k,
+                                 algorithm=b.algorithm) for k in range(n_exp)]
             impressions(b.store, exps, n)
             cpu0, redis0 = group_cpu(workers), redis_cpu(b)[0]
             t0 = time.monotonic()
@@ -375,6 +379,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--users", type=int, default=8)
     ap.add_argument("--backends", default="redis,cluster")
+    ap.add_argument("--algorithm", default="mergedts",
+                    help="policy of the credit measurement's experiments (default mergedts)")
     ap.add_argument("--skip", default="", help="parts to skip: credit,search,lag,scrape")
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()
@@ -385,6 +391,7 @@ def main() -> int:
     for kind in args.backends.split(","):
         with Stack(work / kind) as stack:
             b = Backend(stack, kind, work / kind, admin)
+            b.algorithm = args.algorithm
             r = results[kind] = {}
             if "credit" not in skip:
                 r["credit"] = credit_bench(b, args.impressions)
