@@ -16,6 +16,9 @@ from judging.base import Judge, Result
 ALGORITHMS: dict[str, str] = {
     "prefbest": "judging.prefbest:PrefBest",
     "prefbest_extra": "judging.prefbest:PrefBestExtra",
+    "gauntlet": "judging.gauntlet:Gauntlet",
+    # the algorithm scripts and campaigns should use; today the gauntlet
+    "recommended": "judging.gauntlet:Gauntlet",
 }
 
 
