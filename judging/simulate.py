@@ -101,6 +101,33 @@ def case_b(K: int = 100, p: float = 0.75) -> Case:
 
 CASES: dict[str, Callable[..., Case]] = {"A": case_a, "B": case_b}
 
+#: seed 004, Figure 4.1 (1,000 simulations each; counts as the thesis makes them: a run
+#: "found" a winner when its returned set contains it, §4.4), for the printed comparison.
+THESIS_FIGURE_4_1: dict[str, dict[str, str]] = {
+    "A": {
+        "PARWiS": "best found 537, comparisons 1000, assessors 17-68",
+        "Active Ranking": "best found 175, comparisons 1000, assessors 3-11",
+        "Mohajer et al. (SELECT)": "best found 715, comparisons 990, assessors 10",
+        "Clarke et al. (extra final phase)": "best found 510, comparisons 624-781, assessors 3-6",
+        "Clarke et al.": "best found 502, comparisons 599-759, assessors 2-5",
+        "Round-Efficient Dueling Bandits": "best found 141, comparisons 1000, assessors 2-5",
+        "Double Thompson Sampling": "best found 124, comparisons 1000, assessors 4-24",
+        "MergeDTS": "best found 108, comparisons 1000, assessors 31-93",
+    },
+    "B": {
+        "PARWiS": "one 686, both 287, comparisons 1000, assessors 7-83",
+        "Active Ranking": "one 405, both 545, comparisons 1000, assessors 3-11",
+        "Mohajer et al. (SELECT)": "one 905, both 0, comparisons 990, assessors 10",
+        "Mohajer et al. (TOP-2)": "one 588, both 277, comparisons 980, assessors 5",
+        "Clarke et al. (extra final phase)": "one 733, both 81, comparisons 616-795, "
+                                             "assessors 3-6",
+        "Clarke et al.": "one 666, both 94, comparisons 592-764, assessors 2-5",
+        "Round-Efficient Dueling Bandits": "one 680, both 89, comparisons 1000, assessors 2-5",
+        "Double Thompson Sampling": "one 710, both 7, comparisons 1000, assessors 4-20",
+        "MergeDTS": "one 581, both 58, comparisons 1000, assessors 28-81",
+    },
+}
+
 
 def default_winners(P: np.ndarray) -> tuple[int, ...]:
     """The items no other item beats (``P[i, j] >= ½`` for every ``j``); if there are none,

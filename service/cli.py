@@ -13,7 +13,7 @@ import importlib
 import sys
 
 #: subcommand modules, in the order ``--help`` lists them
-COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic"]
+COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic", "judge"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,9 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"service.commands.{name}")
+            path = "judging.cli" if name == "judge" else f"service.commands.{name}"
+            module = importlib.import_module(path)
         except ModuleNotFoundError as exc:
-            if exc.name == f"service.commands.{name}":
+            if exc.name == path:
                 continue
             raise
         module.add_parser(sub)
