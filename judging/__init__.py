@@ -1,0 +1,45 @@
+"""Judging algorithms: find the best items of a pool from human preference judgments.
+
+Pure (numpy only, no I/O): seed 004 (Yan 2022) frames offline evaluation by human
+preference judgments as a dueling-bandit problem over the items of a pool. Each algorithm
+lives in its own module behind the interface of :mod:`judging.base`;
+``make_judge(name, n_items, ...)`` builds one by its registered name.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from judging.base import Judge, Result
+
+#: registered name -> "module:Class"
+ALGORITHMS: dict[str, str] = {
+    "prefbest": "judging.prefbest:PrefBest",
+    "prefbest_extra": "judging.prefbest:PrefBestExtra",
+    "gauntlet": "judging.gauntlet:Gauntlet",
+    # the algorithm scripts and campaigns should use; today the gauntlet
+    "recommended": "judging.gauntlet:Gauntlet",
+}
+
+
+def get_judge(name: str) -> type[Judge]:
+    """The judging algorithm registered under ``name``."""
+    try:
+        module, cls = ALGORITHMS[name].split(":")
+    except KeyError:
+        known = ", ".join(sorted(ALGORITHMS))
+        raise ValueError(f"unknown judging algorithm {name!r}; known: {known}") from None
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_judge(name: str, n_items: int, *, seed=None, **params) -> Judge:
+    """Instantiate the judging algorithm ``name`` over ``n_items`` items."""
+    return get_judge(name)(n_items, seed=seed, **params)
+
+
+def judge_from_state(state: dict) -> Judge:
+    """Rebuild whichever judge ``state`` (from ``state_dict()``) belongs to."""
+    return get_judge(state["algorithm"]).from_state(state)
+
+
+__all__ = ["ALGORITHMS", "Judge", "Result", "get_judge", "judge_from_state", "make_judge"]
