@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-from service.cli import main as cli
 
+from cli.main import main as cli
 from judging.evaluate import evaluate, mrr, parse_qrels, parse_run
 
 FIELDS = {"best_found", "one_found", "both_found", "returned_mean", "judgments_min",
