@@ -17,6 +17,7 @@ ALGORITHMS: dict[str, str] = {
     "prefbest": "judging.prefbest:PrefBest",
     "prefbest_extra": "judging.prefbest:PrefBestExtra",
     "gauntlet": "judging.gauntlet:Gauntlet",
+    "gauntlet_ties": "judging.gauntlet:GauntletTies",
     # the algorithm scripts and campaigns should use; today the gauntlet
     "recommended": "judging.gauntlet:Gauntlet",
 }
