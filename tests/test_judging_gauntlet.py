@@ -132,8 +132,10 @@ def test_two_equal_best_items_are_returned_together_by_the_tie_keeping_final():
                  np.random.default_rng(100 + seed))
         together += j.best() == frozenset({4, 9})
         alone += len(j.best()) == 1 and j.best() <= {4, 9}
-    # the 7-of-10 final keeps a true tie with probability 0.656 once both reach it
-    assert together >= 5 and together + alone >= 10, (together, alone)
+    # the 7-of-10 final keeps a true tie with probability 0.656 once both reach it: about 7
+    # of 12 expected (6 here); a best item and nothing else in every run (12 here); the
+    # bounds sit ~2 binomial sd below the expectation
+    assert together >= 4 and together + alone >= 10, (together, alone)
 
 
 def test_state_round_trip_mid_run_with_pending_pairs():
