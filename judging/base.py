@@ -42,7 +42,7 @@ and wins on which the exclusion rests and the one-sided binomial p-value
 ``P(Bin(n, ½) <= wins)`` — how likely an item at least as good as the opponents it met
 would do that badly. ``Result.confidence`` is one minus the largest such p-value (the
 weakest exclusion), and 0 when some item was set aside without evidence (the budget ran
-out); ``Result.statement`` says the same in words.
+out, or items are still in play); ``Result.statement`` says the same in words.
 """
 
 from __future__ import annotations
@@ -261,7 +261,9 @@ class Judge(abc.ABC):
         best = self.best()
         ps = [float(e["p"]) for e in self.excluded.values()]
         worst = max(ps, default=0.0)
-        confidence = 0.0 if self.unrefuted else 1.0 - worst
+        # items neither returned, excluded with evidence nor set aside: still in play
+        open_ = self.K - len(best) - len(self.excluded) - len(self.unrefuted)
+        confidence = 0.0 if (self.unrefuted or open_ > 0) else 1.0 - worst
         names = ", ".join(str(b) for b in sorted(best)) or "nothing"
         parts = [f"best: {{{names}}} after {self.n_judgments} judgments"]
         if len(best) > 1:
@@ -273,6 +275,8 @@ class Judge(abc.ABC):
             )
         if self.unrefuted:
             parts.append(f"{len(self.unrefuted)} items set aside unrefuted: the budget ran out")
+        if open_ > 0:
+            parts.append(f"{open_} items not refuted yet")
         if not self.done:
             parts.append("still running")
         return Result(

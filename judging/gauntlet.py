@@ -22,8 +22,9 @@ The algorithm
    challenger (``L`` drops by one) until ``L = 2``.
 4. **Final** (line 7). The items still in play meet in a round robin with a *tie-aware*
    test: an item is out when another has at least ``t`` wins over it in their pair, where
-   ``t`` is the smallest count with ``P(Bin(cap, ½) >= t) <= alpha`` (``t = 7`` of 10 for
-   the defaults). Pairs stop as soon as the outcome is settled either way (curtailment).
+   ``t`` is the smallest count with ``P(Bin(cap, ½) >= t) <= alpha`` (``t = 6`` of 10 for
+   the default ``alpha = 0.4``; ``t = 7`` for ``gauntlet_ties``, ``alpha = 0.2``). Pairs
+   stop as soon as the outcome is settled either way (curtailment).
    Items no test separates are returned together: ties are answers.
 5. **Budget** (line 8). ``reserve`` judgments are kept for the end (by default ten for
    every leader that will step down and for every pair of the final). When only they are
@@ -36,21 +37,27 @@ What it builds on
   with probability ¾" against "¼" (each win or loss multiplies the likelihood ratio by 3;
   ``d = 3`` is a ratio of 27 against it), the test behind the sequential elimination of
   Beat-the-Mean (Yue & Joachims 2011) and of the confidence-bound policies in
-  :mod:`bandits` (RUCB/MergeRUCB eliminate an arm when a bound says it loses). A best item
-  playing worse items drifts up, and its chance of ever falling to ``-d`` is at most
-  ``3^-d`` however many judgments it takes part in — unlike a knockout, where every match
-  is a fresh chance to lose (SELECT, seed 004 §3.3.5, loses item 0 in about 30% of Case A
-  runs for this reason). The cap ``U`` is the reflecting barrier of Page's CUSUM: credit
-  earned against weak leaders early cannot shield a weak item later.
+  :mod:`bandits` (RUCB/MergeRUCB eliminate an arm when a bound says it loses). Evidence
+  about an item accumulates across all its opponents: a best item drifts up, and from
+  credit 0 its chance of ever falling to ``-d`` is ``3^-d`` (3.7 %) whatever the number
+  of opponents — unlike a knockout, where every match is a fresh chance to lose (SELECT,
+  seed 004 §3.3.5, loses item 0 in 28.5 % of Case A runs for this reason). The cap ``U``
+  is the reflecting barrier of Page's CUSUM: credit earned against weak leaders early
+  cannot shield a weak item later; it costs a best item a little (each return to ``U``
+  is a new, small chance to fall), which is why leaders, who take most judgments, keep
+  their credit still.
 * Judging challengers against the current best (a "champion") rather than against random
   opponents is what makes weak items cheap to refute: against a best item they lose three
   times in four, against a random opponent of a pool of ties only half the time
   (Borda-style pruning, prefBest, needs many more judgments for the same evidence).
 * The final's test is the one-sided binomial test at level ``alpha`` with the cap as its
-  sample size; ``alpha = 0.2`` trades the two errors the cap allows between
-  (seed 004's cases): a true ¾ preference is declared with probability 0.776, a true tie
-  is kept as a tie with probability 0.656 — the most one can do with ten judgments of a
-  pair.
+  sample size (by Neyman–Pearson the most powerful test on ten judgments). Seed 004's
+  two cases differ, for the two strongest items, *only* in that pair (Case A: ¾, Case B:
+  ½; against every other item both win ¾), so no algorithm can do better than this test
+  at telling them apart with ten judgments of the pair. ``t = 6`` declares a true ¾
+  preference with probability 0.922 and keeps a true tie with probability 0.246;
+  ``t = 7`` gives 0.776 and 0.656. The default chooses to name the best item; the
+  ``gauntlet_ties`` variant chooses to keep ties.
 * Bradley–Terry strength (Hunter 2004, the MM algorithm) only *ranks*; no decision rests
   on the model being right.
 

@@ -43,14 +43,18 @@ def test_unmerged_duplicate_of_the_best_item_is_a_tie_and_returned_often():
     P[:, [0, 7]] = 0.2
     P[np.ix_([0, 7], [0, 7])] = 0.5
     rng = np.random.default_rng(4)
-    both = 0
+    both = alone = 0
     for seed in range(20):
-        j = make_judge("recommended", K, seed=seed, budget=300)
+        j = make_judge("gauntlet_ties", K, seed=seed, budget=300)
         while not j.done:
             for a, b in j.request(10):
                 j.record(a, b, float(rng.random() < P[a, b]))
         both += j.best() == frozenset({0, 7})
-    assert both >= 5  # kept together in a good share of runs (a 10-judgment tie test)
+        alone += len(j.best()) == 1 and j.best() <= {0, 7}
+    # the 7-of-10 final keeps a true tie with probability 0.656 once both reach it: about
+    # 12 of 20 runs expected (13 here), and a best item with nothing else in nearly all;
+    # the bounds sit ~2.5 binomial sd below the expectation
+    assert both >= 7 and both + alone >= 17, (both, alone)
 
 
 def test_test_pair_rule_is_75_percent():
