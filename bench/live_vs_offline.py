@@ -61,6 +61,8 @@ class Live:
         admin = secrets.token_hex(16)
         env = dict(os.environ, REDIS_URL=self.redis_url, RANKDUEL_ADMIN_TOKEN=admin,
                    RANKDUEL_SECRET_KEY=secrets.token_hex(16), RANKDUEL_INACTIVITY_S="5",
+                   RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
+                   RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0",
                    RANKDUEL_SWEEP_INTERVAL_S="0.5", PYTHONPATH=str(ROOT),
                    RANKDUEL_STATE_MAX_AGE_MS=str(STATE_MAX_AGE_S * 1000),
                    PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp(dir=workdir))

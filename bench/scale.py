@@ -86,6 +86,8 @@ class Backend:
                         RANKDUEL_REDIS_CLUSTER=str(int(self.cluster)),
                         RANKDUEL_ADMIN_TOKEN=admin,
                         RANKDUEL_SECRET_KEY=secrets.token_urlsafe(16),
+                        RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
+                        RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0",
                         RANKDUEL_INACTIVITY_S="600", RANKDUEL_SWEEP_INTERVAL_S="5",
                         RANKDUEL_CREDIT_RETRY_S="600", RANKDUEL_LOG_LEVEL="WARNING",
                         PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -229,11 +231,11 @@ def search_bench(b: Backend, args) -> dict:
 
 
 # ---------------------------------------------------------------------- 3. lag
-def histogram(urls: list[str], name: str) -> dict[float, float]:
+def histogram(urls: list[str], name: str, token: str) -> dict[float, float]:
     """Cumulative bucket counts of a histogram, summed over exporters."""
     out: dict[float, float] = {}
     for url in urls:
-        _, text = http_json("GET", url)
+        _, text = http_json("GET", url, headers={"Authorization": f"Bearer {token}"})
         for line in text.splitlines():
             if line.startswith(name + "_bucket{"):
                 le = line.split('le="')[1].split('"')[0]
@@ -292,7 +294,7 @@ def lag_bench(b: Backend, args, admin: str) -> dict:
                                             name=f"{b.kind}-lag-worker{k}", beat=k == 0))
     for w in workers:
         b.stack.wait_worker(w, b.url, cluster=b.cluster)
-    before = histogram(exporters, "rankduel_click_to_credit_seconds")
+    before = histogram(exporters, "rankduel_click_to_credit_seconds", admin)
     cpu0 = redis_cpu(b)
     api0, workers0 = group_cpu([api]), group_cpu(workers)
     stop = time.monotonic() + args.seconds
@@ -322,7 +324,7 @@ def lag_bench(b: Backend, args, admin: str) -> dict:
     total = sum(sessions)
     while credited(b.store, [exp_id]) < total:
         time.sleep(0.05)
-    after = histogram(exporters, "rankduel_click_to_credit_seconds")
+    after = histogram(exporters, "rankduel_click_to_credit_seconds", admin)
     cpu1 = redis_cpu(b)
     api1, workers1 = group_cpu([api]), group_cpu(workers)
     delta = {le: after[le] - before.get(le, 0.0) for le in sorted(after)}

@@ -234,6 +234,8 @@ def main() -> int:
         redis_url = stack.start_redis()
         env = dict(os.environ, REDIS_URL=redis_url, RANKDUEL_ADMIN_TOKEN=admin,
                    RANKDUEL_SECRET_KEY=secrets.token_urlsafe(16),
+                   RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
+                   RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0",
                    RANKDUEL_INACTIVITY_S="600", RANKDUEL_SWEEP_INTERVAL_S="5",
                    RANKDUEL_CREDIT_RETRY_S="600",
                    PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -273,7 +275,7 @@ def main() -> int:
         print("ranker ", results["ranker_direct"], flush=True)
         results["search_vs_bare_throughput"] = round(
             results["search"]["req_per_s"] / results["bare"]["req_per_s"], 3)
-        _, text = client.request("GET", "/metrics")
+        _, text = client.request("GET", "/metrics", admin=True)
         n = metric_value(text, "rankduel_selection_cpu_seconds_count")
         s = metric_value(text, "rankduel_selection_cpu_seconds_sum")
         results["selection_cpu_us"] = round(s / max(n, 1) * 1e6, 1)

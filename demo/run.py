@@ -118,6 +118,11 @@ class Demo:
             "REDIS_URL": redis_url,
             "RANKDUEL_ADMIN_TOKEN": self.admin_token,
             "RANKDUEL_SECRET_KEY": self.secret_key,
+            # the demo's rankers run on this machine, which the default allow-list refuses
+            "RANKDUEL_RANKER_ALLOW": env.get("RANKDUEL_RANKER_ALLOW") or "127.0.0.1,localhost",
+            # the simulated users all click from this machine: one address, many users
+            "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE": env.get(
+                "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE") or "0",
             "RANKDUEL_SWEEP_INTERVAL_S": env.get("RANKDUEL_SWEEP_INTERVAL_S", "1"),
             "RANKDUEL_INACTIVITY_S": env.get("RANKDUEL_INACTIVITY_S", "30"),
             "RANKDUEL_CREDIT_RETRY_S": env.get("RANKDUEL_CREDIT_RETRY_S", "10"),

@@ -25,10 +25,11 @@ from service.controller import Controller
 from service.errors import ApiError
 from service.impressions import Runtime
 from service.queue import TaskQueue
+from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient
 from service.redis_client import connect_state
 from service.snapshot import ExperimentMissing, RankerMissing
-from service.store import Contention, ImpressionClosed, ImpressionMissing, Store
+from service.store import Contention, ImpressionClosed, ImpressionMissing, Store, TooManyClicks
 
 log = logging.getLogger("rankduel.api")
 
@@ -65,7 +66,7 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
         store=store,
         controller=Controller(store, max_age_ms=config.state_max_age_ms,
                               max_entries=config.state_cache_size),
-        rankers=RankerClient(),
+        rankers=RankerClient(policy=RankerPolicy(config.ranker_allow)),
         queue=TaskQueue(config),
     )
 
@@ -92,6 +93,7 @@ STORAGE_ERRORS: dict[type[Exception], int] = {
     RankerMissing: 404,
     ImpressionMissing: 404,
     ImpressionClosed: 409,
+    TooManyClicks: 429,
     Contention: 503,
 }
 

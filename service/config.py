@@ -59,9 +59,14 @@ ENV: dict[str, str] = {
     "state_cache_size": "RANKDUEL_STATE_CACHE_SIZE",
     "credit_batch": "RANKDUEL_CREDIT_BATCH",
     "credit_parallelism": "RANKDUEL_CREDIT_PARALLELISM",
+    "metrics_token": "RANKDUEL_METRICS_TOKEN",
+    "ranker_allow": "RANKDUEL_RANKER_ALLOW",
+    "clicks_per_client_per_minute": "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE",
+    "clicks_per_impression": "RANKDUEL_CLICKS_PER_IMPRESSION",
+    "trusted_proxies": "RANKDUEL_TRUSTED_PROXIES",
 }
 
-SECRETS = frozenset({"admin_token", "secret_key"})
+SECRETS = frozenset({"admin_token", "secret_key", "metrics_token"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +141,27 @@ class Config:
     credit_parallelism
         Drain tasks that may credit one experiment at once (a drain that finds a full
         batch waiting queues another, up to this many).
+    metrics_token
+        Bearer token of ``/metrics`` (the API's and a worker's exporter), for the
+        scraper; the admin token is accepted too. ``/metrics`` lists experiment ids, so
+        it is never public: with neither token set, a worker's exporter answers 401.
+    ranker_allow
+        Where rankers may live (``RANKDUEL_RANKER_ALLOW``): comma-separated hostnames,
+        IP addresses, CIDR networks, or ``*`` for anywhere. Empty (the default): public
+        addresses only — a URL whose host is, or resolves to, a loopback, private,
+        link-local (cloud metadata), reserved, multicast or unspecified address is
+        refused, so that an operator token cannot make rankduel a proxy to internal
+        services (:mod:`service.ranker_policy`).
+    clicks_per_client_per_minute
+        Click reports (``/clicks`` requests) one client address may send per minute;
+        beyond it ``/clicks`` answers 429 with ``Retry-After``. 0 turns the limit off.
+    clicks_per_impression
+        Clicks one impression may record in all; a report that would go beyond it
+        answers 429 (the impression's clicks stay as they were).
+    trusted_proxies
+        Reverse proxies in front of the API: the client address is the
+        ``X-Forwarded-For`` entry this many hops from the right (0, the default: the
+        socket's peer address, and the header is ignored).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -167,6 +193,11 @@ class Config:
     state_cache_size: int = 1000
     credit_batch: int = 500
     credit_parallelism: int = 8
+    metrics_token: str = ""
+    ranker_allow: str = ""
+    clicks_per_client_per_minute: int = 600
+    clicks_per_impression: int = 100
+    trusted_proxies: int = 0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -190,10 +221,14 @@ class Config:
                     "sweep_interval_s", "credit_retry_s", "ranker_timeout_ms", "default_k",
                     "max_k", "visibility_timeout_s", "redis_timeout_ms",
                     "ranker_failure_threshold", "ranker_quarantine_s", "sweep_stale_s",
-                    "state_cache_size", "credit_batch", "credit_parallelism")
+                    "state_cache_size", "credit_batch", "credit_parallelism",
+                    "clicks_per_impression")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")
+        for name in ("clicks_per_client_per_minute", "trusted_proxies"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"config {name} must be >= 0, got {getattr(self, name)}")
         if self.state_max_age_ms < 0:
             raise ValueError("config state_max_age_ms must be >= 0")
         if self.inactivity_s >= self.impression_ttl_s or self.token_ttl_s > self.impression_ttl_s:

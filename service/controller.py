@@ -141,6 +141,11 @@ class Controller:
                 self._cache.popitem(last=False)
         return entry
 
+    def forget(self, exp_id: str) -> None:
+        """Drop ``exp_id``'s entry (a deleted experiment)."""
+        with self._lock:
+            self._cache.pop(exp_id, None)
+
     def entry(self, exp_id: str, version: int) -> Entry:
         """The cached entry, refreshed if ``version`` moved and the cache is old enough."""
         with self._lock:

@@ -60,6 +60,15 @@ class Unprocessable(ApiError):
     status = 422
 
 
+class TooManyRequests(ApiError):
+    """A client over its request limit; ``Retry-After`` says when to try again."""
+
+    status = 429
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message, headers={"Retry-After": str(max(1, round(retry_after_s)))})
+
+
 class BadGateway(ApiError):
     """Every ranker of the comparison failed."""
 

@@ -19,6 +19,7 @@ import bandits
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
 from service.errors import Conflict, Unprocessable
+from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient, RankerFailure, validate_url
 from service.schemas import NewExperiment, NewRanker, RankerIn
 from service.snapshot import Snapshot
@@ -34,11 +35,14 @@ TRANSITIONS = {
 }
 
 
-def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int,
-                 where: str = "") -> dict[str, Any]:
-    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``."""
+def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
+                 policy: RankerPolicy | None = None) -> dict[str, Any]:
+    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``; with ``policy``,
+    its URL must be one the allow-list allows (:mod:`service.ranker_policy`)."""
     try:
         url = validate_url(ranker.url)
+        if policy is not None:
+            policy.check_url(url)
     except ValueError as exc:
         raise Unprocessable(f"field {where}url: {exc}") from None
     timeout = default_timeout_ms if ranker.timeout_ms is None else ranker.timeout_ms
@@ -60,14 +64,15 @@ def probe_rankers(client: RankerClient, rankers: list[dict[str, Any]], query: st
 
 
 def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
-           probe: Prober | None = None) -> str:
+           probe: Prober | None = None, policy: RankerPolicy | None = None) -> str:
     """Create the experiment a validated ``POST /experiments`` body describes; 422 for
     what its schema cannot say (see :mod:`service.schemas`). With ``probe``, every ranker
     must answer a test query first (unless the body says ``"probe": false``)."""
     body = spec.root
     algorithm = body.algorithm  # a registered one: service.schemas imports every policy
     params = body.params_dict()
-    rankers = [ranker_entry(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].")
+    rankers = [ranker_entry(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].",
+                            policy=policy)
                for n, r in enumerate(body.rankers)]
     names = [r["name"] for r in rankers]
     if len(set(names)) != len(names):
@@ -140,10 +145,11 @@ def rename(store: Store, exp_id: str, name: str) -> None:
 
 
 def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms: int,
-               probe: Prober | None = None, actor: str = "operator") -> dict[str, Any]:
+               probe: Prober | None = None, actor: str = "operator",
+               policy: RankerPolicy | None = None) -> dict[str, Any]:
     """Add a ranker mid-run: a new arm with zero counts (the policy places it). With
     ``probe``, it must answer a test query first (unless ``"probe": false``)."""
-    ranker = ranker_entry(spec, default_timeout_ms=default_timeout_ms)
+    ranker = ranker_entry(spec, default_timeout_ms=default_timeout_ms, policy=policy)
 
     def check(snap: Snapshot) -> None:
         if snap.lifecycle == "stopped":

@@ -246,7 +246,8 @@ def record_clicks(rt: Runtime, imp_id: str, token: object,
         positions.append(rank - 1)
     added = rt.store.add_clicks(imp_id, imp["exp"], positions,
                                 inactivity_s=rt.config.inactivity_s,
-                                ttl_s=rt.config.impression_ttl_s)
+                                ttl_s=rt.config.impression_ttl_s,
+                                max_reports=rt.config.clicks_per_impression)
     return {"impression_id": imp_id, "accepted": added, "duplicates": len(positions) - added}
 
 

@@ -34,10 +34,16 @@ are part of the key), ``<i>`` an impression id::
                                   the step t it was credited at), ...              (TTL)
     rd:{e}:imp:<i>:clicks   SET   clicked positions (0-based)                      (TTL)
 
-and three keys outside any experiment, never read inside a per-experiment transaction or
+and keys outside any experiment, never read inside a per-experiment transaction or
 script (on a cluster they live wherever their own name hashes)::
 
     rd:experiments          ZSET  experiment ids by creation time
+    rd:due                  ZSET  experiments that may have impressions due, scored no later
+                                  than their earliest due impression (the sweep's index;
+                                  a hint kept early, never late: see Store.experiments_with_due)
+    rd:sweep:full           STR   (TTL) taken by the sweep that reads every experiment, once
+                                  per credit_retry_s
+    rd:{rl:<client>}:<w>    STR   (TTL) /clicks requests of one client address in minute w
     rd:workers:ready        SET   pids of Celery workers that are consuming
     rd:sweep:last           STR   (TTL) epoch seconds of the last completed sweep (workers'
                                   /healthz)
@@ -66,6 +72,8 @@ PREFIX = "rd:"
 EXPERIMENTS = PREFIX + "experiments"
 WORKERS_READY = PREFIX + "workers:ready"
 SWEEP_HEARTBEAT = PREFIX + "sweep:last"
+DUE = PREFIX + "due"
+SWEEP_FULL = PREFIX + "sweep:full"
 #: separates the experiment id from the random part of an impression id
 IMP_SEP = "."
 
@@ -120,6 +128,21 @@ def imp_key(exp_id: str, imp_id: str) -> str:
 
 def clicks_key(exp_id: str, imp_id: str) -> str:
     return f"{_tag(exp_id)}:imp:{imp_id}:clicks"
+
+
+def experiment_pattern(exp_id: str) -> str:
+    """A SCAN pattern matching every key of experiment ``exp_id`` (ids are hex: no glob
+    character to escape).
+
+    >>> experiment_pattern("3fa2")
+    'rd:{3fa2}*'
+    """
+    return f"{_tag(exp_id)}*"
+
+
+def rate_key(client: str, window: int) -> str:
+    """The request counter of client address ``client`` in time window ``window``."""
+    return f"{PREFIX}{{rl:{client}}}:{int(window)}"
 
 
 def legacy_imp_key(imp_id: str) -> str:

@@ -35,6 +35,7 @@ ERRORS = {
     409: "Not allowed in the current state",
     413: f"Request body larger than {MAX_BODY_BYTES} bytes",
     422: "Well-formed request whose content is invalid",
+    429: "Too many requests: over a per-client or per-impression limit (see Retry-After)",
     502: "No ranker of the experiment could answer",
     503: "Redis unreachable, or too busy to commit",
 }
@@ -83,6 +84,7 @@ def _exp_links(source: str) -> dict[str, Any]:
         "ChangeLifecycle": {"operationId": "changeLifecycle", "parameters": exp},
         "GetAudit": {"operationId": "getAudit", "parameters": exp},
         "Search": {"operationId": "search", "parameters": {"experiment": source}},
+        "DeleteExperiment": {"operationId": "deleteExperiment", "parameters": exp},
     }
 
 
@@ -104,7 +106,9 @@ def operations(default_k: int, max_k: int) -> list[Op]:
         Op("post", "/clicks", "recordClicks",
            "Report clicks (one or many; a repeated click counts once)", body=s.Clicks,
            responses={202: s.ClicksAccepted, 400: None, 403: None, 404: None, 409: None,
-                      413: None, 422: "Document not shown, or not at that rank", 503: None}),
+                      413: None, 422: "Document not shown, or not at that rank",
+                      429: "Over this client's click reports per minute, or over the "
+                           "impression's click reports", 503: None}),
         Op("post", "/impressions/{imp_id}/end", "endImpression",
            "Close an impression; a worker credits it", body=s.EndImpression,
            body_required=False,
@@ -124,6 +128,10 @@ def operations(default_k: int, max_k: int) -> list[Op]:
         Op("get", "/experiments/{exp_id}", "getExperiment", "Experiment state",
            path_params=EXP_ID, operator=True,
            responses={200: s.Experiment, 401: None, 404: None, 503: None}),
+        Op("delete", "/experiments/{exp_id}", "deleteExperiment",
+           "Delete an experiment and all its state (impressions and clicks included)",
+           path_params=EXP_ID, operator=True,
+           responses={200: s.ExperimentDeleted, 401: None, 404: None, 503: None}),
         Op("patch", "/experiments/{exp_id}", "renameExperiment",
            "Rename (algorithm, params, interleaving, seed and rankers are immutable: 409)",
            body=s.ExperimentPatch, path_params=EXP_ID, operator=True,
@@ -158,8 +166,9 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            responses={200: s.Healthy}),
         Op("get", "/readyz", "readyz", "Readiness (Redis reachable)",
            responses={200: s.Ready, 503: None}),
-        Op("get", "/metrics", "metrics", "Prometheus metrics",
-           responses={200: "text/plain", 503: None}),
+        Op("get", "/metrics", "metrics",
+           "Prometheus metrics (bearer: the metrics token or the admin token)",
+           operator=True, responses={200: "text/plain", 401: None, 503: None}),
         Op("get", "/openapi.json", "openapi", "This document", responses={200: "object"}),
     ]
 

@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import SplitResult, quote, urlsplit
 
 from service import metrics
+from service.ranker_policy import RankerPolicy, RankerRefused
 
 #: the longest document id a ranker may return
 MAX_ID_CHARS = 256
@@ -149,10 +150,15 @@ class RankerClient:
         pool).
     max_bytes, max_results
         The most body bytes and results read from one answer.
+    policy
+        The allow-list every new connection is checked against
+        (:mod:`service.ranker_policy`); None for none (the API always passes one).
     """
 
     def __init__(self, max_workers: int = 64, *, per_ranker: int | None = None,
-                 max_bytes: int = 1 << 20, max_results: int = 1000) -> None:
+                 max_bytes: int = 1 << 20, max_results: int = 1000,
+                 policy: RankerPolicy | None = None) -> None:
+        self.policy = policy
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ranker")
         self._local = threading.local()
         self._watchdog = _Watchdog()
@@ -179,6 +185,12 @@ class RankerClient:
         conn.timeout = timeout
         if conn.sock is None:
             conn.connect()
+            if self.policy is not None:
+                try:
+                    self.policy.check_connected(parts.hostname or "", conn.sock)
+                except RankerRefused:
+                    conn.close()
+                    raise
         conn.sock.settimeout(timeout)
         return conn, reused
 
@@ -281,6 +293,8 @@ class RankerClient:
                 out.append(RankerFailure("timeout", f"no answer within {r['timeout_ms']} ms"))
             except _HttpStatus as exc:
                 out.append(RankerFailure(f"http_{exc.status}", f"HTTP {exc.status}"))
+            except RankerRefused as exc:
+                out.append(RankerFailure("refused", str(exc)))
             except _TooLarge as exc:
                 out.append(RankerFailure("too_large", f"body over {self.max_bytes} bytes "
                                          f"({exc.size})"))

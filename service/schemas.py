@@ -481,6 +481,12 @@ class LifecycleChanged(Out):
     lifecycle: Lifecycle
 
 
+class ExperimentDeleted(Out):
+    id: str
+    deleted: bool = Field(description="always true: the experiment and its keys are gone")
+    keys: int = Field(description="Redis keys deleted (experiment, impressions, clicks)")
+
+
 class AuditEntry(BaseModel):
     """One audit entry; the detail fields depend on the action."""
 

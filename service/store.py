@@ -48,18 +48,22 @@ import redis
 from bandits.base import DuelingBandit
 from service import credit as credit_step
 from service.keys import (
+    DUE,
     EXPERIMENTS,
+    SWEEP_FULL,
     audit_key,
     clicks_key,
     counters_key,
     drains_key,
     exp_key,
     experiment_of,
+    experiment_pattern,
     health_key,
     imp_key,
     legacy_imp_key,
     pending_key,
     probe_key,
+    rate_key,
     shown_key,
     t_key,
     w_key,
@@ -76,6 +80,8 @@ from service.snapshot import (
 
 LIFECYCLES = ("running", "paused", "stopped")
 AUDIT_MAX = 10_000
+#: how often one process re-marks an experiment in the sweep's index (Store.mark_due)
+DUE_MARK_EVERY_S = 1.0
 #: attempts of one optimistic transaction before giving up (:class:`Contention`)
 MAX_ATTEMPTS = 1000
 
@@ -89,6 +95,10 @@ class ImpressionMissing(LookupError):
 
 class ImpressionClosed(Exception):
     """The impression no longer accepts clicks."""
+
+
+class TooManyClicks(Exception):
+    """The impression has recorded as many click reports as it may."""
 
 
 class Contention(RuntimeError):
@@ -141,6 +151,7 @@ class Store:
         self._read_script = client.register_script(_READ_LUA)
         self._save_script = client.register_script(_SAVE_LUA)
         self._take_drain_script = client.register_script(_TAKE_DRAIN_LUA)
+        self._due_marked: dict[str, tuple[float, float]] = {}
 
     # ------------------------------------------------------------------ reads
     def _queue_snapshot(self, pipe, exp_id: str, *, full: bool, extra: Sequence[str] = ()):
@@ -344,6 +355,23 @@ class Store:
                   ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
                   ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
                   *(x for kv in fields.items() for x in kv)])
+        self.mark_due(exp_id, now + inactivity_s)
+
+    def mark_due(self, exp_id: str, due: float) -> None:
+        """Tell the sweep's index that ``exp_id`` has an impression due at ``due``.
+
+        Written at most once per :data:`DUE_MARK_EVERY_S` per experiment by one process
+        unless ``due`` is earlier than the last mark (a mark covers every impression due
+        after it); ``LT`` keeps the index's score the earliest.
+        """
+        now = self.clock()
+        at, marked = self._due_marked.get(exp_id, (-DUE_MARK_EVERY_S, due))
+        if now - at < DUE_MARK_EVERY_S and marked <= due:
+            return
+        self.r.zadd(DUE, {exp_id: due}, lt=True)
+        self._due_marked[exp_id] = (now, due)
+        if len(self._due_marked) > 10_000:  # experiments come and go: a bounded memory
+            self._due_marked.clear()
 
     def experiment_of(self, imp_id: str) -> str | None:
         """The experiment of an impression id (its prefix; for an id issued before the
@@ -372,15 +400,22 @@ class Store:
         return d
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
-                   inactivity_s: float, ttl_s: int) -> int:
+                   inactivity_s: float, ttl_s: int, max_reports: int = 100) -> int:
         """Record clicked positions (a set: repeats count once) unless the impression is
         closed; push back its inactivity deadline. Returns how many positions were new.
-        Atomic (Lua), so a click can never slip in after the impression was credited."""
+        Atomic (Lua), so a click can never slip in after the impression was credited.
+
+        An impression takes at most ``max_reports`` reports (:class:`TooManyClicks`
+        beyond): each pushes its deadline back, so a storm of reports could otherwise
+        keep it from being credited until it expires."""
         now = self.clock()
         out = self._click_script(
             keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id), pending_key(exp_id)],
-            args=[now + inactivity_s, imp_id, ttl_s, *positions],
+            args=[now + inactivity_s, imp_id, ttl_s, int(max_reports), *positions],
         )
+        if out == -3:
+            raise TooManyClicks(f"impression {imp_id!r} has reached its limit of "
+                                f"{max_reports} click reports")
         if out == -1:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
         if out == -2:
@@ -403,6 +438,8 @@ class Store:
             args=[now, imp_id, token, now + max(1.0, drain_ttl_s)])
         if out == -1:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+        if out >= 1:
+            self.mark_due(exp_id, now)  # due now: found by the sweep if its drain is lost
         return out >= 1, (token if out == 2 else None)
 
     # ------------------------------------------------------------------ ranker health
@@ -473,17 +510,97 @@ class Store:
         """Drain leases held now (queued or running drains)."""
         return int(self.r.zcount(drains_key(exp_id), self.clock(), "+inf"))
 
-    def experiments_with_due(self) -> list[str]:
-        """Experiments that have at least one impression due and no drain lease held
-        (the sweep's scan; one pipelined round trip per shard)."""
+    def experiments_with_due(self, *, full: bool = False) -> list[str]:
+        """Experiments that have at least one impression due and no drain lease held: the
+        sweep's scan, one pipelined round trip per shard.
+
+        Reads only the experiments the index ``rd:due`` lists as due by now, and puts
+        each back at its earliest pending impression (or drops it when none is
+        pending); ``full`` reads every experiment instead and rebuilds the index — the
+        sweep does that now and then (and at its first run), which also repairs what a
+        crash between an impression's write and its mark left out.
+        """
         now = self.clock()
-        ids = self.list_ids()
+        ids = self.list_ids() if full else [
+            text(e) for e in self.r.zrangebyscore(DUE, "-inf", now)]
+        if not ids:
+            return []
         pipe = self.r.pipeline(transaction=False)
         for e in ids:
-            pipe.zrangebyscore(pending_key(e), "-inf", now, start=0, num=1)
+            pipe.zrange(pending_key(e), 0, 0, withscores=True)
             pipe.zcount(drains_key(e), now, "+inf")
         out = pipe.execute()
-        return [e for n, e in enumerate(ids) if out[2 * n] and not out[2 * n + 1]]
+        due, index, gone = [], {}, []
+        for n, e in enumerate(ids):
+            first, draining = out[2 * n], out[2 * n + 1]
+            if not first:
+                gone.append(e)
+                continue
+            score = float(first[0][1])
+            index[e] = score
+            if score <= now and not draining:
+                due.append(e)
+        if index:
+            # a due experiment stays due in the index until its drain has credited it; a
+            # drain holding the lease pushes its impressions forward, so it reappears then
+            self.r.zadd(DUE, index)
+        if gone:
+            self.r.zrem(DUE, *gone)
+        return due
+
+    def delete_experiment(self, exp_id: str) -> int:
+        """Remove experiment ``exp_id`` and every key it owns; returns the keys deleted.
+
+        Off the experiment list and the sweep's index first (nothing new starts on it),
+        then every key with its hash tag, found by SCAN (impressions included, credited
+        or not); a drain still running finds the experiment missing and stops.
+        Raises :class:`ExperimentMissing` for an unknown id.
+        """
+        if not self.exists(exp_id):
+            raise ExperimentMissing(f"no experiment {exp_id!r}")
+        self.r.zrem(EXPERIMENTS, exp_id)
+        self.r.zrem(DUE, exp_id)
+        self._due_marked.pop(exp_id, None)
+        deleted = int(self.r.delete(exp_key(exp_id)))  # the experiment is gone from here on
+        batch: list[str] = []
+        for key in self.r.scan_iter(match=experiment_pattern(exp_id), count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
+                deleted += self._unlink(batch)
+                batch = []
+        if batch:
+            deleted += self._unlink(batch)
+        return deleted
+
+    def _unlink(self, keys: list[Any]) -> int:
+        # one key per command: a cluster pipeline's rule, and a Redis without UNLINK's
+        # batching still answers one small reply each
+        pipe = self.r.pipeline(transaction=False)
+        for k in keys:
+            pipe.unlink(k)
+        return sum(int(x) for x in pipe.execute())
+
+    # ------------------------------------------------------------------ abuse limits
+    def take_full_sweep(self, every_s: float) -> bool:
+        """Whether this sweep should read every experiment: True once per ``every_s``
+        across all workers (a key with that TTL)."""
+        return bool(self.r.set(SWEEP_FULL, 1, nx=True, px=max(1, int(every_s * 1000))))
+
+    def count_client_request(self, client: str, limit: int, window_s: int = 60) -> float:
+        """Count one request of client address ``client`` in the current window of
+        ``window_s`` seconds; returns 0 while within ``limit``, else the seconds until the
+        window ends (the ``Retry-After``). A fixed window: a burst can reach twice the
+        limit across a boundary, which bounds what a client can do just as well."""
+        now = self.clock()
+        window = int(now // window_s)
+        key = rate_key(client, window)
+        pipe = self.r.pipeline(transaction=False)
+        pipe.incr(key)
+        pipe.expire(key, 2 * window_s)
+        n = int(pipe.execute()[0])
+        if n <= limit:
+            return 0.0
+        return max(1.0, (window + 1) * window_s - now)
 
     # ------------------------------------------------------------------ crediting
     def read_impressions(self, exp_id: str, imp_ids: Sequence[str]
@@ -679,8 +796,9 @@ return 1
 _CLICK_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return -2 end
+if redis.call('HINCRBY', KEYS[1], 'reports', 1) > tonumber(ARGV[4]) then return -3 end
 local added = 0
-for i = 4, #ARGV do added = added + redis.call('SADD', KEYS[2], ARGV[i]) end
+for i = 5, #ARGV do added = added + redis.call('SADD', KEYS[2], ARGV[i]) end
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 redis.call('ZADD', KEYS[3], 'XX', ARGV[1], ARGV[2])
 return added

@@ -25,6 +25,8 @@ import pytest
 ADMIN = "test-admin-token-0123456789"
 SECRET = "test-secret-key-0123456789"
 ROOT = Path(__file__).resolve().parent.parent
+#: the toy rankers live on loopback, which the ranker allow-list refuses by default
+LOOPBACK = "127.0.0.1,localhost"
 
 
 def _docs(name: str, k: int) -> list[dict]:
@@ -98,6 +100,9 @@ def service_env(redis_url, tmp_path_factory) -> dict[str, str]:
         "REDIS_URL": redis_url,
         "RANKDUEL_ADMIN_TOKEN": ADMIN,
         "RANKDUEL_SECRET_KEY": SECRET,
+        "RANKDUEL_RANKER_ALLOW": LOOPBACK,
+        # every simulated user clicks from 127.0.0.1: no per-client limit (its own test)
+        "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE": "0",
         "RANKDUEL_INACTIVITY_S": "1.5",
         "RANKDUEL_SWEEP_INTERVAL_S": "0.5",
         "RANKDUEL_CREDIT_RETRY_S": "2",

@@ -88,6 +88,8 @@ class MetricsRun:
             "REDIS_URL": redis_url,
             "RANKDUEL_ADMIN_TOKEN": ADMIN,
             "RANKDUEL_SECRET_KEY": SECRET,
+            "RANKDUEL_RANKER_ALLOW": "127.0.0.1,localhost",
+            "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE": "0",
             "RANKDUEL_SWEEP_INTERVAL_S": "0.5",
             "RANKDUEL_INACTIVITY_S": "30",
             "RANKDUEL_CREDIT_RETRY_S": "10",
@@ -131,12 +133,16 @@ class MetricsRun:
         deploy = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
         targets = {"rankduel-api": f"127.0.0.1:{api_port}",
                    "rankduel-worker": f"127.0.0.1:{worker_port}"}
+        token_file = self.workdir / "metrics_token"  # compose's secret, here a file
+        token_file.write_text(ADMIN)
         jobs = []
         for job in deploy["scrape_configs"]:
             if job["job_name"] not in targets:
                 continue
             jobs.append({"job_name": job["job_name"],
                          "metrics_path": job.get("metrics_path", "/metrics"),
+                         "authorization": {**job["authorization"],
+                                           "credentials_file": str(token_file)},
                          "static_configs": [{"targets": [targets[job["job_name"]]]}]})
         assert {j["job_name"] for j in jobs} == set(targets), "deploy config lost a job"
         config = {"global": {"scrape_interval": f"{SCRAPE_S}s",
@@ -223,7 +229,7 @@ class MetricsRun:
 
 def get(url: str) -> str:
     """The body of ``GET url`` (a metrics page); fails on any status but 200."""
-    status, body = http_json("GET", url)
+    status, body = http_json("GET", url, headers={"Authorization": f"Bearer {ADMIN}"})
     assert status == 200, (url, status, body)
     return body
 

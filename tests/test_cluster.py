@@ -41,6 +41,8 @@ class Platform:
             "REDIS_URL": self.cluster_url, "RANKDUEL_REDIS_CLUSTER": "1",
             "RANKDUEL_BROKER_URL": self.broker_url,
             "RANKDUEL_ADMIN_TOKEN": ADMIN, "RANKDUEL_SECRET_KEY": SECRET,
+            "RANKDUEL_RANKER_ALLOW": "127.0.0.1,localhost",
+            "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE": "0",
             "RANKDUEL_INACTIVITY_S": "3", "RANKDUEL_SWEEP_INTERVAL_S": "0.5",
             "RANKDUEL_CREDIT_RETRY_S": "3", "RANKDUEL_VISIBILITY_TIMEOUT_S": "5",
             "RANKDUEL_REDIS_TIMEOUT_MS": "1000",

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 SECRETS = ("REDIS_PASSWORD", "RANKDUEL_ADMIN_TOKEN", "RANKDUEL_SECRET_KEY",
-           "GRAFANA_ADMIN_PASSWORD")
+           "RANKDUEL_METRICS_TOKEN", "GRAFANA_ADMIN_PASSWORD")
 _VAR = re.compile(r"\$\{(\w+)(?::?[-?]([^}]*))?\}")
 
 
@@ -161,6 +161,11 @@ def test_ports_agree():
     jobs = {j["job_name"]: j for j in prom["scrape_configs"]}
     api_sd = jobs["rankduel-api"]["dns_sd_configs"][0]
     assert api_sd["names"] == ["api"] and api_sd["port"] == 8000
+    for job in ("rankduel-api", "rankduel-worker"):  # /metrics is never public
+        auth = jobs[job]["authorization"]
+        assert auth["credentials_file"] == "/run/secrets/metrics_token", job
+    assert "metrics_token" in SERVICES["prometheus"]["secrets"]
+    assert COMPOSE["secrets"]["metrics_token"]["environment"] == "RANKDUEL_METRICS_TOKEN"
     worker_sd = jobs["rankduel-worker"]["dns_sd_configs"][0]
     assert set(worker_sd["names"]) == {"worker", "scheduler"} and worker_sd["port"] == 9101
     # Grafana's datasource is the prometheus service
@@ -192,12 +197,17 @@ def test_mounted_and_built_paths_exist():
     assert grafana["/etc/grafana/provisioning"] == "./deploy/grafana/provisioning"
 
 
-def test_prometheus_config_is_valid():
+def test_prometheus_config_is_valid(tmp_path):
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool (Debian package prometheus) not installed")
-    out = subprocess.run([promtool, "check", "config",
-                          str(ROOT / "deploy/prometheus/prometheus.yml")],
+    # promtool checks that the token file exists: the compose secret, here a temp file
+    token = tmp_path / "metrics_token"
+    token.write_text("t")
+    config = tmp_path / "prometheus.yml"
+    config.write_text((ROOT / "deploy/prometheus/prometheus.yml").read_text().replace(
+        "/run/secrets/metrics_token", str(token)))
+    out = subprocess.run([promtool, "check", "config", str(config)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -213,7 +223,8 @@ def test_no_secret_in_compose_or_image():
             before, after = text[m.start() - 2:m.start()], text[m.end():m.end() + 5]
             in_message = text[m.start() - 4:m.start()] == "set "  # ${X:?set X in .env}
             ok = in_message or (before == "${" and after.startswith(":?")) or before == "$$" or (
-                after.startswith(": ${") and text[m.end() + 3:].startswith(f"{{{name}:?"))
+                after.startswith(": ${") and text[m.end() + 3:].startswith(f"{{{name}:?")) or (
+                text[m.start() - 13:m.start()] == "environment: ")  # a secret's source
             assert ok, text[m.start() - 20:m.end() + 20]
     dockerfile = (ROOT / "deploy/Dockerfile").read_text()
     for line in dockerfile.splitlines():

@@ -129,7 +129,8 @@ def test_a_stalled_redis_answers_503_quickly(tmp_path, service_env, ranker_serve
         url = stack.start_redis()
         redis_proc = next(c for c in stack.children if c.name == "redis")
         config = Config(redis_url=url, admin_token="a" * 20, secret_key="s" * 20,
-                        redis_timeout_ms=200)
+                        redis_timeout_ms=200, ranker_allow="127.0.0.1,localhost",
+                        clicks_per_client_per_minute=0)
         server = ThreadedServer(create_app(config))
         try:
             client = Client(server.url, "a" * 20)

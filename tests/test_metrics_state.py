@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from metrics_run import get, samples, total
+from conftest import ADMIN
+from metrics_run import samples, total
+
+from demo.client import http_json
 
 #: true preferences over good, bad, mid: good beats both
 P = [[0.5, 0.8, 0.6],
@@ -19,7 +22,10 @@ def rankers(server, *names):
 
 
 def scrape(api) -> list:
-    return samples(get(api.url + "/metrics"))
+    status, text = http_json("GET", api.url + "/metrics",
+                             headers={"Authorization": f"Bearer {ADMIN}"})
+    assert status == 200, (status, text)
+    return samples(text)
 
 
 def test_added_and_retired_rankers_and_true_regret(client, ranker_server, api):

@@ -104,7 +104,8 @@ def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target):
             assert old.exists(f"rd:exp:{exps[0]}")  # the source is left as it was
         store = Store(connect(url, cluster=cluster))
         config = Config(redis_url=url, redis_cluster=cluster, broker_url=old_url,
-                        admin_token=FIXTURE["admin_token"], secret_key=FIXTURE["secret_key"])
+                        admin_token=FIXTURE["admin_token"], secret_key=FIXTURE["secret_key"],
+                        ranker_allow="127.0.0.1,localhost", clicks_per_client_per_minute=0)
         server = ThreadedServer(create_app(config))
         try:
             client = Client(server.url, FIXTURE["admin_token"])

@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from conftest import ADMIN
 
 from demo.client import http_json
 from demo.stack import child_pids, free_port, wait_until
@@ -57,7 +58,8 @@ def test_serve_logs_each_request_and_leaves_nothing_behind(stack, service_env, t
     wait_until(lambda: len(set(child_pids(child.pid)) - set(workers)) == 1, 30,
                "gunicorn replaces the worker")
     assert prom.is_dir()
-    assert http_json("GET", f"{url}/metrics")[0] == 200
+    assert http_json("GET", f"{url}/metrics",
+                     headers={"Authorization": f"Bearer {ADMIN}"})[0] == 200
 
     child.stop()
     assert child.proc.returncode == 0

@@ -275,7 +275,8 @@ def test_health_metrics_and_unknown_routes(client, api):
     assert client.request("GET", "/readyz") == (200, {"status": "ready"})
     assert_error(client.request("GET", "/nowhere"), 404, "no such endpoint")
     assert_error(client.request("DELETE", "/search"), 405, "not allowed")
-    status, text = client.request("GET", "/metrics")
+    assert client.request("GET", "/metrics")[0] == 401  # never public
+    status, text = client.request("GET", "/metrics", admin=True)
     assert status == 200 and "rankduel_http_requests_total" in text
 
 

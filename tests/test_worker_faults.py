@@ -358,7 +358,8 @@ def test_idle_worker_is_quiet_and_leaves_nothing_behind(fresh, tmp_path):
     def sweeps() -> float:
         from prometheus_client.parser import text_string_to_metric_families
 
-        _, text = http_json("GET", f"http://127.0.0.1:{port}/metrics")
+        _, text = http_json("GET", f"http://127.0.0.1:{port}/metrics",
+                            headers={"Authorization": f"Bearer {ADMIN}"})
         return sum(s.value for fam in text_string_to_metric_families(text)
                    for s in fam.samples
                    if s.name == "rankduel_worker_tasks_processed_total"

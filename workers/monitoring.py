@@ -17,6 +17,7 @@ rather than by every worker.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -67,18 +68,31 @@ def _on_retry(sender=None, **_kw) -> None:
 
 def exporter_app(registry, config):
     """WSGI app of the worker's endpoint: ``/healthz`` (:mod:`workers.health`), and the
-    metrics of ``registry`` on every other path (``/metrics``)."""
+    metrics of ``registry`` on every other path (``/metrics``), behind the metrics token
+    or the admin token (``Authorization: Bearer``)."""
     from prometheus_client import make_wsgi_app
 
+    from service.auth import require_bearer
+    from service.errors import Unauthorized
     from workers.health import healthz_response
 
     metrics_app = make_wsgi_app(registry)
+    tokens = [config.metrics_token, config.admin_token]
 
     def app(environ, start_response):
         if environ.get("PATH_INFO") == "/healthz":
             status, body = healthz_response(config)
             start_response(status, [("Content-Type", "application/json"),
                                     ("Content-Length", str(len(body)))])
+            return [body]
+        try:  # the metrics name experiments: never public (service.auth)
+            require_bearer(environ.get("HTTP_AUTHORIZATION", ""), tokens,
+                           what="metrics token")
+        except Unauthorized as exc:
+            body = json.dumps({"error": exc.message}).encode()
+            start_response("401 Unauthorized", [
+                ("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                *exc.headers.items()])
             return [body]
         return metrics_app(environ, start_response)
 

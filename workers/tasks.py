@@ -230,10 +230,14 @@ def drain(exp_id: str, token: str | None = None) -> int:
     max_retries=3,
 )
 def sweep() -> int:
-    """Queue a drain for each experiment with due impressions and no drain in flight."""
+    """Queue a drain for each experiment with due impressions and no drain in flight.
+
+    Reads the experiments the due index lists, and every experiment once per
+    ``credit_retry_s`` (:meth:`Store.experiments_with_due`)."""
     store = _store()
     queued = 0
-    for exp_id in store.experiments_with_due():
+    full = store.take_full_sweep(config.credit_retry_s)
+    for exp_id in store.experiments_with_due(full=full):
         token = store.take_drain(exp_id, config.credit_retry_s)
         if token is not None:
             drain.delay(exp_id, token)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify, request
 
 from service import impressions
-from service.errors import BadRequest
+from service.errors import BadRequest, TooManyRequests
 from service.schemas import MAX_ID_CHARS, Clicks, EndImpression, search_query
 from service.validation import json_body, parse
 
@@ -24,8 +24,33 @@ def search():
     return jsonify(impressions.search(rt, args.experiment, args.q, args.k, args.user or None))
 
 
+def client_address(trusted_proxies: int) -> str:
+    """The address of the client behind ``trusted_proxies`` reverse proxies: the socket's
+    peer with none, else that many entries from the right of ``X-Forwarded-For`` (each
+    proxy appends the address it received from; entries further left are the client's
+    own claims and never trusted)."""
+    if trusted_proxies:
+        hops = [h.strip() for h in request.headers.get("X-Forwarded-For", "").split(",")]
+        hops = [h for h in hops if h]
+        if len(hops) >= trusted_proxies:
+            return hops[-trusted_proxies][:64]
+    return request.remote_addr or "unknown"
+
+
+def limit_click_reports(rt: impressions.Runtime) -> None:
+    """429 when this client has sent its ``clicks_per_client_per_minute``."""
+    limit = rt.config.clicks_per_client_per_minute
+    if not limit:
+        return
+    wait = rt.store.count_client_request(client_address(rt.config.trusted_proxies), limit)
+    if wait:
+        raise TooManyRequests(f"more than {limit} click reports per minute from this client; "
+                              f"retry in {round(wait)} s", retry_after_s=wait)
+
+
 @bp.post("/clicks")
 def clicks():
+    limit_click_reports(_rt())
     body = parse(Clicks, json_body(request), content=Clicks.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks]
     out = impressions.record_clicks(_rt(), body.impression_id, body.token, clicked)

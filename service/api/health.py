@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, current_app, jsonify, request
 
 from service import metrics
+from service.auth import require_bearer
 from service.errors import Unavailable
 from service.openapi import openapi_document
 
@@ -33,6 +34,9 @@ def metrics_endpoint():
     from service.collector import StateCollector
 
     rt = current_app.extensions["rankduel"]
+    # the metrics name every experiment: the scraper's token, or the operator's
+    require_bearer(request.headers.get("Authorization", ""),
+                   [rt.config.metrics_token, rt.config.admin_token], what="metrics token")
     body, content_type = metrics.render([StateCollector(rt.store, broker=rt.queue.broker())])
     return Response(body, content_type=content_type)
 

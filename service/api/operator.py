@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import hmac
+import logging
 from functools import partial
 
 from flask import Blueprint, current_app, jsonify, request
 
 from service import experiments
-from service.errors import NotFound, Unauthorized
+from service.auth import require_bearer
+from service.errors import NotFound
 from service.impressions import Runtime
 from service.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
 from service.snapshot import ExperimentMissing
 from service.validation import json_body, parse
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
+log = logging.getLogger("rankduel.api")
 
 
 def _rt() -> Runtime:
@@ -23,15 +25,8 @@ def _rt() -> Runtime:
 
 @bp.before_request
 def require_token() -> None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if not header:
-        raise Unauthorized("missing Authorization: Bearer token")
-    if scheme.lower() != "bearer" or not token:
-        raise Unauthorized("Authorization must be 'Bearer <token>'")
-    expected = _rt().config.admin_token.encode()
-    if not hmac.compare_digest(token.strip().encode(), expected):
-        raise Unauthorized("invalid admin token")
+    require_bearer(request.headers.get("Authorization", ""), [_rt().config.admin_token],
+                   what="admin token")
 
 
 def _prober(rt: Runtime) -> experiments.Prober:
@@ -48,7 +43,7 @@ def create():
     rt = _rt()
     spec = parse(NewExperiment, json_body(request), status=422)
     exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms,
-                                probe=_prober(rt))
+                                probe=_prober(rt), policy=rt.rankers.policy)
     return _describe(exp_id), 201
 
 
@@ -69,6 +64,15 @@ def get(exp_id: str):
     return _describe(exp_id)
 
 
+@bp.delete("/<exp_id>")
+def delete(exp_id: str):
+    rt = _rt()
+    keys = rt.store.delete_experiment(exp_id)
+    rt.controller.forget(exp_id)
+    log.info("experiment %s deleted (%d keys)", exp_id, keys)
+    return jsonify({"id": exp_id, "deleted": True, "keys": keys})
+
+
 @bp.patch("/<exp_id>")
 def patch(exp_id: str):
     body = json_body(request)
@@ -84,7 +88,7 @@ def add_ranker(exp_id: str):
     ranker = parse(NewRanker, json_body(request), status=422)
     entry = experiments.add_ranker(rt.store, exp_id, ranker,
                                    default_timeout_ms=rt.config.ranker_timeout_ms,
-                                   probe=_prober(rt))
+                                   probe=_prober(rt), policy=rt.rankers.policy)
     return jsonify(entry), 201
 
 
