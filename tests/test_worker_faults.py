@@ -12,49 +12,22 @@ equals the decisive impressions recomputed from what Redis stored.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-import interleaving
 from demo.client import Client, http_json
+from demo.faults import Users, celery_main, decisive_in_redis, exp_state, pool
 from demo.stack import Stack, ThreadedServer, child_pids, free_port, wait_until
 
 ADMIN = "faults-admin-token-0123456789"
 
 
 # ------------------------------------------------------------------------------ helpers
-def celery_main(supervisor: int) -> int:
-    """The Celery worker's main process: the supervisor's one child."""
-    found: list[int] = []
-
-    def one() -> bool:
-        found[:] = child_pids(supervisor)
-        return len(found) == 1
-
-    wait_until(one, 30, "the Celery worker process")
-    return found[0]
-
-
-def pool(supervisor: int, size: int) -> list[int]:
-    """The pool processes of the worker (children of its main process), once ``size``
-    of them are there."""
-    found: list[int] = []
-
-    def full() -> bool:
-        found[:] = child_pids(celery_main(supervisor))
-        return len(found) == size
-
-    wait_until(full, 60, f"{size} pool processes")
-    return found
-
-
 def healthz(port: int) -> tuple[int, dict]:
     try:
         return http_json("GET", f"http://127.0.0.1:{port}/healthz", timeout=3)
@@ -75,75 +48,6 @@ def compose_healthcheck(service: str, port: int) -> int:
     assert test[:2] == ["CMD", "python"], test
     argv = [sys.executable, *(a.replace(":9101/", f":{port}/") for a in test[2:])]
     return subprocess.run(argv, capture_output=True, timeout=30).returncode
-
-
-def exp_state(rd, exp_id: str) -> dict:
-    """Counters, pending count and W of an experiment, read from Redis."""
-    from service.keys import counters_key, pending_key
-
-    counters = {k.decode(): int(float(v)) for k, v in rd.hgetall(counters_key(exp_id)).items()}
-    return {"counters": counters, "pending": rd.zcard(pending_key(exp_id))}
-
-
-def decisive_in_redis(rd, exp_id: str) -> int:
-    """Decisive impressions of ``exp_id``, recomputed from every stored impression."""
-    n = 0
-    from service.keys import imp_key
-
-    for key in rd.scan_iter(match=imp_key(exp_id, "*"), count=1000):
-        if key.endswith(b":clicks"):
-            continue
-        raw = rd.hgetall(key)
-        if raw.get(b"exp", b"").decode() != exp_id or raw.get(b"duel") != b"1":
-            continue
-        clicks = sorted(int(x) for x in rd.smembers(key + b":clicks"))
-        n += bool(interleaving.credit(json.loads(raw[b"record"]), clicks))
-    return n
-
-
-class Users:
-    """Simulated users in threads: search, click the top result, end half the time;
-    errors (503 while Redis is down, refused connections) are counted, not raised."""
-
-    def __init__(self, client: Client, exp_id: str, n: int = 3, end: bool = True) -> None:
-        self.client, self.exp_id, self.end = client, exp_id, end
-        self.stop = threading.Event()
-        self.searches = 0
-        self.errors: dict[str, int] = {}
-        self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
-                        for i in range(n)]
-        for t in self.threads:
-            t.start()
-
-    def run(self, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        client = Client(self.client.base_url, ADMIN, timeout=10)
-        while not self.stop.is_set():
-            try:
-                page = client.search(self.exp_id, "q", k=4)
-                with self.lock:
-                    self.searches += 1
-                pos = int(rng.integers(len(page["results"])))
-                client.click(page, [(page["results"][pos]["id"], pos + 1)])
-                if self.end and rng.random() < 0.5:
-                    client.end(page)
-            except Exception as exc:
-                status = getattr(exc, "status", None)
-                with self.lock:
-                    key = str(status or type(exc).__name__)
-                    self.errors[key] = self.errors.get(key, 0) + 1
-                client.close()
-                self.stop.wait(0.05)
-
-    def wait_for_more(self, n: int, timeout: float = 60) -> None:
-        start = self.searches
-        wait_until(lambda: self.searches >= start + n, timeout, f"{n} more searches")
-
-    def close(self) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join(30)
 
 
 def assert_all_credited(f, exp_id: str, timeout: float = 120) -> dict:
@@ -241,7 +145,7 @@ def test_worker_survives_redis_restarts_under_load(fresh):
     worker, port = f.start_worker(concurrency=2)
     main = celery_main(worker.pid)
     exp_id = f.experiment("restarts", seed=2)
-    users = Users(f.client, exp_id, n=3)
+    users = Users(f.api.url, exp_id, n=3, admin=ADMIN)
     try:
         for i in range(4):  # celery/kombu 5.7 alone died at 2 restarts in 3
             users.wait_for_more(60)
@@ -270,7 +174,7 @@ def test_the_sweep_survives_pool_kills(fresh):
     f = fresh
     worker, port = f.start_worker(concurrency=2)
     exp_id = f.experiment("poolkills", seed=3)
-    users = Users(f.client, exp_id, n=2, end=False)
+    users = Users(f.api.url, exp_id, n=2, end=0.0, admin=ADMIN)
     try:
         for _ in range(4):
             users.wait_for_more(20)

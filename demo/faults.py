@@ -1,0 +1,401 @@
+"""Fault injection under load: the harness of ``bench/faults.py`` and
+``tests/test_faults_under_load.py``.
+
+* :class:`FaultRanker` — an HTTP ranker whose behaviour is switched at run time
+  (``ok``, ``hang``, ``http500``, ``invalid``, ``huge``), beside two healthy ones.
+* :class:`Users` — simulated users in threads: search, click one result, end half the
+  time; every answer is counted by status, with the time of each 5xx and of each
+  success, so that the time a fault cost can be read off afterwards.
+* :func:`check_invariant` — what must hold once the load stops: nothing pending, every
+  impression credited, and W's total equal to the decisive impressions recomputed from
+  what Redis stored (so no click lost, none counted twice).
+
+A fault's **recovery time** is measured from the moment the fault ends (the process is
+back, the ranker healthy again) to the first successful search after it; its **drain
+time** from the moment the load stops to the moment nothing is pending.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import interleaving
+from demo.client import Client
+from demo.stack import Stack, ThreadedServer, child_pids, free_port, wait_until
+
+#: what the fault ranker can be told to do
+MODES = ("ok", "hang", "http500", "invalid", "huge")
+
+
+def _docs(name: str, k: int) -> list[dict[str, Any]]:
+    base = [f"d{i:02d}" for i in range(30)]
+    order = {"good": base, "bad": base[::-1], "flaky": base[5:] + base[:5]}[name]
+    return [{"id": d, "title": f"doc {d}"} for d in order[:k]]
+
+
+class FaultRanker:
+    """Three rankers on one Flask app: ``good`` and ``bad`` always answer, ``flaky``
+    does what :meth:`set` last said (a ``hang`` lasts 30 s, far past any timeout)."""
+
+    def __init__(self) -> None:
+        from flask import Flask, jsonify, request
+
+        self.mode = "ok"
+        app = Flask("fault-rankers")
+
+        @app.get("/healthz")
+        def healthz():
+            return jsonify({"status": "ok"})
+
+        @app.get("/r/<name>")
+        def rank(name: str):
+            k = int(request.args.get("k", 10))
+            if name == "flaky":
+                mode = self.mode
+                if mode == "hang":
+                    time.sleep(30)
+                elif mode == "http500":
+                    return jsonify({"error": "boom"}), 500
+                elif mode == "invalid":
+                    return "{not json", 200, {"Content-Type": "application/json"}
+                elif mode == "huge":
+                    return jsonify({"results": [{"id": f"d{i:02d}", "pad": "x" * 100_000}
+                                                for i in range(30)]})
+            if name not in ("good", "bad", "flaky"):
+                return jsonify({"error": "no such ranker"}), 404
+            return jsonify({"results": _docs(name, k)})
+
+        self.app = app
+
+    def set(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
+        self.mode = mode
+
+
+@dataclass
+class Tally:
+    """What the users saw."""
+
+    statuses: Counter = field(default_factory=Counter)
+    searches: int = 0
+    errors_5xx: list[tuple[float, int]] = field(default_factory=list)
+    successes: list[float] = field(default_factory=list)
+
+
+class Users:
+    """``n`` simulated users in threads against ``api_url``; see the module docstring.
+
+    Exceptions of the connection (a refused connection while a gunicorn worker is
+    replaced, a reset) are counted under their type name, never raised.
+    """
+
+    def __init__(self, api_url: str, exp_id: str, *, n: int = 6, end: float = 0.5,
+                 admin: str = "", seed: int = 0) -> None:
+        self.api_url, self.exp_id, self.end, self.admin = api_url, exp_id, end, admin
+        self.tally = Tally()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.paused = threading.Event()
+        self.threads = [threading.Thread(target=self._run, args=(seed * 1000 + i,), daemon=True)
+                        for i in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def _count(self, status: int | str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            self.tally.statuses[str(status)] += 1
+            if isinstance(status, int) and status >= 500:
+                self.tally.errors_5xx.append((now, status))
+
+    def _run(self, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        client = Client(self.api_url, self.admin, timeout=10)
+        while not self.stop.is_set():
+            if self.paused.is_set():
+                self.stop.wait(0.05)
+                continue
+            try:
+                status, page = client.request(
+                    "GET", f"/search?experiment={self.exp_id}&q=q{rng.integers(50)}&k=5")
+                self._count(status)
+                if status != 200:
+                    self.stop.wait(0.02)
+                    continue
+                with self.lock:
+                    self.tally.searches += 1
+                    self.tally.successes.append(time.monotonic())
+                if rng.random() < 0.8:
+                    pos = int(rng.integers(len(page["results"])))
+                    st, _ = client.request("POST", "/clicks", {
+                        "impression_id": page["impression_id"], "token": page["token"],
+                        "clicks": [{"id": page["results"][pos]["id"], "rank": pos + 1}]})
+                    self._count(st)
+                if rng.random() < self.end:
+                    st, _ = client.request("POST", f"/impressions/{page['impression_id']}/end",
+                                           {"token": page["token"]})
+                    self._count(st)
+            except Exception as exc:  # connection-level: counted, the user goes on
+                self._count(type(exc).__name__)
+                client.close()
+                self.stop.wait(0.05)
+
+    @property
+    def searches(self) -> int:
+        return self.tally.searches
+
+    def wait_for_more(self, n: int, timeout: float = 120) -> None:
+        start = self.searches
+        wait_until(lambda: self.searches >= start + n, timeout, f"{n} more searches")
+
+    def first_success_after(self, t: float, timeout: float = 120) -> float:
+        """Seconds from ``t`` (monotonic) to the first successful search after it."""
+        def seen() -> bool:
+            with self.lock:
+                return any(s >= t for s in self.tally.successes[-200:])
+
+        wait_until(seen, timeout, "a successful search after the fault")
+        with self.lock:
+            return min(s for s in self.tally.successes if s >= t) - t
+
+    def errors_between(self, t0: float, t1: float) -> Counter:
+        with self.lock:
+            return Counter(st for at, st in self.tally.errors_5xx if t0 <= at <= t1)
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(30)
+
+
+def celery_main(supervisor: int) -> int:
+    """The Celery worker's main process: the ``rankduel worker`` supervisor's one child."""
+    found: list[int] = []
+
+    def one() -> bool:
+        found[:] = child_pids(supervisor)
+        return len(found) == 1
+
+    wait_until(one, 30, "the Celery worker process")
+    return found[0]
+
+
+def pool(supervisor: int, size: int) -> list[int]:
+    """The pool processes of the worker (children of its main process), once ``size``
+    of them are there."""
+    found: list[int] = []
+
+    def full() -> bool:
+        found[:] = child_pids(celery_main(supervisor))
+        return len(found) == size
+
+    wait_until(full, 60, f"{size} pool processes")
+    return found
+
+
+def decisive_in_redis(rd, exp_id: str) -> int:
+    """W's total as the stored impressions give it: per impression, one win per ranker
+    that forfeited (failed to answer) and one for a duel whose clicks decide it
+    (``interleaving.credit``) — recomputed from every impression in Redis."""
+    from service.keys import imp_key
+
+    n = 0
+    for key in rd.scan_iter(match=imp_key(exp_id, "*"), count=1000):
+        if key.endswith(b":clicks"):
+            continue
+        raw = rd.hgetall(key)
+        if raw.get(b"exp", b"").decode() != exp_id:
+            continue
+        n += len(json.loads(raw.get(b"forfeits") or b"[]"))
+        if raw.get(b"duel") != b"1":
+            continue
+        clicks = sorted(int(x) for x in rd.smembers(key + b":clicks"))
+        n += bool(interleaving.credit(json.loads(raw[b"record"]), clicks))
+    return n
+
+
+def exp_state(rd, exp_id: str) -> dict[str, Any]:
+    """Counters and the pending count of an experiment, read from Redis."""
+    from service.keys import counters_key, pending_key
+
+    counters = {k.decode(): int(float(v)) for k, v in rd.hgetall(counters_key(exp_id)).items()}
+    return {"counters": counters, "pending": rd.zcard(pending_key(exp_id))}
+
+
+def drained(rd, exp_id: str) -> bool:
+    """Nothing of ``exp_id`` pending, every impression credited."""
+    s = exp_state(rd, exp_id)
+    c = s["counters"]
+    return s["pending"] == 0 and c.get("credited", 0) == c.get("impressions", -1)
+
+
+def check_invariant(rd, client: Client, exp_id: str) -> dict[str, Any]:
+    """W's total against the decisive impressions (from the API and recomputed from
+    Redis) once drained; returns the figures, with ``ok``."""
+    state = client.experiment(exp_id)
+    w_total = float(np.array(state["W"]).sum())
+    decisive = decisive_in_redis(rd, exp_id)
+    counted = state["counters"].get("decisive", 0)
+    return {"impressions": state["counters"].get("impressions", 0), "w_total": w_total,
+            "decisive": decisive, "decisive_counted": counted,
+            "lost": max(0, decisive - int(w_total)), "double": max(0, int(w_total) - decisive),
+            "ok": w_total == decisive == counted}
+
+
+class Platform:
+    """The platform as deployed, on loopback, under ``users`` simulated users: Redis
+    (append-only file), ``rankduel serve`` (gunicorn, 2 workers), ``rankduel worker``
+    (pool of 2, with the sweep), and a :class:`FaultRanker`; one experiment on it. Each
+    fault method injects its fault and returns once the fault is over."""
+
+    def __init__(self, work: Path, users: int) -> None:
+        root = Path(__file__).resolve().parent.parent
+        self.stack = Stack(work).__enter__()
+        self.redis_url = self.stack.start_redis()
+        self.admin = secrets.token_hex(16)
+        self.env = dict(
+            os.environ, REDIS_URL=self.redis_url, RANKDUEL_ADMIN_TOKEN=self.admin,
+            RANKDUEL_SECRET_KEY=secrets.token_hex(16),
+            RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
+            RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0",  # every user clicks from loopback
+            RANKDUEL_INACTIVITY_S="3", RANKDUEL_SWEEP_INTERVAL_S="1",
+            RANKDUEL_CREDIT_RETRY_S="5", RANKDUEL_VISIBILITY_TIMEOUT_S="10",
+            RANKDUEL_LOG_LEVEL="WARNING", RANKDUEL_ACCESS_LOG="off",
+            PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.env.pop("RANKDUEL_CONFIG", None)
+        self.rankers = FaultRanker()
+        self.ranker_server = ThreadedServer(self.rankers.app)
+        self.bind = f"127.0.0.1:{free_port()}"
+        self.api = self.stack.start_api(dict(self.env, PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp(
+            dir=work)), bind=self.bind, workers=2, threads=8)
+        self.api_url = f"http://{self.bind}"
+        self.worker = None
+        self.start_worker()
+        self.client = Client(self.api_url, self.admin, timeout=10)
+        url = self.ranker_server.url
+        self.exp_id = self.client.create_experiment(
+            name="faults", algorithm="uniform", interleaving="team_draft", seed=7,
+            # the healthy rankers get time to spare on a loaded machine; the flaky one 300 ms
+            rankers=[{"name": n, "url": f"{url}/r/{n}", "timeout_ms": t}
+                     for n, t in (("good", 1000), ("bad", 1000), ("flaky", 300))])["id"]
+        import redis
+
+        self.rd = redis.Redis.from_url(self.redis_url, socket_timeout=5, retry_on_timeout=True)
+        self.users = Users(self.api_url, self.exp_id, n=users, admin=self.admin)
+
+    def start_worker(self) -> None:
+        self.worker = self.stack.start_worker(dict(
+            self.env, PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp(dir=self.stack.workdir)),
+            name=f"worker{len(self.stack.children)}", concurrency=2)
+        self.stack.wait_worker(self.worker, self.redis_url)
+
+    # ------------------------------------------------------------------ faults
+    # each injects its fault and returns when the fault is over (the component back)
+    def worker_pool_kill(self) -> None:
+        for pid in pool(self.worker.pid, 2):
+            os.kill(pid, signal.SIGKILL)
+        pool(self.worker.pid, 2)
+
+    def worker_kill_and_restart(self) -> None:
+        self.worker.kill(signal.SIGKILL)
+        self.worker.proc.wait(30)
+        self.start_worker()
+
+    def redis_restart(self) -> None:
+        self.stack.restart_redis()
+
+    def redis_restarts_3_in_40s(self) -> None:
+        t0 = time.monotonic()
+        for _ in range(3):
+            self.stack.restart_redis()
+            self.users.wait_for_more(20, timeout=60)
+        assert time.monotonic() - t0 < 40 + 60, "restarts took too long to be a storm"
+
+    def gunicorn_worker_kill(self) -> None:
+        workers = child_pids(self.api.pid)
+        os.kill(workers[0], signal.SIGKILL)
+        wait_until(lambda: len(set(child_pids(self.api.pid)) - set(workers)) == 1, 60,
+                   "gunicorn replaces its worker")
+
+    def redis_sigstop_5s(self) -> None:
+        pid = self.stack.redis_child.pid
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(5)  # the fault itself lasts 5 s: this is what is injected, not a wait
+        os.kill(pid, signal.SIGCONT)
+
+    def _ranker(self, mode: str, seconds: float = 5.0) -> None:
+        self.rankers.set(mode)
+        time.sleep(seconds)  # how long the ranker misbehaves
+        self.rankers.set("ok")
+
+    def ranker_hang(self) -> None:
+        self._ranker("hang")
+
+    def ranker_500(self) -> None:
+        self._ranker("http500")
+
+    def ranker_invalid_json(self) -> None:
+        self._ranker("invalid")
+
+    def ranker_huge_json(self) -> None:
+        self._ranker("huge")
+
+    def close(self) -> None:
+        self.users.close()
+        self.ranker_server.close()
+        self.rd.close()
+        self.stack.close()
+
+
+#: fault name -> (method, 5xx statuses it may cause)
+FAULTS = {
+    "worker pool SIGKILL": ("worker_pool_kill", set()),
+    "worker SIGKILL + restart": ("worker_kill_and_restart", set()),
+    "Redis SIGKILL + restart": ("redis_restart", {503}),
+    "Redis 3 restarts in 40 s": ("redis_restarts_3_in_40s", {503}),
+    "gunicorn worker SIGKILL": ("gunicorn_worker_kill", set()),
+    "ranker hangs 5 s": ("ranker_hang", set()),
+    "ranker answers 500 for 5 s": ("ranker_500", set()),
+    "ranker answers invalid JSON 5 s": ("ranker_invalid_json", set()),
+    "ranker answers 3 MB JSON 5 s": ("ranker_huge_json", set()),
+    "Redis SIGSTOP 5 s": ("redis_sigstop_5s", {503}),
+}
+
+
+def run_fault(p: Platform, name: str, load_s: float) -> dict:
+    method, allowed = FAULTS[name]
+    p.users.paused.clear()
+    p.users.wait_for_more(20)
+    searches0 = p.users.searches
+    t_fault = time.monotonic()
+    getattr(p, method)()
+    t_over = time.monotonic()
+    recovery = p.users.first_success_after(t_over)
+    t_load = time.monotonic()
+    while time.monotonic() - t_load < load_s:  # the load goes on after the fault
+        p.users.wait_for_more(1)
+    p.users.paused.set()
+    t_pause = time.monotonic()
+    wait_until(lambda: drained(p.rd, p.exp_id), 300, f"pending drained after {name}")
+    drain = time.monotonic() - t_pause
+    errors = p.users.errors_between(t_fault, time.monotonic())
+    inv = check_invariant(p.rd, p.client, p.exp_id)
+    undocumented = {str(k): v for k, v in errors.items() if k not in allowed}
+    return {"fault": name, "fault_s": round(t_over - t_fault, 2),
+            "searches": p.users.searches - searches0,
+            "5xx": {str(k): v for k, v in errors.items()}, "undocumented_5xx": undocumented,
+            "recovery_s": round(recovery, 2), "drain_s": round(drain, 2), **inv,
+            "ok": inv["ok"] and not undocumented}
