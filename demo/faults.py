@@ -261,7 +261,7 @@ class Platform:
     (pool of 2, with the sweep), and a :class:`FaultRanker`; one experiment on it. Each
     fault method injects its fault and returns once the fault is over."""
 
-    def __init__(self, work: Path, users: int) -> None:
+    def __init__(self, work: Path, users: int, env: dict[str, str] | None = None) -> None:
         root = Path(__file__).resolve().parent.parent
         self.stack = Stack(work).__enter__()
         self.redis_url = self.stack.start_redis()
@@ -276,11 +276,14 @@ class Platform:
             RANKDUEL_LOG_LEVEL="WARNING", RANKDUEL_ACCESS_LOG="off",
             PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.env.pop("RANKDUEL_CONFIG", None)
+        self.env.update(env or {})
         self.rankers = FaultRanker()
         self.ranker_server = ThreadedServer(self.rankers.app)
         self.bind = f"127.0.0.1:{free_port()}"
-        self.api = self.stack.start_api(dict(self.env, PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp(
-            dir=work)), bind=self.bind, workers=2, threads=8)
+        self.metric_dirs = [tempfile.mkdtemp(dir=work)]
+        self.api = self.stack.start_api(
+            dict(self.env, PROMETHEUS_MULTIPROC_DIR=self.metric_dirs[0]),
+            bind=self.bind, workers=2, threads=8)
         self.api_url = f"http://{self.bind}"
         self.worker = None
         self.start_worker()
@@ -297,8 +300,9 @@ class Platform:
         self.users = Users(self.api_url, self.exp_id, n=users, admin=self.admin)
 
     def start_worker(self) -> None:
+        self.metric_dirs.append(tempfile.mkdtemp(dir=self.stack.workdir))
         self.worker = self.stack.start_worker(dict(
-            self.env, PROMETHEUS_MULTIPROC_DIR=tempfile.mkdtemp(dir=self.stack.workdir)),
+            self.env, PROMETHEUS_MULTIPROC_DIR=self.metric_dirs[-1]),
             name=f"worker{len(self.stack.children)}", concurrency=2)
         self.stack.wait_worker(self.worker, self.redis_url)
 
