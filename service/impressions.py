@@ -21,11 +21,13 @@ Clicks and ends only touch the impression; crediting happens in a worker
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import redis
 
 from service import metrics
 from service.config import Config
@@ -268,6 +270,9 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None) -> dict[str, 
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
     first, drain = rt.store.end_impression(imp_id, imp["exp"],
                                            drain_ttl_s=rt.config.credit_retry_s)
-    if drain is not None:
-        rt.queue.drain(imp["exp"], drain)
+    if drain is not None and not rt.queue.drain(imp["exp"], drain):
+        # the broker is away: the impression is closed and due; give the lease back so
+        # that the next sweep queues its drain (the sweep's index marks it due now)
+        with contextlib.suppress(redis.RedisError):
+            rt.store.release_drain(imp["exp"], drain)
     return {"impression_id": imp_id, "status": "closed", "already_closed": not first}

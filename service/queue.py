@@ -6,11 +6,15 @@ here; :mod:`workers.celery_app` builds the consuming app from the same settings.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import Celery
+from kombu.exceptions import OperationalError
 
 from service.config import Config
+
+log = logging.getLogger("rankduel.api")
 
 QUEUE = "rankduel"
 DRAIN = "rankduel.drain"
@@ -49,15 +53,22 @@ class TaskQueue:
                                                 socket_connect_timeout=2)
         return self._broker
 
-    def send(self, name: str, *args: Any) -> None:
-        """Queue task ``name`` with positional ``args``."""
-        self.app.send_task(name, args=list(args))
+    def send(self, name: str, *args: Any) -> bool:
+        """Queue task ``name`` with positional ``args``; False when the broker cannot be
+        reached (logged: what the task would have done is in Redis, and the sweep
+        queues it again)."""
+        try:
+            self.app.send_task(name, args=list(args))
+        except OperationalError as exc:
+            log.warning("could not queue %s: %s (the sweep will)", name, exc)
+            return False
+        return True
 
-    def drain(self, exp_id: str, token: str) -> None:
+    def drain(self, exp_id: str, token: str) -> bool:
         """Credit the due impressions of ``exp_id`` under the drain lease ``token``
-        (:func:`workers.tasks.drain`)."""
-        self.send(DRAIN, exp_id, token)
+        (:func:`workers.tasks.drain`); False when it could not be queued."""
+        return self.send(DRAIN, exp_id, token)
 
-    def credit_impression(self, imp_id: str) -> None:
+    def credit_impression(self, imp_id: str) -> bool:
         """Credit one impression (replays, manual re-queues)."""
-        self.send(CREDIT_IMPRESSION, imp_id)
+        return self.send(CREDIT_IMPRESSION, imp_id)

@@ -47,3 +47,32 @@ def test_fault_under_load_loses_nothing(platform, fault):
     assert row["searches"] > 0, row
     # generous on a busy 2-core machine: the figures measured are in BENCHMARKS.md
     assert row["recovery_s"] < 30, row
+
+
+def test_end_answers_202_when_the_broker_is_away(api, ranker_server, rd):
+    """The broker unreachable when /end queues the drain (it was a 500 in the Redis
+    restart storm): the impression is closed and due, the drain lease is given back, and
+    the answer is 202 — the sweep queues the drain once the broker is back."""
+    from conftest import ADMIN
+    from test_service_api import rankers_for
+
+    from demo.client import Client
+    from demo.stack import ThreadedServer, free_port
+    from service.app import create_app
+    from service.keys import drains_key, pending_key
+
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    server = ThreadedServer(create_app(api.config.replace(broker_url=dead)))
+    try:
+        client = Client(server.url, ADMIN, timeout=30)
+        exp = client.create_experiment(name="no-broker", algorithm="uniform",
+                                       interleaving="team_draft",
+                                       rankers=rankers_for(ranker_server, "good", "bad"))
+        page = client.search(exp["id"], "q", k=3)
+        status, body = client.request("POST", f"/impressions/{page['impression_id']}/end",
+                                      {"token": page["token"]})
+        assert status == 202 and body["status"] == "closed", body
+        assert rd.zcard(drains_key(exp["id"])) == 0  # the lease given back
+        assert rd.zscore(pending_key(exp["id"]), page["impression_id"]) is not None
+    finally:
+        server.close()
