@@ -32,7 +32,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from demo.client import ApiResponseError, Client
-from demo.stack import Stack, free_port, redis_executable
+from demo.stack import Stack, ThreadedServer, free_port, redis_executable
 from demo.world_rankers import demo_world, ranker_name
 
 #: the pairwise interleaving methods (``World.preference_matrix`` estimates with these)
@@ -67,6 +67,9 @@ class DemoOptions:
     quiet: bool = False
     #: masters of a Redis Cluster to start for the state (0: one Redis)
     redis_cluster: int = 0
+    #: serve the demo search page (demo.web) on another origin; keeps the stack running
+    web: bool = False
+    web_port: int | None = None
 
 
 @dataclass
@@ -90,6 +93,7 @@ class Demo:
         self.admin_token = secrets.token_urlsafe(24)
         self.secret_key = secrets.token_urlsafe(32)
         self.tally = Tally()
+        self.web: ThreadedServer | None = None
 
     def say(self, msg: str) -> None:
         if not self.opts.quiet:
@@ -129,8 +133,16 @@ class Demo:
             "RANKDUEL_VISIBILITY_TIMEOUT_S": env.get("RANKDUEL_VISIBILITY_TIMEOUT_S", "30"),
         })
         env.pop("RANKDUEL_CONFIG", None)
+        doc_base = ""
+        if o.web:  # the search page: another origin, which the API's CORS allows
+            from demo.web import create_web_app
+
+            self.web = ThreadedServer(create_web_app(), port=o.web_port or 0)
+            doc_base = self.web.url
+            env["RANKDUEL_CORS_ORIGINS"] = ",".join(
+                x for x in (env.get("RANKDUEL_CORS_ORIGINS", ""), self.web.url) if x)
         rankers, rank_url = stack.start_rankers(env, seed=o.seed, n_rankers=o.rankers,
-                                                wait=False)
+                                                wait=False, doc_base=doc_base)
         worker_bind = f"127.0.0.1:{free_port()}"  # the worker's metrics exporter
         self.worker_metrics_url = f"http://{worker_bind}/metrics"
         worker_env = dict(env, PROMETHEUS_MULTIPROC_DIR=str(workdir / "prom-worker"),
@@ -284,6 +296,12 @@ class Demo:
             api_url, rank_url = self.start(stack)
             client = Client(api_url, self.admin_token)
             exp_id = self.create_experiment(client, rank_url, P, f"demo world {o.seed}")
+            if o.web:
+                self.web.server.app.config["RANKDUEL"] = {
+                    "api": api_url, "experiment": exp_id,
+                    "queries": [w.query_text(q) for q in range(min(50, w.n_queries))]}
+                self.say(f"search page: {self.web.url}/ (rankduel.js reports its clicks "
+                         f"to {api_url}; the simulated users run beside you)")
             self.say(f"experiment {exp_id}: {o.algorithm} over {w.n_rankers} rankers, "
                      f"{o.interleaving} interleaving, {o.click_model} users; "
                      f"{o.queries} queries from {o.concurrency} concurrent users")
@@ -296,7 +314,7 @@ class Demo:
                 Path(o.json_path).parent.mkdir(parents=True, exist_ok=True)
                 Path(o.json_path).write_text(json.dumps(summary, indent=2) + "\n")
                 self.say(f"summary written to {o.json_path}")
-            if o.keep_running:
+            if o.keep_running or o.web:
                 self.say(f"\nthe stack keeps running: base URL {api_url}\n"
                          f"admin token: {self.admin_token}\n"
                          f"try: curl -H 'Authorization: Bearer {self.admin_token}' "
@@ -305,6 +323,8 @@ class Demo:
                     threading.Event().wait()
             return summary
         finally:
+            if self.web is not None:
+                self.web.close()
             stack.close()
 
     def params(self) -> dict[str, Any]:

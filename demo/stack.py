@@ -319,7 +319,7 @@ class Stack:
 
     def start_rankers(self, env: dict[str, str], *, seed: int, n_rankers: int,
                       workers: int = 1, name: str = "rankers",
-                      wait: bool = True) -> tuple[Child, str]:
+                      wait: bool = True, doc_base: str = "") -> tuple[Child, str]:
         """gunicorn serving every ranker of the simulated world
         (:func:`demo.world_rankers.create_ranker_app`) on a free port; returns the child and
         its base URL. With ``wait=False``, call :meth:`wait_healthy` before using it."""
@@ -331,7 +331,8 @@ class Stack:
         child = self.python(name, [
             "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
             "--threads", "16", "--worker-class", "gthread", "--log-level", "warning", *quiet,
-            f"demo.world_rankers:create_ranker_app(seed={seed}, n_rankers={n_rankers})",
+            f"demo.world_rankers:create_ranker_app(seed={seed}, n_rankers={n_rankers}, "
+            f"doc_base={doc_base!r})",
         ], env)
         url = f"http://127.0.0.1:{port}"
         if wait:

@@ -32,8 +32,11 @@ def ranker_name(n: int) -> str:
     return f"r{n:02d}"
 
 
-def create_ranker_app(seed: int = 1, n_rankers: int = 12, n_queries: int = 200) -> Flask:
-    """A WSGI app serving all rankers of ``demo_world(seed, n_rankers, n_queries)``."""
+def create_ranker_app(seed: int = 1, n_rankers: int = 12, n_queries: int = 200,
+                      doc_base: str = "") -> Flask:
+    """A WSGI app serving all rankers of ``demo_world(seed, n_rankers, n_queries)``; with
+    ``doc_base``, every result has a ``url``, ``{doc_base}/doc/{id}`` (the demo search
+    page serves those documents)."""
     world = demo_world(seed, n_rankers, n_queries)
     app = Flask("rankduel-demo-rankers")
 
@@ -50,7 +53,8 @@ def create_ranker_app(seed: int = 1, n_rankers: int = 12, n_queries: int = 200) 
             return jsonify({"results": []})
         docs = world.ranking(n, q, k)
         return jsonify({"results": [
-            {"id": d, "title": f"{world.query_text(q)} — result {d}", "score": round(1.0 / i, 4)}
+            {"id": d, "title": f"{world.query_text(q)} — result {d}", "score": round(1.0 / i, 4),
+             **({"url": f"{doc_base}/doc/{d}"} if doc_base else {})}
             for i, d in enumerate(docs, start=1)]})
 
     @app.get("/world")

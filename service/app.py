@@ -19,7 +19,7 @@ import redis
 from flask import Flask, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from service import metrics
+from service import cors, metrics
 from service.config import Config, load_config
 from service.controller import Controller
 from service.errors import ApiError
@@ -76,6 +76,7 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(operator.bp)
     app.register_blueprint(health.bp)
 
+    cors.install(app, cors.parse_origins(config.cors_origins))
     app.before_request(_start_timer)
     app.after_request(_observe)
     app.register_error_handler(ApiError, _api_error)

@@ -64,6 +64,7 @@ ENV: dict[str, str] = {
     "clicks_per_client_per_minute": "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE",
     "clicks_per_impression": "RANKDUEL_CLICKS_PER_IMPRESSION",
     "trusted_proxies": "RANKDUEL_TRUSTED_PROXIES",
+    "cors_origins": "RANKDUEL_CORS_ORIGINS",
 }
 
 SECRETS = frozenset({"admin_token", "secret_key", "metrics_token"})
@@ -162,6 +163,10 @@ class Config:
         Reverse proxies in front of the API: the client address is the
         ``X-Forwarded-For`` entry this many hops from the right (0, the default: the
         socket's peer address, and the header is ignored).
+    cors_origins
+        Origins of the search pages that call ``/search``, ``/clicks``, ``/end`` and
+        ``/r`` from a browser (``RANKDUEL_CORS_ORIGINS``, comma-separated
+        ``scheme://host[:port]``; none by default): :mod:`service.cors`.
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -198,6 +203,7 @@ class Config:
     clicks_per_client_per_minute: int = 600
     clicks_per_impression: int = 100
     trusted_proxies: int = 0
+    cors_origins: str = ""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

@@ -36,7 +36,13 @@ from service.errors import BadGateway, Forbidden, Unprocessable
 from service.keys import new_impression_id
 from service.queue import TaskQueue
 from service.rankers import RankerClient, RankerFailure
-from service.store import ImpressionMissing, Store, audit_entry
+from service.store import (
+    ImpressionClosed,
+    ImpressionMissing,
+    Store,
+    TooManyClicks,
+    audit_entry,
+)
 from service.tokens import issue_token, verify_token
 
 
@@ -121,6 +127,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
         imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,
         inactivity_s=rt.config.inactivity_s, counters=counters,
+        urls=[_url(by_id[doc]) for doc in shown],
     )
     metrics.IMPRESSIONS.labels(exp_id, kind).inc()
     results = []
@@ -138,6 +145,18 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
 
 
 Answer = tuple[int, dict[str, Any], list[dict[str, Any]]]
+
+#: the longest result URL kept for the click redirect
+MAX_URL_CHARS = 2048
+
+
+def _url(item: dict[str, Any]) -> str | None:
+    """A result's ``url`` when it is an http(s) URL a redirect may lead to."""
+    url = item.get("url")
+    if isinstance(url, str) and len(url) <= MAX_URL_CHARS and url.startswith(
+            ("http://", "https://")):
+        return url
+    return None
 
 
 class RankerHealth:
@@ -233,9 +252,10 @@ def _load_verified(rt: Runtime, imp_id: str, token: object) -> dict[str, Any]:
     return imp
 
 
-def record_clicks(rt: Runtime, imp_id: str, token: object,
-                  clicks: list[tuple[str, int]]) -> dict[str, Any]:
-    """Validate clicks against what the impression showed and record them (once each)."""
+def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[str, int]],
+                  dwell_ms: dict[int, int] | None = None) -> dict[str, Any]:
+    """Validate clicks against what the impression showed and record them (once each),
+    with the dwell time per position a browser reported on return (``rankduel.js``)."""
     imp = _load_verified(rt, imp_id, token)
     shown = imp["shown"]
     positions = []
@@ -250,7 +270,37 @@ def record_clicks(rt: Runtime, imp_id: str, token: object,
                                 inactivity_s=rt.config.inactivity_s,
                                 ttl_s=rt.config.impression_ttl_s,
                                 max_reports=rt.config.clicks_per_impression)
+    if dwell_ms:
+        rt.store.set_dwell(imp_id, imp["exp"], dwell_ms)
     return {"impression_id": imp_id, "accepted": added, "duplicates": len(positions) - added}
+
+
+def click_through(rt: Runtime, imp_id: str, token: object, doc: str, rank: int,
+                  url: str) -> tuple[str, dict[str, Any] | None]:
+    """The click redirect: the result URL to send the user to, and the click recorded
+    (None when it could not be: the impression closed or over its limit — the user
+    still gets to the page). ``url`` must be the one the ranker returned for ``doc`` at
+    ``rank`` in this impression: never an open redirect."""
+    redirect_target(rt, imp_id, token, doc, rank, url)
+    try:
+        return url, record_clicks(rt, imp_id, token, [(doc, rank)])
+    except (ImpressionClosed, TooManyClicks):
+        return url, None
+
+
+def redirect_target(rt: Runtime, imp_id: str, token: object, doc: str, rank: int,
+                    url: str) -> str:
+    """``url`` when the token is good and it is the URL shown for ``doc`` at ``rank`` in
+    impression ``imp_id``; 403/404/422 otherwise."""
+    imp = _load_verified(rt, imp_id, token)
+    shown, urls = imp["shown"], imp["urls"]
+    if not 1 <= rank <= len(shown) or shown[rank - 1] != doc:
+        raise Unprocessable(f"document {doc!r} was not shown at rank {rank} in impression "
+                            f"{imp_id!r}")
+    if rank > len(urls) or urls[rank - 1] != url:
+        raise Unprocessable(f"url is not the one shown for document {doc!r} in impression "
+                            f"{imp_id!r}: the redirect leads only to shown results")
+    return url
 
 
 def end_impression(rt: Runtime, imp_id: str, token: object | None) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from service.validation import LIMIT_REQUEST_LINE, MAX_BODY_BYTES, MAX_DEPTH
 ERRORS = {
     400: "Malformed request: not JSON, a missing or mistyped parameter or field",
     401: "Missing or wrong bearer token",
-    403: "Missing, forged, malformed or expired impression token",
+    403: "Missing, forged, malformed or expired impression token, or an origin not allowed",
     404: "Unknown experiment, impression or ranker",
     409: "Not allowed in the current state",
     413: f"Request body larger than {MAX_BODY_BYTES} bytes",
@@ -102,6 +102,10 @@ def operations(default_k: int, max_k: int) -> list[Op]:
                "EndImpression": {"operationId": "endImpression",
                                  "parameters": {"imp_id": "$response.body#/impression_id"},
                                  "requestBody": {"token": "$response.body#/token"}},
+               "ClickRedirect": {"operationId": "clickRedirect", "parameters": {
+                   "i": "$response.body#/impression_id", "t": "$response.body#/token",
+                   "d": "$response.body#/results/0/id", "p": 1,
+                   "u": "$response.body#/results/0/url"}},
            }}),
         Op("post", "/clicks", "recordClicks",
            "Report clicks (one or many; a repeated click counts once)", body=s.Clicks,
@@ -115,6 +119,15 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            path_params={"imp_id": {"type": "string", "minLength": 1,
                                    "maxLength": s.MAX_ID_CHARS}},
            responses={202: s.Ended, 400: None, 403: None, 404: None, 413: None, 503: None}),
+        Op("get", "/r", "clickRedirect",
+           "Record a click and redirect (302) to the result URL the ranker returned",
+           query=s.RedirectQuery,
+           responses={302: "redirect", 400: None, 403: None, 404: None,
+                      422: "Document not shown at that rank, or a URL not shown for it",
+                      503: None}),
+        Op("get", "/static/rankduel.js", "rankduelScript",
+           "The browser client: window.RankDuel.attach(container, {api, impression_id, token})",
+           responses={200: "text/javascript"}),
         Op("post", "/experiments", "createExperiment", "Create an experiment",
            body=s.NewExperiment, operator=True,
            responses={201: s.Experiment, 400: None, 401: None, 413: None, 422: None,
@@ -238,6 +251,14 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
         if status >= 400:
             text = model if isinstance(model, str) else ERRORS[status]
             responses[str(status)] = _json({"$ref": "#/components/schemas/Error"}, text)
+        elif model == "redirect":
+            responses[str(status)] = {
+                "description": "Found: on to the result",
+                "headers": {"Location": {"schema": {"type": "string"},
+                                         "description": "the result URL"}}}
+        elif model == "text/javascript":
+            responses[str(status)] = {"description": "the script", "content": {
+                "text/javascript": {"schema": {"type": "string"}}}}
         elif model == "text/plain":
             responses[str(status)] = {"description": "Prometheus text exposition",
                                       "content": {"text/plain": {"schema": {"type": "string"}}}}

@@ -151,6 +151,24 @@ class Click(Open):
 
     id: DocId
     rank: Int(ge=1)
+    dwell_ms: Int(ge=0, le=86_400_000) | None = Field(
+        None, description="time on the clicked page before the user came back (rankduel.js "
+                          "reports it on return; recorded per impression and position)")
+
+
+class RedirectQuery(BaseModel):
+    """``GET /r``: the click redirect (links opened in a new tab, pages without
+    JavaScript)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    i: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, description="impression id")]
+    t: Annotated[str, Field(min_length=1, max_length=200, description="its token")]
+    d: Annotated[str, Field(min_length=1, max_length=256, description="the document id")]
+    p: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_query_int)] = Field(
+        description="the 1-based rank it was shown at")
+    u: Annotated[str, Field(min_length=1, max_length=2048, description=(
+        "the result URL: must be the one the ranker returned for that document"))]
 
 
 class Clicks(Open):

@@ -143,6 +143,7 @@ class Store:
         self.r = client
         self.clock = clock
         self._click_script = client.register_script(_CLICK_LUA)
+        self._dwell_script = client.register_script(_DWELL_LUA)
         self._end_script = client.register_script(_END_LUA)
         self._select_script = client.register_script(_SELECT_LUA)
         self._fail_script = client.register_script(_FAIL_LUA)
@@ -331,6 +332,7 @@ class Store:
         ttl_s: int,
         inactivity_s: float,
         counters: dict[str, int],
+        urls: list[str | None] | None = None,
     ) -> None:
         """Store an impression (with TTL), count it and its rankers' exposure, and
         schedule its credit for when it goes idle: one script, so a client that retries
@@ -348,6 +350,8 @@ class Store:
             "expires": token_expires,
             "closed": 0,
         }
+        if urls and any(urls):  # the result URLs, for the click redirect /r
+            fields["urls"] = json.dumps(urls)
         self._save_script(
             keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
                   shown_key(exp_id)],
@@ -397,6 +401,7 @@ class Store:
         d["closed"] = d.get("closed") == "1"
         d["duel"] = d.get("duel") == "1"
         d["expires"] = int(d["expires"])
+        d["urls"] = json.loads(d["urls"]) if d.get("urls") else []
         return d
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
@@ -422,6 +427,13 @@ class Store:
             raise ImpressionClosed(f"impression {imp_id!r} is closed; clicks are no longer "
                                    "accepted")
         return int(out)
+
+    def set_dwell(self, imp_id: str, exp_id: str, dwell_ms: dict[int, int]) -> None:
+        """Record the dwell time of clicked positions (``dwell:<position>`` in the
+        impression, the latest report kept); nothing when the impression is gone."""
+        args = [x for pos, ms in dwell_ms.items() for x in (f"dwell:{int(pos)}", int(ms))]
+        if args:
+            self._dwell_script(keys=[imp_key(exp_id, imp_id)], args=args)
 
     def end_impression(self, imp_id: str, exp_id: str, *,
                        drain_ttl_s: float) -> tuple[bool, str | None]:
@@ -793,6 +805,12 @@ return 1
 """
 
 # KEYS: imp, clicks, pending; ARGV: due, imp_id, ttl, positions...
+# KEYS: imp; ARGV: field, value, ... (only into an impression that still exists)
+_DWELL_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
+return 0
+"""
+
 _CLICK_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return -2 end

@@ -37,7 +37,8 @@ def _docs(name: str, k: int) -> list[dict]:
         "mid": base[10:] + base[:10],
         "alt": base[1:] + base[:1],
     }.get(name, base)
-    return [{"id": d, "title": f"doc {d}", "source": name} for d in order[:k]]
+    return [{"id": d, "title": f"doc {d}", "source": name, "url": f"https://docs.example/{d}"}
+            for d in order[:k]]
 
 
 def make_toy_rankers():

@@ -342,8 +342,10 @@ def test_links_lead_everywhere(api, ranker_server):
     def call(op_id: str, path_params: dict, query: dict | None = None, body=None):
         method, path, _ = ops[op_id]
         url = api.url + path.format(**path_params)
-        r = requests.request(method, url, params=query, json=body, headers=auth, timeout=10)
-        assert 200 <= r.status_code < 300, (op_id, r.status_code, r.text)
+        r = requests.request(method, url, params=query, json=body, headers=auth, timeout=10,
+                             allow_redirects=False)
+        assert 200 <= r.status_code < 300 or r.status_code == 302, (op_id, r.status_code,
+                                                                     r.text)
         visited.add(op_id)
         return r
 
@@ -363,7 +365,8 @@ def test_links_lead_everywhere(api, ranker_server):
             body = _evaluate(link["requestBody"], response, path_params) \
                 if "requestBody" in link else rest.get("body")
             r = call(target, params, query or None, body)
-            follow(target, r.status_code, r.json(), params, depth + 1)
+            if r.status_code != 302:  # a redirect has no body to follow links from
+                follow(target, r.status_code, r.json(), params, depth + 1)
 
     created = call("createExperiment", {}, body={
         "name": "links", "algorithm": "uniform", "interleaving": "team_draft",

