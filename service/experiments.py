@@ -88,7 +88,8 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     exp_id = secrets.token_hex(6)
     now = time.time()
     meta = {"id": exp_id, "name": body.name, "algorithm": algorithm, "params": params,
-            "interleaving": body.interleaving, "seed": seed, "created_at": now}
+            "interleaving": body.interleaving, "seed": seed, "created_at": now,
+            "dwell_unsatisfied_s": body.dwell_unsatisfied_s}
     table = [{**r, "arm": a, "status": "active", "added_at": now, "retired_at": None}
              for a, r in enumerate(rankers)]
     store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
@@ -295,6 +296,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         "t": snap.selections,
         "seed": snap.meta["seed"],
         "created_at": snap.meta["created_at"],
+        "dwell_unsatisfied_s": snap.meta.get("dwell_unsatisfied_s"),
         "version": snap.version,
         "selections": snap.selections,
         "counters": snap.counters,

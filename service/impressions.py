@@ -272,6 +272,9 @@ def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[st
                                 max_reports=rt.config.clicks_per_impression)
     if dwell_ms:
         rt.store.set_dwell(imp_id, imp["exp"], dwell_ms)
+        short = _unsatisfied(rt, imp["exp"], dwell_ms)
+        if short:
+            rt.store.unsatisfy(imp_id, imp["exp"], short)
     return {"impression_id": imp_id, "accepted": added, "duplicates": len(positions) - added}
 
 
@@ -286,6 +289,21 @@ def click_through(rt: Runtime, imp_id: str, token: object, doc: str, rank: int,
         return url, record_clicks(rt, imp_id, token, [(doc, rank)])
     except (ImpressionClosed, TooManyClicks):
         return url, None
+
+
+def _unsatisfied(rt: Runtime, exp_id: str, dwell_ms: dict[int, int]) -> list[int]:
+    """The positions whose dwell marks an unsatisfied click under the experiment's
+    ``dwell_unsatisfied_s`` (none when it is off).
+
+    A click followed by a quick return to the results is the classic sign of a result
+    that did not satisfy (Fox et al., *Evaluating implicit measures to improve web
+    search*, 2005; Kim et al., *Modeling dwell time to predict click-level
+    satisfaction*, WSDM 2014, use 30 s); interleaving credit then counts only the
+    satisfied clicks. A click whose user never comes back (no dwell reported) counts."""
+    limit = rt.controller.meta(exp_id).get("dwell_unsatisfied_s")
+    if not limit:
+        return []
+    return [pos for pos, ms in dwell_ms.items() if ms < limit * 1000]
 
 
 def redirect_target(rt: Runtime, imp_id: str, token: object, doc: str, rank: int,

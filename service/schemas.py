@@ -337,6 +337,10 @@ class _NewExperiment(Closed):
         None, description="the ranker true regret is measured against (default: the "
                           "Condorcet winner of true_preferences); needs true_preferences")
     probe: bool = Field(True, description=PROBE)
+    dwell_unsatisfied_s: Annotated[float, Field(gt=0, le=3600)] | None = Field(
+        None, description="off by default: a click whose user came back to the results "
+                          "within this many seconds (the dwell rankduel.js reports) is "
+                          "an unsatisfied click and does not count")
 
     def params_dict(self) -> dict[str, Any]:
         """The parameters as given (absent ones take the policy's defaults)."""
@@ -492,6 +496,8 @@ class Experiment(_ExperimentHead):
         description="MergeDTS/MergeRUCB's batches of rankers, else null")
     W: Matrix = Field(description="W_ij: comparisons ranker i won against ranker j")
     preferences: Preferences
+    dwell_unsatisfied_s: float | None = Field(
+        description="clicks with a shorter dwell do not count (null: every click counts)")
 
 
 class LifecycleChanged(Out):

@@ -144,6 +144,7 @@ class Store:
         self.clock = clock
         self._click_script = client.register_script(_CLICK_LUA)
         self._dwell_script = client.register_script(_DWELL_LUA)
+        self._unsatisfy_script = client.register_script(_UNSATISFY_LUA)
         self._end_script = client.register_script(_END_LUA)
         self._select_script = client.register_script(_SELECT_LUA)
         self._fail_script = client.register_script(_FAIL_LUA)
@@ -434,6 +435,12 @@ class Store:
         args = [x for pos, ms in dwell_ms.items() for x in (f"dwell:{int(pos)}", int(ms))]
         if args:
             self._dwell_script(keys=[imp_key(exp_id, imp_id)], args=args)
+
+    def unsatisfy(self, imp_id: str, exp_id: str, positions: list[int]) -> None:
+        """Withdraw clicked ``positions`` (unsatisfied clicks) unless the impression is
+        closed: a credited impression is never changed."""
+        self._unsatisfy_script(keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id)],
+                               args=[int(p) for p in positions])
 
     def end_impression(self, imp_id: str, exp_id: str, *,
                        drain_ttl_s: float) -> tuple[bool, str | None]:
@@ -809,6 +816,12 @@ return 1
 _DWELL_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
 return 0
+"""
+
+# KEYS: imp, clicks; ARGV: positions to withdraw (not once the impression is closed)
+_UNSATISFY_LUA = """
+if redis.call('HGET', KEYS[1], 'closed') ~= '0' then return 0 end
+return redis.call('SREM', KEYS[2], unpack(ARGV))
 """
 
 _CLICK_LUA = """

@@ -223,3 +223,37 @@ def test_clicks_as_text_plain_with_dwell(site, rd):
     st, body = site.client.request("POST", "/clicks", raw=b"{}", headers={
         "Content-Type": "text/plain", "Origin": "https://evil.example"})
     assert st == 403 and "not allowed" in body["error"]
+
+
+def test_dwell_rule_withdraws_quick_returns(site, rd):
+    """With ``dwell_unsatisfied_s``, a click whose user came back sooner is withdrawn
+    before credit; a long dwell, or none reported, counts."""
+    exp = site.client.create_experiment(
+        name="dwell", algorithm="uniform", interleaving="team_draft", seed=9,
+        dwell_unsatisfied_s=5, rankers=[
+            {"name": r["name"], "url": r["url"], "timeout_ms": 2000}
+            for r in site.client.experiment(site.exp)["rankers"][:2]])
+    assert site.client.experiment(exp["id"])["dwell_unsatisfied_s"] == 5
+    page = site.client.search(exp["id"], site.queries[0], k=4)
+    docs = [r["id"] for r in page["results"]]
+
+    def report(rank: int, dwell: int | None):
+        click = {"id": docs[rank - 1], "rank": rank}
+        if dwell is not None:
+            click["dwell_ms"] = dwell
+        st, _ = site.client.request("POST", "/clicks", {
+            "impression_id": page["impression_id"], "token": page["token"], "clicks": [click]})
+        assert st == 202
+
+    report(1, None)
+    report(2, None)
+    report(3, None)
+    report(1, 1_200)    # back after 1.2 s: unsatisfied
+    report(2, 30_000)   # 30 s: satisfied
+    assert rd.smembers(clicks_key(exp["id"], page["impression_id"])) == {b"1", b"2"}
+    site.client.end(page)
+    report_after = site.client.request("POST", "/clicks", {
+        "impression_id": page["impression_id"], "token": page["token"],
+        "clicks": [{"id": docs[1], "rank": 2, "dwell_ms": 10}]})
+    assert report_after[0] == 409  # closed: a credited impression never changes
+    assert rd.smembers(clicks_key(exp["id"], page["impression_id"])) == {b"1", b"2"}
