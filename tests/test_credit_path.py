@@ -179,11 +179,21 @@ def test_protocol_equals_the_serial_run_of_update(name):
 
 # ---------------------------------------------------------------------- on a real Redis
 @pytest.fixture
-def store(redis_url):
+def store(own_redis_url):
     from service.redis_client import connect
     from service.store import Store
 
-    return Store(connect(redis_url))
+    return Store(connect(own_redis_url))
+
+
+@pytest.fixture(scope="module")
+def own_redis_url(tmp_path_factory):
+    """A Redis of this module's own: the session's has a Celery worker sweeping it, which
+    would credit these impressions (due at once) with the real credit function."""
+    from demo.stack import Stack
+
+    with Stack(tmp_path_factory.mktemp("credit-path")) as stack:
+        yield stack.start_redis()
 
 
 def make_experiment(store, name: str, seed: int) -> str:
