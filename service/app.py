@@ -70,11 +70,12 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
         queue=TaskQueue(config),
     )
 
-    from service.api import frontend, health, operator
+    from service.api import frontend, health, judging, operator
 
     app.register_blueprint(frontend.bp)
     app.register_blueprint(operator.bp)
     app.register_blueprint(health.bp)
+    app.register_blueprint(judging.bp)
 
     cors.install(app, cors.parse_origins(config.cors_origins))
     app.before_request(_start_timer)

@@ -70,6 +70,7 @@ class Op:
 
 EXP_ID = {"exp_id": {"type": "string", "description": "experiment id"}}
 FROM_CREATED = "$response.body#/id"
+CID = {"cid": {"type": "string", "description": "judging campaign id"}}
 
 
 def _exp_links(source: str) -> dict[str, Any]:
@@ -175,6 +176,61 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            "Audit log: operator actions, eliminations, stage changes",
            query=s.AuditQuery, path_params=EXP_ID, operator=True,
            responses={200: s.Audit, 400: None, 401: None, 404: None, 503: None}),
+        Op("post", "/judging/campaigns", "createCampaign",
+           "Create a judging campaign: queries, their pools, test pairs, parameters",
+           body=s.NewCampaign, operator=True,
+           responses={201: s.CampaignCreated, 400: None, 401: None, 413: None, 422: None,
+                      503: None},
+           links={201: {
+               "AddAssessor": {"operationId": "addAssessor",
+                               "parameters": {"cid": "$response.body#/id"}},
+               "GetCampaign": {"operationId": "getCampaign",
+                               "parameters": {"cid": "$response.body#/id"}},
+               "CampaignQrels": {"operationId": "campaignQrels",
+                                 "parameters": {"cid": "$response.body#/id"}},
+               "CampaignGraph": {"operationId": "campaignGraph",
+                                 "parameters": {"cid": "$response.body#/id"}}}}),
+        Op("get", "/judging/campaigns", "listCampaigns", "Judging campaigns", operator=True,
+           responses={200: s.CampaignList, 401: None, 503: None}),
+        Op("get", "/judging/campaigns/{cid}", "getCampaign",
+           "A campaign's state: per query its phase, pool, judgments and best items",
+           path_params=CID, operator=True,
+           responses={200: s.CampaignState, 401: None, 404: None, 503: None}),
+        Op("post", "/judging/campaigns/{cid}/assessors", "addAssessor",
+           "Issue an assessor id (ids are unique across campaigns)",
+           body=s.NewAssessor, body_required=False, path_params=CID, operator=True,
+           responses={201: s.AssessorCreated, 400: None, 401: None, 404: None,
+                      409: "The assessor id is taken", 413: None, 422: None, 503: None},
+           links={201: {"NextTask": {"operationId": "nextTask", "parameters": {
+               "assessor": "$response.body#/assessor"}}}}),
+        Op("get", "/judging/campaigns/{cid}/qrels", "campaignQrels",
+           "The best items as TREC qrels", path_params=CID, operator=True,
+           responses={200: "text/plain", 401: None, 404: None, 503: None}),
+        Op("get", "/judging/campaigns/{cid}/graph", "campaignGraph",
+           "The preference graph of every query", path_params=CID, operator=True,
+           responses={200: "object", 401: None, 404: None, 503: None}),
+        Op("get", "/judging/tasks/next", "nextTask",
+           "An assessor's task: ten target pairs and three test pairs (204: none now)",
+           query=s.TaskQuery,
+           responses={200: s.Task, 204: "empty", 400: None,
+                      403: "Not an assessor, or excluded (< 75% of test pairs right)",
+                      503: None},
+           links={200: {"SubmitJudgments": {
+               "operationId": "submitJudgments",
+               "parameters": {"task_id": "$response.body#/task_id"},
+               "requestBody": {"assessor": "$response.body#/assessor", "judgments": [
+                   {"pair": "$response.body#/pairs/0/pair", "choice": "left"}]}}}}),
+        Op("post", "/judging/tasks/{task_id}/judgments", "submitJudgments",
+           "Submit a task's judgments (once; a replay with the same judgments is 200)",
+           body=s.Judgments,
+           path_params={"task_id": {"type": "string", "minLength": 1, "maxLength": 80}},
+           responses={200: s.Submitted, 202: s.Submitted, 400: None,
+                      403: "The task was given to another assessor", 404: None,
+                      409: "Submitted before with other judgments", 413: None,
+                      422: "Not one judgment per pair of the task", 503: None}),
+        Op("get", "/judging/assess", "judgingPage",
+           "The judging page (?assessor=ID): two items side by side, keyboard shortcuts",
+           responses={200: "text/html"}),
         Op("get", "/healthz", "healthz", "Liveness (no dependency checked)",
            responses={200: s.Healthy}),
         Op("get", "/readyz", "readyz", "Readiness (Redis reachable)",
@@ -256,6 +312,11 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
                 "description": "Found: on to the result",
                 "headers": {"Location": {"schema": {"type": "string"},
                                          "description": "the result URL"}}}
+        elif model == "empty":
+            responses[str(status)] = {"description": "No content"}
+        elif model == "text/html":
+            responses[str(status)] = {"description": "the page", "content": {
+                "text/html": {"schema": {"type": "string"}}}}
         elif model == "text/javascript":
             responses[str(status)] = {"description": "the script", "content": {
                 "text/javascript": {"schema": {"type": "string"}}}}

@@ -20,6 +20,7 @@ QUEUE = "rankduel"
 DRAIN = "rankduel.drain"
 CREDIT_IMPRESSION = "rankduel.credit_impression"
 SWEEP = "rankduel.sweep"
+JUDGING_APPLY = "rankduel.judging_apply"
 
 
 def broker_settings(config: Config) -> dict[str, Any]:

@@ -62,6 +62,9 @@ SEMANTIC_422 = {
     "POST /experiments": ("ranker names must be unique", "true_preferences", "true_best",
                           "C(eps)", "did not answer the test query"),
     "POST /experiments/{exp_id}/rankers": ("did not answer the test query",),
+    "GET /r": ("not shown at rank", "not the one shown"),
+    "POST /judging/campaigns": ("fewer than two distinct items", "appears twice"),
+    "POST /judging/tasks/{task_id}/judgments": ("each of its pairs", "judged once"),
 }
 TOY_RANKERS = ("good", "bad", "mid", "alt")
 _URL = re.compile(RANKER_URL_PATTERN)
@@ -364,16 +367,25 @@ def test_links_lead_everywhere(api, ranker_server):
                      **{k: v for k, v in values.items() if "{" + k + "}" not in ops[target][1]}}
             body = _evaluate(link["requestBody"], response, path_params) \
                 if "requestBody" in link else rest.get("body")
+            if target == "submitJudgments":  # the link shows one judgment; a task has 13
+                body["judgments"] = [{"pair": p["pair"], "choice": "left"}
+                                     for p in response["pairs"]]
             r = call(target, params, query or None, body)
-            if r.status_code != 302:  # a redirect has no body to follow links from
+            # a redirect or a text export has no JSON body to follow links from
+            if r.headers.get("Content-Type", "").startswith("application/json"):
                 follow(target, r.status_code, r.json(), params, depth + 1)
 
     created = call("createExperiment", {}, body={
         "name": "links", "algorithm": "uniform", "interleaving": "team_draft",
         "rankers": [{"name": n, "url": f"{toy}/r/{n}"} for n in ("good", "bad", "alt")]})
-    follow("createExperiment", 201, created.json(), {})
-    listed = call("listExperiments", {})
+    listed = call("listExperiments", {})  # before the created one's links delete it
     follow("listExperiments", 200, listed.json(), {})
+    follow("createExperiment", 201, created.json(), {})
+    items = [{"id": f"i{n}", "text": f"answer {n}"} for n in range(4)]
+    campaign = call("createCampaign", {}, body={"name": "links", "queries": [
+        {"id": "Q1", "text": "a question", "items": items, "test_pairs": [
+            {"better": items[0], "worse": {"id": "off", "text": "off topic"}}]}]})
+    follow("createCampaign", 201, campaign.json(), {})
     needs_ids = {op_id for op_id, (_, path, _) in ops.items() if "{" in path}
     assert needs_ids | {"search", "recordClicks"} <= visited, sorted(
         (needs_ids | {"search", "recordClicks"}) - visited)

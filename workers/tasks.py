@@ -42,7 +42,7 @@ from celery import shared_task
 
 from bandits.base import DuelingBandit
 from service import credit, metrics
-from service.queue import CREDIT_IMPRESSION, DRAIN, SWEEP
+from service.queue import CREDIT_IMPRESSION, DRAIN, JUDGING_APPLY, SWEEP
 from service.redis_client import connect_state
 from service.snapshot import ExperimentMissing, Snapshot
 from service.store import Contention, Store
@@ -244,4 +244,16 @@ def sweep() -> int:
             queued += 1
     if queued:
         log.info("sweep queued %d drains", queued)
+    from service.judging import Campaigns
+
+    for cid in Campaigns(store).with_submitted():  # a judging_apply lost on the way
+        judging_apply.delay(cid)
     return queued
+
+
+@shared_task(name=JUDGING_APPLY, **RETRY)
+def judging_apply(campaign_id: str) -> int:
+    """Apply the submitted tasks of a judging campaign (service.judging), each once."""
+    from service.judging import Campaigns
+
+    return Campaigns(_store()).apply_submitted(campaign_id)
