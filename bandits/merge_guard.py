@@ -142,6 +142,13 @@ class MergeGuard(MergeDTS):
             return self._copeland_champion()
         return super().best_arm()
 
+    def steady(self) -> bool:
+        """True when nothing is left to compare: one survivor, no verification target
+        (the simulator's fast-forward waits for this)."""
+        if self.mode != "merge" or not self._converged():
+            return False
+        return not self._targets_now(self._batches[0].arms[0])
+
     def select_at(self, t: int, rng: np.random.Generator) -> Comparison:
         self.t = int(t)
         pair = self._special(rng)
@@ -219,10 +226,7 @@ class MergeGuard(MergeDTS):
             return
         champ = self.best_arm()
         if self.mode == "merge" and self._converged():
-            others = arms[(arms != champ)]
-            n = self.W[others, champ] + self.W[champ, others]
-            p = self.W[others, champ] / np.maximum(n, 1.0)
-            self.targets = [int(a) for a in others[(n < self.verify_min) | (p >= 0.5)]]
+            self.targets = self._targets_now(champ)
         if self.flagged:
             return
         res = condorcet_check.check(self.W, arms, self.delta)
@@ -235,6 +239,14 @@ class MergeGuard(MergeDTS):
                              "beat_champion": over}
             if self.on_non_condorcet == "switch":
                 self._switch()
+
+    def _targets_now(self, champ: int) -> list[int]:
+        """Eliminated arms with fewer than ``verify_min`` comparisons with the champion,
+        or that empirically beat it."""
+        others = np.flatnonzero((self.status != RETIRED) & (np.arange(self.K) != champ))
+        n = self.W[others, champ] + self.W[champ, others]
+        p = self.W[others, champ] / np.maximum(n, 1.0)
+        return [int(a) for a in others[(n < self.verify_min) | (p >= 0.5)]]
 
     def _switch(self) -> None:
         """Bring every non-retired arm back and select by the Copeland rule."""
