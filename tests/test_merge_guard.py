@@ -70,3 +70,10 @@ def test_switch_plays_every_surviving_arm_and_round_trips():
     before = b.state_dict()["W"]
     b.select()
     assert b.state_dict()["W"] == before  # select() changes nothing stored
+
+
+def test_defaults_are_mergedts_tuned_values_plus_the_guard():
+    p = MergeGuard(40, seed=1).params()
+    assert p == {"preset": "tuned", "alpha": 0.8**6, "batch_size": 16, "c": 4e6,
+                 "delta": 0.01, "on_non_condorcet": "flag", "check_every": 1000,
+                 "verify_every": 32, "verify_min": 32}
