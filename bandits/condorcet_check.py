@@ -32,6 +32,7 @@ largest field, conservatively).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,8 @@ def radius(n: np.ndarray, n_pairs: int, delta: float) -> np.ndarray:
     """
     n = np.asarray(n, dtype=float)
     safe = np.maximum(n, 1.0)
-    r = np.sqrt(np.log(2.0 * max(n_pairs, 1) * safe * (safe + 1.0) / delta) / (2.0 * safe))
+    log_term = math.log(2.0 * max(n_pairs, 1) / delta) + np.log(safe) + np.log(safe + 1.0)
+    r = np.sqrt(log_term / (2.0 * safe))
     return np.where(n > 0, r, np.inf)
 
 

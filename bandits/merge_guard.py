@@ -157,6 +157,13 @@ class MergeGuard(MergeDTS):
         return super().select_at(t, rng)
 
     # ------------------------------------------------------------------ hooks
+    def _commit(self, i: int, j: int) -> None:
+        # Nothing to advance at selection time; overriding the hook tells the live credit
+        # path (service.credit.Guard) that every outcome must go through update() in
+        # order, so the periodic check and the verification targets see each comparison
+        # exactly as the simulator does.
+        return None
+
     def _select(self) -> Comparison:
         pair = self._special(self.rng)
         if pair is not None:

@@ -187,6 +187,7 @@ def _update(bandit: DuelingBandit, live: list[tuple[int, int, float]],
     """Apply one impression's outcomes; audit events for what the policy changed."""
     before_status = bandit.status.copy()
     before = _shape(bandit)
+    before_flag = bool((bandit.structure().get("non_condorcet") or {}).get("flagged"))
     if bandit.multi:
         bandit.update_many(live)
     else:
@@ -198,6 +199,14 @@ def _update(bandit: DuelingBandit, live: list[tuple[int, int, float]],
         events.append({"action": "eliminated", "actor": "bandit",
                        "ranker": names.get(int(arm)), "by": names.get(info.get("by")),
                        "step": info.get("step")})
+    guard = bandit.structure().get("non_condorcet")
+    if guard is not None and guard["flagged"] and not before_flag:
+        ev = guard.get("evidence") or {}
+        events.append({"action": "non_condorcet_flagged", "actor": "bandit",
+                       "step": guard.get("flagged_at"),
+                       "cycle": [names.get(a) for a in ev.get("cycle", [])],
+                       "beat_champion": [names.get(a) for a in ev.get("beat_champion", [])],
+                       "switched": bandit.structure().get("mode") == "copeland"})
     after = _shape(bandit)
     if after != before:
         events.append({"action": "stage_changed", "actor": "bandit",
