@@ -77,3 +77,23 @@ def test_defaults_are_mergedts_tuned_values_plus_the_guard():
     assert p == {"preset": "tuned", "alpha": 0.8**6, "batch_size": 16, "c": 4e6,
                  "delta": 0.01, "on_non_condorcet": "flag", "check_every": 1000,
                  "verify_every": 32, "verify_min": 32}
+
+
+def test_credit_path_emits_the_audit_event_once_and_describe_names_rankers():
+    from service.credit import _update
+    from service.experiments import _non_condorcet
+
+    P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
+    env = np.random.default_rng(0)
+    b = MergeGuard(8, seed=1, check_every=200)
+    names = {a: f"r{a}" for a in range(8)}
+    events = []
+    for _ in range(60_000):
+        i, j = b.select()
+        events += [e for e in _update(b, [(i, j, float(env.random() < P[i, j]))], names)
+                   if e["action"] == "non_condorcet_flagged"]
+    assert len(events) == 1 and events[0]["step"] == b.flagged_at
+    assert events[0]["cycle"] or events[0]["beat_champion"]
+    state = _non_condorcet(b.structure(), names)
+    assert state["flagged"] and all(n.startswith("r") for n in state["cycle"] +
+                                    state["beat_champion"])
