@@ -264,8 +264,8 @@ class Guard:
         (any step up to the global one)."""
         if type(bandit)._commit is not DuelingBandit._commit:
             # its update() advances selection state at every step (RUCB's B, RCS's N_c,
-            # CCB's sets, RMED1's rounds): no outcome commutes, every one is held and
-            # applied by the policy's own update() in order
+            # CCB's sets, RMED1's rounds; MergeGuard's periodic non-Condorcet check): no
+            # outcome commutes, every one is held and applied by update() in order
             return cls(-1.0, {a: 0 for a in range(bandit.K)})
         batches = bandit.structure().get("batches")
         bonus = getattr(bandit, "bonus", None)
