@@ -97,3 +97,22 @@ def test_credit_path_emits_the_audit_event_once_and_describe_names_rankers():
     state = _non_condorcet(b.structure(), names)
     assert state["flagged"] and all(n.startswith("r") for n in state["cycle"] +
                                     state["beat_champion"])
+
+
+def test_simulate_cli_reports_the_flag_per_run(tmp_path, capsys):
+    import json
+
+    from cli.main import main as cli
+
+    P_path = tmp_path / "NC.txt"
+    assert cli(["matrix", "generate", "--kind", "non-condorcet", "--k", "8", "--upset", "0.3",
+                "--gap", "0.05", "--seed", "0", "--out", str(P_path)]) == 0
+    out = tmp_path / "run"
+    assert cli(["simulate", "--matrix", str(P_path), "--algorithm", "recommended",
+                "--param", "check_every=200", "--steps", "60000", "--runs", "2",
+                "--seed", "0", "--out", str(out)]) == 0
+    runs = json.loads((out / "summary.json").read_text())["per_run"]
+    assert all({"flagged_non_condorcet", "flagged_at"} <= set(r) for r in runs)
+    flagged = [r for r in runs if r["flagged_non_condorcet"]]
+    assert flagged and all(isinstance(r["flagged_at"], int) for r in flagged)
+    assert "flagged_non_condorcet in" in capsys.readouterr().out

@@ -144,6 +144,7 @@ def build_summary(
     _, winner, kind = arm_regret(P)
     agg = aggregate(results)
     effective = {**params, **results[0].params}
+    guarded = "on_non_condorcet" in effective
     return _jsonable(
         {
             "algorithm": name,
@@ -163,8 +164,10 @@ def build_summary(
                     "identified": r.identified,
                     "correct": r.correct,
                     "steps_per_second": r.steps_per_second,
-                    "flagged_non_condorcet": r.flagged_non_condorcet,
-                    "flagged_at": r.flagged_at,
+                    # issue 15: policies with a non-Condorcet guard (MergeGuard) add
+                    # whether and when it was raised; the others keep issue 2's fields
+                    **({"flagged_non_condorcet": r.flagged_non_condorcet,
+                        "flagged_at": r.flagged_at} if guarded else {}),
                 }
                 for r in results
             ],
