@@ -22,6 +22,8 @@ from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
 #: registered name -> "module:Class"
 ALGORITHMS: dict[str, str] = {
     "mergedts": "bandits.merge_dts:MergeDTS",
+    "mergeguard": "bandits.merge_guard:MergeGuard",
+    "recommended": "bandits.merge_guard:MergeGuard",
     "mergerucb": "bandits.merge_rucb:MergeRUCB",
     "rucb": "bandits.rucb:RUCB",
     "rcs": "bandits.rcs:RCS",

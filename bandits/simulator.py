@@ -100,6 +100,9 @@ class RunResult:
     #: ``shown[i, j]`` counts pairs ``(i, j)`` as selected (a multileaved set counts each
     #: of its pairs ``(S[x], S[y])``, ``x < y``; a lone arm ``a`` counts ``(a, a)``)
     shown: np.ndarray | None = None
+    #: the policy's non-Condorcet guard (MergeGuard): raised, and at which update count
+    flagged_non_condorcet: bool = False
+    flagged_at: int | None = None
 
     @property
     def final_regret(self) -> float:
@@ -121,6 +124,11 @@ def _make_policy(
 
 
 def _single_active(bandit: DuelingBandit) -> bool:
+    # a policy that still has comparisons to make after convergence (MergeGuard's
+    # verification) says so through ``steady()``; fast-forward waits for it
+    steady = getattr(bandit, "steady", None)
+    if steady is not None and not steady():
+        return False
     return int(np.count_nonzero(bandit.status == ACTIVE)) == 1
 
 
@@ -231,6 +239,7 @@ def simulate_run(
         correct = identified == int(perm[winner])
     else:
         correct = identified in {int(perm[w]) for w in copeland_winners(Pr)}
+    guard = bandit.structure().get("non_condorcet", {})
     return RunResult(
         seed=int(seed),
         checkpoints=cps,
@@ -242,6 +251,8 @@ def simulate_run(
         fast_forward_at=ff_at,
         params=bandit.params(),
         shown=shown,
+        flagged_non_condorcet=bool(guard.get("flagged", False)),
+        flagged_at=guard.get("flagged_at"),
     )
 
 

@@ -131,6 +131,9 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "gauge", "Stage of a MergeDTS/MergeRUCB experiment.", ("experiment",)),
     "rankduel_experiment_batches": (
         "gauge", "Number of batches of a MergeDTS/MergeRUCB experiment.", ("experiment",)),
+    "rankduel_non_condorcet_flagged": (
+        "gauge", "1 once the recommended policy's guard found that the counts contradict a "
+        "Condorcet winner (false-flag rate delta over the run), else 0.", ("experiment",)),
     "rankduel_ranker_status": (
         "gauge", "1 for the ranker's status (active, eliminated, retired), 0 for the others.",
         ("experiment", "ranker", "status")),
@@ -359,6 +362,9 @@ class StateCollector:
         stage, batches = structure.get("stage"), structure.get("batches")
         if stage is not None:
             fams["rankduel_experiment_stage"].add_metric(e, int(stage))
+        guard = structure.get("non_condorcet")
+        if guard is not None:
+            fams["rankduel_non_condorcet_flagged"].add_metric(e, int(bool(guard["flagged"])))
         batch_of: dict[int, int] = {}
         if batches is not None:
             fams["rankduel_experiment_batches"].add_metric(e, len(batches))

@@ -187,6 +187,7 @@ def _update(bandit: DuelingBandit, live: list[tuple[int, int, float]],
     """Apply one impression's outcomes; audit events for what the policy changed."""
     before_status = bandit.status.copy()
     before = _shape(bandit)
+    before_flag = bool((bandit.structure().get("non_condorcet") or {}).get("flagged"))
     if bandit.multi:
         bandit.update_many(live)
     else:
@@ -198,6 +199,14 @@ def _update(bandit: DuelingBandit, live: list[tuple[int, int, float]],
         events.append({"action": "eliminated", "actor": "bandit",
                        "ranker": names.get(int(arm)), "by": names.get(info.get("by")),
                        "step": info.get("step")})
+    guard = bandit.structure().get("non_condorcet")
+    if guard is not None and guard["flagged"] and not before_flag:
+        ev = guard.get("evidence") or {}
+        events.append({"action": "non_condorcet_flagged", "actor": "bandit",
+                       "step": guard.get("flagged_at"),
+                       "cycle": [names.get(a) for a in ev.get("cycle", [])],
+                       "beat_champion": [names.get(a) for a in ev.get("beat_champion", [])],
+                       "switched": bandit.structure().get("mode") == "copeland"})
     after = _shape(bandit)
     if after != before:
         events.append({"action": "stage_changed", "actor": "bandit",
@@ -255,8 +264,8 @@ class Guard:
         (any step up to the global one)."""
         if type(bandit)._commit is not DuelingBandit._commit:
             # its update() advances selection state at every step (RUCB's B, RCS's N_c,
-            # CCB's sets, RMED1's rounds): no outcome commutes, every one is held and
-            # applied by the policy's own update() in order
+            # CCB's sets, RMED1's rounds; MergeGuard's periodic non-Condorcet check): no
+            # outcome commutes, every one is held and applied by update() in order
             return cls(-1.0, {a: 0 for a in range(bandit.K)})
         batches = bandit.structure().get("batches")
         bonus = getattr(bandit, "bonus", None)

@@ -263,6 +263,22 @@ def summary(store: Store, snap: Snapshot) -> dict[str, Any]:
     }
 
 
+def _non_condorcet(structure: dict[str, Any], names: dict[int, str]) -> dict[str, Any] | None:
+    """The guard of MergeGuard's structure with ranker names, else None."""
+    g = structure.get("non_condorcet")
+    if g is None:
+        return None
+    ev = g.get("evidence") or {}
+    return {
+        "flagged": bool(g["flagged"]),
+        "flagged_at": g.get("flagged_at"),
+        "delta": float(g["delta"]),
+        "mode": structure.get("mode", "merge"),
+        "cycle": [names.get(a, str(a)) for a in ev.get("cycle", [])],
+        "beat_champion": [names.get(a, str(a)) for a in ev.get("beat_champion", [])],
+    }
+
+
 def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
     """The full state of an experiment (``GET /experiments/ID``)."""
     if snap.counters is None:
@@ -304,6 +320,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         "arms": [names[a] for a in range(bandit.K)],
         "stage": structure.get("stage"),
         "batches": _names_of(structure["batches"], names) if "batches" in structure else None,
+        "non_condorcet": _non_condorcet(structure, names),
         "W": W.tolist(),
         "preferences": {
             "p": _round(p), "lower": _round(lo), "upper": _round(hi),

@@ -229,13 +229,23 @@ PARAM_TYPES: dict[str, Any] = {
     "horizon": (Int(ge=1, le=10**15), "T of Algorithm 1 line 2's C, when c is not given"),
     "f_scale": (Annotated[float, Field(ge=0, le=1000)], "f(K) = f_scale K^f_power"),
     "f_power": (Annotated[float, Field(ge=0, le=10)], "f(K) = f_scale K^f_power"),
+    "delta": (Annotated[float, Field(ge=1e-12, le=0.5)],
+              "false-flag rate of the non-Condorcet guard over the whole run"),
+    "check_every": (Int(ge=1, le=10**9), "comparisons between two guard checks"),
+    "verify_every": (Int(ge=1, le=10**9), "base period of verification steps after convergence"),
+    "verify_min": (Int(ge=1, le=10**9), "comparisons of each eliminated ranker with the "
+                   "champion that verification aims for"),
 }
+
+_GUARD_PARAMS = ("preset", "alpha", "batch_size", "c", "horizon", "delta", "on_non_condorcet",
+                 "check_every", "verify_every", "verify_min")
 
 #: each algorithm's parameters (the keyword arguments of its constructor; checked
 #: against bandits.check_params by the tests)
 ALGORITHM_PARAMS: dict[str, tuple[str, ...]] = {
     "mergedts": ("preset", "alpha", "batch_size", "c", "horizon"),
     "mergerucb": ("preset", "alpha", "batch_size", "c", "horizon"),
+    "mergeguard": _GUARD_PARAMS, "recommended": _GUARD_PARAMS,
     "rucb": ("alpha",), "rcs": ("alpha",), "ccb": ("alpha",), "dts": ("alpha",),
     "self_sparring": ("eta",), "rmed1": ("f_scale", "f_power"), "mdb": ("alpha", "beta"),
     "uniform": (),
@@ -275,6 +285,10 @@ def _param_type(algorithm: str, name: str) -> tuple[Any, str]:
         presets = tuple(bandits.get_algorithm(algorithm).PRESETS)
         return Literal[presets], ("named defaults for alpha, batch_size and c (explicit "
                                   "values override them); default: tuned")
+    if name == "on_non_condorcet":  # MergeGuard's choice, a string like preset
+        return Literal["flag", "switch"], ("what a non-Condorcet flag does: flag only "
+                                           "(default), or switch to a Copeland-winner rule "
+                                           "on every non-retired ranker")
     return PARAM_TYPES[name]
 
 
@@ -478,6 +492,19 @@ class Preferences(Out):
     confidence: float
 
 
+class NonCondorcet(Out):
+    """The non-Condorcet guard of a MergeGuard (``recommended``) experiment."""
+
+    flagged: bool = Field(description="the counts contradict a Condorcet winner")
+    flagged_at: int | None = Field(description="comparisons recorded when it was raised")
+    delta: float = Field(description="false-flag rate over the whole run")
+    mode: Literal["merge", "copeland"] = Field(
+        description="merge, or copeland after on_non_condorcet=switch acted")
+    cycle: list[str] = Field(description="rankers each beaten with confidence by the next")
+    beat_champion: list[str] = Field(
+        description="eliminated rankers that beat the champion with confidence")
+
+
 class Experiment(_ExperimentHead):
     """The full state of an experiment."""
 
@@ -494,6 +521,8 @@ class Experiment(_ExperimentHead):
     stage: int | None = Field(description="MergeDTS/MergeRUCB's stage, else null")
     batches: list[list[str]] | None = Field(
         description="MergeDTS/MergeRUCB's batches of rankers, else null")
+    non_condorcet: NonCondorcet | None = Field(
+        description="the recommended policy's non-Condorcet guard, else null")
     W: Matrix = Field(description="W_ij: comparisons ranker i won against ranker j")
     preferences: Preferences
     dwell_unsatisfied_s: float | None = Field(

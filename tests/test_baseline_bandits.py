@@ -22,7 +22,7 @@ from bandits.rmed import RMED1
 from bandits.rucb import RUCB, LossCounter, rand_argmax, ucb_column
 
 PAIRWISE = ["rucb", "rcs", "ccb", "dts", "self_sparring", "rmed1"]
-ALL = [*PAIRWISE, "mdb"]
+ALL = [*PAIRWISE, "mdb", "mergeguard"]
 
 
 def play(bandit, P: np.ndarray, steps: int, env: np.random.Generator) -> list[tuple[int, ...]]:

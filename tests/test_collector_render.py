@@ -23,8 +23,11 @@ def test_exposition_equals_generate_latest(tmp_path):
         url = stack.start_redis()
         store = Store(connect(url))
         for n, (name, algo, k) in enumerate([('odd "name" \\ with\nnewline', "mergedts", 6),
-                                             ("plain", "rucb", 3)]):
+                                             ("plain", "rucb", 3),
+                                             ("guarded", "recommended", 5)]):
             b = bandits.make_bandit(algo, k, seed=n)
+            if algo == "recommended":
+                b.flagged, b.flagged_at = True, 0  # as the guard leaves it once raised
             exp_id = f"e{n}"
             meta = {"id": exp_id, "name": name, "algorithm": algo, "params": {},
                     "interleaving": "team_draft", "seed": n, "created_at": time.time()}
@@ -48,3 +51,5 @@ def test_exposition_equals_generate_latest(tmp_path):
         got = collector.exposition()
         assert got == expected
         assert b'rankduel_experiment_info{' in got and b'\\"name\\"' in got
+        assert b'rankduel_non_condorcet_flagged{experiment="e2"} 1.0' in got
+        assert b'rankduel_non_condorcet_flagged{experiment="e0"}' not in got

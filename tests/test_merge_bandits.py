@@ -30,6 +30,7 @@ from bandits.merge_sampling import dts_rows
 ALGS = {
     "mergedts": dict(alpha=0.51, batch_size=8, c=1000.0),
     "mergerucb": dict(alpha=0.51, batch_size=4, c=1000.0),
+    "mergeguard": dict(alpha=0.51, batch_size=8, c=1000.0),
 }
 
 
@@ -242,7 +243,7 @@ def test_ties_count_half_and_caches_stay_consistent(name):
     # the incremental per-batch caches agree with a rebuild from W
     fresh = bandit_from_state(b.state_dict())
     assert fresh is not b
-    if name == "mergedts":
+    if name in ("mergedts", "mergeguard"):
         assert np.array_equal(b._PP, fresh._PP)
         assert np.allclose(b._PU, fresh._PU, rtol=0, atol=1e-15)
     else:
@@ -341,7 +342,7 @@ TUNED = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ALGS))
+@pytest.mark.parametrize("name", sorted(TUNED))  # MergeGuard's: tests/test_merge_guard.py
 def test_presets(name):
     cls = get_algorithm(name)
     # defaults: the tuned preset, shown as effective values
@@ -471,6 +472,8 @@ def test_mergedts_prepared_draws_follow_count_changes(n_batches, size):
 
 
 #: what a Merge policy's state holds: the base class' fields, batches and stage; no cache
+#: MergeGuard keeps its guard in the state too
+GUARD_KEYS = {"mergedts": set(), "mergerucb": set(), "mergeguard": {"guard"}}
 STATE_KEYS = {"algorithm", "params", "K", "t", "n_updates", "W", "status", "eliminated", "rng",
               "batches", "stage", "stage_field"}
 
@@ -507,10 +510,10 @@ def test_state_holds_no_cache(name, K, batch_size):
     for steps in (1, 2, 3, 7, 50):
         play(a, P, steps, env)
         state = json.loads(json.dumps(a.state_dict()))
-        assert set(state) == STATE_KEYS
+        assert set(state) == STATE_KEYS | GUARD_KEYS[name]
         b = bandit_from_state(state)
         assert b.state_dict() == state
-        if name == "mergedts":
+        if name in ("mergedts", "mergeguard"):
             assert a._ahead is None and all(bt.choice is None for bt in a._batches)
         ua, ub = np.random.default_rng(steps), np.random.default_rng(steps)
         assert play(a, P, 40, ua) == play(b, P, 40, ub)
@@ -555,8 +558,9 @@ def test_select_at_is_a_function_of_state_step_and_generator(name, K, batch_size
 def test_structure(name):
     b = make(name, 40, seed=1)
     s = b.structure()
-    assert set(s) == {"stage", "batches"}
-    assert s == {"stage": b.stage, "batches": b.batches}
+    extra = {"mode", "non_condorcet"} if name == "mergeguard" else set()
+    assert set(s) == {"stage", "batches"} | extra
+    assert {k: s[k] for k in ("stage", "batches")} == {"stage": b.stage, "batches": b.batches}
     assert json.loads(json.dumps(s)) == s
     play(b, bradley_terry(40, gap=0.05, seed=1), 3000, np.random.default_rng(1))
     s = b.structure()

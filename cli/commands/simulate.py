@@ -144,6 +144,7 @@ def build_summary(
     _, winner, kind = arm_regret(P)
     agg = aggregate(results)
     effective = {**params, **results[0].params}
+    guarded = "on_non_condorcet" in effective
     return _jsonable(
         {
             "algorithm": name,
@@ -163,6 +164,10 @@ def build_summary(
                     "identified": r.identified,
                     "correct": r.correct,
                     "steps_per_second": r.steps_per_second,
+                    # issue 15: policies with a non-Condorcet guard (MergeGuard) add
+                    # whether and when it was raised; the others keep issue 2's fields
+                    **({"flagged_non_condorcet": r.flagged_non_condorcet,
+                        "flagged_at": r.flagged_at} if guarded else {}),
                 }
                 for r in results
             ],
@@ -283,6 +288,11 @@ def print_table(summaries: list[dict[str, Any]], file=None) -> None:
             f" {correct:>4}/{s['runs']:<3} {sps if sps is not None else float('nan'):>10,.0f}",
             file=file,
         )
+        flags = [(r["seed"], r["flagged_at"])
+                 for r in s["per_run"] if r.get("flagged_non_condorcet")]
+        if "on_non_condorcet" in s["params"]:
+            print(f"  {s['algorithm']}: flagged_non_condorcet in {len(flags)}/{s['runs']} "
+                  f"runs; flagged_at (seed, update): {flags}", file=file)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
