@@ -565,7 +565,8 @@ ItemText = Annotated[str, Field(min_length=1, max_length=20_000)]
 class JudgingItem(Closed):
     """An item of a pool: its id and the text (or the URL) the assessor sees."""
 
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS,
+                             pattern=r"^[A-Za-z0-9_.:/#-]+$")]  # a qrels docid: no spaces
     text: ItemText = Field(description="what the assessor reads; exact duplicates merge")
     url: Annotated[str, Field(pattern=r"^https?://", max_length=2048)] | None = Field(
         None, description="optional: a link to the item")
@@ -579,7 +580,8 @@ class TestPair(Closed):
 
 
 class JudgingQuery(Closed):
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, pattern=r"^\S+$")]
+    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS,
+                             pattern=r"^[A-Za-z0-9_.:-]+$")]  # a TREC query id: no spaces
     text: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     items: Annotated[list[JudgingItem], Field(min_length=2, max_length=MAX_POOL)]
     test_pairs: Annotated[list[TestPair], Field(max_length=100)] = Field(
