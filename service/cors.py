@@ -24,7 +24,7 @@ from service.errors import Forbidden
 
 #: the endpoints (blueprint.view) a search page calls
 FRONTEND = frozenset({"frontend.search", "frontend.clicks", "frontend.end",
-                      "frontend.redirect"})
+                      "frontend.redirect_click"})
 MAX_AGE_S = 600
 
 
