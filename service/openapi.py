@@ -45,7 +45,10 @@ DESCRIPTION = f"""Online interleaving experiments run by dueling bandits.
 
 Every error is `{{"error": "<what was wrong>"}}`. At the door: request bodies are UTF-8 JSON
 objects of at most {MAX_BODY_BYTES} bytes (413 beyond), nested at most {MAX_DEPTH} deep
-(400 beyond); `NaN`, `Infinity` and `-Infinity` are not JSON (400). Behind gunicorn
+(400 beyond); `NaN`, `Infinity` and `-Infinity` are not JSON (400). The browser's reports
+(`/clicks`, `/impressions/{{imp_id}}/end`) are also read as `text/plain` JSON or as form
+fields (415 for other encodings). The front-end routes answer CORS requests from the
+origins in `RANKDUEL_CORS_ORIGINS` (403 for others); the operator routes never do. Behind gunicorn
 (`rankduel serve`, `deploy/gunicorn.conf.py`) the request line is limited to
 {LIMIT_REQUEST_LINE} bytes (414 beyond, with a JSON error): 1,000 characters of `q` fit when
 they take at most two bytes each in UTF-8.
