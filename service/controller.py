@@ -141,15 +141,6 @@ class Controller:
                 self._cache.popitem(last=False)
         return entry
 
-    def meta(self, exp_id: str) -> dict[str, Any]:
-        """The experiment's meta (name, algorithm, options; immutable after creation),
-        from the cache when it is there."""
-        with self._lock:
-            entry = self._cache.get(exp_id)
-        if entry is None:
-            entry = self._load(exp_id)
-        return entry.snapshot.meta
-
     def forget(self, exp_id: str) -> None:
         """Drop ``exp_id``'s entry (a deleted experiment)."""
         with self._lock:

@@ -60,6 +60,12 @@ class Unprocessable(ApiError):
     status = 422
 
 
+class UnsupportedMediaType(ApiError):
+    """A request body in an encoding the endpoint does not read."""
+
+    status = 415
+
+
 class TooManyRequests(ApiError):
     """A client over its request limit; ``Retry-After`` says when to try again."""
 

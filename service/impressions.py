@@ -255,7 +255,9 @@ def _load_verified(rt: Runtime, imp_id: str, token: object) -> dict[str, Any]:
 def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[str, int]],
                   dwell_ms: dict[int, int] | None = None) -> dict[str, Any]:
     """Validate clicks against what the impression showed and record them (once each),
-    with the dwell time per position a browser reported on return (``rankduel.js``)."""
+    with the dwell time per position a browser reported on return (``rankduel.js``;
+    the experiment's dwell rule applies it when crediting: :func:`service.credit.
+    satisfied_clicks`)."""
     imp = _load_verified(rt, imp_id, token)
     shown = imp["shown"]
     positions = []
@@ -269,12 +271,8 @@ def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[st
     added = rt.store.add_clicks(imp_id, imp["exp"], positions,
                                 inactivity_s=rt.config.inactivity_s,
                                 ttl_s=rt.config.impression_ttl_s,
-                                max_reports=rt.config.clicks_per_impression)
-    if dwell_ms:
-        rt.store.set_dwell(imp_id, imp["exp"], dwell_ms)
-        short = _unsatisfied(rt, imp["exp"], dwell_ms)
-        if short:
-            rt.store.unsatisfy(imp_id, imp["exp"], short)
+                                max_reports=rt.config.clicks_per_impression,
+                                dwell_ms=dwell_ms)
     return {"impression_id": imp_id, "accepted": added, "duplicates": len(positions) - added}
 
 
@@ -289,21 +287,6 @@ def click_through(rt: Runtime, imp_id: str, token: object, doc: str, rank: int,
         return url, record_clicks(rt, imp_id, token, [(doc, rank)])
     except (ImpressionClosed, TooManyClicks):
         return url, None
-
-
-def _unsatisfied(rt: Runtime, exp_id: str, dwell_ms: dict[int, int]) -> list[int]:
-    """The positions whose dwell marks an unsatisfied click under the experiment's
-    ``dwell_unsatisfied_s`` (none when it is off).
-
-    A click followed by a quick return to the results is the classic sign of a result
-    that did not satisfy (Fox et al., *Evaluating implicit measures to improve web
-    search*, 2005; Kim et al., *Modeling dwell time to predict click-level
-    satisfaction*, WSDM 2014, use 30 s); interleaving credit then counts only the
-    satisfied clicks. A click whose user never comes back (no dwell reported) counts."""
-    limit = rt.controller.meta(exp_id).get("dwell_unsatisfied_s")
-    if not limit:
-        return []
-    return [pos for pos, ms in dwell_ms.items() if ms < limit * 1000]
 
 
 def redirect_target(rt: Runtime, imp_id: str, token: object, doc: str, rank: int,
@@ -321,15 +304,24 @@ def redirect_target(rt: Runtime, imp_id: str, token: object, doc: str, rank: int
     return url
 
 
-def end_impression(rt: Runtime, imp_id: str, token: object | None) -> dict[str, Any]:
+def end_impression(rt: Runtime, imp_id: str, token: object | None, *,
+                   clicks: list[tuple[str, int]] | None = None,
+                   dwell_ms: dict[int, int] | None = None) -> dict[str, Any]:
     """Close the impression and make sure a worker will credit it.
 
-    The token is checked when given. Rather than one task per impression, the worker
+    The token is checked when given. ``clicks`` (with their ``dwell_ms``) are the
+    page's clicks sent again with the end: those not recorded yet are recorded first,
+    as by :func:`record_clicks` (token required), so a click report that loses the race
+    with the end is not lost; on an impression already closed, or over its reports,
+    they are left out and the end goes on. Rather than one task per impression, the worker
     credits each experiment's closed impressions in batches (``rankduel.drain``): a drain
     task is queued only when none is queued or running for the experiment (a flag in
     Redis, taken atomically with the close; the drain then spreads a backlog over
     more workers).
     """
+    if clicks:
+        with contextlib.suppress(ImpressionClosed, TooManyClicks):
+            record_clicks(rt, imp_id, token, clicks, dwell_ms=dwell_ms)
     if token is not None:
         imp = _load_verified(rt, imp_id, token)
     else:

@@ -34,6 +34,7 @@ ERRORS = {
     404: "Unknown experiment, impression or ranker",
     409: "Not allowed in the current state",
     413: f"Request body larger than {MAX_BODY_BYTES} bytes",
+    415: "Request body in an encoding this endpoint does not read",
     422: "Well-formed request whose content is invalid",
     429: "Too many requests: over a per-client or per-impression limit (see Retry-After)",
     502: "No ranker of the experiment could answer",
@@ -44,7 +45,10 @@ DESCRIPTION = f"""Online interleaving experiments run by dueling bandits.
 
 Every error is `{{"error": "<what was wrong>"}}`. At the door: request bodies are UTF-8 JSON
 objects of at most {MAX_BODY_BYTES} bytes (413 beyond), nested at most {MAX_DEPTH} deep
-(400 beyond); `NaN`, `Infinity` and `-Infinity` are not JSON (400). Behind gunicorn
+(400 beyond); `NaN`, `Infinity` and `-Infinity` are not JSON (400). The browser's reports
+(`/clicks`, `/impressions/{{imp_id}}/end`) are also read as `text/plain` JSON or as form
+fields (415 for other encodings). The front-end routes answer CORS requests from the
+origins in `RANKDUEL_CORS_ORIGINS` (403 for others); the operator routes never do. Behind gunicorn
 (`rankduel serve`, `deploy/gunicorn.conf.py`) the request line is limited to
 {LIMIT_REQUEST_LINE} bytes (414 beyond, with a JSON error): 1,000 characters of `q` fit when
 they take at most two bytes each in UTF-8.
@@ -62,12 +66,19 @@ class Op:
     responses: dict[int, type[BaseModel] | str | None]
     body: type[BaseModel] | None = None
     body_required: bool = True
+    #: the body also as ``application/x-www-form-urlencoded`` (the browser's reports)
+    form: type[BaseModel] | None = None
+    body_description: str = ""
     query: type[BaseModel] | None = None
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     operator: bool = False
     links: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
+BROWSER_BODIES = (
+    "JSON; the same JSON as text/plain (navigator.sendBeacon with a string or a text/plain "
+    "Blob, a fetch without a CORS preflight); or application/x-www-form-urlencoded fields "
+    "(sendBeacon with URLSearchParams). Other encodings answer 415.")
 EXP_ID = {"exp_id": {"type": "string", "description": "experiment id"}}
 FROM_CREATED = "$response.body#/id"
 CID = {"cid": {"type": "string", "description": "judging campaign id"}}
@@ -110,16 +121,19 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            }}),
         Op("post", "/clicks", "recordClicks",
            "Report clicks (one or many; a repeated click counts once)", body=s.Clicks,
+           form=s.ClickForm, body_description=BROWSER_BODIES,
            responses={202: s.ClicksAccepted, 400: None, 403: None, 404: None, 409: None,
-                      413: None, 422: "Document not shown, or not at that rank",
+                      413: None, 415: None, 422: "Document not shown, or not at that rank",
                       429: "Over this client's click reports per minute, or over the "
                            "impression's click reports", 503: None}),
         Op("post", "/impressions/{imp_id}/end", "endImpression",
            "Close an impression; a worker credits it", body=s.EndImpression,
-           body_required=False,
+           body_required=False, form=s.EndForm, body_description=BROWSER_BODIES,
            path_params={"imp_id": {"type": "string", "minLength": 1,
                                    "maxLength": s.MAX_ID_CHARS}},
-           responses={202: s.Ended, 400: None, 403: None, 404: None, 413: None, 503: None}),
+           responses={202: s.Ended, 400: None, 403: None, 404: None, 413: None, 415: None,
+                      422: "A click of the body: document not shown, or not at that rank",
+                      503: None}),
         Op("get", "/r", "clickRedirect",
            "Record a click and redirect (302) to the result URL the ranker returned",
            query=s.RedirectQuery,
@@ -128,7 +142,7 @@ def operations(default_k: int, max_k: int) -> list[Op]:
                       503: None}),
         Op("get", "/static/rankduel.js", "rankduelScript",
            "The browser client: window.RankDuel.attach(container, {api, impression_id, token})",
-           responses={200: "text/javascript"}),
+           responses={200: "text/javascript", 304: "not modified"}),
         Op("post", "/experiments", "createExperiment", "Create an experiment",
            body=s.NewExperiment, operator=True,
            responses={201: s.Experiment, 400: None, 401: None, 413: None, 422: None,
@@ -263,6 +277,8 @@ def _components(ops: list[Op]) -> tuple[dict[str, Any], dict[tuple[Any, str], An
     for op in ops:
         if op.body is not None:
             models.append((op.body, "validation"))
+        if op.form is not None:
+            models.append((op.form, "validation"))
         models += [(m, "serialization") for m in op.responses.values()
                    if isinstance(m, type) and m not in (s.Error,)]
     refs, defs = models_json_schema(list(dict.fromkeys(models)),
@@ -300,6 +316,11 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
     if op.body is not None:
         out["requestBody"] = {"required": op.body_required, "content": {
             "application/json": {"schema": refs[(op.body, "validation")]}}}
+        if op.form is not None:
+            out["requestBody"]["content"]["application/x-www-form-urlencoded"] = {
+                "schema": refs[(op.form, "validation")]}
+        if op.body_description:
+            out["requestBody"]["description"] = op.body_description
     if op.operator:
         out["security"] = [{"bearer": []}]
     responses: dict[str, Any] = {}
@@ -312,6 +333,8 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
                 "description": "Found: on to the result",
                 "headers": {"Location": {"schema": {"type": "string"},
                                          "description": "the result URL"}}}
+        elif model == "not modified":
+            responses[str(status)] = {"description": "Not modified (If-None-Match: its ETag)"}
         elif model == "empty":
             responses[str(status)] = {"description": "No content"}
         elif model == "text/html":

@@ -43,6 +43,7 @@ from pydantic import (
     create_model,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 import bandits
@@ -182,10 +183,66 @@ class Clicks(Open):
     clicks: Annotated[list[Click], Field(min_length=1, max_length=MAX_CLICKS)]
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    """A form field left out is absent, never null: no ``default: null`` in the schema."""
+    schema.pop("default", None)
+
+
+class ClickForm(BaseModel):
+    """``POST /clicks`` as a form (``application/x-www-form-urlencoded``:
+    ``navigator.sendBeacon`` with ``URLSearchParams``, an HTML form): one click."""
+
+    model_config = ConfigDict(extra="ignore")  # as the JSON body: unknown fields ignored
+
+    impression_id: Id
+    token: str | SkipJsonSchema[None] = Field(
+        None, description="the token /search issued with the page",
+        json_schema_extra=_no_default)
+    id: Annotated[str, Field(min_length=1, max_length=256, description="the document id")]
+    rank: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_query_int)] = Field(
+        description="the 1-based rank it was shown at")
+    dwell_ms: Annotated[int, Field(ge=0, le=86_400_000), BeforeValidator(_query_int)] | (
+        SkipJsonSchema[None]) = Field(
+        None, description="time on the clicked page before the user came back",
+        json_schema_extra=_no_default)
+
+    def as_clicks(self) -> dict[str, Any]:
+        """The same report as a :class:`Clicks` body."""
+        click: dict[str, Any] = {"id": self.id, "rank": self.rank}
+        if self.dwell_ms is not None:
+            click["dwell_ms"] = self.dwell_ms
+        body: dict[str, Any] = {"impression_id": self.impression_id, "clicks": [click]}
+        if self.token is not None:
+            body["token"] = self.token
+        return body
+
+
 class EndImpression(Open):
-    """``POST /impressions/ID/end`` (the body is optional; the token is checked when sent)."""
+    """``POST /impressions/ID/end`` (the body is optional; the token is checked when sent).
+
+    ``clicks``: the clicks the page reported, sent again with the end (what
+    ``rankduel.js`` does on ``pagehide``): a click report still in flight when the page
+    closes may reach the API after the end and be refused, so the end records whichever
+    of them are not recorded yet (a repeated click counts once) before it closes the
+    impression. They need the token."""
 
     token: str | None = None
+    clicks: Annotated[list[Click], Field(max_length=MAX_CLICKS)] | None = Field(
+        None, description="the page's clicks, recorded (once) before the impression closes")
+
+    #: errors under these fields are 422 (well-formed, wrong content); others are 400
+    content: ClassVar[frozenset[str]] = frozenset({"rank"})
+
+
+class EndForm(BaseModel):
+    """``POST /impressions/ID/end`` as a form (``navigator.sendBeacon`` with
+    ``URLSearchParams``, an HTML form): the token alone."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    token: str | SkipJsonSchema[None] = Field(
+        None, description="the token /search issued with the page",
+        json_schema_extra=_no_default)
 
 
 # ---------------------------------------------------------------------- operator

@@ -143,8 +143,6 @@ class Store:
         self.r = client
         self.clock = clock
         self._click_script = client.register_script(_CLICK_LUA)
-        self._dwell_script = client.register_script(_DWELL_LUA)
-        self._unsatisfy_script = client.register_script(_UNSATISFY_LUA)
         self._end_script = client.register_script(_END_LUA)
         self._select_script = client.register_script(_SELECT_LUA)
         self._fail_script = client.register_script(_FAIL_LUA)
@@ -406,10 +404,15 @@ class Store:
         return d
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
-                   inactivity_s: float, ttl_s: int, max_reports: int = 100) -> int:
+                   inactivity_s: float, ttl_s: int, max_reports: int = 100,
+                   dwell_ms: dict[int, int] | None = None) -> int:
         """Record clicked positions (a set: repeats count once) unless the impression is
         closed; push back its inactivity deadline. Returns how many positions were new.
         Atomic (Lua), so a click can never slip in after the impression was credited.
+
+        ``dwell_ms`` (position -> ms, what a browser reports when its user comes back)
+        is kept per position as ``dwell:<position>`` in the impression, the longest of
+        the reports, in the same script: a dwell is never recorded after the credit.
 
         An impression takes at most ``max_reports`` reports (:class:`TooManyClicks`
         beyond): each pushes its deadline back, so a storm of reports could otherwise
@@ -417,7 +420,9 @@ class Store:
         now = self.clock()
         out = self._click_script(
             keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id), pending_key(exp_id)],
-            args=[now + inactivity_s, imp_id, ttl_s, int(max_reports), *positions],
+            args=[now + inactivity_s, imp_id, ttl_s, int(max_reports),
+                  ",".join(f"{int(p)}:{int(ms)}" for p, ms in (dwell_ms or {}).items()),
+                  *positions],
         )
         if out == -3:
             raise TooManyClicks(f"impression {imp_id!r} has reached its limit of "
@@ -428,19 +433,6 @@ class Store:
             raise ImpressionClosed(f"impression {imp_id!r} is closed; clicks are no longer "
                                    "accepted")
         return int(out)
-
-    def set_dwell(self, imp_id: str, exp_id: str, dwell_ms: dict[int, int]) -> None:
-        """Record the dwell time of clicked positions (``dwell:<position>`` in the
-        impression, the latest report kept); nothing when the impression is gone."""
-        args = [x for pos, ms in dwell_ms.items() for x in (f"dwell:{int(pos)}", int(ms))]
-        if args:
-            self._dwell_script(keys=[imp_key(exp_id, imp_id)], args=args)
-
-    def unsatisfy(self, imp_id: str, exp_id: str, positions: list[int]) -> None:
-        """Withdraw clicked ``positions`` (unsatisfied clicks) unless the impression is
-        closed: a credited impression is never changed."""
-        self._unsatisfy_script(keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id)],
-                               args=[int(p) for p in positions])
 
     def end_impression(self, imp_id: str, exp_id: str, *,
                        drain_ttl_s: float) -> tuple[bool, str | None]:
@@ -655,7 +647,7 @@ class Store:
                 f"{int(i)},{int(j)},{float(s)!r},{int(guard is not None and guard.watches(i, j))}"
                 for i, j, s in res.get("outcomes", ()))
             counted = ",".join(result.counted.get(imp_id, ()))
-            args += [imp_id, json.dumps(res), f"{len(imp.clicks)}|{counted}|{outcomes}"]
+            args += [imp_id, json.dumps(res), f"{imp.reports}|{counted}|{outcomes}"]
         if gone:  # nothing to credit: off the pending set (idempotent, outside the script)
             self.r.zrem(pending_key(exp_id), *gone)
         if not sent:
@@ -756,8 +748,10 @@ def _impression(imp_id: str, row: bytes) -> credit_step.Impression | None:
     if not row:
         return None
     try:
-        record, arms, forfeits, duel, created, credited, clicks = json.loads(row)
+        record, arms, forfeits, duel, created, credited, clicks, dwell, reports = (
+            json.loads(row))
         forfeits = [tuple(f) for f in forfeits]
+        dwell = {int(p): int(ms) for p, ms in dwell}
     except (ValueError, TypeError):
         # a record this code cannot read: the credit step reports it as an error
         return credit_step.Impression(id=imp_id, arms=[], duel=True, record=None)
@@ -770,24 +764,33 @@ def _impression(imp_id: str, row: bytes) -> credit_step.Impression | None:
         forfeits=forfeits,
         created=float(created),
         credited=credited == 1,
+        dwell_ms=dwell,
+        reports=int(reports),
     )
 
 
 # KEYS: imp, clicks per impression -> per impression '' (unknown or expired) or the JSON
-# array [record, arms, forfeits, duel, created, credited, [clicked positions]] (the stored
-# fields are JSON already: one string to decode per impression, not a dozen replies)
+# array [record, arms, forfeits, duel, created, credited, [clicked positions],
+# [[position, dwell ms], ...], reports] (the stored fields are JSON already: one string to
+# decode per impression, not a dozen replies)
 _READ_LUA = """
 local out = {}
 for k = 1, #KEYS, 2 do
   local v = redis.call('HMGET', KEYS[k], 'record', 'arms', 'forfeits', 'duel', 'created',
-                       'credited')
+                       'credited', 'reports')
   if not v[2] then
     out[#out + 1] = ''
   else
     local c = redis.call('SMEMBERS', KEYS[k + 1])
+    local dwell = {}
+    for _, p in ipairs(c) do
+      local ms = redis.call('HGET', KEYS[k], 'dwell:' .. p)
+      if ms then dwell[#dwell + 1] = '[' .. p .. ',' .. ms .. ']' end
+    end
     out[#out + 1] = '[' .. (v[1] or 'null') .. ',' .. v[2] .. ',' .. (v[3] or '[]') .. ','
       .. (v[4] or '0') .. ',' .. (v[5] or '0') .. ',' .. (v[6] and '1' or '0') .. ',['
-      .. table.concat(c, ',') .. ']]'
+      .. table.concat(c, ',') .. '],[' .. table.concat(dwell, ',') .. '],'
+      .. (v[7] or '0') .. ']'
   end
 end
 return out
@@ -811,25 +814,21 @@ end
 return 1
 """
 
-# KEYS: imp, clicks, pending; ARGV: due, imp_id, ttl, positions...
-# KEYS: imp; ARGV: field, value, ... (only into an impression that still exists)
-_DWELL_LUA = """
-if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
-return 0
-"""
-
-# KEYS: imp, clicks; ARGV: positions to withdraw (not once the impression is closed)
-_UNSATISFY_LUA = """
-if redis.call('HGET', KEYS[1], 'closed') ~= '0' then return 0 end
-return redis.call('SREM', KEYS[2], unpack(ARGV))
-"""
-
+# KEYS: imp, clicks, pending; ARGV: due, imp_id, ttl, max reports, "position:dwell_ms,...",
+# positions... -> positions new, or -1 unknown, -2 closed, -3 over its reports
 _CLICK_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return -2 end
-if redis.call('HINCRBY', KEYS[1], 'reports', 1) > tonumber(ARGV[4]) then return -3 end
+if tonumber(redis.call('HGET', KEYS[1], 'reports') or '0') >= tonumber(ARGV[4]) then
+  return -3
+end
+redis.call('HINCRBY', KEYS[1], 'reports', 1)
+for p, ms in string.gmatch(ARGV[5], '(%d+):(%d+)') do
+  local had = tonumber(redis.call('HGET', KEYS[1], 'dwell:' .. p) or '-1')
+  if tonumber(ms) > had then redis.call('HSET', KEYS[1], 'dwell:' .. p, ms) end
+end
 local added = 0
-for i = 5, #ARGV do added = added + redis.call('SADD', KEYS[2], ARGV[i]) end
+for i = 6, #ARGV do added = added + redis.call('SADD', KEYS[2], ARGV[i]) end
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 redis.call('ZADD', KEYS[3], 'XX', ARGV[1], ARGV[2])
 return added
@@ -904,13 +903,13 @@ local updates, applied, held = 0, 0, ''
 for k = 0, (#KEYS - 4) / 2 - 1 do
   local imp, clicks = KEYS[5 + 2 * k], KEYS[6 + 2 * k]
   local id, mark, spec = ARGV[3 + 3 * k], ARGV[4 + 3 * k], ARGV[5 + 3 * k]
-  local nclicks, counted, outcomes = string.match(spec, '^(%d+)|([^|]*)|(.*)$')
+  local nreports, counted, outcomes = string.match(spec, '^(%d+)|([^|]*)|(.*)$')
   local code
   if redis.call('EXISTS', imp) == 0 then
     code = 'missing'
   elseif redis.call('HEXISTS', imp, 'credited') == 1 then
     code = 'already'
-  elseif redis.call('SCARD', clicks) ~= tonumber(nclicks) then
+  elseif tonumber(redis.call('HGET', imp, 'reports') or '0') ~= tonumber(nreports) then
     code = 'changed'
   else
     local writes, trip, no = {}, false, 0

@@ -59,6 +59,7 @@ COVERAGE = os.environ.get("RANKDUEL_FUZZ_COVERAGE", "positive")
 #: 422s a schema-valid request can get, by operation: what no JSON Schema can express
 SEMANTIC_422 = {
     "POST /clicks": ("was not shown in impression", "was shown at rank"),
+    "POST /impressions/{imp_id}/end": ("was not shown in impression", "was shown at rank"),
     "POST /experiments": ("ranker names must be unique", "true_preferences", "true_best",
                           "C(eps)", "did not answer the test query"),
     "POST /experiments/{exp_id}/rankers": ("did not answer the test query",),

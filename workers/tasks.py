@@ -67,6 +67,7 @@ class View:
     sv: int
     bandit: DuelingBandit
     names: dict[int, str]
+    dwell_unsatisfied_s: float | None = None  # the experiment's dwell rule
 
 
 class Views:
@@ -85,7 +86,7 @@ class Views:
                 self._views.move_to_end(exp_id)
                 return view
         snap = store.snapshot(exp_id)
-        view = View(snap.sv, snap.bandit, snap.names)
+        view = View(snap.sv, snap.bandit, snap.names, snap.meta.get("dwell_unsatisfied_s"))
         with self._lock:
             self._views[exp_id] = view
             while len(self._views) > self.size:
@@ -105,7 +106,8 @@ def _decide(snap: Snapshot, ids: list[str],
     """A held impression and the rest of its batch: the policy's own ``update()`` on the
     current state, in order."""
     return credit.apply(snap.bandit, imps, ids=ids, t=snap.selections or 0,
-                        names=snap.names, update=True)
+                        names=snap.names, update=True,
+                        dwell_unsatisfied_s=snap.meta.get("dwell_unsatisfied_s"))
 
 
 def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int) -> dict[str, dict]:
@@ -121,7 +123,8 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int) -> dict[
             results.update({i: {"status": "missing"} for i in todo})
             break
         imps = store.read_impressions(exp_id, todo)
-        plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names, update=False)
+        plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names, update=False,
+                            dwell_unsatisfied_s=view.dwell_unsatisfied_s)
         done = store.commit_credit(exp_id, sv=view.sv, guard=credit.Guard.of(view.bandit, t),
                                    ids=todo, impressions=imps, result=plan)
         for i, code in done.codes.items():

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 from importlib.resources import files
 
 from flask import Blueprint, Response, current_app, jsonify, redirect, request
 
 from service import impressions
 from service.errors import BadRequest, TooManyRequests
-from service.schemas import MAX_ID_CHARS, Clicks, EndImpression, RedirectQuery, search_query
-from service.validation import json_body, parse
+from service.report_bodies import report_body
+from service.schemas import (
+    MAX_ID_CHARS,
+    ClickForm,
+    Clicks,
+    EndForm,
+    EndImpression,
+    RedirectQuery,
+    search_query,
+)
+from service.validation import parse
 
 bp = Blueprint("frontend", __name__)
 
@@ -53,7 +63,10 @@ def limit_click_reports(rt: impressions.Runtime) -> None:
 @bp.post("/clicks")
 def clicks():
     limit_click_reports(_rt())
-    body = parse(Clicks, json_body(request), content=Clicks.content)
+    data, form = report_body(request, ClickForm)
+    if form:  # one click as form fields (a beacon with URLSearchParams, an HTML form)
+        data = parse(ClickForm, data, content=Clicks.content).as_clicks()
+    body = parse(Clicks, data, content=Clicks.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks if c.dwell_ms is not None}
     out = impressions.record_clicks(_rt(), body.impression_id, body.token, clicked,
@@ -65,12 +78,14 @@ def clicks():
 def end(imp_id: str):
     if len(imp_id) > MAX_ID_CHARS:
         raise BadRequest(f"impression id is longer than {MAX_ID_CHARS} characters")
-    if request.mimetype == "application/x-www-form-urlencoded":  # a form, or a beacon
-        data = request.form.to_dict()
-    else:  # JSON, also as text/plain (navigator.sendBeacon with a string)
-        data = json_body(request, required=False) or {}
-    body = parse(EndImpression, data)
-    return jsonify(impressions.end_impression(_rt(), imp_id, body.token)), 202
+    data, form = report_body(request, EndForm, required=False)  # JSON, text/plain JSON or a form
+    if form:
+        data = parse(EndForm, data).model_dump(exclude_none=True)
+    body = parse(EndImpression, data or {}, content=EndImpression.content)
+    clicked = [(str(c.id), c.rank) for c in body.clicks or ()]
+    dwell = {c.rank - 1: c.dwell_ms for c in body.clicks or () if c.dwell_ms is not None}
+    return jsonify(impressions.end_impression(_rt(), imp_id, body.token, clicks=clicked,
+                                              dwell_ms=dwell)), 202
 
 
 @bp.get("/r")
@@ -94,12 +109,16 @@ def redirect_click():
 
 
 _SCRIPT = files("service").joinpath("static/rankduel.js").read_bytes()
+_SCRIPT_ETAG = hashlib.sha256(_SCRIPT).hexdigest()[:20]
 
 
 @bp.get("/static/rankduel.js")
 def script():
-    """The browser client (no build step, no dependencies)."""
+    """The browser client (no build step, no dependencies): cached for an hour, then
+    revalidated by its ETag (304 when unchanged)."""
     resp = Response(_SCRIPT, content_type="text/javascript; charset=utf-8")
     resp.headers["Cache-Control"] = "public, max-age=3600"
     resp.headers["Access-Control-Allow-Origin"] = "*"  # a script anyone may load
-    return resp
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    resp.set_etag(_SCRIPT_ETAG)
+    return resp.make_conditional(request)

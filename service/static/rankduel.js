@@ -5,12 +5,23 @@
  *                   {api: "https://rankduel.example", impression_id: ID, token: TOKEN});
  *
  * Every link inside the container with data-rd-doc (document id) and data-rd-rank (1-based
- * rank) reports its click when followed, in the same tab or a new one (fetch with
- * keepalive, else navigator.sendBeacon); the click's dwell time is reported when the user
- * comes back to the page; the impression is ended once, on pagehide. Bodies are sent as
- * text/plain JSON, which needs no CORS preflight (the API must still list the page's
- * origin in RANKDUEL_CORS_ORIGINS). Links to the API's click redirect /r are left alone:
- * the redirect records them.
+ * rank) reports its click when followed, in the same tab or a new one (middle click,
+ * ctrl/cmd-click, target=_blank): by fetch with keepalive, else navigator.sendBeacon.
+ * Links to the API's click redirect /r are not reported here: the redirect records them.
+ * When the user comes back to the page after a click (visibilitychange to visible), the
+ * time away is reported as that click's dwell_ms. The impression is ended once, on
+ * pagehide, and the end carries the page's clicks again (with their dwell): a click
+ * report still in flight when the page closes may reach the API after the end, and the
+ * API records each click once whichever arrives first.
+ *
+ * Only pagehide ends it, not visibilitychange to hidden: a result opened in a new tab
+ * hides this page, and the user may come back to report a dwell and click again. A page
+ * that never fires pagehide (a mobile browser killing a background tab) is closed by
+ * the API after RANKDUEL_INACTIVITY_S. A result that replaces this page (same tab) ends
+ * the impression on the way out, so its dwell is not known: it counts as satisfied.
+ *
+ * Bodies are sent as text/plain JSON, which needs no CORS preflight; the API must still
+ * list the page's origin in RANKDUEL_CORS_ORIGINS.
  */
 (function (global) {
   "use strict";
@@ -20,7 +31,7 @@
     try {
       if (global.fetch) {
         // a promise that rejects while the page unloads may still have been delivered:
-        // no second send then (a click is reported once)
+        // no second send then (the API counts a click once anyway)
         return global.fetch(url, {
           method: "POST", body: data, keepalive: true, mode: "cors", credentials: "omit",
           headers: {"Content-Type": "text/plain;charset=UTF-8"}
@@ -42,12 +53,19 @@
     }
     var api = String(options.api).replace(/\/+$/, "");
     var imp = options.impression_id, token = options.token;
-    var ended = false, away = null;
+    var ended = false, away = null, clicks = {};  // rank -> {id, rank, dwell_ms}
 
-    function report(doc, rank, dwell) {
-      var click = {id: doc, rank: rank};
-      if (dwell !== undefined) { click.dwell_ms = dwell; }
-      return post(api + "/clicks", {impression_id: imp, token: token, clicks: [click]});
+    function click(doc, rank, dwell) {
+      var c = clicks[rank] || (clicks[rank] = {id: doc, rank: rank});
+      if (dwell !== undefined && !(c.dwell_ms >= dwell)) { c.dwell_ms = dwell; }
+      var sent = {id: doc, rank: rank};
+      if (dwell !== undefined) { sent.dwell_ms = dwell; }
+      return sent;
+    }
+
+    function report(c) {
+      if (ended) { return null; }
+      return post(api + "/clicks", {impression_id: imp, token: token, clicks: [c]});
     }
 
     function onClick(event) {
@@ -61,22 +79,28 @@
       var rank = parseInt(el.getAttribute("data-rd-rank"), 10);
       if (!doc || !(rank >= 1)) { return; }
       away = {doc: doc, rank: rank, at: Date.now()};
+      var sent = click(doc, rank);
       var href = el.getAttribute("href") || "";
       if (href.indexOf(api + "/r?") === 0) { return; }  // the redirect records it
-      report(doc, rank);
+      report(sent);
     }
 
     function end() {
       if (ended) { return; }
       ended = true;
-      post(api + "/impressions/" + encodeURIComponent(imp) + "/end", {token: token});
+      var body = {token: token}, list = [];
+      for (var rank in clicks) {
+        if (Object.prototype.hasOwnProperty.call(clicks, rank)) { list.push(clicks[rank]); }
+      }
+      if (list.length) { body.clicks = list; }
+      post(api + "/impressions/" + encodeURIComponent(imp) + "/end", body);
     }
 
     function onVisibility() {
       if (global.document.visibilityState === "visible" && away) {
         var back = away;
         away = null;
-        report(back.doc, back.rank, Date.now() - back.at);  // the dwell, on return
+        report(click(back.doc, back.rank, Date.now() - back.at));  // the dwell, on return
       }
     }
 
@@ -95,5 +119,5 @@
     };
   }
 
-  global.RankDuel = {attach: attach, version: "1"};
+  global.RankDuel = {attach: attach, version: "2"};
 })(window);
