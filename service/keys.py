@@ -140,6 +140,19 @@ def experiment_pattern(exp_id: str) -> str:
     return f"{_tag(exp_id)}*"
 
 
+def experiment_keys(exp_id: str) -> list[str]:
+    """The keys of experiment ``exp_id`` with fixed names (all but its impressions, their
+    clicks and its TTL'd probe keys): what :meth:`service.store.Store.purge_orphan`
+    deletes without a SCAN.
+
+    >>> experiment_keys("3fa2")[:2]
+    ['rd:{3fa2}', 'rd:{3fa2}:W']
+    """
+    return [exp_key(exp_id), w_key(exp_id), t_key(exp_id), counters_key(exp_id),
+            shown_key(exp_id), health_key(exp_id), pending_key(exp_id), drains_key(exp_id),
+            audit_key(exp_id)]
+
+
 def rate_key(client: str, window: int) -> str:
     """The request counter of client address ``client`` in time window ``window``."""
     return f"{PREFIX}{{rl:{client}}}:{int(window)}"

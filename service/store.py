@@ -56,6 +56,7 @@ from service.keys import (
     counters_key,
     drains_key,
     exp_key,
+    experiment_keys,
     experiment_of,
     experiment_pattern,
     health_key,
@@ -151,6 +152,7 @@ class Store:
         self._read_script = client.register_script(_READ_LUA)
         self._save_script = client.register_script(_SAVE_LUA)
         self._take_drain_script = client.register_script(_TAKE_DRAIN_LUA)
+        self._audit_script = client.register_script(_AUDIT_LUA)
         self._due_marked: dict[str, tuple[float, float]] = {}
 
     # ------------------------------------------------------------------ reads
@@ -306,14 +308,19 @@ class Store:
         pipe.hincrby(exp_key(exp_id), "version", 1)
 
     def add_audit(self, exp_id: str, *entries: str, pipe=None) -> None:
-        """Append audit entries (from :func:`audit_entry`), keeping the last AUDIT_MAX."""
+        """Append audit entries (from :func:`audit_entry`), keeping the last AUDIT_MAX.
+
+        Into ``pipe`` (a transaction that WATCHes the experiment), or else by a script
+        that appends only while the experiment exists: a request that was running when
+        its experiment was deleted must not leave an audit list behind."""
         if not entries:
             return
-        p = pipe if pipe is not None else self.r.pipeline(transaction=False)
-        p.rpush(audit_key(exp_id), *entries)
-        p.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)
         if pipe is None:
-            p.execute()
+            self._audit_script(keys=[exp_key(exp_id), audit_key(exp_id)],
+                               args=[AUDIT_MAX, *entries])
+            return
+        pipe.rpush(audit_key(exp_id), *entries)
+        pipe.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)
 
     # ------------------------------------------------------------------ impressions
     def save_impression(
@@ -335,7 +342,11 @@ class Store:
     ) -> None:
         """Store an impression (with TTL), count it and its rankers' exposure, and
         schedule its credit for when it goes idle: one script, so a client that retries
-        it after a lost reply (a shard restarting) stores and counts it once."""
+        it after a lost reply (a shard restarting) stores and counts it once.
+
+        Raises :class:`ExperimentMissing` (and writes nothing) when the experiment is gone:
+        a search that was waiting for its rankers while the experiment was deleted must
+        not leave a pending set, counters or an impression behind."""
         now = self.clock()
         fields = {
             "exp": exp_id,
@@ -351,13 +362,15 @@ class Store:
         }
         if urls and any(urls):  # the result URLs, for the click redirect /r
             fields["urls"] = json.dumps(urls)
-        self._save_script(
+        out = self._save_script(
             keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
-                  shown_key(exp_id)],
+                  shown_key(exp_id), exp_key(exp_id)],
             args=[imp_id, int(ttl_s), repr(now + inactivity_s),
                   ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
                   ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
                   *(x for kv in fields.items() for x in kv)])
+        if out == -1:
+            raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
         self.mark_due(exp_id, now + inactivity_s)
 
     def mark_due(self, exp_id: str, due: float) -> None:
@@ -459,7 +472,7 @@ class Store:
         """Count a failure of ``arm``; returns ``(consecutive failures, quarantined now)``:
         the second is True when this failure opened (or, after a failed probe, re-opened)
         its quarantine for ``quarantine_s``."""
-        n, opened = self._fail_script(keys=[health_key(exp_id)],
+        n, opened = self._fail_script(keys=[health_key(exp_id), exp_key(exp_id)],
                                       args=[int(arm), self.clock(), threshold, quarantine_s])
         return int(n), bool(opened)
 
@@ -582,6 +595,26 @@ class Store:
         if batch:
             deleted += self._unlink(batch)
         return deleted
+
+    def purge_orphan(self, exp_id: str) -> int | None:
+        """Delete what is left of a deleted experiment, if ``exp_id`` is one: None when the
+        experiment exists, else the keys deleted (0 when nothing was left).
+
+        The leftovers of a request that was running during ``DELETE`` (its keys written
+        after the SCAN passed them), or of a drain lease: the fixed keys of
+        :func:`~service.keys.experiment_keys` and the impressions its pending set names,
+        without a SCAN; the experiment leaves the sweep's index. Impressions not pending
+        carry a TTL and expire on their own. Called by a drain (:mod:`workers.tasks`), so
+        that a deleted experiment's leftovers are credited by no one and swept no more.
+        """
+        if self.exists(exp_id):
+            return None
+        keys: list[str] = list(experiment_keys(exp_id))
+        for imp_id in self.r.zrange(pending_key(exp_id), 0, -1):
+            keys += [imp_key(exp_id, text(imp_id)), clicks_key(exp_id, text(imp_id))]
+        self.r.zrem(DUE, exp_id)
+        self._due_marked.pop(exp_id, None)
+        return self._unlink(keys)
 
     def _unlink(self, keys: list[Any]) -> int:
         # one key per command: a cluster pipeline's rule, and a Redis without UNLINK's
@@ -796,11 +829,12 @@ end
 return out
 """
 
-# KEYS: imp, pending, counters, shown; ARGV: imp_id, ttl, due, "name:n,...", "arm,...",
-# exposure share per arm, then the impression's field/value pairs -> 1 stored, 0 already
-# there (a retried call)
+# KEYS: imp, pending, counters, shown, exp; ARGV: imp_id, ttl, due, "name:n,...",
+# "arm,...", exposure share per arm, then the impression's field/value pairs -> 1 stored,
+# 0 already there (a retried call), -1 the experiment is gone (nothing written)
 _SAVE_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[5]) == 0 then return -1 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 7))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
@@ -811,6 +845,15 @@ for arm in string.gmatch(ARGV[5], '%d+') do
   redis.call('HINCRBY', KEYS[4], 'n:' .. arm, 1)
   redis.call('HINCRBYFLOAT', KEYS[4], 'share:' .. arm, ARGV[6])
 end
+return 1
+"""
+
+# KEYS: exp, audit; ARGV: the most entries kept, then entries (only to an experiment
+# that exists)
+_AUDIT_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('RPUSH', KEYS[2], unpack(ARGV, 2))
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[1]), -1)
 return 1
 """
 
@@ -872,8 +915,10 @@ if not v then return nil end
 return {redis.call('INCR', KEYS[2]), tonumber(v), redis.call('HGETALL', KEYS[3])}
 """
 
-# KEYS: health; ARGV: arm, now, threshold, quarantine seconds -> {failures, opened}
+# KEYS: health, exp; ARGV: arm, now, threshold, quarantine seconds -> {failures, opened}
+# ({0, 0} when the experiment is gone: nothing written)
 _FAIL_LUA = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return {0, 0} end
 local n = redis.call('HINCRBY', KEYS[1], 'f:' .. ARGV[1], 1)
 local q = tonumber(redis.call('HGET', KEYS[1], 'q:' .. ARGV[1]) or '0')
 local now = tonumber(ARGV[2])

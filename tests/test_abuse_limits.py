@@ -194,6 +194,84 @@ def test_delete_experiment_removes_every_key(client, ranker_server, rd, worker):
                  "no experiment")
 
 
+def test_the_state_collector_forgets_a_deleted_experiment(client, ranker_server):
+    exp = _exp(client, ranker_server)
+    client.search(exp["id"], "q", k=2)
+    label = f'experiment="{exp["id"]}"'
+
+    def state_series() -> list[str]:
+        _, text = client.request("GET", "/metrics", admin=True)
+        return [line for line in text.splitlines()
+                if line.startswith("rankduel_experiment_") and label in line]
+
+    assert state_series()
+    assert client.request("DELETE", f"/experiments/{exp['id']}", admin=True)[0] == 200
+    assert state_series() == []
+
+
+def test_a_search_running_during_delete_leaves_nothing(client, ranker_server, rd):
+    """A search waiting for its (slow) rankers while its experiment is deleted: it answers
+    404 and writes nothing (no pending set, counters or impression without an owner)."""
+    import threading
+
+    slow = [{"name": n, "url": f"{ranker_server.url}/r/slow", "timeout_ms": 6000}
+            for n in ("s1", "s2")]
+    exp = client.create_experiment(name="racing", algorithm="uniform", seed=5,
+                                   interleaving="team_draft", rankers=slow, probe=False)
+    answer: list = []
+    search = threading.Thread(target=lambda: answer.append(
+        client.request("GET", f"/search?experiment={exp['id']}&q=x")))
+    search.start()
+    # the search has taken its step (t) and now waits 1.5 s for the rankers
+    wait_until(lambda: rd.exists(f"rd:{{{exp['id']}}}:t"), 10, "the search selected")
+    assert client.request("DELETE", f"/experiments/{exp['id']}", admin=True)[0] == 200
+    search.join(30)
+    assert_error(answer[0], 404, "no experiment")
+    assert list(rd.scan_iter(match=experiment_pattern(exp["id"]))) == []
+    assert rd.zscore(DUE, exp["id"]) is None
+
+
+def test_writes_of_the_request_path_refuse_a_deleted_experiment(client, ranker_server, rd):
+    """What a running search may still write after DELETE (an impression, a ranker's
+    failure, an audit entry) writes nothing once the experiment is gone."""
+    from service.keys import new_impression_id
+    from service.snapshot import ExperimentMissing
+    from service.store import audit_entry
+
+    exp = _exp(client, ranker_server)
+    assert client.request("DELETE", f"/experiments/{exp['id']}", admin=True)[0] == 200
+    store = Store(rd)
+    with pytest.raises(ExperimentMissing):
+        store.save_impression(new_impression_id(exp["id"]), exp_id=exp["id"], t=1,
+                              arms=[0, 1], shown=["d00"], record=None, duel=False,
+                              forfeits=[], token_expires=0, ttl_s=60, inactivity_s=1,
+                              counters={"impressions": 1})
+    assert store.ranker_failed(exp["id"], 0, threshold=1, quarantine_s=5) == (0, False)
+    store.add_audit(exp["id"], audit_entry(1.0, "ranker_quarantined", actor="service"))
+    assert list(rd.scan_iter(match=experiment_pattern(exp["id"]))) == []
+    assert rd.zscore(DUE, exp["id"]) is None
+
+
+def test_a_deleted_experiments_leftovers_are_purged_by_its_drain(client, ranker_server, rd,
+                                                                 worker):
+    """Leftovers of a deleted experiment (what a request running during the DELETE of an
+    older version could leave: a pending impression, counters, a drain lease, an index
+    entry) are removed by the first drain the sweep queues for it, which credits nothing;
+    the sweep then forgets it (no drain queued again and again)."""
+    exp = _exp(client, ranker_server)
+    e = exp["id"]
+    assert client.request("DELETE", f"/experiments/{e}", admin=True)[0] == 200
+    imp = f"{e}.{'ab' * 12}"
+    rd.hset(f"rd:{{{e}}}:imp:{imp}", mapping={"exp": e, "arms": "[0, 1]", "closed": 1})
+    rd.expire(f"rd:{{{e}}}:imp:{imp}", 600)
+    rd.zadd(f"rd:{{{e}}}:pending", {imp: 1.0})
+    rd.hincrby(f"rd:{{{e}}}:counters", "impressions", 1)
+    rd.zadd(DUE, {e: 1.0})
+    wait_until(lambda: not list(rd.scan_iter(match=experiment_pattern(e))), 60,
+               "the deleted experiment's leftovers purged")
+    wait_until(lambda: rd.zscore(DUE, e) is None, 30, "the experiment out of the index")
+
+
 # ---------------------------------------------------------------------- sweep index
 @pytest.fixture
 def own_redis(tmp_path):

@@ -142,7 +142,11 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int) -> dict[
             continue
         # held by this batch or by another: decide that impression and the rest of ours
         rest = [i for i in todo if i not in done.codes]
-        resolved = store.resolve_hold(exp_id, _decide, more=rest) or {}
+        try:
+            resolved = store.resolve_hold(exp_id, _decide, more=rest) or {}
+        except ExperimentMissing:  # deleted meanwhile: nothing left to credit
+            results.update({i: {"status": "missing"} for i in todo if i not in done.codes})
+            break
         results.update(resolved)
         todo = [i for i in todo if i not in done.codes and i not in resolved]
         if resolved:
@@ -196,8 +200,16 @@ def credit_impression(imp_id: str) -> str:
 @shared_task(name=DRAIN, **RETRY)
 def drain(exp_id: str, token: str | None = None) -> int:
     """Credit due impressions of ``exp_id``, a batch per script, while any are due;
-    return how many. ``token`` is the drain lease taken for this task (None: take one)."""
+    return how many. ``token`` is the drain lease taken for this task (None: take one).
+
+    For a deleted experiment it removes what a request running during the deletion left
+    (:meth:`Store.purge_orphan`) and returns 0 at once: no credit, no retry."""
     store = _store()
+    purged = store.purge_orphan(exp_id)
+    if purged is not None:
+        if purged:
+            log.info("experiment %s is deleted: %d keys it left removed", exp_id, purged)
+        return 0
     ttl = config.credit_retry_s
     limit = config.credit_parallelism
     if token is None:
