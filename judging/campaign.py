@@ -416,7 +416,8 @@ def qrels(state: dict[str, Any]) -> str:
 
 def preference_graph(state: dict[str, Any]) -> dict[str, Any]:
     """Per query the items and, per judged pair, the preferences between them (edges from
-    the winner of the majority; ``wins``/``losses`` from the source's side)."""
+    the winner of the majority; ``wins``/``losses`` from the source's side). The counts
+    are the judge's: no excluded assessor's judgment, no banked one."""
     out = {}
     for qid in state["order"]:
         query = state["queries"][qid]
