@@ -58,7 +58,10 @@ def assessor(client, cid: str, name: str | None = None) -> str:
     return body["assessor"]
 
 
-def answer(task: dict, rng: np.random.Generator, careless: bool) -> list[dict]:
+def answer(task: dict, rng: np.random.Generator, careless: bool, *,
+           lie: bool = False, fail_tests: bool = False) -> list[dict]:
+    """A careless assessor's answers (at random), or a good one's; ``lie`` turns the good
+    one's target pairs round, ``fail_tests`` the test pairs."""
     out = []
     for p in task["pairs"]:
         if careless:
@@ -67,6 +70,8 @@ def answer(task: dict, rng: np.random.Generator, careless: bool) -> list[dict]:
             better_left = rank_of(p["left"]) < rank_of(p["right"])
             off_topic = 99 in (rank_of(p["left"]), rank_of(p["right"]))
             correct = off_topic or rng.random() < 0.9
+            if (fail_tests and off_topic) or (lie and not off_topic):
+                correct = not correct
             choice = "left" if better_left == correct else "right"
         out.append({"pair": p["pair"], "choice": choice})
     return out
@@ -76,12 +81,19 @@ def test_a_campaign_finds_the_planted_best_items(client, campaign, worker, api):
     worker.ensure()
     good = [assessor(client, campaign) for _ in range(8)]  # each pair: 5 assessors at most
     careless = [assessor(client, campaign, f"careless-{campaign}-{n}") for n in range(3)]
+    # a turncoat: every target pair the wrong way, the test pairs right in their first
+    # task and wrong after: excluded by their second task, when the judgments of their
+    # first are in a judge already (the query is rebuilt without them)
+    turncoat = assessor(client, campaign, f"turncoat-{campaign}")
     rng = np.random.default_rng(7)
-    submitted = {a: 0 for a in good + careless}
-    targets = {a: 0 for a in good + careless}  # target pairs submitted
+    everyone = [*careless, turncoat, *good]
+    submitted = {a: 0 for a in everyone}
+    targets = {a: 0 for a in everyone}  # target pairs submitted
     for _round in range(200):
         active = 0
-        for a in good + careless:
+        # the careless and the turncoat ask first: last in a round, one got a task only
+        # if the worker had applied the others' tasks by then (none at all in some runs)
+        for a in everyone:
             st, task = client.request("GET", f"/judging/tasks/next?assessor={a}")
             if st == 403:  # excluded
                 continue
@@ -90,7 +102,8 @@ def test_a_campaign_finds_the_planted_best_items(client, campaign, worker, api):
             assert st == 200, task
             active += 1
             assert len(task["pairs"]) <= 13
-            sent = answer(task, rng, a in careless)
+            sent = answer(task, rng, a in careless, lie=a == turncoat,
+                          fail_tests=a == turncoat and submitted[a] >= 1)
             st, out = client.request("POST", f"/judging/tasks/{task['task_id']}/judgments",
                                      {"assessor": a, "judgments": sent})
             assert st == 202, out
@@ -127,14 +140,17 @@ def test_a_campaign_finds_the_planted_best_items(client, campaign, worker, api):
                         if r["correct"] < 0.75 * r["answered"]}  # the 75 % rule, exactly
     assert len(excluded & set(careless)) >= 2, {a: records[a] for a in careless}
     assert not excluded & set(good)
+    assert turncoat in excluded and records[turncoat]["answered"] == 6, records[turncoat]
     for a in excluded:  # all their judgments dropped, earlier tasks' too (§5.1)
         r = records[a]
         assert r["judgments"] == r["banked"] == 0 and r["dropped"] == targets[a], r
     assert all(records[a]["dropped"] == 0 for a in good)
+    # the turncoat's first task was kept, then dropped with the rest: its queries rebuilt
+    assert sum(q["rebuilds"] for q in state["queries"].values()) >= 1
     total = sum(q["judgments"] for q in state["queries"].values())
-    assert total == sum(state["assessors"][a]["judgments"] for a in good + careless)
+    assert total == sum(state["assessors"][a]["judgments"] for a in everyone)
     assert sum(q["banked"] for q in state["queries"].values()) == sum(
-        state["assessors"][a]["banked"] for a in good + careless)
+        state["assessors"][a]["banked"] for a in everyone)
     # exports
     qrels = requests.get(f"{api.url}/judging/campaigns/{campaign}/qrels",
                          headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).text
