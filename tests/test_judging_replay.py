@@ -325,3 +325,41 @@ def test_the_replay_ends_and_uses_each_logged_judgment_at_most_once():
     judge, bank = replay("prefbest", 4, 0, {"budget": 50, "max_per_pair": 3}, log,
                          excluded={"a", "b"})
     assert judge.n_judgments == 0 and bank == {}
+
+
+
+def test_a_state_from_before_the_log_keeps_working():
+    """A campaign stored before the replay existed (no log, seed, gen or bank in its
+    queries; assessors without banked/dropped; tasks without gen) goes on: a query judged
+    then cannot be replayed, so an exclusion there drops the exposing task only; a query
+    not judged yet starts its log."""
+    state = campaign()
+    for query in state["queries"].values():
+        for k in ("log", "judge_seed", "gen", "bank", "rebuilds"):
+            del query[k]
+    c = Campaign(state)
+    for a in ("g0", TURNCOAT):
+        c.add(a)
+        del c.state["assessors"][a]["banked"], c.state["assessors"][a]["dropped"]
+    judge = judge_from_state(state["queries"]["Q0"]["judge"])  # g0's task, applied then
+    for i, j in judge.request(10):
+        judge.record(i, j, 1.0)
+    state["queries"]["Q0"]["judge"] = judge.state_dict()
+    state["assessors"]["g0"]["judgments"] = 10
+    rng = np.random.default_rng(2)
+    for n in range(2):
+        tid, task = c.task(TURNCOAT)
+        for p in task["pairs"]:
+            p.pop("gen", None)
+        c.submit(tid, task, answers(task, rng, targets_right=0.0, tests_right=n == 0))
+        res = c.apply(tid)
+        if n == 0:
+            assert res["status"] == "kept" and res["recorded"] == 10
+            assert c.state["queries"]["Q0"]["log"] is None  # judged before: no history
+            assert c.state["queries"]["Q1"]["log"] == []
+    assert res["status"] == "excluded" and res["rebuilt"] == [] and res["dropped"] == 10
+    t = c.state["assessors"][TURNCOAT]
+    assert t["judgments"] == 10 and t["dropped"] == 10  # the first task's stay in Q0
+    s = summary(c.state)
+    assert s["queries"]["Q0"]["judgments"] == 20 and s["queries"]["Q0"]["rebuilds"] == 0
+    assert s["assessors"]["g0"]["dropped"] == 0
