@@ -25,10 +25,11 @@ out too, as the thesis does. A judge cannot take back a judgment it has acted on
 query whose log holds the assessor's judgments is **rebuilt**: a fresh judge from the same
 seed replays the log without the excluded assessors (:func:`replay`) — it asks for pairs
 as it would live, and each pair it asks for is answered from the log (first logged first)
-while the log has an unused judgment of that pair. Where the new trajectory asks for a
-pair the log cannot answer (its judgments were the excluded assessor's, or are still out
-with an assessor), the replay stops; the logged judgments it did not reach wait in the
-query's **bank**. The query's ``gen`` goes up by one.
+while the log has an unused judgment of that pair; a pair the log cannot answer (its
+judgments were the excluded assessor's, or are still out with an assessor) goes back to
+the judge. The replay stops at the first request the log cannot answer at all; the logged
+judgments it did not reach wait in the query's **bank**. The query's ``gen`` goes up by
+one.
 
 The bank serves later: when a judge asks :func:`make_task` for a pair with a banked
 judgment, that judgment is recorded at once instead of handing the pair out. A task made
