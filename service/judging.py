@@ -127,8 +127,7 @@ class Campaigns:
 
         def write(data, pipe):
             _meta, state = data
-            state["assessors"][who] = {"correct": 0, "answered": 0, "excluded": False,
-                                       "judgments": 0}
+            state["assessors"][who] = logic.new_assessor()
             pipe.hset(_key(cid), "state", json.dumps(state))
             return who
 
