@@ -11,20 +11,36 @@ What it adds
 the counts ``W`` of all non-retired arms are tested with an anytime-valid Hoeffding
 confidence sequence (union bound over pairs and comparison counts, level ``delta``).
 The policy is *flagged* when either every arm is beaten with confidence by some arm
-(a cycle of confident edges: no Condorcet winner exists), or (once at most ``batch_size``
-arms are active) an eliminated arm beats
-the champion with confidence (the champion is not the Condorcet winner). On an instance
-with a Condorcet winner that the merge kept, the flag is raised with probability at
-most ``delta`` over the whole run; if the merge eliminated the Condorcet winner, the
-second rule flags that too (an alarm worth raising either way).
+(no Condorcet winner exists), or every *surviving* (active) arm is beaten with
+confidence by some arm (the Condorcet winner, if there is one, is not among the
+survivors; once converged: an eliminated arm beats the champion). A Condorcet winner is
+beaten with confidence with probability at most ``delta`` over the whole run, so on an
+instance with a Condorcet winner that the merge kept the flag is raised with
+probability at most ``delta``; if the merge eliminated it, the second rule is an alarm
+worth raising either way. (An earlier version applied the second rule to the
+``best_arm()`` of several survivors, which is not the Condorcet winner in general and
+could flag falsely; it now asks that *every* survivor be beaten.)
 
-*Verification*: once the merge is down to one survivor (the champion), a decaying share
-of the steps (one in ``verify_every · (1 + t // 2¹⁷)``) compares the champion with an
-eliminated arm that has not been checked against it (fewer than ``verify_min``
-comparisons) or that empirically beats it. Those comparisons are what lets the guard
-see an eliminated Copeland winner; on a Condorcet instance they stop once every
-eliminated arm has ``verify_min`` comparisons with the champion and loses them, so the
-regret after convergence stays flat.
+*Verification* (not in the papers): once the merge is down to one survivor, the
+champion ``c`` must itself refute every eliminated arm ``e`` by MergeDTS's own
+elimination rule (Algorithm 1 lines 10–11, same α and ``C``): ``e`` is *due* at step
+``t`` while ``u_ec = w_ec/n + sqrt(α log(t + C)/n) ≥ ½`` (always when ``n = 0``), and
+each due step compares ``(c, e)`` for the due arm with the fewest comparisons with
+``c``. Arms the champion eliminated itself are not due (they already satisfy the rule);
+arms beaten by ``c`` with the guard's confidence are never due again, nor arms that beat
+``c`` with it (they are evidence for the flag already). Why: the previous rule (32
+comparisons per eliminated arm, then stop if they went the champion's way) missed an
+eliminated Copeland winner with probability ≈ 0.1 per run and could not recover; under
+the UCB rule an arm that beats ``c`` (``p_ec > ½``) keeps its bound above ½ for ever, so
+it is compared until the guard sees the upset, while on a Condorcet instance an arm with
+gap ``Δ`` costs about ``α log(t + C)/Δ²`` comparisons, a count that grows like
+``log(t + C)`` — with ``C = 4·10⁶`` it barely moves between 10⁵ and 10⁸ steps, so the
+regret after convergence stays flat. The rule is the anytime schedule of RUCB (seed 003,
+Algorithm 2) applied to the champion's row, not a fixed budget.
+
+Between due steps the champion plays itself. :meth:`quiet_steps` tells the simulator how
+many of the next steps are certainly ``(c, c)`` (the next due step is
+``exp(n (½ − p̂)²/α) − C`` for each arm), so it can skip them exactly.
 
 *What a flag does* (``on_non_condorcet``): ``"flag"`` (default) only records it
 (``flagged``, ``flagged_at`` (the update count), ``evidence``) in :meth:`structure` and
@@ -61,9 +77,8 @@ class MergeGuard(MergeDTS):
     Parameters (besides MergeDTS's ``preset``, ``alpha``, ``batch_size``, ``c``,
     ``horizon``): ``delta`` the false-flag rate over a run (default 0.01);
     ``on_non_condorcet`` ``"flag"`` or ``"switch"``; ``check_every`` comparisons between
-    two checks (1000); ``verify_every`` the base period of verification steps after
-    convergence (32); ``verify_min`` comparisons of each eliminated arm with the
-    champion that verification aims for (32).
+    two checks (1000). Verification uses MergeDTS's ``alpha`` and ``c`` and has no
+    parameter of its own.
 
     Examples
     --------
@@ -93,8 +108,6 @@ class MergeGuard(MergeDTS):
         delta: float = condorcet_check.DEFAULT_DELTA,
         on_non_condorcet: str = "flag",
         check_every: int = 1000,
-        verify_every: int = 32,
-        verify_min: int = 32,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if on_non_condorcet not in MODES:
@@ -102,20 +115,23 @@ class MergeGuard(MergeDTS):
                              f"got {on_non_condorcet!r}")
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta must be in (0, 1), got {delta}")
-        for key, v in (("check_every", check_every), ("verify_every", verify_every),
-                       ("verify_min", verify_min)):
-            if int(v) < 1:
-                raise ValueError(f"{key} must be at least 1, got {v}")
+        if int(check_every) < 1:
+            raise ValueError(f"check_every must be at least 1, got {check_every}")
         self.delta = float(delta)
         self.on_non_condorcet = on_non_condorcet
         self.check_every = int(check_every)
-        self.verify_every = int(verify_every)
-        self.verify_min = int(verify_min)
         self.flagged = False
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
         self.mode = "merge"
-        self.targets: list[int] = []
+        # verification cache (a function of W, status and the champion; not state): the
+        # step from which each arm is due, its minimum, the champion it was built for,
+        # and W's version against the version the last full check saw
+        self._due: np.ndarray | None = None
+        self._due_min = math.inf
+        self._due_champ = -1
+        self._version = 0
+        self._checked = 0
         super().__init__(n_arms, preset=preset, alpha=alpha, batch_size=batch_size, c=c,
                          horizon=horizon, seed=seed)
 
@@ -123,8 +139,7 @@ class MergeGuard(MergeDTS):
     def params(self) -> dict[str, Any]:
         out = super().params()
         out.update(delta=self.delta, on_non_condorcet=self.on_non_condorcet,
-                   check_every=self.check_every, verify_every=self.verify_every,
-                   verify_min=self.verify_min)
+                   check_every=self.check_every)
         return out
 
     def structure(self) -> dict[str, Any]:
@@ -144,11 +159,23 @@ class MergeGuard(MergeDTS):
         return super().best_arm()
 
     def steady(self) -> bool:
-        """True when nothing is left to compare: one survivor, no verification target
-        (the simulator's fast-forward waits for this)."""
-        if self.mode != "merge" or not self._converged():
-            return False
-        return not self._targets_now(self._batches[0].arms[0])
+        """True when every later step is the champion against itself: one survivor,
+        and no eliminated arm will ever be due (the simulator's fast-forward to the end
+        waits for this)."""
+        return self.quiet_steps() == math.inf
+
+    def quiet_steps(self) -> float:
+        """How many of the next steps are certainly ``(c, c)`` with nothing to learn
+        (0 if the next one may not be): one survivor, no arm due before then, and the
+        last check saw the current counts (so the checks those steps would run change
+        nothing). ``math.inf`` when that holds for ever. The simulator skips these steps
+        exactly (same regret, counters advanced)."""
+        if self.mode != "merge" or not self._converged() or self._checked != self._version:
+            return 0
+        due = self._due_min_now()
+        if due == math.inf:
+            return math.inf
+        return max(0, math.ceil(due) - self.t - 1)
 
     def select_at(self, t: int, rng: np.random.Generator) -> Comparison:
         self.t = int(t)
@@ -172,18 +199,28 @@ class MergeGuard(MergeDTS):
         return super()._select()
 
     def _update(self, i: int, j: int, outcome: float) -> None:
+        if i != j:
+            self._version += 1
         if self.mode == "merge":
             super()._update(i, j, outcome)
+            if i != j and self._due is not None and self._due_champ in (i, j):
+                e = j if i == self._due_champ else i
+                if self._converged() and self._batches[0].arms[0] == self._due_champ:
+                    self._due[e] = self._due_of(np.array([e]), self._due_champ)[0]
+                    self._due_min = float(self._due.min())
+                else:
+                    self._due = None
         if self.n_updates % self.check_every == 0:
             self._run_check()
 
     def _add_arm(self, arm: int) -> None:
+        self._due = None
         if self.mode == "copeland":
             return  # every non-retired arm is in play already
         super()._add_arm(arm)
 
     def _retire_arm(self, arm: int) -> None:
-        self.targets = [a for a in self.targets if a != arm]
+        self._due = None
         if self.mode == "copeland":
             return
         super()._retire_arm(arm)
@@ -195,7 +232,8 @@ class MergeGuard(MergeDTS):
             "flagged_at": self.flagged_at,
             "evidence": self.evidence,
             "mode": self.mode,
-            "targets": [int(a) for a in self.targets],
+            # whether the last full check saw the current counts (quiet_steps needs it)
+            "clean": self._checked == self._version,
         }
         return out
 
@@ -206,7 +244,10 @@ class MergeGuard(MergeDTS):
         self.flagged_at = None if g.get("flagged_at") is None else int(g["flagged_at"])
         self.evidence = dict(g.get("evidence", {}))
         self.mode = str(g.get("mode", "merge"))
-        self.targets = [int(a) for a in g.get("targets", [])]
+        # (states of the earlier version carry "targets": the rule no longer needs them)
+        self._due = None
+        self._version = 0
+        self._checked = 0 if g.get("clean", False) else -1
 
     # ------------------------------------------------------------------ guard
     def _converged(self) -> bool:
@@ -218,40 +259,68 @@ class MergeGuard(MergeDTS):
         None (the merge chooses)."""
         if self.mode == "copeland":
             return self._copeland_pair(rng)
-        if self.targets and self._converged():
-            period = self.verify_every * (1 + self.t // 131072)
-            if self.t % period == 0:
-                champ = self._batches[0].arms[0]
-                k = (self.t // period) % len(self.targets)
-                e = self.targets[k]
-                if e != champ and self.status[e] != RETIRED:
-                    return (champ, e)
+        if self._converged() and self.t >= self._due_min_now():
+            c = self._due_champ
+            due = np.flatnonzero(self._due <= self.t)
+            n = self.W[due, c] + self.W[c, due]
+            return (c, int(due[int(np.argmin(n))]))  # fewest comparisons, lowest index
         return None
+
+    def _due_min_now(self) -> float:
+        """The first step at which an eliminated arm is due (``math.inf``: never);
+        builds the cache for the current champion if needed. Call only when
+        converged."""
+        c = self._batches[0].arms[0]
+        if self._due is None or self._due_champ != c or self._due.size != self.K:
+            self._due_champ = c
+            self._due = self._due_of(np.arange(self.K), c)
+            self._due_min = float(self._due.min())
+        return self._due_min
+
+    def _due_of(self, arms: np.ndarray, c: int) -> np.ndarray:
+        """For each of ``arms``, the first step ``t`` at which it is due for a comparison
+        with the champion ``c`` (0: now; ``inf``: never; see the module docstring)."""
+        w = self.W[arms, c]
+        n = w + self.W[c, arms]
+        safe = np.maximum(n, 1.0)
+        gap = 0.5 - w / safe
+        with np.errstate(over="ignore"):
+            # u_ec >= 1/2  <=>  α log(t + C) >= n gap²  <=>  t >= exp(n gap²/α) - C
+            due = np.where((n > 0) & (gap > 0),
+                           np.exp(np.minimum(n * gap * gap / self.alpha, 700.0)) - self.c,
+                           0.0)
+        k = int(np.count_nonzero(self.status != RETIRED))
+        r = condorcet_check.radius(n, k * (k - 1) // 2, self.delta)
+        settled = (np.abs(gap) - r > 0) & (n > 0)  # c beats e, or e beats c, with confidence
+        due[settled | (self.status[arms] != ELIMINATED) | (arms == c)] = math.inf
+        return np.maximum(due, 0.0)
 
     def _run_check(self) -> None:
         arms = np.flatnonzero(self.status != RETIRED)
-        if arms.size < 2:
-            return
-        # the champion rule once the field is small (before, no arm is a champion yet and
-        # best_arm() would cost O(K²) per check)
-        small = int(np.count_nonzero(self.status == ACTIVE)) <= self.batch_size
-        champ = self.best_arm() if small else -1
-        if self.mode == "merge" and self._converged():
-            self.targets = self._targets_now(champ)
-        if self.flagged:
+        if arms.size < 2 or self.flagged:
+            self._checked = self._version
             return
         # the cycle test is O(K²): above 136 arms it runs every (K/136)² checks, so it
         # costs about the same per step at any K
         every = max(1, (arms.size // 136) ** 2)
-        if (self.n_updates // self.check_every) % every == 0:
+        full = (self.n_updates // self.check_every) % every == 0
+        if full:
             res = condorcet_check.check(self.W, arms, self.delta)
         else:
             res = {"flagged": False, "cycle": []}
-        over = []
-        if champ >= 0:
-            elim = np.flatnonzero(self.status == ELIMINATED).tolist()
-            over = condorcet_check.beats_champion(self.W, champ, elim, int(arms.size),
-                                                  self.delta)
+        over: list[int] = []
+        champ = -1
+        active = np.flatnonzero(self.status == ACTIVE)
+        if not res["flagged"] and 0 < active.size <= self.batch_size:
+            # every survivor beaten with confidence: the Condorcet winner (if any) is gone
+            beaten = [condorcet_check.beats_champion(self.W, int(a), arms[arms != a].tolist(),
+                                                     int(arms.size), self.delta)
+                      for a in active]
+            if all(beaten):
+                champ = int(active[0]) if active.size == 1 else self.best_arm()
+                over = beaten[int(np.flatnonzero(active == champ)[0])]
+        if full:
+            self._checked = self._version
         if res["flagged"] or over:
             self.flagged = True
             self.flagged_at = int(self.n_updates)
@@ -260,20 +329,12 @@ class MergeGuard(MergeDTS):
             if self.on_non_condorcet == "switch":
                 self._switch()
 
-    def _targets_now(self, champ: int) -> list[int]:
-        """Eliminated arms with fewer than ``verify_min`` comparisons with the champion,
-        or that empirically beat it."""
-        others = np.flatnonzero((self.status != RETIRED) & (np.arange(self.K) != champ))
-        n = self.W[others, champ] + self.W[champ, others]
-        p = self.W[others, champ] / np.maximum(n, 1.0)
-        return [int(a) for a in others[(n < self.verify_min) | (p >= 0.5)]]
-
     def _switch(self) -> None:
         """Bring every non-retired arm back and select by the Copeland rule."""
         self.mode = "copeland"
         for a in np.flatnonzero(self.status == ELIMINATED):
             self.status[a] = ACTIVE
-        self.targets = []
+        self._due = None
         self._drop_prepared()
 
     # ------------------------------------------------------------------ Copeland rule

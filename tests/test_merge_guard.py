@@ -75,8 +75,7 @@ def test_switch_plays_every_surviving_arm_and_round_trips():
 def test_defaults_are_mergedts_tuned_values_plus_the_guard():
     p = MergeGuard(40, seed=1).params()
     assert p == {"preset": "tuned", "alpha": 0.8**6, "batch_size": 16, "c": 4e6,
-                 "delta": 0.01, "on_non_condorcet": "flag", "check_every": 1000,
-                 "verify_every": 32, "verify_min": 32}
+                 "delta": 0.01, "on_non_condorcet": "flag", "check_every": 1000}
 
 
 def test_credit_path_emits_the_audit_event_once_and_describe_names_rankers():
@@ -116,3 +115,71 @@ def test_simulate_cli_reports_the_flag_per_run(tmp_path, capsys):
     flagged = [r for r in runs if r["flagged_non_condorcet"]]
     assert flagged and all(isinstance(r["flagged_at"], int) for r in flagged)
     assert "flagged_non_condorcet in" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["recommended"])
+def test_quiet_skips_equal_the_full_loop(name):
+    # the simulator skips the steps quiet_steps() vouches for; the run must be the one
+    # the full loop gives (same regret at every checkpoint, same flag, same winner)
+    P = bradley_terry(12, gap=0.05, seed=4)
+    fast = simulate_run(P, name, 60_000, seed=3, params={"check_every": 200})
+    slow = simulate_run(P, name, 60_000, seed=3, params={"check_every": 200},
+                        fast_forward=False)
+    np.testing.assert_allclose(fast.regret, slow.regret, rtol=1e-12, atol=1e-9)
+    assert (fast.identified, fast.flagged_at) == (slow.identified, slow.flagged_at)
+    assert fast.looped_steps < slow.looped_steps  # something was skipped
+
+
+def _converged_guard(P: np.ndarray, w_up: float, n_up: float) -> MergeGuard:
+    """A MergeGuard converged on arm 0 with every other arm eliminated by arm 1, and
+    arm 7 compared ``n_up`` times with 0, winning ``w_up`` of them (the rest of W is
+    P scaled to 400 comparisons per pair)."""
+    K = P.shape[0]
+    st = MergeGuard(K, seed=1, check_every=200).state_dict()
+    W = P * 400.0
+    np.fill_diagonal(W, 0.0)
+    W[7, 0], W[0, 7] = w_up, n_up - w_up
+    st["W"] = W.tolist()
+    st["status"] = [0] + [1] * (K - 1)
+    st["eliminated"] = {str(a): {"step": 1, "by": 1 if a != 1 else 0} for a in range(1, K)}
+    st["batches"], st["stage"], st["stage_field"] = [[0]], 4, 1
+    return MergeGuard.from_state(st)
+
+
+def test_verification_keeps_comparing_an_eliminated_upsetter():
+    # the old rule stopped after 32 comparisons that went the champion's way; now arm 7,
+    # which beats the champion (p = 0.8), stays due (u_70 >= 1/2 by MergeDTS's bound
+    # after 10 wins in 40) and is compared until the guard flags, at δ = 0.01
+    P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
+    b = _converged_guard(P, w_up=10.0, n_up=40.0)
+    assert not b.flagged and b.quiet_steps() == 0
+    env = np.random.default_rng(0)
+    pairs = set()
+    for _ in range(5_000):
+        i, j = b.select()
+        pairs.add((i, j))
+        b.update(i, j, float(env.random() < P[i, j]))
+        if b.flagged:
+            break
+    assert b.flagged and b.structure()["non_condorcet"]["evidence"]["beat_champion"] == [7]
+    assert pairs <= {(0, 0), (0, 7)}  # arms 1..6 lose to 0 by far: never due
+    assert b.best_arm() == 0
+
+
+def test_verification_stops_on_a_condorcet_instance():
+    # the same state on a matrix where 0 beats 7 (p = 0.8): after a few dozen
+    # comparisons arm 7 is refuted; the bound α log(t + C) grows so slowly (C = 4·10⁶)
+    # that it is due again only after many thousand steps, which the simulator skips
+    P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
+    P[7, 0], P[0, 7] = 0.2, 0.8
+    b = _converged_guard(P, w_up=10.0, n_up=40.0)
+    env = np.random.default_rng(0)
+    n7 = 0
+    for _ in range(3_000):
+        i, j = b.select()
+        n7 += (i, j) == (0, 7)
+        b.update(i, j, float(env.random() < P[i, j]))
+    assert not b.flagged and 0 < n7 < 200
+    assert b.quiet_steps() > 10_000
+    c = bandit_from_state(b.state_dict())
+    assert c.quiet_steps() == b.quiet_steps()
