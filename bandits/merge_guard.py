@@ -108,6 +108,7 @@ class MergeGuard(MergeDTS):
         delta: float = condorcet_check.DEFAULT_DELTA,
         on_non_condorcet: str = "flag",
         check_every: int = 1000,
+        verify_scale: float = 1.0,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if on_non_condorcet not in MODES:
@@ -115,11 +116,14 @@ class MergeGuard(MergeDTS):
                              f"got {on_non_condorcet!r}")
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta must be in (0, 1), got {delta}")
+        if not verify_scale > 0.0:
+            raise ValueError(f"verify_scale must be positive, got {verify_scale}")
         if int(check_every) < 1:
             raise ValueError(f"check_every must be at least 1, got {check_every}")
         self.delta = float(delta)
         self.on_non_condorcet = on_non_condorcet
         self.check_every = int(check_every)
+        self.verify_scale = float(verify_scale)
         self.flagged = False
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
@@ -139,7 +143,7 @@ class MergeGuard(MergeDTS):
     def params(self) -> dict[str, Any]:
         out = super().params()
         out.update(delta=self.delta, on_non_condorcet=self.on_non_condorcet,
-                   check_every=self.check_every)
+                   check_every=self.check_every, verify_scale=self.verify_scale)
         return out
 
     def structure(self) -> dict[str, Any]:
@@ -202,7 +206,7 @@ class MergeGuard(MergeDTS):
         if i != j:
             self._version += 1
         if self.mode == "merge":
-            super()._update(i, j, outcome)
+            self._merge_update(i, j)
             if i != j and self._due is not None and self._due_champ in (i, j):
                 e = j if i == self._due_champ else i
                 if self._converged() and self._batches[0].arms[0] == self._due_champ:
@@ -212,6 +216,17 @@ class MergeGuard(MergeDTS):
                     self._due = None
         if self.n_updates % self.check_every == 0:
             self._run_check()
+
+    def _merge_update(self, i: int, j: int) -> None:
+        """MergeDTS's reaction to a comparison (line 17, lines 10–11); a subclass may
+        change the elimination test."""
+        MergeDTS._update(self, i, j, 0.0)  # (the merge reads the outcome from W)
+
+    def _divergence(self, p: np.ndarray) -> np.ndarray:
+        """How far an empirical preference ``p`` < ½ is from ½, on the scale of the
+        elimination test ``n · D(p) > 2α log(t + C)``: ``2(½ − p)²`` (Hoeffding,
+        MergeDTS's line 10)."""
+        return 2.0 * (0.5 - p) ** 2
 
     def _add_arm(self, arm: int) -> None:
         self._due = None
@@ -285,9 +300,12 @@ class MergeGuard(MergeDTS):
         safe = np.maximum(n, 1.0)
         gap = 0.5 - w / safe
         with np.errstate(over="ignore"):
-            # u_ec >= 1/2  <=>  α log(t + C) >= n gap²  <=>  t >= exp(n gap²/α) - C
-            due = np.where((n > 0) & (gap > 0),
-                           np.exp(np.minimum(n * gap * gap / self.alpha, 700.0)) - self.c,
+            # e is refuted while n D(p̂_ec) > 2 s α log(t + C) (the elimination test at
+            # s times its threshold; for MergeDTS's D this is u_ec < ½), so it is due
+            # from t = exp(n D / (2 s α)) - C on
+            a = 2.0 * self.verify_scale * self.alpha
+            ev = n * self._divergence(np.minimum(w / safe, 0.5))
+            due = np.where((n > 0) & (gap > 0), np.exp(np.minimum(ev / a, 700.0)) - self.c,
                            0.0)
         k = int(np.count_nonzero(self.status != RETIRED))
         r = condorcet_check.radius(n, k * (k - 1) // 2, self.delta)

@@ -1,4 +1,4 @@
-"""MergeGuard (alias ``recommended``) and the non-Condorcet guard of
+"""MergeGuard, MergeMED (alias ``recommended``) and the non-Condorcet guard of
 :mod:`bandits.condorcet_check`.
 
 Statistical checks use fixed seeds, small K and short horizons; the tolerances are
@@ -14,11 +14,13 @@ from bandits import bandit_from_state, get_algorithm, make_bandit
 from bandits.condorcet_check import check
 from bandits.matrices import bradley_terry, non_condorcet
 from bandits.merge_guard import MergeGuard
+from bandits.merge_med import MergeMED, kl_half
 from bandits.simulator import simulate_run
 
 
 def test_registered_under_its_name_and_recommended():
-    assert get_algorithm("recommended") is MergeGuard
+    assert get_algorithm("recommended") is MergeMED
+    assert get_algorithm("mergemed") is MergeMED
     assert get_algorithm("mergeguard") is MergeGuard
     assert make_bandit("recommended", 20).params()["on_non_condorcet"] == "flag"
     with pytest.raises(ValueError, match="on_non_condorcet"):
@@ -75,7 +77,29 @@ def test_switch_plays_every_surviving_arm_and_round_trips():
 def test_defaults_are_mergedts_tuned_values_plus_the_guard():
     p = MergeGuard(40, seed=1).params()
     assert p == {"preset": "tuned", "alpha": 0.8**6, "batch_size": 16, "c": 4e6,
-                 "delta": 0.01, "on_non_condorcet": "flag", "check_every": 1000}
+                 "delta": 0.01, "on_non_condorcet": "flag", "check_every": 1000,
+                 "verify_scale": 1.0}
+
+
+def test_recommended_defaults_are_its_tuned_values():
+    p = make_bandit("recommended", 40, seed=1).params()
+    assert p == {"preset": "tuned", "alpha": 0.8**8, "batch_size": 16, "c": 4e6,
+                 "delta": 0.01, "on_non_condorcet": "flag", "check_every": 1000,
+                 "verify_scale": 0.25}
+    assert bandit_from_state(make_bandit("recommended", 40, seed=1).state_dict()).params() == p
+
+
+def test_divergence_test_eliminates_whenever_the_hoeffding_test_does():
+    # n kl(p, ½) >= 2 n (½ - p)² (Pinsker): every pair MergeDTS's bound eliminates, the
+    # divergence test eliminates too, and strictly sooner when p is far from ½
+    b = MergeMED(4, seed=0)
+    bonus = b.alpha * np.log(b.t + 1 + b.c)
+    for n in (10.0, 40.0, 200.0, 3000.0):
+        for w in np.arange(0.0, n / 2, n / 40):
+            hoeffding = w / n + np.sqrt(bonus / n) < 0.5
+            assert not hoeffding or b._beaten(w, n)
+    assert b._beaten(1.0, 13.0) and not (1 / 13 + np.sqrt(bonus / 13.0) < 0.5)
+    assert kl_half(0.5) == 0.0 and not b._beaten(10.0, 20.0)
 
 
 def test_credit_path_emits_the_audit_event_once_and_describe_names_rankers():
@@ -117,7 +141,7 @@ def test_simulate_cli_reports_the_flag_per_run(tmp_path, capsys):
     assert "flagged_non_condorcet in" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["recommended"])
+@pytest.mark.parametrize("name", ["mergeguard", "recommended"])
 def test_quiet_skips_equal_the_full_loop(name):
     # the simulator skips the steps quiet_steps() vouches for; the run must be the one
     # the full loop gives (same regret at every checkpoint, same flag, same winner)
@@ -183,3 +207,56 @@ def test_verification_stops_on_a_condorcet_instance():
     assert b.quiet_steps() > 10_000
     c = bandit_from_state(b.state_dict())
     assert c.quiet_steps() == b.quiet_steps()
+
+
+@pytest.mark.parametrize("name", ["mergeguard", "mergemed"])
+def test_live_loop_without_delay_is_the_plain_loop(name):
+    # the live-like loop with D = 0, B = 1 and no reload: the plain loop's regret step
+    # for step, with the quiet skips of the plain loop and none in the live one
+    P = bradley_terry(7, gap=0.1, spread=3.0, seed=2)
+    plain = simulate_run(P, name, 20_000, seed=5, params={"check_every": 200})
+    live = simulate_run(P, name, 20_000, seed=5, params={"check_every": 200},
+                        record_shown=True)
+    np.testing.assert_allclose(plain.regret, live.regret, rtol=1e-12, atol=1e-9)
+    assert (plain.identified, plain.flagged_at) == (live.identified, live.flagged_at)
+
+
+@pytest.mark.parametrize("name", ["mergeguard", "mergemed"])
+def test_delayed_batched_reloaded_feedback_finds_the_winner(name):
+    # as live: outcomes 30 selections late in groups of 5, selections from a copy of
+    # the stored state reloaded every 10; 3 seeded runs on 8 arms (gaps >= 0.05) must
+    # all name the Condorcet winner and none may flag (δ = 0.01 per run)
+    P = bradley_terry(8, gap=0.05, spread=3.0, seed=6)
+    for s in range(3):
+        r = simulate_run(P, name, 30_000, seed=s, delay=30, feedback_batch=5,
+                         reload_every=10, params={"check_every": 200})
+        assert r.correct and not r.flagged_non_condorcet
+
+
+@pytest.mark.parametrize("name", ["mergeguard", "mergemed"])
+def test_add_retire_round_trip_and_select_changes_nothing_stored(name):
+    import json
+
+    P = bradley_terry(10, gap=0.05, spread=3.0, seed=8)
+    env = np.random.default_rng(1)
+    b = make_bandit(name, 8, seed=2, check_every=200)
+    for step in range(40_000):
+        if step == 5_000:
+            b.retire_arm(3)
+        if step == 20_000:  # after convergence: the field comes alive again
+            b.add_arm()
+            b.add_arm()
+        i, j = b.select()
+        b.update(i, j, float(env.random() < P[i, j]))
+        if step % 997 == 0:
+            st = json.dumps(b.state_dict())
+            c = bandit_from_state(json.loads(st))
+            assert c.structure() == b.structure()
+            t = b.t
+            for ahead in (1, 2, 50):
+                rng1, rng2 = np.random.default_rng([4, step]), np.random.default_rng([4, step])
+                assert b.select_at(t + ahead, rng1) == c.select_at(t + ahead, rng2)
+            b.t = t  # select_at sets t (the live step); nothing else is stored
+            assert json.dumps(b.state_dict()) == st
+    assert b.status[3] == 2 and b.best_arm() == int(np.argmax((P > 0.5).sum(axis=1)))
+    assert not b.structure()["non_condorcet"]["flagged"]
