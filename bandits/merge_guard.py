@@ -128,6 +128,8 @@ class MergeGuard(MergeDTS):
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
         self.mode = "merge"
+        #: re-admissions: ``[arm, champion it replaced, n_updates]`` each
+        self.readmitted: list[list[int]] = []
         # verification cache (a function of W, status and the champion; not state): the
         # step from which each arm is due, its minimum, the champion it was built for,
         # and W's version against the version the last full check saw
@@ -149,6 +151,7 @@ class MergeGuard(MergeDTS):
     def structure(self) -> dict[str, Any]:
         out = super().structure()
         out["mode"] = self.mode
+        out["readmitted"] = [list(x) for x in self.readmitted]
         out["non_condorcet"] = {
             "flagged": bool(self.flagged),
             "flagged_at": self.flagged_at,
@@ -208,10 +211,16 @@ class MergeGuard(MergeDTS):
         if self.mode == "merge":
             self._merge_update(i, j)
             if i != j and self._due is not None and self._due_champ in (i, j):
-                e = j if i == self._due_champ else i
-                if self._converged() and self._batches[0].arms[0] == self._due_champ:
-                    self._due[e] = self._due_of(np.array([e]), self._due_champ)[0]
-                    self._due_min = float(self._due.min())
+                c = self._due_champ
+                e = j if i == c else i
+                if self._converged() and self._batches[0].arms[0] == c:
+                    if (not self.flagged and self.status[e] == ELIMINATED
+                            and self._beaten(self.W.item(c, e), self.W.item(c, e)
+                                             + self.W.item(e, c))):
+                        self._readmit(e, c)
+                    else:
+                        self._due[e] = self._due_of(np.array([e]), c)[0]
+                        self._due_min = float(self._due.min())
                 else:
                     self._due = None
         if self.n_updates % self.check_every == 0:
@@ -221,6 +230,24 @@ class MergeGuard(MergeDTS):
         """MergeDTS's reaction to a comparison (line 17, lines 10–11); a subclass may
         change the elimination test."""
         MergeDTS._update(self, i, j, 0.0)  # (the merge reads the outcome from W)
+
+    def _beaten(self, w: float, n: float) -> bool:
+        """Line 10–11's test for one pair: ``w`` wins in ``n`` comparisons lose with
+        the merge's confidence (``w/n + sqrt(α log(t + 1 + C)/n) < ½``)."""
+        return n > 0 and w / n + math.sqrt(self.bonus(self.t + 1) / n) < 0.5
+
+    def _readmit(self, e: int, c: int) -> None:
+        """The eliminated arm ``e`` has beaten the champion ``c`` by the elimination
+        test itself: ``e`` comes back and ``c`` is eliminated by it (the field stays one
+        arm). On a Condorcet instance this undoes an elimination of the Condorcet winner;
+        on a non-Condorcet one it cycles until the guard flags (then it stops)."""
+        self.readmitted.append([int(e), int(c), int(self.n_updates)])
+        self.status[e] = ACTIVE
+        self.eliminated.pop(int(e), None)
+        self._replace(0, sorted([c, e]))
+        self.stage_field += 1
+        self._eliminate_arms([(c, e)])
+        self._due = None
 
     def _divergence(self, p: np.ndarray) -> np.ndarray:
         """How far an empirical preference ``p`` < ½ is from ½, on the scale of the
@@ -247,6 +274,7 @@ class MergeGuard(MergeDTS):
             "flagged_at": self.flagged_at,
             "evidence": self.evidence,
             "mode": self.mode,
+            "readmitted": [list(x) for x in self.readmitted],
             # whether the last full check saw the current counts (quiet_steps needs it)
             "clean": self._checked == self._version,
         }
@@ -259,6 +287,7 @@ class MergeGuard(MergeDTS):
         self.flagged_at = None if g.get("flagged_at") is None else int(g["flagged_at"])
         self.evidence = dict(g.get("evidence", {}))
         self.mode = str(g.get("mode", "merge"))
+        self.readmitted = [[int(v) for v in x] for x in g.get("readmitted", [])]
         # (states of the earlier version carry "targets": the rule no longer needs them)
         self._due = None
         self._version = 0

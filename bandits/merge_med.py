@@ -116,10 +116,21 @@ class MergeMED(MergeGuard):
 
     # ------------------------------------------------------------------ elimination
     def _beaten(self, w: float, n: float) -> bool:
-        """Lines 10–11 with the divergence: ``w`` wins in ``n`` lose with confidence."""
+        """Lines 10–11 with the divergence: ``w`` wins in ``n`` lose with confidence.
+
+        Scalar code on the hot path: ``2(½ − p)² ≤ kl(p, ½) ≤ 4(½ − p)²`` settle most
+        pairs without a logarithm."""
         if 2.0 * w >= n:
             return False
-        return n * kl_half(w / n) > 2.0 * self.alpha * math.log(self.t + 1 + self.c)
+        thr = 2.0 * self.alpha * math.log(self.t + 1 + self.c)
+        g = 0.5 - w / n
+        if 2.0 * n * g * g > thr:  # MergeDTS's own test (Pinsker)
+            return True
+        if 4.0 * n * g * g <= thr:  # kl(p, ½) <= χ²(p, ½) = 4 (½ - p)²
+            return False
+        p = w / n
+        kl = (p * math.log(2.0 * p) if p > 0.0 else 0.0) + (1.0 - p) * math.log(2.0 * (1.0 - p))
+        return n * kl > thr
 
     def _merge_update(self, i: int, j: int) -> None:
         # Algorithm 1 line 17, then lines 10-11 for the pair with the divergence test

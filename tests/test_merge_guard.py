@@ -173,7 +173,7 @@ def _converged_guard(P: np.ndarray, w_up: float, n_up: float) -> MergeGuard:
 def test_verification_keeps_comparing_an_eliminated_upsetter():
     # the old rule stopped after 32 comparisons that went the champion's way; now arm 7,
     # which beats the champion (p = 0.8), stays due (u_70 >= 1/2 by MergeDTS's bound
-    # after 10 wins in 40) and is compared until the guard flags, at δ = 0.01
+    # after 10 wins in 40) and is compared until the data show the upset
     P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
     b = _converged_guard(P, w_up=10.0, n_up=40.0)
     assert not b.flagged and b.quiet_steps() == 0
@@ -185,9 +185,12 @@ def test_verification_keeps_comparing_an_eliminated_upsetter():
         b.update(i, j, float(env.random() < P[i, j]))
         if b.flagged:
             break
-    assert b.flagged and b.structure()["non_condorcet"]["evidence"]["beat_champion"] == [7]
-    assert pairs <= {(0, 0), (0, 7)}  # arms 1..6 lose to 0 by far: never due
-    assert b.best_arm() == 0
+    assert b.flagged and b.structure()["non_condorcet"]["evidence"]["beat_champion"]
+    # 7 beat 0 by the elimination test first and was readmitted in its place; 7 itself
+    # loses to arms 1..5 with confidence (the counts say so already): flagged at once
+    assert [x[:2] for x in b.structure()["readmitted"]] == [[7, 0]]
+    # while 0 was champion, arms 1..6 (which lose to it by far) were never due
+    assert {p for p in pairs if 0 in p} <= {(0, 0), (0, 7)}
 
 
 def test_verification_stops_on_a_condorcet_instance():
@@ -260,3 +263,26 @@ def test_add_retire_round_trip_and_select_changes_nothing_stored(name):
             assert json.dumps(b.state_dict()) == st
     assert b.status[3] == 2 and b.best_arm() == int(np.argmax((P > 0.5).sum(axis=1)))
     assert not b.structure()["non_condorcet"]["flagged"]
+
+
+@pytest.mark.parametrize("cls", [MergeGuard, MergeMED])
+def test_an_eliminated_condorcet_winner_is_readmitted(cls):
+    # arm 7 is the Condorcet winner (p = 0.6 against every arm) but was eliminated after
+    # a bad start (16 wins in 40 against the champion 0): verification keeps comparing
+    # it with 0 until it beats 0 by the elimination test itself; then it comes back and
+    # 0 is eliminated, and nothing is flagged (no confident edge against arm 7)
+    P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
+    P[7, :], P[:, 7] = 0.6, 0.4
+    P[7, 7] = 0.5
+    st = _converged_guard(P, w_up=16.0, n_up=40.0).state_dict()
+    st["algorithm"], st["params"] = cls.name, {**st["params"], **cls(8).params()}
+    b = cls.from_state(st)
+    env = np.random.default_rng(3)
+    for _ in range(20_000):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < P[i, j]))
+    assert b.best_arm() == 7 and b.status[0] == 1 and b.eliminated[0]["by"] == 7
+    assert [x[:2] for x in b.structure()["readmitted"]] == [[7, 0]]
+    assert not b.flagged
+    c = bandit_from_state(b.state_dict())
+    assert c.structure() == b.structure()
