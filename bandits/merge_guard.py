@@ -1,4 +1,4 @@
-"""MergeGuard: MergeDTS with a Condorcet guard, rankduel's recommended policy.
+"""MergeGuard: MergeDTS with a Condorcet guard (the base of ``recommended``, MergeMED).
 
 Builds on MergeDTS (seed 000, Li et al. 2020; :mod:`bandits.merge_dts`, whose batching,
 sampling and elimination it inherits unchanged, tuned preset α = 0.8⁶, M = 16,
@@ -23,8 +23,9 @@ could flag falsely; it now asks that *every* survivor be beaten.)
 
 *Verification* (not in the papers): once the merge is down to one survivor, the
 champion ``c`` must itself refute every eliminated arm ``e`` by MergeDTS's own
-elimination rule (Algorithm 1 lines 10–11, same α and ``C``): ``e`` is *due* at step
-``t`` while ``u_ec = w_ec/n + sqrt(α log(t + C)/n) ≥ ½`` (always when ``n = 0``), and
+elimination rule (Algorithm 1 lines 10–11, same α and ``C``, the threshold scaled by
+``verify_scale`` = s): ``e`` is *due* at step ``t`` while
+``u_ec = w_ec/n + sqrt(s α log(t + C)/n) ≥ ½`` (always when ``n = 0``), and
 each due step compares ``(c, e)`` for the due arm with the fewest comparisons with
 ``c``. Arms the champion eliminated itself are not due (they already satisfy the rule);
 arms beaten by ``c`` with the guard's confidence are never due again, nor arms that beat
@@ -38,9 +39,18 @@ gap ``Δ`` costs about ``α log(t + C)/Δ²`` comparisons, a count that grows li
 regret after convergence stays flat. The rule is the anytime schedule of RUCB (seed 003,
 Algorithm 2) applied to the champion's row, not a fixed budget.
 
+*Readmission* (not in the papers): if a due comparison leaves the champion ``c`` beaten
+by an eliminated arm ``e`` *by the elimination test itself* (``u_ce < ½``), ``e`` is
+readmitted and ``c`` eliminated by it (``readmitted`` lists ``[e, c, n_updates]``). On a
+Condorcet instance this undoes the rare elimination of the Condorcet winner (it is
+always due against any other champion, since it beats it); on a non-Condorcet instance it
+walks round the cycle until the guard flags, and a flag in ``"flag"`` mode then undoes
+the readmissions (the champion the merge converged to comes back), so the flag never
+leaves a weak arm that upsets one Copeland winner in charge.
+
 Between due steps the champion plays itself. :meth:`quiet_steps` tells the simulator how
 many of the next steps are certainly ``(c, c)`` (the next due step is
-``exp(n (½ − p̂)²/α) − C`` for each arm), so it can skip them exactly.
+``exp(n (½ − p̂)²/(s α)) − C`` for each arm), so it can skip them exactly.
 
 *What a flag does* (``on_non_condorcet``): ``"flag"`` (default) only records it
 (``flagged``, ``flagged_at`` (the update count), ``evidence``) in :meth:`structure` and
@@ -53,8 +63,9 @@ against it among those not beaten with confidence by it. That rule is a function
 unchanged.
 
 Interface: as MergeDTS (``select``, ``select_at``, ``sync_step``, ``structure``,
-``update``, add/retire, ``state_dict``/``from_state``); the flag, the mode and the
-check counters are state.
+``update``, add/retire, ``state_dict``/``from_state``); the flag, the mode, the
+readmissions and whether the last check saw the current counts are state; the
+verification schedule is a function of ``W``, the status and ``t``.
 """
 
 from __future__ import annotations
@@ -77,8 +88,8 @@ class MergeGuard(MergeDTS):
     Parameters (besides MergeDTS's ``preset``, ``alpha``, ``batch_size``, ``c``,
     ``horizon``): ``delta`` the false-flag rate over a run (default 0.01);
     ``on_non_condorcet`` ``"flag"`` or ``"switch"``; ``check_every`` comparisons between
-    two checks (1000). Verification uses MergeDTS's ``alpha`` and ``c`` and has no
-    parameter of its own.
+    two checks (1000); ``verify_scale`` the fraction of the elimination threshold at
+    which the champion must refute each eliminated arm (1.0: MergeDTS's own bound).
 
     Examples
     --------
@@ -242,6 +253,11 @@ class MergeGuard(MergeDTS):
         arm). On a Condorcet instance this undoes an elimination of the Condorcet winner;
         on a non-Condorcet one it cycles until the guard flags (then it stops)."""
         self.readmitted.append([int(e), int(c), int(self.n_updates)])
+        self._swap(e, c)
+
+    def _swap(self, e: int, c: int) -> None:
+        """Make the eliminated arm ``e`` the champion in place of ``c``, which is
+        eliminated by it."""
         self.status[e] = ACTIVE
         self.eliminated.pop(int(e), None)
         self._replace(0, sorted([c, e]))
@@ -375,6 +391,20 @@ class MergeGuard(MergeDTS):
                              "beat_champion": over}
             if self.on_non_condorcet == "switch":
                 self._switch()
+            else:
+                self._restore()
+
+    def _restore(self) -> None:
+        """After a flag in ``"flag"`` mode: undo the readmissions, so the champion is the
+        one the merge converged to. (Readmission exists for Condorcet instances; on a
+        non-Condorcet one it walks round a cycle, and may stand on a weak arm that beats
+        one Copeland winner when the flag is raised.)"""
+        if not self.readmitted or not self._converged():
+            return
+        first = self.readmitted[0][1]
+        c = self._batches[0].arms[0]
+        if first != c and self.status[first] == ELIMINATED:
+            self._swap(first, c)
 
     def _switch(self) -> None:
         """Bring every non-retired arm back and select by the Copeland rule."""

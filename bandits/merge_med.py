@@ -33,7 +33,10 @@ Condorcet winner's safety needs. The ``tuned`` preset here is α = 0.8⁸ ≈ 0.
 C = 4·10⁶, M = 16, chosen on a separate tuning instance and tuning seeds (BENCHMARKS.md,
 "The recommended policy"): the smallest confidence at which no tuning run eliminated the
 Condorcet winner, one step (a factor 0.8 in α) above the smallest value that did.
-Verification uses a quarter of the elimination threshold (``verify_scale=0.25``).
+Verification keeps MergeGuard's Hoeffding form (``n · 2(½ − p̂)²``, at ``verify_scale``
+times the threshold): the divergence reaches ``log 2`` after a handful of straight
+losses, which dropped an eliminated Copeland winner from verification after 4 unlucky
+comparisons in tuning runs; Hoeffding needs ``4·verify_scale·α log(t + C)`` of them.
 
 Everything else — horizonless operation, delayed and batched feedback, adding and
 retiring rankers, the state round trip, the guard and its modes — is MergeGuard's.
@@ -161,6 +164,3 @@ class MergeMED(MergeGuard):
         for a in np.flatnonzero((ev > thr).any(axis=1)):
             out.append((bt.arms[a], bt.arms[int(ev[a].argmax())]))
         return out
-
-    def _divergence(self, p: np.ndarray) -> np.ndarray:
-        return kl_half(p)
