@@ -1,0 +1,15 @@
+#!/bin/sh
+# MergeMED (recommended) evaluation, issue 15. Run from bench/results/merge_med.
+# Evaluation seeds only (tuning used T136 and seeds >= 1001; see BENCHMARKS.md).
+R="nice -n 15 ../../../.venv/bin/rankduel"
+# regret at K = 136 (P136 = bench/results/merge_guard/P136.txt, the "Regret at K = 136" instance)
+$R simulate --matrix P136.txt --algorithm recommended,mergedts,mergeguard,mergerucb \
+    --steps 1000000 --runs 8 --seed 1 --jobs 1 --out k136 > k136.out 2>&1
+# detection: non-Condorcet instances, then Condorcet controls
+$R simulate --matrix NC32.txt --algorithm recommended --steps 1000000 --runs 40 --seed 101 --jobs 1 --out nc32 > nc32.out 2>&1
+$R simulate --matrix NC32w3.txt --algorithm recommended --steps 1000000 --runs 40 --seed 301 --jobs 1 --out nc32w3 > nc32w3.out 2>&1
+$R simulate --matrix NC64w4.txt --algorithm recommended --steps 1000000 --runs 40 --seed 401 --jobs 1 --out nc64w4 > nc64w4.out 2>&1
+$R simulate --matrix BT32.txt --algorithm recommended --steps 1000000 --runs 100 --seed 201 --jobs 1 --out bt32 > bt32.out 2>&1
+$R simulate --matrix CYC2.txt --algorithm recommended --steps 1000000 --runs 40 --seed 501 --jobs 1 --out cyc2 > cyc2.out 2>&1
+# baselines not run before on P136 (DTS: bench/results/paper_ordering_dts_tuned, same seeds)
+$R simulate --matrix P136.txt --algorithm self_sparring,rmed1 --steps 1000000 --runs 4 --seed 1 --jobs 1 --out k136b > k136b.out 2>&1
