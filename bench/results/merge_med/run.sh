@@ -13,3 +13,8 @@ $R simulate --matrix BT32.txt --algorithm recommended --steps 1000000 --runs 100
 $R simulate --matrix CYC2.txt --algorithm recommended --steps 1000000 --runs 40 --seed 501 --jobs 1 --out cyc2 > cyc2.out 2>&1
 # baselines not run before on P136 (DTS: bench/results/paper_ordering_dts_tuned, same seeds)
 $R simulate --matrix P136.txt --algorithm self_sparring,rmed1 --steps 1000000 --runs 4 --seed 1 --jobs 1 --out k136b > k136b.out 2>&1
+# the 700-ranker instance (same generator as P136), Merge policies only (DTS and
+# Self-Sparring run at ~250 and ~900 steps/s at K = 700: out of this session's time)
+../../../.venv/bin/rankduel matrix generate --kind uninformative --k 700 --gap 0.002 --winner-gap 0.02 \
+    --spread 2.5 --uninformative-share 0.25 --uninformative-gap 0.02 --seed 700 --out P700.txt
+$R simulate --matrix P700.txt --algorithm recommended,mergedts,mergeguard --steps 1000000 --runs 4 --seed 1 --jobs 1 --out k700 > k700.out 2>&1
