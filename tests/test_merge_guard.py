@@ -56,10 +56,11 @@ def test_no_flag_on_condorcet_runs():
     assert not any(flags)
 
 
-def test_switch_plays_every_surviving_arm_and_round_trips():
+@pytest.mark.parametrize("cls", [MergeGuard, MergeMED])
+def test_switch_plays_every_surviving_arm_and_round_trips(cls):
     P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
     env = np.random.default_rng(0)
-    b = MergeGuard(8, seed=1, check_every=200, on_non_condorcet="switch")
+    b = cls(8, seed=1, check_every=200, on_non_condorcet="switch")
     for _ in range(60_000):
         i, j = b.select()
         b.update(i, j, float(env.random() < P[i, j]))
@@ -102,13 +103,14 @@ def test_divergence_test_eliminates_whenever_the_hoeffding_test_does():
     assert kl_half(0.5) == 0.0 and not b._beaten(10.0, 20.0)
 
 
-def test_credit_path_emits_the_audit_event_once_and_describe_names_rankers():
+@pytest.mark.parametrize("cls", [MergeGuard, MergeMED])
+def test_credit_path_emits_the_audit_event_once_and_describe_names_rankers(cls):
     from service.credit import _update
     from service.experiments import _non_condorcet
 
     P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
     env = np.random.default_rng(0)
-    b = MergeGuard(8, seed=1, check_every=200)
+    b = cls(8, seed=1, check_every=200)
     names = {a: f"r{a}" for a in range(8)}
     events = []
     for _ in range(60_000):
