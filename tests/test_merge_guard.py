@@ -288,3 +288,27 @@ def test_an_eliminated_condorcet_winner_is_readmitted(cls):
     assert not b.flagged
     c = bandit_from_state(b.state_dict())
     assert c.structure() == b.structure()
+
+
+def test_a_cycle_of_readmissions_stops_and_restores_the_merge_champion():
+    # NC32-like: arm 7 upsets the champion 0 and is readmitted, the arms that beat 7 are
+    # readmitted in turn, and the first readmission that would bring back an earlier
+    # champion stops the walk (cycled) and puts 0 back; verification then compares 0
+    # with 7 until the guard flags, with 0 in charge
+    P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
+    st = _converged_guard(P, w_up=16.0, n_up=40.0).state_dict()
+    W = np.asarray(st["W"])
+    W[7, 1:7] = W[1:7, 7] = 0.0  # 7 never met arms 1..6: it must be compared to be refuted
+    st["W"] = W.tolist()
+    st["params"]["check_every"] = 10**6  # no guard check in this test: readmission alone
+    b = MergeGuard.from_state(st)
+    env = np.random.default_rng(5)
+    for _ in range(20_000):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < P[i, j]))
+        if b.cycled:
+            break
+    assert b.cycled and b.best_arm() == 0 and b.readmitted[0][:2] == [7, 0]
+    assert bandit_from_state(b.state_dict()).cycled
+    pairs = {b.select() for _ in range(50)}
+    assert pairs <= {(0, 0), (0, 7)}  # 0 in charge, 7 (which beats it) still due

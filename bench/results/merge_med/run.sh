@@ -18,3 +18,6 @@ $R simulate --matrix P136.txt --algorithm self_sparring,rmed1 --steps 1000000 --
 ../../../.venv/bin/rankduel matrix generate --kind uninformative --k 700 --gap 0.002 --winner-gap 0.02 \
     --spread 2.5 --uninformative-share 0.25 --uninformative-gap 0.02 --seed 700 --out P700.txt
 $R simulate --matrix P700.txt --algorithm recommended,mergedts,mergeguard --steps 1000000 --runs 4 --seed 1 --jobs 1 --out k700 > k700.out 2>&1
+# a harder non-Condorcet shape: 136 rankers, 3 Copeland winners 0.004-0.008 apart
+../../../.venv/bin/rankduel matrix generate --kind non-condorcet --k 136 --winners 3 --gap 0.002 --spread 2.5 --seed 7 --out NC136w3.txt
+$R simulate --matrix NC136w3.txt --algorithm recommended --steps 1000000 --runs 8 --seed 601 --jobs 1 --out nc136w3 > nc136w3.out 2>&1
