@@ -202,6 +202,20 @@ class MergeGuard(MergeDTS):
             return math.inf
         return max(0, math.ceil(due) - self.t - 1)
 
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> MergeGuard:
+        """As the base class; states stored by the earlier version (parameters
+        ``verify_every`` and ``verify_min``, a ``targets`` list) load too, under the
+        current verification rule."""
+        params = dict(state.get("params", {}))
+        if "verify_every" in params or "verify_min" in params:
+            params.pop("verify_every", None)
+            params.pop("verify_min", None)
+            state = {**state, "params": params}
+        out = super().from_state(state)
+        assert isinstance(out, MergeGuard)
+        return out
+
     def select_at(self, t: int, rng: np.random.Generator) -> Comparison:
         self.t = int(t)
         pair = self._special(rng)

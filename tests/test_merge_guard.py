@@ -312,3 +312,15 @@ def test_a_cycle_of_readmissions_stops_and_restores_the_merge_champion():
     assert bandit_from_state(b.state_dict()).cycled
     pairs = {b.select() for _ in range(50)}
     assert pairs <= {(0, 0), (0, 7)}  # 0 in charge, 7 (which beats it) still due
+
+
+def test_a_state_of_the_earlier_version_loads():
+    # experiments stored before this change carry verify_every/verify_min and targets
+    b = MergeGuard(6, seed=1)
+    st = b.state_dict()
+    st["params"] = {**st["params"], "verify_every": 32, "verify_min": 32}
+    st["params"].pop("verify_scale")
+    st["guard"]["targets"] = [1, 2]
+    c = bandit_from_state(st)
+    assert isinstance(c, MergeGuard) and c.params()["verify_scale"] == 1.0
+    assert c.select_at(1, np.random.default_rng(0)) == b.select_at(1, np.random.default_rng(0))
