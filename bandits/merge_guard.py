@@ -26,11 +26,13 @@ champion ``c`` must itself refute every eliminated arm ``e`` by MergeDTS's own
 elimination rule (Algorithm 1 lines 10–11, same α and ``C``, the threshold scaled by
 ``verify_scale`` = s): ``e`` is *due* at step ``t`` while
 ``u_ec = w_ec/n + sqrt(s α log(t + C)/n) ≥ ½`` (always when ``n = 0``), and
-each due step compares ``(c, e)`` for the due arm with the fewest comparisons with
-``c``. Arms the champion eliminated itself are not due (they already satisfy the rule);
-arms beaten by ``c`` with the guard's confidence are never due again, nor arms that beat
-``c`` with it (they are evidence for the flag already). Why: the previous rule (32
-comparisons per eliminated arm, then stop if they went the champion's way) missed an
+each step with a due arm compares ``(c, e)``, the due arms taken in turn (step ``t``
+takes number ``t mod`` their count, so selections made live before their outcomes
+arrive are spread over them). Arms the champion eliminated itself are not due (they
+already satisfy the rule); arms beaten by ``c`` with the guard's confidence are never due
+again, nor arms that beat ``c`` with it (they are evidence for the flag already). Why:
+the previous rule (32 comparisons per eliminated arm, then stop if they went the
+champion's way) missed an
 eliminated Copeland winner with probability ≈ 0.1 per run and could not recover; under
 the UCB rule an arm that beats ``c`` (``p_ec > ½``) keeps its bound above ½ for ever, so
 it is compared until the guard sees the upset, while on a Condorcet instance an arm with
@@ -351,10 +353,12 @@ class MergeGuard(MergeDTS):
         if self.mode == "copeland":
             return self._copeland_pair(rng)
         if self._converged() and self.t >= self._due_min_now():
-            c = self._due_champ
+            # the due arms in turn (by index, step t takes number t mod their count):
+            # live, many selections are made from one stored state before their outcomes
+            # arrive, and always taking the same arm (the least compared, as a first
+            # version did) gives it all of them at once (BENCHMARKS.md, live runs)
             due = np.flatnonzero(self._due <= self.t)
-            n = self.W[due, c] + self.W[c, due]
-            return (c, int(due[int(np.argmin(n))]))  # fewest comparisons, lowest index
+            return (self._due_champ, int(due[self.t % due.size]))
         return None
 
     def _due_min_now(self) -> float:
