@@ -13,6 +13,7 @@ $R simulate --matrix BT32.txt --algorithm recommended --steps 1000000 --runs 100
 $R simulate --matrix CYC2.txt --algorithm recommended --steps 1000000 --runs 40 --seed 501 --jobs 1 --out cyc2 > cyc2.out 2>&1
 # baselines not run before on P136 (DTS: bench/results/paper_ordering_dts_tuned, same seeds)
 $R simulate --matrix P136.txt --algorithm self_sparring,rmed1 --steps 1000000 --runs 4 --seed 1 --jobs 1 --out k136b > k136b.out 2>&1
+$R simulate --matrix P136.txt --algorithm self_sparring,rmed1 --steps 1000000 --runs 4 --seed 5 --jobs 1 --out k136c > k136c.out 2>&1
 # the 700-ranker instance (same generator as P136), Merge policies only (DTS and
 # Self-Sparring run at ~250 and ~900 steps/s at K = 700: out of this session's time)
 ../../../.venv/bin/rankduel matrix generate --kind uninformative --k 700 --gap 0.002 --winner-gap 0.02 \
