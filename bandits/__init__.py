@@ -23,7 +23,8 @@ from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
 ALGORITHMS: dict[str, str] = {
     "mergedts": "bandits.merge_dts:MergeDTS",
     "mergeguard": "bandits.merge_guard:MergeGuard",
-    "recommended": "bandits.merge_guard:MergeGuard",
+    "mergemed": "bandits.merge_med:MergeMED",
+    "recommended": "bandits.merge_med:MergeMED",
     "mergerucb": "bandits.merge_rucb:MergeRUCB",
     "rucb": "bandits.rucb:RUCB",
     "rcs": "bandits.rcs:RCS",

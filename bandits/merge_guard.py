@@ -1,4 +1,4 @@
-"""MergeGuard: MergeDTS with a Condorcet guard, rankduel's recommended policy.
+"""MergeGuard: MergeDTS with a Condorcet guard (the base of ``recommended``, MergeMED).
 
 Builds on MergeDTS (seed 000, Li et al. 2020; :mod:`bandits.merge_dts`, whose batching,
 sampling and elimination it inherits unchanged, tuned preset α = 0.8⁶, M = 16,
@@ -11,20 +11,52 @@ What it adds
 the counts ``W`` of all non-retired arms are tested with an anytime-valid Hoeffding
 confidence sequence (union bound over pairs and comparison counts, level ``delta``).
 The policy is *flagged* when either every arm is beaten with confidence by some arm
-(a cycle of confident edges: no Condorcet winner exists), or (once at most ``batch_size``
-arms are active) an eliminated arm beats
-the champion with confidence (the champion is not the Condorcet winner). On an instance
-with a Condorcet winner that the merge kept, the flag is raised with probability at
-most ``delta`` over the whole run; if the merge eliminated the Condorcet winner, the
-second rule flags that too (an alarm worth raising either way).
+(no Condorcet winner exists), or every *surviving* (active) arm is beaten with
+confidence by some arm (the Condorcet winner, if there is one, is not among the
+survivors; once converged: an eliminated arm beats the champion). A Condorcet winner is
+beaten with confidence with probability at most ``delta`` over the whole run, so on an
+instance with a Condorcet winner that the merge kept the flag is raised with
+probability at most ``delta``; if the merge eliminated it, the second rule is an alarm
+worth raising either way. (An earlier version applied the second rule to the
+``best_arm()`` of several survivors, which is not the Condorcet winner in general and
+could flag falsely; it now asks that *every* survivor be beaten.)
 
-*Verification*: once the merge is down to one survivor (the champion), a decaying share
-of the steps (one in ``verify_every · (1 + t // 2¹⁷)``) compares the champion with an
-eliminated arm that has not been checked against it (fewer than ``verify_min``
-comparisons) or that empirically beats it. Those comparisons are what lets the guard
-see an eliminated Copeland winner; on a Condorcet instance they stop once every
-eliminated arm has ``verify_min`` comparisons with the champion and loses them, so the
-regret after convergence stays flat.
+*Verification* (not in the papers): once the merge is down to one survivor, the
+champion ``c`` must itself refute every eliminated arm ``e`` by MergeDTS's own
+elimination rule (Algorithm 1 lines 10–11, same α and ``C``, the threshold scaled by
+``verify_scale`` = s): ``e`` is *due* at step ``t`` while
+``u_ec = w_ec/n + sqrt(s α log(t + C)/n) ≥ ½`` (always when ``n = 0``), and
+each step with a due arm compares ``(c, e)``, the due arms taken in turn (step ``t``
+takes number ``t mod`` their count, so selections made live before their outcomes
+arrive are spread over them). Arms the champion eliminated itself are not due (they
+already satisfy the rule); arms beaten by ``c`` with the guard's confidence are never due
+again, nor arms that beat ``c`` with it (they are evidence for the flag already). Why:
+the previous rule (32 comparisons per eliminated arm, then stop if they went the
+champion's way) missed an
+eliminated Copeland winner with probability ≈ 0.1 per run and could not recover; under
+the UCB rule an arm that beats ``c`` (``p_ec > ½``) keeps its bound above ½ for ever, so
+it is compared until the guard sees the upset, while on a Condorcet instance an arm with
+gap ``Δ`` costs about ``α log(t + C)/Δ²`` comparisons, a count that grows like
+``log(t + C)`` — with ``C = 4·10⁶`` it barely moves between 10⁵ and 10⁸ steps, so the
+regret after convergence stays flat. The rule is the anytime schedule of RUCB (seed 003,
+Algorithm 2) applied to the champion's row, not a fixed budget.
+
+*Readmission* (not in the papers): if a due comparison leaves the champion ``c`` beaten
+by an eliminated arm ``e`` *by the elimination test itself* (``u_ce < ½``), ``e`` is
+readmitted and ``c`` eliminated by it (``readmitted`` lists ``[e, c, n_updates]``). On a
+Condorcet instance this undoes the rare elimination of the Condorcet winner (it is
+always due against any other champion, since it beats it). On a non-Condorcet instance
+it walks round a cycle; the first readmission that would bring back an earlier champion
+stops it for good (``cycled``) and restores the champion the merge converged to, as does
+a flag in ``"flag"`` mode, so a weak arm that upsets one Copeland winner is never left in
+charge; verification then keeps comparing the upsetter until the guard flags. (Walking
+round the cycle until the flag, as a first version did, kept weak champions for 10⁵+
+steps at K = 136: the cycle adds about one comparison per lap to the pair the guard
+needs.)
+
+Between due steps the champion plays itself. :meth:`quiet_steps` tells the simulator how
+many of the next steps are certainly ``(c, c)`` (the next due step is
+``exp(n (½ − p̂)²/(s α)) − C`` for each arm), so it can skip them exactly.
 
 *What a flag does* (``on_non_condorcet``): ``"flag"`` (default) only records it
 (``flagged``, ``flagged_at`` (the update count), ``evidence``) in :meth:`structure` and
@@ -37,8 +69,9 @@ against it among those not beaten with confidence by it. That rule is a function
 unchanged.
 
 Interface: as MergeDTS (``select``, ``select_at``, ``sync_step``, ``structure``,
-``update``, add/retire, ``state_dict``/``from_state``); the flag, the mode and the
-check counters are state.
+``update``, add/retire, ``state_dict``/``from_state``); the flag, the mode, the
+readmissions and whether the last check saw the current counts are state; the
+verification schedule is a function of ``W``, the status and ``t``.
 """
 
 from __future__ import annotations
@@ -61,9 +94,8 @@ class MergeGuard(MergeDTS):
     Parameters (besides MergeDTS's ``preset``, ``alpha``, ``batch_size``, ``c``,
     ``horizon``): ``delta`` the false-flag rate over a run (default 0.01);
     ``on_non_condorcet`` ``"flag"`` or ``"switch"``; ``check_every`` comparisons between
-    two checks (1000); ``verify_every`` the base period of verification steps after
-    convergence (32); ``verify_min`` comparisons of each eliminated arm with the
-    champion that verification aims for (32).
+    two checks (1000); ``verify_scale`` the fraction of the elimination threshold at
+    which the champion must refute each eliminated arm (1.0: MergeDTS's own bound).
 
     Examples
     --------
@@ -93,8 +125,7 @@ class MergeGuard(MergeDTS):
         delta: float = condorcet_check.DEFAULT_DELTA,
         on_non_condorcet: str = "flag",
         check_every: int = 1000,
-        verify_every: int = 32,
-        verify_min: int = 32,
+        verify_scale: float = 1.0,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if on_non_condorcet not in MODES:
@@ -102,20 +133,31 @@ class MergeGuard(MergeDTS):
                              f"got {on_non_condorcet!r}")
         if not 0.0 < delta < 1.0:
             raise ValueError(f"delta must be in (0, 1), got {delta}")
-        for key, v in (("check_every", check_every), ("verify_every", verify_every),
-                       ("verify_min", verify_min)):
-            if int(v) < 1:
-                raise ValueError(f"{key} must be at least 1, got {v}")
+        if not verify_scale > 0.0:
+            raise ValueError(f"verify_scale must be positive, got {verify_scale}")
+        if int(check_every) < 1:
+            raise ValueError(f"check_every must be at least 1, got {check_every}")
         self.delta = float(delta)
         self.on_non_condorcet = on_non_condorcet
         self.check_every = int(check_every)
-        self.verify_every = int(verify_every)
-        self.verify_min = int(verify_min)
+        self.verify_scale = float(verify_scale)
         self.flagged = False
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
         self.mode = "merge"
-        self.targets: list[int] = []
+        #: re-admissions: ``[arm, champion it replaced, n_updates]`` each
+        self.readmitted: list[list[int]] = []
+        #: a readmission would have brought back an earlier champion (a cycle of
+        #: elimination-test edges): readmission has stopped
+        self.cycled = False
+        # verification cache (a function of W, status and the champion; not state): the
+        # step from which each arm is due, its minimum, the champion it was built for,
+        # and W's version against the version the last full check saw
+        self._due: np.ndarray | None = None
+        self._due_min = math.inf
+        self._due_champ = -1
+        self._version = 0
+        self._checked = 0
         super().__init__(n_arms, preset=preset, alpha=alpha, batch_size=batch_size, c=c,
                          horizon=horizon, seed=seed)
 
@@ -123,13 +165,13 @@ class MergeGuard(MergeDTS):
     def params(self) -> dict[str, Any]:
         out = super().params()
         out.update(delta=self.delta, on_non_condorcet=self.on_non_condorcet,
-                   check_every=self.check_every, verify_every=self.verify_every,
-                   verify_min=self.verify_min)
+                   check_every=self.check_every, verify_scale=self.verify_scale)
         return out
 
     def structure(self) -> dict[str, Any]:
         out = super().structure()
         out["mode"] = self.mode
+        out["readmitted"] = [list(x) for x in self.readmitted]
         out["non_condorcet"] = {
             "flagged": bool(self.flagged),
             "flagged_at": self.flagged_at,
@@ -144,11 +186,37 @@ class MergeGuard(MergeDTS):
         return super().best_arm()
 
     def steady(self) -> bool:
-        """True when nothing is left to compare: one survivor, no verification target
-        (the simulator's fast-forward waits for this)."""
-        if self.mode != "merge" or not self._converged():
-            return False
-        return not self._targets_now(self._batches[0].arms[0])
+        """True when every later step is the champion against itself: one survivor,
+        and no eliminated arm will ever be due (the simulator's fast-forward to the end
+        waits for this)."""
+        return self.quiet_steps() == math.inf
+
+    def quiet_steps(self) -> float:
+        """How many of the next steps are certainly ``(c, c)`` with nothing to learn
+        (0 if the next one may not be): one survivor, no arm due before then, and the
+        last check saw the current counts (so the checks those steps would run change
+        nothing). ``math.inf`` when that holds for ever. The simulator skips these steps
+        exactly (same regret, counters advanced)."""
+        if self.mode != "merge" or not self._converged() or self._checked != self._version:
+            return 0
+        due = self._due_min_now()
+        if due == math.inf:
+            return math.inf
+        return max(0, math.ceil(due) - self.t - 1)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> MergeGuard:
+        """As the base class; states stored by the earlier version (parameters
+        ``verify_every`` and ``verify_min``, a ``targets`` list) load too, under the
+        current verification rule."""
+        params = dict(state.get("params", {}))
+        if "verify_every" in params or "verify_min" in params:
+            params.pop("verify_every", None)
+            params.pop("verify_min", None)
+            state = {**state, "params": params}
+        out = super().from_state(state)
+        assert isinstance(out, MergeGuard)
+        return out
 
     def select_at(self, t: int, rng: np.random.Generator) -> Comparison:
         self.t = int(t)
@@ -172,18 +240,76 @@ class MergeGuard(MergeDTS):
         return super()._select()
 
     def _update(self, i: int, j: int, outcome: float) -> None:
+        if i != j:
+            self._version += 1
         if self.mode == "merge":
-            super()._update(i, j, outcome)
+            self._merge_update(i, j)
+            if i != j and self._due is not None and self._due_champ in (i, j):
+                c = self._due_champ
+                e = j if i == c else i
+                if self._converged() and self._batches[0].arms[0] == c:
+                    if (not self.flagged and not self.cycled and self.status[e] == ELIMINATED
+                            and self._beaten(self.W.item(c, e), self.W.item(c, e)
+                                             + self.W.item(e, c))):
+                        self._readmit(e, c)
+                    else:
+                        self._due[e] = self._due_of(np.array([e]), c)[0]
+                        self._due_min = float(self._due.min())
+                else:
+                    self._due = None
         if self.n_updates % self.check_every == 0:
             self._run_check()
 
+    def _merge_update(self, i: int, j: int) -> None:
+        """MergeDTS's reaction to a comparison (line 17, lines 10–11); a subclass may
+        change the elimination test."""
+        MergeDTS._update(self, i, j, 0.0)  # (the merge reads the outcome from W)
+
+    def _beaten(self, w: float, n: float) -> bool:
+        """Line 10–11's test for one pair: ``w`` wins in ``n`` comparisons lose with
+        the merge's confidence (``w/n + sqrt(α log(t + 1 + C)/n) < ½``)."""
+        return n > 0 and w / n + math.sqrt(self.bonus(self.t + 1) / n) < 0.5
+
+    def _readmit(self, e: int, c: int) -> None:
+        """The eliminated arm ``e`` has beaten the champion ``c`` by the elimination
+        test itself: ``e`` comes back and ``c`` is eliminated by it (the field stays one
+        arm). On a Condorcet instance this undoes an elimination of the Condorcet winner;
+        on a non-Condorcet one it cycles until the guard flags (then it stops)."""
+        if any(e == old for _, old, _ in self.readmitted):
+            # e was champion before: the elimination tests form a cycle. Stop walking
+            # round it, put the merge's champion back and let verification gather the
+            # evidence the guard needs (the arm that beats it stays due).
+            self.cycled = True
+            self._restore()
+            self._due = None
+            return
+        self.readmitted.append([int(e), int(c), int(self.n_updates)])
+        self._swap(e, c)
+
+    def _swap(self, e: int, c: int) -> None:
+        """Make the eliminated arm ``e`` the champion in place of ``c``, which is
+        eliminated by it."""
+        self.status[e] = ACTIVE
+        self.eliminated.pop(int(e), None)
+        self._replace(0, sorted([c, e]))
+        self.stage_field += 1
+        self._eliminate_arms([(c, e)])
+        self._due = None
+
+    def _divergence(self, p: np.ndarray) -> np.ndarray:
+        """How far an empirical preference ``p`` < ½ is from ½, on the scale of the
+        elimination test ``n · D(p) > 2α log(t + C)``: ``2(½ − p)²`` (Hoeffding,
+        MergeDTS's line 10)."""
+        return 2.0 * (0.5 - p) ** 2
+
     def _add_arm(self, arm: int) -> None:
+        self._due = None
         if self.mode == "copeland":
             return  # every non-retired arm is in play already
         super()._add_arm(arm)
 
     def _retire_arm(self, arm: int) -> None:
-        self.targets = [a for a in self.targets if a != arm]
+        self._due = None
         if self.mode == "copeland":
             return
         super()._retire_arm(arm)
@@ -195,7 +321,10 @@ class MergeGuard(MergeDTS):
             "flagged_at": self.flagged_at,
             "evidence": self.evidence,
             "mode": self.mode,
-            "targets": [int(a) for a in self.targets],
+            "readmitted": [list(x) for x in self.readmitted],
+            "cycled": bool(self.cycled),
+            # whether the last full check saw the current counts (quiet_steps needs it)
+            "clean": self._checked == self._version,
         }
         return out
 
@@ -206,7 +335,12 @@ class MergeGuard(MergeDTS):
         self.flagged_at = None if g.get("flagged_at") is None else int(g["flagged_at"])
         self.evidence = dict(g.get("evidence", {}))
         self.mode = str(g.get("mode", "merge"))
-        self.targets = [int(a) for a in g.get("targets", [])]
+        self.readmitted = [[int(v) for v in x] for x in g.get("readmitted", [])]
+        self.cycled = bool(g.get("cycled", False))
+        # (states of the earlier version carry "targets": the rule no longer needs them)
+        self._due = None
+        self._version = 0
+        self._checked = 0 if g.get("clean", False) else -1
 
     # ------------------------------------------------------------------ guard
     def _converged(self) -> bool:
@@ -218,40 +352,73 @@ class MergeGuard(MergeDTS):
         None (the merge chooses)."""
         if self.mode == "copeland":
             return self._copeland_pair(rng)
-        if self.targets and self._converged():
-            period = self.verify_every * (1 + self.t // 131072)
-            if self.t % period == 0:
-                champ = self._batches[0].arms[0]
-                k = (self.t // period) % len(self.targets)
-                e = self.targets[k]
-                if e != champ and self.status[e] != RETIRED:
-                    return (champ, e)
+        if self._converged() and self.t >= self._due_min_now():
+            # the due arms in turn (by index, step t takes number t mod their count):
+            # live, many selections are made from one stored state before their outcomes
+            # arrive, and always taking the same arm (the least compared, as a first
+            # version did) gives it all of them at once (BENCHMARKS.md, live runs)
+            due = np.flatnonzero(self._due <= self.t)
+            return (self._due_champ, int(due[self.t % due.size]))
         return None
+
+    def _due_min_now(self) -> float:
+        """The first step at which an eliminated arm is due (``math.inf``: never);
+        builds the cache for the current champion if needed. Call only when
+        converged."""
+        c = self._batches[0].arms[0]
+        if self._due is None or self._due_champ != c or self._due.size != self.K:
+            self._due_champ = c
+            self._due = self._due_of(np.arange(self.K), c)
+            self._due_min = float(self._due.min())
+        return self._due_min
+
+    def _due_of(self, arms: np.ndarray, c: int) -> np.ndarray:
+        """For each of ``arms``, the first step ``t`` at which it is due for a comparison
+        with the champion ``c`` (0: now; ``inf``: never; see the module docstring)."""
+        w = self.W[arms, c]
+        n = w + self.W[c, arms]
+        safe = np.maximum(n, 1.0)
+        gap = 0.5 - w / safe
+        with np.errstate(over="ignore"):
+            # e is refuted while n D(p̂_ec) > 2 s α log(t + C) (the elimination test at
+            # s times its threshold; for MergeDTS's D this is u_ec < ½), so it is due
+            # from t = exp(n D / (2 s α)) - C on
+            a = 2.0 * self.verify_scale * self.alpha
+            ev = n * self._divergence(np.minimum(w / safe, 0.5))
+            due = np.where((n > 0) & (gap > 0), np.exp(np.minimum(ev / a, 700.0)) - self.c,
+                           0.0)
+        k = int(np.count_nonzero(self.status != RETIRED))
+        r = condorcet_check.radius(n, k * (k - 1) // 2, self.delta)
+        settled = (np.abs(gap) - r > 0) & (n > 0)  # c beats e, or e beats c, with confidence
+        due[settled | (self.status[arms] != ELIMINATED) | (arms == c)] = math.inf
+        return np.maximum(due, 0.0)
 
     def _run_check(self) -> None:
         arms = np.flatnonzero(self.status != RETIRED)
-        if arms.size < 2:
-            return
-        # the champion rule once the field is small (before, no arm is a champion yet and
-        # best_arm() would cost O(K²) per check)
-        small = int(np.count_nonzero(self.status == ACTIVE)) <= self.batch_size
-        champ = self.best_arm() if small else -1
-        if self.mode == "merge" and self._converged():
-            self.targets = self._targets_now(champ)
-        if self.flagged:
+        if arms.size < 2 or self.flagged:
+            self._checked = self._version
             return
         # the cycle test is O(K²): above 136 arms it runs every (K/136)² checks, so it
         # costs about the same per step at any K
         every = max(1, (arms.size // 136) ** 2)
-        if (self.n_updates // self.check_every) % every == 0:
+        full = (self.n_updates // self.check_every) % every == 0
+        if full:
             res = condorcet_check.check(self.W, arms, self.delta)
         else:
             res = {"flagged": False, "cycle": []}
-        over = []
-        if champ >= 0:
-            elim = np.flatnonzero(self.status == ELIMINATED).tolist()
-            over = condorcet_check.beats_champion(self.W, champ, elim, int(arms.size),
-                                                  self.delta)
+        over: list[int] = []
+        champ = -1
+        active = np.flatnonzero(self.status == ACTIVE)
+        if not res["flagged"] and 0 < active.size <= self.batch_size:
+            # every survivor beaten with confidence: the Condorcet winner (if any) is gone
+            beaten = [condorcet_check.beats_champion(self.W, int(a), arms[arms != a].tolist(),
+                                                     int(arms.size), self.delta)
+                      for a in active]
+            if all(beaten):
+                champ = int(active[0]) if active.size == 1 else self.best_arm()
+                over = beaten[int(np.flatnonzero(active == champ)[0])]
+        if full:
+            self._checked = self._version
         if res["flagged"] or over:
             self.flagged = True
             self.flagged_at = int(self.n_updates)
@@ -259,21 +426,27 @@ class MergeGuard(MergeDTS):
                              "beat_champion": over}
             if self.on_non_condorcet == "switch":
                 self._switch()
+            else:
+                self._restore()
 
-    def _targets_now(self, champ: int) -> list[int]:
-        """Eliminated arms with fewer than ``verify_min`` comparisons with the champion,
-        or that empirically beat it."""
-        others = np.flatnonzero((self.status != RETIRED) & (np.arange(self.K) != champ))
-        n = self.W[others, champ] + self.W[champ, others]
-        p = self.W[others, champ] / np.maximum(n, 1.0)
-        return [int(a) for a in others[(n < self.verify_min) | (p >= 0.5)]]
+    def _restore(self) -> None:
+        """After a flag in ``"flag"`` mode or a cycle of readmissions: undo the
+        readmissions, so the champion is the one the merge converged to. (Readmission
+        exists for Condorcet instances; on a non-Condorcet one it walks round a cycle and
+        may stand on a weak arm that beats one Copeland winner.)"""
+        if not self.readmitted or not self._converged():
+            return
+        first = self.readmitted[0][1]
+        c = self._batches[0].arms[0]
+        if first != c and self.status[first] == ELIMINATED:
+            self._swap(first, c)
 
     def _switch(self) -> None:
         """Bring every non-retired arm back and select by the Copeland rule."""
         self.mode = "copeland"
         for a in np.flatnonzero(self.status == ELIMINATED):
             self.status[a] = ACTIVE
-        self.targets = []
+        self._due = None
         self._drop_prepared()
 
     # ------------------------------------------------------------------ Copeland rule

@@ -289,20 +289,21 @@ PARAM_TYPES: dict[str, Any] = {
     "delta": (Annotated[float, Field(ge=1e-12, le=0.5)],
               "false-flag rate of the non-Condorcet guard over the whole run"),
     "check_every": (Int(ge=1, le=10**9), "comparisons between two guard checks"),
-    "verify_every": (Int(ge=1, le=10**9), "base period of verification steps after convergence"),
-    "verify_min": (Int(ge=1, le=10**9), "comparisons of each eliminated ranker with the "
-                   "champion that verification aims for"),
+    "verify_scale": (Annotated[float, Field(gt=0, le=1000)],
+                     "verification after convergence: the champion compares an eliminated "
+                     "ranker while it has not refuted it at this fraction of the "
+                     "elimination threshold"),
 }
 
 _GUARD_PARAMS = ("preset", "alpha", "batch_size", "c", "horizon", "delta", "on_non_condorcet",
-                 "check_every", "verify_every", "verify_min")
+                 "check_every", "verify_scale")
 
 #: each algorithm's parameters (the keyword arguments of its constructor; checked
 #: against bandits.check_params by the tests)
 ALGORITHM_PARAMS: dict[str, tuple[str, ...]] = {
     "mergedts": ("preset", "alpha", "batch_size", "c", "horizon"),
     "mergerucb": ("preset", "alpha", "batch_size", "c", "horizon"),
-    "mergeguard": _GUARD_PARAMS, "recommended": _GUARD_PARAMS,
+    "mergeguard": _GUARD_PARAMS, "mergemed": _GUARD_PARAMS, "recommended": _GUARD_PARAMS,
     "rucb": ("alpha",), "rcs": ("alpha",), "ccb": ("alpha",), "dts": ("alpha",),
     "self_sparring": ("eta",), "rmed1": ("f_scale", "f_power"), "mdb": ("alpha", "beta"),
     "uniform": (),
