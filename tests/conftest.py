@@ -170,6 +170,11 @@ class WorkerControl:
             self.child = self.stack.start_worker(self.env, name=name, concurrency=concurrency)
         self.stack.wait_worker(self.child, self.redis_url)
 
+    def stop(self) -> None:
+        """Stop the worker cleanly (``ensure()`` starts it again)."""
+        if self.child is not None:
+            self.child.stop()
+
     def kill9(self) -> None:
         """SIGKILL the worker's whole process group: supervisor, main process and pool."""
         import signal

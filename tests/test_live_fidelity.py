@@ -30,7 +30,11 @@ def test_feedback_runs_at_the_global_step(client, ranker_server, worker, rd):
     """N searches, then their clicks: the credit transaction updates the policy at step
     t = N (the selection counter), so the stored t is N and MergeDTS eliminates the loser
     at the comparison count that Algorithm 1 line 11 gives at t = N (with the stored t
-    left at 0 it would go after 2 comparisons instead of 9)."""
+    left at 0 it would go after 2 comparisons instead of 9).
+
+    The worker is stopped until every search, click and end is in, so no impression is
+    closed for inactivity (1.5 s in the tests) and credited early at a smaller step
+    however slowly a busy machine serves the 60 searches."""
     worker.ensure()
     alpha, c, n_searches = 0.5, 1.0, 60
     exp = client.create_experiment(
@@ -38,6 +42,7 @@ def test_feedback_runs_at_the_global_step(client, ranker_server, worker, rd):
         algorithm="mergedts", interleaving="team_draft", seed=3,
         params={"alpha": alpha, "c": c, "batch_size": 4})
     e = exp["id"]
+    worker.stop()
     pages = [client.search(e, f"q{n}", k=6) for n in range(n_searches)]
     duels = 0
     for page in pages:
@@ -47,6 +52,7 @@ def test_feedback_runs_at_the_global_step(client, ranker_server, worker, rd):
             duels += 1
     for page in pages:
         client.end(page)
+    worker.ensure()
     state = wait_for(_all_credited(client, e), what="credit")
     # the policy's step is the experiment's selection counter (service.snapshot)
     assert int(rd.get(t_key(e))) == n_searches == state["t"]
