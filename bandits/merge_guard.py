@@ -77,7 +77,7 @@ verification schedule is a function of ``W``, the status and ``t``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -95,7 +95,8 @@ class MergeGuard(MergeDTS):
     ``horizon``): ``delta`` the false-flag rate over a run (default 0.01);
     ``on_non_condorcet`` ``"flag"`` or ``"switch"``; ``check_every`` comparisons between
     two checks (1000); ``verify_scale`` the fraction of the elimination threshold at
-    which the champion must refute each eliminated arm (1.0: MergeDTS's own bound).
+    which the champion must refute each eliminated arm (default ``VERIFY_SCALE``, 1.0:
+    MergeDTS's own bound).
 
     Examples
     --------
@@ -112,6 +113,8 @@ class MergeGuard(MergeDTS):
     """
 
     name = "mergeguard"
+    #: ``verify_scale`` when none is given (a subclass sets its own tuned value)
+    VERIFY_SCALE: ClassVar[float] = 1.0
 
     def __init__(
         self,
@@ -125,9 +128,11 @@ class MergeGuard(MergeDTS):
         delta: float = condorcet_check.DEFAULT_DELTA,
         on_non_condorcet: str = "flag",
         check_every: int = 1000,
-        verify_scale: float = 1.0,
+        verify_scale: float | None = None,
         seed: int | np.random.Generator | None = None,
     ) -> None:
+        if verify_scale is None:
+            verify_scale = self.VERIFY_SCALE
         if on_non_condorcet not in MODES:
             raise ValueError(f"on_non_condorcet must be one of {', '.join(MODES)}, "
                              f"got {on_non_condorcet!r}")

@@ -67,7 +67,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from bandits import condorcet_check
 from bandits.merge_base import THEORETICAL, Batch
 from bandits.merge_guard import MergeGuard
 
@@ -103,25 +102,7 @@ class MergeMED(MergeGuard):
         "tuned": {"alpha": MED_ALPHA, "batch_size": 24, "c": 4e6},
         "theoretical": THEORETICAL,
     }
-
-    def __init__(
-        self,
-        n_arms: int,
-        *,
-        preset: str = "tuned",
-        alpha: float | None = None,
-        batch_size: int | None = None,
-        c: float | None = None,
-        horizon: int | None = None,
-        delta: float = condorcet_check.DEFAULT_DELTA,
-        on_non_condorcet: str = "flag",
-        check_every: int = 1000,
-        verify_scale: float = 0.5,
-        seed: int | np.random.Generator | None = None,
-    ) -> None:
-        super().__init__(n_arms, preset=preset, alpha=alpha, batch_size=batch_size, c=c,
-                         horizon=horizon, delta=delta, on_non_condorcet=on_non_condorcet,
-                         check_every=check_every, verify_scale=verify_scale, seed=seed)
+    VERIFY_SCALE: ClassVar[float] = 0.5
 
     # ------------------------------------------------------------------ elimination
     def _beaten(self, w: float, n: float) -> bool:
