@@ -287,6 +287,23 @@ def present(state: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]
     return out
 
 
+class _Judges(dict):
+    """The judges a task touches, each read from the state once and written back once
+    (:meth:`save`), not once per pair."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        super().__init__()
+        self.state = state
+
+    def __missing__(self, qid: str) -> Judge:
+        judge = self[qid] = judge_from_state(self.state["queries"][qid]["judge"])
+        return judge
+
+    def save(self) -> None:
+        for qid, judge in self.items():
+            self.state["queries"][qid]["judge"] = judge.state_dict()
+
+
 def _current(query: dict[str, Any], p: dict[str, Any]) -> bool:
     """Whether a task's target pair is pending in the query's judge (made since the last
     rebuild)."""
@@ -319,15 +336,14 @@ def apply_task(state: dict[str, Any], task: dict[str, Any],
             record["excluded"] = True
     recorded = banked = 0
     targets = [p for p in task["pairs"] if not p["test"]]
+    judges = _Judges(state)
     for p in targets:
         query = state["queries"][p["query"]]
         i, j = int(p["i"]), int(p["j"])
         current = _current(query, p)
         if not passed:
             if current:
-                judge = judge_from_state(query["judge"])
-                judge.cancel(i, j)
-                query["judge"] = judge.state_dict()
+                judges[p["query"]].cancel(i, j)
             continue
         a = answers[p["pair"]]
         i_won = (a["choice"] == "left") != p["swap"]  # left is i unless swapped
@@ -335,13 +351,12 @@ def apply_task(state: dict[str, Any], task: dict[str, Any],
         if query["log"] is not None:
             query["log"].append(entry)
         if current:
-            judge = judge_from_state(query["judge"])
-            _record(judge, entry)
-            query["judge"] = judge.state_dict()
+            _record(judges[p["query"]], entry)
             recorded += 1
         elif query["log"] is not None:
             query["bank"].setdefault(_bank_key(i, j), []).append(len(query["log"]) - 1)
             banked += 1
+    judges.save()
     record["judgments"] += recorded
     record["banked"] += banked
     out = {"status": "kept" if passed else "excluded", "tests_right": right,
@@ -368,15 +383,11 @@ def abandon_task(state: dict[str, Any], task: dict[str, Any]) -> None:
     """Give an unanswered task's pairs back to their judges (pairs made before a rebuild
     are not pending in the rebuilt judge: nothing to give back)."""
     _upgrade(state)
+    judges = _Judges(state)
     for p in task["pairs"]:
-        if p["test"]:
-            continue
-        query = state["queries"][p["query"]]
-        if not _current(query, p):
-            continue
-        judge = judge_from_state(query["judge"])
-        judge.cancel(p["i"], p["j"])
-        query["judge"] = judge.state_dict()
+        if not p["test"] and _current(state["queries"][p["query"]], p):
+            judges[p["query"]].cancel(p["i"], p["j"])
+    judges.save()
 
 
 def summary(state: dict[str, Any]) -> dict[str, Any]:
