@@ -340,11 +340,18 @@ class MergeBandit(DuelingBandit):
         self._pair_changed(bt, pos[i], pos[j], w_ij, w_ji)
         # lines 10-11 for the pair just compared, at the step they would next run
         n = w_ij + w_ji
-        r = math.sqrt(self.alpha * math.log(self.t + 1 + self.c) / n)
-        if w_ij / n + r < 0.5:
+        if self._beaten(w_ij, n):
             self._eliminate_arms([(i, j)])
-        elif w_ji / n + r < 0.5:
+        elif self._beaten(w_ji, n):
             self._eliminate_arms([(j, i)])
+
+    def _beaten(self, w: float, n: float) -> bool:
+        """Lines 10–11 for one pair: ``w`` wins in ``n`` comparisons lose with confidence
+        (``w/n + sqrt(α log(t + 1 + C)/n) < ½``). A subclass may change the test
+        (MergeMED: the divergence)."""
+        if 2.0 * w >= n:  # a pair it wins or ties (or n = 0) cannot eliminate it
+            return False
+        return w / n + math.sqrt(self.alpha * math.log(self.t + 1 + self.c) / n) < 0.5
 
     def _add_arm(self, arm: int) -> None:
         if self._batches:

@@ -248,7 +248,7 @@ class MergeGuard(MergeDTS):
         if i != j:
             self._version += 1
         if self.mode == "merge":
-            self._merge_update(i, j)
+            super()._update(i, j, outcome)
             if i != j and self._due is not None and self._due_champ in (i, j):
                 c = self._due_champ
                 e = j if i == c else i
@@ -264,16 +264,6 @@ class MergeGuard(MergeDTS):
                     self._due = None
         if self.n_updates % self.check_every == 0:
             self._run_check()
-
-    def _merge_update(self, i: int, j: int) -> None:
-        """MergeDTS's reaction to a comparison (line 17, lines 10–11); a subclass may
-        change the elimination test."""
-        MergeDTS._update(self, i, j, 0.0)  # (the merge reads the outcome from W)
-
-    def _beaten(self, w: float, n: float) -> bool:
-        """Line 10–11's test for one pair: ``w`` wins in ``n`` comparisons lose with
-        the merge's confidence (``w/n + sqrt(α log(t + 1 + C)/n) < ½``)."""
-        return n > 0 and w / n + math.sqrt(self.bonus(self.t + 1) / n) < 0.5
 
     def _readmit(self, e: int, c: int) -> None:
         """The eliminated arm ``e`` has beaten the champion ``c`` by the elimination

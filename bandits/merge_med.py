@@ -106,7 +106,8 @@ class MergeMED(MergeGuard):
 
     # ------------------------------------------------------------------ elimination
     def _beaten(self, w: float, n: float) -> bool:
-        """Lines 10–11 with the divergence: ``w`` wins in ``n`` lose with confidence.
+        """Lines 10–11 with the divergence: ``w`` wins in ``n`` lose with confidence
+        (used by the merge's update, verification and readmission alike).
 
         Scalar code on the hot path: ``2(½ − p)² ≤ kl(p, ½) ≤ 4(½ − p)²`` settle most
         pairs without a logarithm."""
@@ -121,23 +122,6 @@ class MergeMED(MergeGuard):
         p = w / n
         kl = (p * math.log(2.0 * p) if p > 0.0 else 0.0) + (1.0 - p) * math.log(2.0 * (1.0 - p))
         return n * kl > thr
-
-    def _merge_update(self, i: int, j: int) -> None:
-        # Algorithm 1 line 17, then lines 10-11 for the pair with the divergence test
-        where = self._where
-        bt = where.get(i)
-        if bt is None or where.get(j) is not bt:
-            return
-        W = self.W
-        w_ij = W.item(i, j)
-        w_ji = W.item(j, i)
-        pos = bt.pos
-        self._pair_changed(bt, pos[i], pos[j], w_ij, w_ji)
-        n = w_ij + w_ji
-        if self._beaten(w_ij, n):
-            self._eliminate_arms([(i, j)])
-        elif self._beaten(w_ji, n):
-            self._eliminate_arms([(j, i)])
 
     def _purge(self, bt: Batch) -> list[tuple[int, int]]:
         w = self._sub(bt.arms)
