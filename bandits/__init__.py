@@ -12,12 +12,10 @@ batch partition rules :mod:`bandits.merge_partition` and MergeDTS's sampling ker
 from __future__ import annotations
 
 import importlib
-import inspect
-import math
-import numbers
 from typing import Any
 
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
+from bandits.params import Param, check
 
 #: registered name -> "module:Class"
 ALGORITHMS: dict[str, str] = {
@@ -47,12 +45,14 @@ def get_algorithm(name: str) -> type[DuelingBandit]:
     return getattr(importlib.import_module(module), cls)
 
 
-def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
+def check_params(name: str, params: dict[str, Any], *, ranges: bool = True) -> dict[str, Any]:
     """Validate ``params`` for the policy ``name`` before it is built.
 
-    Every parameter must be one the policy's constructor takes, and a finite real number
-    (an integral one where the constructor says ``int``); a ``ValueError`` names the
-    offending parameter and lists the valid ones. Ranges are the constructor's business.
+    Reads the policy's declaration (``PARAMS``, :mod:`bandits.params`): every parameter
+    must be declared, of its type (a finite real number, an integral one for an ``int``;
+    a string; a boolean) and, with ``ranges``, within its bounds or choices. A
+    ``ValueError`` names the offending parameter; an unknown one is listed with the
+    valid ones.
 
     Examples
     --------
@@ -66,34 +66,12 @@ def check_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
     Traceback (most recent call last):
     ...
     ValueError: parameter 'alpha' of rucb must be a finite number, got nan
+    >>> check_params("rucb", {"alpha": -1})
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter 'alpha' of rucb must be greater than 0, got -1
     """
-    cls = get_algorithm(name)
-    spec = {
-        p.name: p
-        for p in inspect.signature(cls.__init__).parameters.values()
-        if p.name not in ("self", "n_arms", "seed") and p.kind == p.KEYWORD_ONLY
-    }
-    out = {}
-    for key, value in params.items():
-        if key not in spec:
-            valid = ", ".join(sorted(spec)) or "(none)"
-            raise ValueError(f"unknown parameter {key!r} for {name}; valid: {valid}")
-        kind = str(spec[key].annotation).split(" ")[0]
-        if kind == "str":
-            if not isinstance(value, str):
-                raise ValueError(f"parameter {key!r} of {name} must be a string, got {value!r}")
-            out[key] = value
-            continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError(f"parameter {key!r} of {name} must be a number, got {value!r}")
-        if not math.isfinite(value):
-            raise ValueError(f"parameter {key!r} of {name} must be a finite number, got {value}")
-        if kind == "int":
-            if value != int(value):
-                raise ValueError(f"parameter {key!r} of {name} must be an integer, got {value}")
-            value = int(value)
-        out[key] = value
-    return out
+    return check(name, get_algorithm(name).PARAMS, params, ranges=ranges)
 
 
 def make_bandit(name: str, n_arms: int, *, seed=None, **params) -> DuelingBandit:
@@ -113,6 +91,7 @@ __all__ = [
     "ELIMINATED",
     "RETIRED",
     "DuelingBandit",
+    "Param",
     "bandit_from_state",
     "check_params",
     "get_algorithm",

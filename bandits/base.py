@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bandits.common import preferences
+from bandits.params import Param, resolve
 
 ACTIVE, ELIMINATED, RETIRED = 0, 1, 2
 STATUS_NAMES = {ACTIVE: "active", ELIMINATED: "eliminated", RETIRED: "retired"}
@@ -84,6 +85,19 @@ class DuelingBandit(abc.ABC):
     name: ClassVar[str] = "base"
     #: True for policies that select sets of arms (multileaving) instead of pairs.
     multi: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ parameters
+    #: the policy's parameters besides ``n_arms`` and ``seed``, declared once
+    #: (:mod:`bandits.params`): validation, the API's schemas, the command line and
+    #: the docs read this; a subclass's constructor takes them as ``**params`` and
+    #: calls :meth:`resolve_params`
+    PARAMS: ClassVar[dict[str, Param]] = {}
+
+    @classmethod
+    def resolve_params(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """Every declared parameter's value: ``given`` checked against ``PARAMS`` (a
+        ``ValueError`` names a bad one), the declared defaults for the rest."""
+        return resolve(cls.name, cls.PARAMS, given)
 
     def __init__(self, n_arms: int, *, seed: int | np.random.Generator | None = None) -> None:
         if int(n_arms) < 1:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter, rand_argmax
+from bandits.params import Param
 
 
 def _pairs_of(opponents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -146,18 +147,22 @@ class CCB(DuelingBandit):
     """
 
     name = "ccb"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "alpha": Param(float, 0.51,
+                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
+                       gt=0, le=1000),
+    }
 
     def __init__(
         self,
         n_arms: int,
         *,
-        alpha: float = 0.51,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         super().__init__(n_arms, seed=seed)
-        if alpha <= 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
-        self.alpha = float(alpha)
+        p = self.resolve_params(params)
+        self.alpha = float(p["alpha"])
         #: B_t, the potential best arms (line 2), as a mask over all arms
         self.shortlist = np.ones(self.K, dtype=bool)
         #: B_t^i as row i of a K×K mask: arms likely to beat a_i (line 3)

@@ -11,13 +11,14 @@ the original paper's Algorithm 1 (D-TS).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import betainc, betaincinv
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter, rand_argmax
+from bandits.params import Param
 
 
 def beta_win_prob(W: np.ndarray) -> np.ndarray:
@@ -135,18 +136,22 @@ class DTS(DuelingBandit):
     """
 
     name = "dts"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "alpha": Param(float, 0.51,
+                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
+                       gt=0, le=1000),
+    }
 
     def __init__(
         self,
         n_arms: int,
         *,
-        alpha: float = 0.51,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         super().__init__(n_arms, seed=seed)
-        if alpha <= 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
-        self.alpha = float(alpha)
+        p = self.resolve_params(params)
+        self.alpha = float(p["alpha"])
         self._lc: LossCounter | None = None
         self._q: np.ndarray | None = None
         self._t32 = np.zeros((0, 0), dtype=np.uint32)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter
+from bandits.params import Param
 
 
 class MDB(DuelingBandit):
@@ -80,23 +81,27 @@ class MDB(DuelingBandit):
     """
 
     name = "mdb"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "alpha": Param(float, 0.5,
+                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
+                       gt=0, le=1000),
+        "beta": Param(float, 1.5,
+                      "how much wider the wide bound is than the narrow one (β ≥ 1)",
+                      ge=1, le=1000),
+    }
     multi = True
 
     def __init__(
         self,
         n_arms: int,
         *,
-        alpha: float = 0.5,
-        beta: float = 1.5,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         super().__init__(n_arms, seed=seed)
-        if alpha <= 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
-        if beta < 1:
-            raise ValueError(f"beta must be at least 1, got {beta}")
-        self.alpha = float(alpha)
-        self.beta = float(beta)
+        p = self.resolve_params(params)
+        self.alpha = float(p["alpha"])
+        self.beta = float(p["beta"])
         self._narrow: LossCounter | None = None
         self._wide: LossCounter | None = None
 

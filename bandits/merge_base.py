@@ -25,6 +25,7 @@ import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.merge_partition import initial_batches, pair_batches
+from bandits.params import Param
 
 #: the papers' default parameters, the preset "theoretical": α = 1.01 (seed 000 §5.5:
 #: "the default α = 1.01"; seed 003 §6.4), M = 4 (seed 000 §5.5; seed 003 §6.4 "p = 4")
@@ -34,6 +35,10 @@ THEORETICAL: dict[str, float | None] = {"alpha": 1.01, "batch_size": 4, "c": Non
 DEFAULT_HORIZON = 10**6
 #: seed 000's tuned exploration parameter (§5.5, for both Merge policies)
 TUNED_ALPHA = 0.8**6
+#: the presets every Merge policy has (its ``PRESETS`` keys)
+PRESET_NAMES = ("tuned", "theoretical")
+#: the largest batch size M the API accepts (its largest number of rankers)
+MAX_BATCH_SIZE = 1000
 
 
 def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
@@ -105,6 +110,21 @@ class MergeBandit(DuelingBandit):
     #: preset name -> ``alpha``, ``batch_size`` and ``c`` (``None``: Algorithm 1 line 2);
     #: every subclass has "tuned" (the default) and "theoretical"
     PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {"theoretical": THEORETICAL}
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "preset": Param(str, "tuned", "named defaults for alpha, batch_size and c (explicit "
+                        "values override them)", choices=PRESET_NAMES),
+        "alpha": Param(float, None, "exploration α of the elimination bound "
+                       "sqrt(α log(t + C) / n) (Algorithm 1 line 10)", gt=0, le=1000,
+                       default_doc="the preset's"),
+        "batch_size": Param(int, None, "batch size M (Algorithm 1 line 1)", ge=2,
+                            le=MAX_BATCH_SIZE, default_doc="the preset's"),
+        "c": Param(float, None, "C of the bound's log(t + C)", ge=0, le=1e300,
+                   default_doc="the preset's, or Algorithm 1 line 2 from alpha > 0.5 "
+                               "and horizon"),
+        "horizon": Param(int, None, "T of Algorithm 1 line 2's C(ε), ε = 1/T, when c is "
+                         "not given", ge=1, le=10**15,
+                         default_doc=f"{DEFAULT_HORIZON:,} when line 2 computes C"),
+    }
     #: ``b_1 = ceil(K/M)`` (MergeDTS) or ``floor(K/M)`` (MergeRUCB)
     _round_up: ClassVar[bool] = True
     #: the per-batch record, with the subclass's caches
@@ -114,25 +134,17 @@ class MergeBandit(DuelingBandit):
         self,
         n_arms: int,
         *,
-        preset: str = "tuned",
-        alpha: float | None = None,
-        batch_size: int | None = None,
-        c: float | None = None,
-        horizon: int | None = None,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         super().__init__(n_arms, seed=seed)
-        if preset not in self.PRESETS:
-            valid = ", ".join(sorted(self.PRESETS))
-            raise ValueError(f"unknown preset {preset!r} for {self.name}; valid: {valid}")
+        p = self.resolve_params(params)
+        preset, alpha, batch_size, c, horizon = (
+            p["preset"], p["alpha"], p["batch_size"], p["c"], p["horizon"])
         defaults = self.PRESETS[preset]
         self.preset = preset
         alpha = defaults["alpha"] if alpha is None else alpha
         batch_size = defaults["batch_size"] if batch_size is None else batch_size
-        if alpha <= 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
-        if int(batch_size) < 2:
-            raise ValueError(f"batch_size must be at least 2, got {batch_size}")
         self.alpha = float(alpha)
         self.batch_size = int(batch_size)
         if c is None and horizon is None and defaults["c"] is not None:
@@ -143,8 +155,6 @@ class MergeBandit(DuelingBandit):
             c = confidence_constant(self.alpha, self.K, int(horizon))
         #: T of ``C(ε)`` when ``c`` came from line 2 (or was given with ``c``), else None
         self.horizon = None if horizon is None else int(horizon)
-        if not (float(c) >= 0 and math.isfinite(float(c))):
-            raise ValueError(f"c must be a finite non-negative number, got {c}")
         self.c = float(c)
         self.stage = 1  # line 3
         self._set_batches(initial_batches(self.K, self.batch_size, round_up=self._round_up))

@@ -84,6 +84,7 @@ import numpy as np
 from bandits import condorcet_check
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison
 from bandits.merge_dts import MergeDTS
+from bandits.params import Param
 
 MODES = ("flag", "switch")
 
@@ -95,8 +96,8 @@ class MergeGuard(MergeDTS):
     ``horizon``): ``delta`` the false-flag rate over a run (default 0.01);
     ``on_non_condorcet`` ``"flag"`` or ``"switch"``; ``check_every`` comparisons between
     two checks (1000); ``verify_scale`` the fraction of the elimination threshold at
-    which the champion must refute each eliminated arm (default ``VERIFY_SCALE``, 1.0:
-    MergeDTS's own bound).
+    which the champion must refute each eliminated arm (default 1.0: MergeDTS's own
+    bound). Declared in ``PARAMS``.
 
     Examples
     --------
@@ -113,35 +114,31 @@ class MergeGuard(MergeDTS):
     """
 
     name = "mergeguard"
-    #: ``verify_scale`` when none is given (a subclass sets its own tuned value)
-    VERIFY_SCALE: ClassVar[float] = 1.0
+    PARAMS: ClassVar[dict[str, Param]] = {
+        **MergeDTS.PARAMS,
+        "delta": Param(float, condorcet_check.DEFAULT_DELTA, "false-flag rate of the "
+                       "non-Condorcet guard over the whole run", ge=1e-12, le=0.5),
+        "on_non_condorcet": Param(str, "flag", "what a non-Condorcet flag does: flag only, "
+                                  "or switch to a Copeland-winner rule on every "
+                                  "non-retired ranker", choices=MODES),
+        "check_every": Param(int, 1000, "comparisons between two guard checks", ge=1,
+                             le=10**9),
+        "verify_scale": Param(float, 1.0, "verification after convergence: the champion "
+                              "compares an eliminated ranker while it has not refuted it "
+                              "at this fraction of the elimination threshold", gt=0,
+                              le=1000),
+    }
 
     def __init__(
         self,
         n_arms: int,
         *,
-        preset: str = "tuned",
-        alpha: float | None = None,
-        batch_size: int | None = None,
-        c: float | None = None,
-        horizon: int | None = None,
-        delta: float = condorcet_check.DEFAULT_DELTA,
-        on_non_condorcet: str = "flag",
-        check_every: int = 1000,
-        verify_scale: float | None = None,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
-        if verify_scale is None:
-            verify_scale = self.VERIFY_SCALE
-        if on_non_condorcet not in MODES:
-            raise ValueError(f"on_non_condorcet must be one of {', '.join(MODES)}, "
-                             f"got {on_non_condorcet!r}")
-        if not 0.0 < delta < 1.0:
-            raise ValueError(f"delta must be in (0, 1), got {delta}")
-        if not verify_scale > 0.0:
-            raise ValueError(f"verify_scale must be positive, got {verify_scale}")
-        if int(check_every) < 1:
-            raise ValueError(f"check_every must be at least 1, got {check_every}")
+        p = self.resolve_params(params)
+        delta, on_non_condorcet = p["delta"], p["on_non_condorcet"]
+        check_every, verify_scale = p["check_every"], p["verify_scale"]
         self.delta = float(delta)
         self.on_non_condorcet = on_non_condorcet
         self.check_every = int(check_every)
@@ -163,8 +160,7 @@ class MergeGuard(MergeDTS):
         self._due_champ = -1
         self._version = 0
         self._checked = 0
-        super().__init__(n_arms, preset=preset, alpha=alpha, batch_size=batch_size, c=c,
-                         horizon=horizon, seed=seed)
+        super().__init__(n_arms, seed=seed, **params)
 
     # ------------------------------------------------------------------ public
     def params(self) -> dict[str, Any]:

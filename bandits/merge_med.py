@@ -63,12 +63,14 @@ Examples
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
 
 from bandits.merge_base import THEORETICAL, Batch
 from bandits.merge_guard import MergeGuard
+from bandits.params import Param
 
 #: α of the tuned preset (about 0.9 · 0.8⁶; seed 000 tuned MergeDTS at 0.8⁶ ≈ 0.262 and
 #: DTS at 0.8⁷ ≈ 0.210), see the module docstring
@@ -102,7 +104,10 @@ class MergeMED(MergeGuard):
         "tuned": {"alpha": MED_ALPHA, "batch_size": 24, "c": 4e6},
         "theoretical": THEORETICAL,
     }
-    VERIFY_SCALE: ClassVar[float] = 0.5
+    PARAMS: ClassVar[dict[str, Param]] = {
+        **MergeGuard.PARAMS,
+        "verify_scale": replace(MergeGuard.PARAMS["verify_scale"], default=0.5),
+    }
 
     # ------------------------------------------------------------------ elimination
     def _beaten(self, w: float, n: float) -> bool:

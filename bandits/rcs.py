@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import betainc
@@ -11,6 +11,7 @@ from scipy.special import betainc
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import rand_argmax, ucb_column
 from bandits.dts import beta_win_prob
+from bandits.params import Param
 
 
 class RCS(DuelingBandit):
@@ -86,18 +87,22 @@ class RCS(DuelingBandit):
     """
 
     name = "rcs"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "alpha": Param(float, 0.51,
+                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
+                       gt=0, le=1000),
+    }
 
     def __init__(
         self,
         n_arms: int,
         *,
-        alpha: float = 0.51,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         super().__init__(n_arms, seed=seed)
-        if alpha <= 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
-        self.alpha = float(alpha)
+        p = self.resolve_params(params)
+        self.alpha = float(p["alpha"])
         #: N_i of line 9: how often each arm was the champion c
         self.champion_counts = np.zeros(self.K, dtype=np.int64)
         self._lq: np.ndarray | None = None

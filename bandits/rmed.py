@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import xlogy
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import rand_argmax
+from bandits.params import Param
 
 
 def _divergence_terms(w: np.ndarray, w_rev: np.ndarray) -> np.ndarray:
@@ -123,18 +124,26 @@ class RMED1(DuelingBandit):
     """
 
     name = "rmed1"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "f_scale": Param(float, 0.3,
+                         "f(K) = f_scale · K^f_power in the likelihood test",
+                         ge=0, le=1000),
+        "f_power": Param(float, 1.01,
+                         "f(K) = f_scale · K^f_power in the likelihood test",
+                         ge=0, le=10),
+    }
 
     def __init__(
         self,
         n_arms: int,
         *,
-        f_scale: float = 0.3,
-        f_power: float = 1.01,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         super().__init__(n_arms, seed=seed)
-        self.f_scale = float(f_scale)
-        self.f_power = float(f_power)
+        p = self.resolve_params(params)
+        self.f_scale = float(p["f_scale"])
+        self.f_power = float(p["f_power"])
         #: L_C, the current round's arms (ascending), and the step it began at
         self.round = np.arange(self.K)
         self.round_start = 1

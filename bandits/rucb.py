@@ -7,12 +7,13 @@ shared with the other UCB-style policies, live in :mod:`bandits.common`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter, rand_argmax, ucb_column
+from bandits.params import Param
 
 
 class RUCB(DuelingBandit):
@@ -85,18 +86,22 @@ class RUCB(DuelingBandit):
     """
 
     name = "rucb"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "alpha": Param(float, 0.51,
+                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
+                       gt=0, le=1000),
+    }
 
     def __init__(
         self,
         n_arms: int,
         *,
-        alpha: float = 0.51,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         super().__init__(n_arms, seed=seed)
-        if alpha <= 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
-        self.alpha = float(alpha)
+        p = self.resolve_params(params)
+        self.alpha = float(p["alpha"])
         #: the hypothesised best arm B (line 2), empty or one arm
         self.B: list[int] = []
         self._lc: LossCounter | None = None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import rand_argmax
+from bandits.params import Param
 
 
 class SelfSparring(DuelingBandit):
@@ -64,18 +65,22 @@ class SelfSparring(DuelingBandit):
     """
 
     name = "self_sparring"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "eta": Param(float, 1.0,
+                     "learning rate η of the posterior updates (1 in the paper)",
+                     gt=0, le=1000),
+    }
 
     def __init__(
         self,
         n_arms: int,
         *,
-        eta: float = 1.0,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         super().__init__(n_arms, seed=seed)
-        if eta <= 0:
-            raise ValueError(f"eta must be positive, got {eta}")
-        self.eta = float(eta)
+        p = self.resolve_params(params)
+        self.eta = float(p["eta"])
         self._rebuild()
 
     def _rebuild(self) -> None:
