@@ -39,6 +39,9 @@ TUNED_ALPHA = 0.8**6
 PRESET_NAMES = ("tuned", "theoretical")
 #: the largest batch size M the API accepts (its largest number of rankers)
 MAX_BATCH_SIZE = 1000
+#: the largest ``C``: given, or computed by Algorithm 1 line 2 (so that a state's
+#: effective ``c`` always passes the declaration when it is rebuilt)
+MAX_C = 1e300
 
 
 def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
@@ -64,7 +67,7 @@ def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
     log_c = (
         math.log(4 * alpha - 1) + 2 * math.log(n_arms) - math.log(2 * alpha - 1) + math.log(horizon)
     ) / (2 * alpha - 1)
-    if log_c > 700:
+    if log_c > math.log(MAX_C):  # beyond the declared bound of c
         raise ValueError(f"C(eps) = exp({log_c:.0f}) overflows for alpha={alpha}; pass c directly")
     return math.exp(log_c)
 
@@ -118,7 +121,7 @@ class MergeBandit(DuelingBandit):
                        default_doc="the preset's"),
         "batch_size": Param(int, None, "batch size M (Algorithm 1 line 1)", ge=2,
                             le=MAX_BATCH_SIZE, default_doc="the preset's"),
-        "c": Param(float, None, "C of the bound's log(t + C)", ge=0, le=1e300,
+        "c": Param(float, None, "C of the bound's log(t + C)", ge=0, le=MAX_C,
                    default_doc="the preset's, or Algorithm 1 line 2 from alpha > 0.5 "
                                "and horizon"),
         "horizon": Param(int, None, "T of Algorithm 1 line 2's C(ε), ε = 1/T, when c is "

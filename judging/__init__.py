@@ -9,7 +9,9 @@ lives in its own module behind the interface of :mod:`judging.base`;
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
+from bandits.params import check
 from judging.base import Judge, Result
 
 #: registered name -> "module:Class"
@@ -33,6 +35,22 @@ def get_judge(name: str) -> type[Judge]:
     return getattr(importlib.import_module(module), cls)
 
 
+def check_params(name: str, params: dict[str, Any], *, ranges: bool = True) -> dict[str, Any]:
+    """Validate ``params`` for the judging algorithm ``name`` against its declaration
+    (``PARAMS``, :mod:`bandits.params`); a ``ValueError`` names a bad one.
+
+    Examples
+    --------
+    >>> check_params("gauntlet", {"alpha": 0.1})
+    {'alpha': 0.1}
+    >>> check_params("prefbest", {"k": 3})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown parameter 'k' for prefbest; valid: budget, extra_final, m, ...
+    """
+    return check(name, get_judge(name).PARAMS, params, ranges=ranges)
+
+
 def make_judge(name: str, n_items: int, *, seed=None, **params) -> Judge:
     """Instantiate the judging algorithm ``name`` over ``n_items`` items."""
     return get_judge(name)(n_items, seed=seed, **params)
@@ -43,4 +61,4 @@ def judge_from_state(state: dict) -> Judge:
     return get_judge(state["algorithm"]).from_state(state)
 
 
-__all__ = ["ALGORITHMS", "Judge", "Result", "get_judge", "judge_from_state", "make_judge"]
+__all__ = ["ALGORITHMS", "Judge", "Result", "check_params", "get_judge", "judge_from_state", "make_judge"]

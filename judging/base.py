@@ -54,6 +54,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from bandits.params import Param, resolve
+
 Pair = tuple[int, int]
 
 
@@ -143,21 +145,32 @@ class Judge(abc.ABC):
     """
 
     name: ClassVar[str] = "base"
+    #: the algorithm's parameters besides ``n_items`` and ``seed``, declared once
+    #: (:mod:`bandits.params`); a subclass adds its own to these two
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "budget": Param(int, None, "most judgments in total (per query in a campaign)",
+                        ge=1, le=1_000_000, nullable=True, default_doc="no limit"),
+        "max_per_pair": Param(int, 10, "most judgments of any one pair: independent "
+                              "assessors per pair", ge=1, le=100),
+    }
+
+    @classmethod
+    def resolve_params(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """Every declared parameter's value: ``given`` checked against ``PARAMS`` (a
+        ``ValueError`` names a bad one), the declared defaults for the rest."""
+        return resolve(cls.name, cls.PARAMS, given)
 
     def __init__(
         self,
         n_items: int,
         *,
-        budget: int | None = None,
-        max_per_pair: int | None = 10,
         seed: int | np.random.Generator | None = None,
+        **params: Any,
     ) -> None:
         if int(n_items) < 1:
             raise ValueError(f"n_items must be at least 1, got {n_items}")
-        if budget is not None and int(budget) < 0:
-            raise ValueError(f"budget must be >= 0, got {budget}")
-        if max_per_pair is not None and int(max_per_pair) < 1:
-            raise ValueError(f"max_per_pair must be >= 1, got {max_per_pair}")
+        p = self.resolve_params(params)
+        budget, max_per_pair = p["budget"], p["max_per_pair"]
         self.K = int(n_items)
         self.budget = None if budget is None else int(budget)
         self.max_per_pair = None if max_per_pair is None else int(max_per_pair)

@@ -73,10 +73,12 @@ Departures and limits
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import replace
+from typing import Any, ClassVar
 
 import numpy as np
 
+from bandits.params import Param
 from judging.base import Judge, Pair, binom_tail_low, pair
 from judging.prefbest import random_pairings
 
@@ -161,30 +163,37 @@ class Gauntlet(Judge):
     """
 
     name = "gauntlet"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "n0": Param(int, 6, "opening pairings per item", ge=0, le=1000),
+        "d": Param(float, 3.0, "credit at which an item is out (likelihood ratio 3^d "
+                   "against it)", gt=0, le=1000),
+        "U": Param(float, 1.0, "highest credit an item can hold", ge=0, le=1000),
+        "L": Param(int, 8, "leaders at the start of the gauntlet (at least L_final)", ge=1,
+                   le=1000),
+        "L_final": Param(int, 2, "leaders left for the final", ge=1, le=1000),
+        "soft": Param(int, 3, "judgments of a challenger against one leader before it "
+                      "moves to the next", ge=0, le=1000),
+        "alpha": Param(float, 0.4, "level of the final's binomial test (its threshold t)",
+                       gt=0, lt=1),
+        "reserve": Param(int, None, "judgments kept for the final", ge=0, le=10**9,
+                         nullable=True, default_doc="max_per_pair for each pair of the "
+                                                    "final leaders"),
+        **Judge.PARAMS,
+    }
 
     def __init__(
         self,
         n_items: int,
         *,
-        n0: int = 6,
-        d: float = 3,
-        U: float = 1,
-        L: int = 8,
-        L_final: int = 2,
-        soft: int = 3,
-        alpha: float = 0.4,
-        reserve: int | None = None,
-        budget: int | None = None,
-        max_per_pair: int | None = 10,
         seed=None,
+        **params: Any,
     ) -> None:
-        super().__init__(n_items, budget=budget, max_per_pair=max_per_pair, seed=seed)
-        if d <= 0 or U < 0:
-            raise ValueError(f"need d > 0 and U >= 0, got d={d}, U={U}")
-        if int(L_final) < 1 or int(L) < int(L_final):
+        super().__init__(n_items, seed=seed, **params)
+        p = self.resolve_params(params)
+        n0, d, U, L, L_final = p["n0"], p["d"], p["U"], p["L"], p["L_final"]
+        soft, alpha, reserve = p["soft"], p["alpha"], p["reserve"]
+        if int(L) < int(L_final):
             raise ValueError(f"need 1 <= L_final <= L, got L={L}, L_final={L_final}")
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
         self.n0 = int(n0)
         self.d = float(d)
         self.U = float(U)
@@ -448,6 +457,7 @@ class GauntletTies(Gauntlet):
     """
 
     name = "gauntlet_ties"
-
-    def __init__(self, n_items: int, *, alpha: float = 0.1, **kwargs) -> None:
-        super().__init__(n_items, alpha=alpha, **kwargs)
+    PARAMS: ClassVar[dict[str, Param]] = {
+        **Gauntlet.PARAMS,
+        "alpha": replace(Gauntlet.PARAMS["alpha"], default=0.1),
+    }

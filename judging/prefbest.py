@@ -53,10 +53,12 @@ Where this module departs from the figure, and why
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, ClassVar
 
 import numpy as np
 
+from bandits.params import Param
 from judging.base import Judge, Pair, pair
 
 
@@ -181,23 +183,26 @@ class PrefBest(Judge):
     """
 
     name = "prefbest"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "n": Param(int, 7, "pairings per item in a pruning phase (Figure 3.2's n)", ge=1,
+                   le=1000),
+        "m": Param(int, 9, "pool size at or below which the algorithm finalizes (m)", ge=1,
+                   le=10**6),
+        "extra_final": Param(bool, False, "judge every pair of the final pool a second "
+                             "time (§4.4, §5.3)"),
+        **Judge.PARAMS,
+    }
 
     def __init__(
         self,
         n_items: int,
         *,
-        n: int = 7,
-        m: int = 9,
-        extra_final: bool = False,
-        budget: int | None = None,
-        max_per_pair: int | None = 10,
         seed=None,
+        **params: Any,
     ) -> None:
-        super().__init__(n_items, budget=budget, max_per_pair=max_per_pair, seed=seed)
-        if int(n) < 1:
-            raise ValueError(f"n must be at least 1, got {n}")
-        if int(m) < 1:
-            raise ValueError(f"m must be at least 1, got {m}")
+        super().__init__(n_items, seed=seed, **params)
+        p = self.resolve_params(params)
+        n, m, extra_final = p["n"], p["m"], p["extra_final"]
         self.n = int(n)
         self.m = int(m)
         self.extra_final = bool(extra_final)
@@ -353,6 +358,7 @@ class PrefBestExtra(PrefBest):
     """
 
     name = "prefbest_extra"
-
-    def __init__(self, n_items: int, *, extra_final: bool = True, **kwargs) -> None:
-        super().__init__(n_items, extra_final=extra_final, **kwargs)
+    PARAMS: ClassVar[dict[str, Param]] = {
+        **PrefBest.PARAMS,
+        "extra_final": replace(PrefBest.PARAMS["extra_final"], default=True),
+    }
