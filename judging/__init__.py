@@ -61,4 +61,6 @@ def judge_from_state(state: dict) -> Judge:
     return get_judge(state["algorithm"]).from_state(state)
 
 
-__all__ = ["ALGORITHMS", "Judge", "Result", "check_params", "get_judge", "judge_from_state", "make_judge"]
+__all__ = [
+    "ALGORITHMS", "Judge", "Result", "check_params", "get_judge", "judge_from_state", "make_judge",
+]

@@ -9,8 +9,9 @@ document allows is what the API accepts:
   as they always have;
 * bounds are the API's real ones: names, URLs, click counts, algorithm parameters;
 * ``POST /experiments`` is a union keyed by ``algorithm``: each algorithm has its own
-  parameters (names from its constructor, ranges from its checks, a few upper bounds of
-  the API's own) and its own interleaving methods (pairwise or multileaving).
+  parameters (generated from the policy's declaration, ``PARAMS``: names, types, bounds,
+  defaults and docs; :mod:`bandits.params`) and its own interleaving methods (pairwise
+  or multileaving); a campaign's ``params`` come from :class:`judging.base.Judge`'s.
 
 What no JSON Schema can say stays in the core and answers 422: ranker names unique within
 an experiment, a ``true_preferences`` matrix that is a preference matrix over the
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
@@ -47,6 +47,8 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 import bandits
+from bandits.params import Param, declared_default
+from judging.base import Judge
 
 # ---------------------------------------------------------------------- limits
 MAX_QUERY_CHARS = 1000
@@ -275,39 +277,23 @@ class AuditQuery(BaseModel):
 
 
 # ---------------------------------------------------------------------- algorithm params
-Positive = Annotated[float, Field(gt=0, le=1000)]
-PARAM_TYPES: dict[str, Any] = {
-    "alpha": (Positive, "exploration parameter α"),
-    "beta": (Annotated[float, Field(ge=1, le=1000)], "MDB's β"),
-    "eta": (Positive, "learning rate η"),
-    "batch_size": (Int(ge=2, le=MAX_RANKERS), "batch size M"),
-    "c": (Annotated[float, Field(ge=0, le=1e300)],
-          "C (default: the preset's, or Algorithm 1 line 2 from alpha > 0.5 and horizon)"),
-    "horizon": (Int(ge=1, le=10**15), "T of Algorithm 1 line 2's C, when c is not given"),
-    "f_scale": (Annotated[float, Field(ge=0, le=1000)], "f(K) = f_scale K^f_power"),
-    "f_power": (Annotated[float, Field(ge=0, le=10)], "f(K) = f_scale K^f_power"),
-    "delta": (Annotated[float, Field(ge=1e-12, le=0.5)],
-              "false-flag rate of the non-Condorcet guard over the whole run"),
-    "check_every": (Int(ge=1, le=10**9), "comparisons between two guard checks"),
-    "verify_scale": (Annotated[float, Field(gt=0, le=1000)],
-                     "verification after convergence: the champion compares an eliminated "
-                     "ranker while it has not refuted it at this fraction of the "
-                     "elimination threshold"),
-}
+def param_annotation(param: Param) -> Any:
+    """The pydantic type of a declared parameter (:mod:`bandits.params`): its bounds or
+    choices reach the JSON Schema, so the document states them."""
+    if param.choices is not None:
+        kind: Any = Literal[param.choices]
+    elif param.dtype in (str, bool):
+        kind = param.dtype
+    else:
+        bounds = {k: v for k in ("ge", "gt", "le", "lt")
+                  if (v := getattr(param, k)) is not None}
+        kind = Int(**bounds) if param.dtype is int else Annotated[float, Field(**bounds)]
+    return kind | None if param.nullable else kind
 
-_GUARD_PARAMS = ("preset", "alpha", "batch_size", "c", "horizon", "delta", "on_non_condorcet",
-                 "check_every", "verify_scale")
 
-#: each algorithm's parameters (the keyword arguments of its constructor; checked
-#: against bandits.check_params by the tests)
-ALGORITHM_PARAMS: dict[str, tuple[str, ...]] = {
-    "mergedts": ("preset", "alpha", "batch_size", "c", "horizon"),
-    "mergerucb": ("preset", "alpha", "batch_size", "c", "horizon"),
-    "mergeguard": _GUARD_PARAMS, "mergemed": _GUARD_PARAMS, "recommended": _GUARD_PARAMS,
-    "rucb": ("alpha",), "rcs": ("alpha",), "ccb": ("alpha",), "dts": ("alpha",),
-    "self_sparring": ("eta",), "rmed1": ("f_scale", "f_power"), "mdb": ("alpha", "beta"),
-    "uniform": (),
-}
+def param_description(param: Param) -> str:
+    """A declared parameter's one line of doc, with its default."""
+    return f"{param.desc}; default: {declared_default(param)}"
 
 
 class _Params(Closed):
@@ -316,47 +302,26 @@ class _Params(Closed):
     @model_validator(mode="before")
     @classmethod
     def _check(cls, data: Any) -> Any:
-        """The policy's own check first: it names an unknown parameter and lists the
-        valid ones."""
+        """Names and types first, by the policy's declaration: it names an unknown
+        parameter and lists the valid ones (the bounds are the fields')."""
         if isinstance(data, dict):
             try:
-                bandits.check_params(cls.algorithm, data)
+                bandits.check_params(cls.algorithm, data, ranges=False)
             except ValueError as exc:
-                reason = str(exc)
-            except OverflowError:  # an integer beyond a double's range
-                key = next(k for k, v in data.items()
-                           if isinstance(v, int) and abs(v) > sys.float_info.max)
-                reason = f"parameter {key!r} of {cls.algorithm} is out of range"
-            else:
-                return data
-            raise PydanticCustomError("rd_params", "invalid params for {algorithm}: {reason}",
-                                      {"algorithm": cls.algorithm, "reason": reason})
+                raise PydanticCustomError(
+                    "rd_params", "invalid params for {algorithm}: {reason}",
+                    {"algorithm": cls.algorithm, "reason": str(exc)}) from None
         return data
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
-
-
-def _param_type(algorithm: str, name: str) -> tuple[Any, str]:
-    if name == "preset":  # the Merge policies' named sets of defaults
-        presets = tuple(bandits.get_algorithm(algorithm).PRESETS)
-        return Literal[presets], ("named defaults for alpha, batch_size and c (explicit "
-                                  "values override them); default: tuned")
-    if name == "on_non_condorcet":  # MergeGuard's choice, a string like preset
-        return Literal["flag", "switch"], ("what a non-Condorcet flag does: flag only "
-                                           "(default), or switch to a Copeland-winner rule "
-                                           "on every non-retired ranker")
-    return PARAM_TYPES[name]
-
-
 def _params_model(algorithm: str) -> type[_Params]:
+    """The ``params`` object of one algorithm, from its declaration."""
     # absent: the policy's default; null is not a value (check_params refuses it)
     fields = {}
-    for name in ALGORITHM_PARAMS[algorithm]:
-        kind, description = _param_type(algorithm, name)
-        fields[name] = (kind, Field(None, description=description,
-                                    json_schema_extra=_no_default))
+    for name, param in bandits.get_algorithm(algorithm).PARAMS.items():
+        fields[name] = (param_annotation(param),
+                        Field(None, description=param_description(param),
+                              json_schema_extra=_no_default))
     title = "".join(p.title() for p in algorithm.split("_"))
     model = create_model(f"{title}Params", __base__=_Params, **fields)
     model.algorithm = algorithm
@@ -646,11 +611,11 @@ class JudgingQuery(Closed):
         default_factory=list, description="mixed into the tasks (three per task)")
 
 
-class JudgingParams(Closed):
-    budget: Int(ge=1, le=1_000_000) | None = Field(
-        None, description="judgments per query at most (default: no limit)")
-    max_per_pair: Int(ge=1, le=100) = Field(
-        10, description="assessors (judgments) per pair at most")
+JudgingParams = create_model(
+    "JudgingParams", __base__=Closed, __doc__="A campaign's judging parameters "
+    "(:class:`judging.base.Judge`'s declaration).",
+    **{name: (param_annotation(p), Field(p.default, description=param_description(p)))
+       for name, p in Judge.PARAMS.items()})
 
 
 class NewCampaign(Closed):

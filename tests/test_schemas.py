@@ -1,11 +1,9 @@
 """The schemas of service/schemas.py agree with the code they describe: the algorithms'
-parameters with the policies' constructors, the response models with what the API
+parameters with the policies' declarations, the response models with what the API
 returns, and the generated OpenAPI document with itself (links, errors, operations).
 """
 
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 import pytest
@@ -20,11 +18,9 @@ DOC = openapi_document(10, 100)
 
 # ---------------------------------------------------------------------- algorithm params
 @pytest.mark.parametrize("algorithm", sorted(bandits.ALGORITHMS))
-def test_each_algorithm_documents_exactly_its_constructor_parameters(algorithm):
+def test_each_algorithm_documents_exactly_its_declared_parameters(algorithm):
     cls = bandits.get_algorithm(algorithm)
-    keywords = {p.name for p in inspect.signature(cls.__init__).parameters.values()
-                if p.kind == p.KEYWORD_ONLY and p.name != "seed"}
-    assert set(schemas.ALGORITHM_PARAMS[algorithm]) == keywords
+    keywords = set(cls.PARAMS)
     documented = DOC["components"]["schemas"][f"{_title(algorithm)}Params"]
     assert set(documented.get("properties", {})) == keywords
     assert documented["additionalProperties"] is False
@@ -34,9 +30,9 @@ def _title(algorithm: str) -> str:
     return "".join(p.title() for p in algorithm.split("_"))
 
 
-def _bounds(name: str) -> list[float]:
+def _bounds(algorithm: str, name: str) -> list[float]:
     """The extreme values the schema allows for a parameter."""
-    prop = schemas.PARAM_TYPES[name][0]
+    prop = schemas.param_annotation(bandits.get_algorithm(algorithm).PARAMS[name])
     schema = _property_schema(prop)
     lo = schema.get("minimum", schema.get("exclusiveMinimum"))
     if "exclusiveMinimum" in schema:
@@ -55,9 +51,10 @@ def test_every_value_the_schema_allows_makes_a_policy_that_runs(algorithm):
     """Each parameter at each of its bounds, each preset (the others at their defaults,
     c given so MergeDTS/MergeRUCB need no alpha > 0.5): the policy is built and runs 300
     steps."""
-    names = [n for n in schemas.ALGORITHM_PARAMS[algorithm] if n in schemas.PARAM_TYPES]
-    cases = [{}] + [{n: v} for n in names for v in _bounds(n)]
-    if "preset" in schemas.ALGORITHM_PARAMS[algorithm]:
+    declared = bandits.get_algorithm(algorithm).PARAMS
+    names = [n for n, p in declared.items() if p.dtype in (int, float)]
+    cases = [{}] + [{n: v} for n in names for v in _bounds(algorithm, n)]
+    if "preset" in declared:
         cases += [{"preset": p} for p in bandits.get_algorithm(algorithm).PRESETS]
     for params in cases:
         if "c" in names and "c" not in params:
