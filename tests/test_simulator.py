@@ -13,6 +13,7 @@ import pytest
 import bandits
 from bandits import matrices as M
 from bandits.base import DuelingBandit
+from bandits.params import Param
 from bandits.simulator import aggregate, log_checkpoints, simulate_run
 from cli.commands.simulate import parse_params, parse_value
 from cli.main import main as cli
@@ -43,10 +44,12 @@ class Knockout(DuelingBandit):
     eliminated. Ends with one active arm played against itself: fast-forward territory."""
 
     name = "knockout"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "rounds": Param(int, 40, "meetings before the loser is out", ge=1)}
 
-    def __init__(self, n_arms, *, seed=None, rounds=40):
+    def __init__(self, n_arms, *, seed=None, **params):
         super().__init__(n_arms, seed=seed)
-        self.rounds = int(rounds)
+        self.rounds = self.resolve_params(params)["rounds"]
         self.count = 0
 
     def _select(self):

@@ -14,7 +14,8 @@ both_found, returned_mean, judgments_min, judgments_max, assessors_per_pair_max,
 (every run's returned set, judgments and largest per-pair count), and prints a table like
 seed 004's Figure 4.1. The matrix file is ``numpy.loadtxt`` text (``.npy`` also read);
 ties are ``p = 0.5``; without ``--winners`` the winners are the items nobody beats.
-``--param KEY=VALUE`` sets an algorithm parameter (``NAME.KEY=VALUE`` for one algorithm).
+``--param KEY=VALUE`` sets an algorithm parameter (``NAME.KEY=VALUE`` for one algorithm), of
+the type the algorithm declares (``PARAMS``; docs/reference/parameters.md).
 ``--jobs N`` runs in N processes; the results do not depend on N.
 
 ``evaluate`` prints the MRR of every run against the best items of the qrels and the
@@ -32,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from judging import get_judge
+from bandits.params import parse_text
+from judging import check_params, get_judge
 from judging.evaluate import evaluate, read_qrels, read_run
 from judging.simulate import (
     CASES,
@@ -55,34 +57,36 @@ def _positive(text: str) -> int:
     return v
 
 
-def _value(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False, "none": None}.get(text.lower(), text)
-
-
 def parse_params(items: list[str], algorithms: list[str]) -> dict[str, dict[str, Any]]:
-    """``--param`` items -> parameters per algorithm (``NAME.KEY=VALUE`` scopes one)."""
+    """``--param`` items -> parameters per algorithm (``NAME.KEY=VALUE`` scopes one), each
+    value parsed as the type the algorithm declares for it; a name it does not declare
+    is refused with the valid ones."""
     out: dict[str, dict[str, Any]] = {a: {} for a in algorithms}
     scoped = []
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--param {item!r}: expected KEY=VALUE")
-        scope, dot, name = key.strip().rpartition(".")
+        key = key.strip()
+        scope, dot, name = key.rpartition(".")
         if dot:
             if scope not in out:
                 raise ValueError(f"--param {item!r}: {scope!r} is not one of --algorithm")
-            scoped.append((scope, name, _value(value.strip())))
+            scoped.append((scope, name, _typed(scope, key, name, value)))
         else:
             for a in algorithms:
-                out[a][name] = _value(value.strip())
+                out[a][name] = _typed(a, key, name, value)
     for scope, name, value in scoped:
         out[scope][name] = value
     return out
+
+
+def _typed(algorithm: str, key: str, name: str, text: str) -> Any:
+    declared = get_judge(algorithm).PARAMS
+    if name not in declared:
+        raise ValueError(f"--param {key}: {algorithm} has no parameter {name!r}; valid: "
+                         f"{', '.join(sorted(declared))}")
+    return parse_text(key, declared[name], text)
 
 
 def load_matrix(path: str) -> np.ndarray:
@@ -122,11 +126,12 @@ def run_simulate(args: argparse.Namespace) -> int:
         source = str(args.matrix)
     params = parse_params(args.param or [], algorithms)
     for a in algorithms:  # bad parameters fail before any process starts
-        try:
-            get_judge(a)(P.shape[0], seed=0, budget=args.budget,
-                         max_per_pair=args.max_per_pair, **params[a])
-        except TypeError as exc:
-            raise ValueError(f"{a}: {exc}") from None
+        for flag in ("budget", "max_per_pair"):
+            if flag in params[a]:
+                raise ValueError(f"--param {flag}: set it with --{flag.replace('_', '-')}")
+        given = {"budget": args.budget, "max_per_pair": args.max_per_pair, **params[a]}
+        check_params(a, given)
+        get_judge(a)(P.shape[0], seed=0, **given)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

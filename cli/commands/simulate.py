@@ -10,8 +10,10 @@ writes ``DIR/summary.json`` and ``DIR/regret.png``. With ``--algorithm a,b,c`` i
 The plots need matplotlib (the ``demo`` extra); without it the command writes the
 summaries, says in one line that the plots were not drawn and what to install, and exits 0.
 
-* ``--param key=value`` values are parsed as int, else float, else string, and apply to
-  every algorithm named; ``--param name.key=value`` applies only to algorithm ``name``
+* ``--param key=value`` values are parsed as the type the algorithm declares for ``key``
+  (``PARAMS``, :mod:`bandits.params`; a bad one exits 2 with ``--param alpha: expected a
+  number, got 'abc'``; an unknown name lists the valid ones), and apply to every
+  algorithm named; ``--param name.key=value`` applies only to algorithm ``name``
   (an extension of the contract, for runs comparing algorithms with different settings).
 * Run ``r`` (0-based) uses seed ``--seed + r`` for every algorithm, so algorithms meet the
   same arm shuffles; the run itself is :func:`bandits.simulator.simulate_run`.
@@ -23,7 +25,6 @@ summaries, says in one line that the plots were not drawn and what to install, a
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import sys
@@ -35,6 +36,7 @@ import numpy as np
 
 from bandits import get_algorithm
 from bandits.matrices import arm_regret
+from bandits.params import check, parse_text
 from bandits.simulator import RunResult, aggregate, log_checkpoints, simulate_run
 from cli.matrix_files import load_matrix
 from cli.plots import Curve, PlotsUnavailable, plot_regret
@@ -52,8 +54,17 @@ def parse_value(text: str) -> int | float | str:
     return text
 
 
+def _typed(algorithm: str, key: str, name: str, text: str) -> Any:
+    """``text`` as the type ``algorithm`` declares for ``name`` (``--param key: expected a
+    number, got 'abc'``); a name it does not declare is parsed by :func:`parse_value`
+    and refused with the valid names by :func:`check_params`."""
+    param = get_algorithm(algorithm).PARAMS.get(name)
+    return parse_value(text) if param is None else parse_text(key, param, text)
+
+
 def parse_params(items: list[str], algorithms: list[str]) -> dict[str, dict[str, Any]]:
-    """``--param`` items → parameters per algorithm (unscoped ones go to all)."""
+    """``--param`` items → parameters per algorithm (unscoped ones go to all), each value
+    parsed as the type the algorithm declares for it."""
     out: dict[str, dict[str, Any]] = {a: {} for a in algorithms}
     scoped: list[tuple[str, str, Any]] = []
     for item in items:
@@ -68,10 +79,10 @@ def parse_params(items: list[str], algorithms: list[str]) -> dict[str, dict[str,
                     f"--param {item!r}: {scope!r} is not one of --algorithm "
                     f"{','.join(algorithms)}"
                 )
-            scoped.append((scope, name, parse_value(value.strip())))
+            scoped.append((scope, name, _typed(scope, key, name, value)))
         else:
             for a in algorithms:
-                out[a][key] = parse_value(value.strip())
+                out[a][key] = _typed(a, key, key, value)
     for scope, name, value in scoped:  # scoped settings win over unscoped ones
         out[scope][name] = value
     return out
@@ -99,21 +110,20 @@ def positive_int(text: str) -> int:
 
 
 def check_params(name: str, params: dict[str, Any], K: int) -> None:
-    """Fail early, with a clear message, on parameters the policy does not take or
-    rejects, before any process starts."""
-    cls = get_algorithm(name)
-    sig = inspect.signature(cls.__init__)
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    accepted = [p for p in sig.parameters if p not in ("self", "n_arms", "seed")]
-    unknown = [k for k in params if k not in accepted]
-    if unknown and not takes_any:
+    """Fail early, with a clear message, on parameters the policy does not declare or
+    that are out of their declared bounds, before any process starts; then build the
+    policy once for what only it can check (MergeDTS's C(ε) needs alpha > 0.5)."""
+    declared = get_algorithm(name).PARAMS
+    unknown = [k for k in params if k not in declared]
+    if unknown:
         raise ValueError(
             f"{name} does not take parameter(s) {', '.join(unknown)}; it takes: "
-            f"{', '.join(accepted) or 'none'} (scope a setting to one algorithm with "
+            f"{', '.join(declared) or 'none'} (scope a setting to one algorithm with "
             f"--param ALGORITHM.KEY=VALUE)"
         )
+    check(name, declared, params)
     try:
-        cls(K, seed=0, **params)
+        get_algorithm(name)(K, seed=0, **params)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} with {params}: {exc}") from None
 
