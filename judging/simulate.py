@@ -36,7 +36,6 @@ arriving late and out of order, as in a live campaign.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from bandits.common import wilson_interval
 from judging import make_judge
 
 
@@ -370,7 +370,8 @@ def format_table(summaries: dict[str, dict[str, Any]], title: str = "") -> str:
 
 
 def binomial_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for ``k`` successes in ``n`` runs.
+    """Wilson score interval for ``k`` successes in ``n`` runs
+    (:func:`bandits.common.wilson_interval`).
 
     Examples
     --------
@@ -378,13 +379,7 @@ def binomial_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     >>> round(lo, 3), round(hi, 3)
     (0.471, 0.533)
     """
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (mid - half, mid + half)
+    return wilson_interval(k, n, z)
 
 
 def result_dict(r: RunResult) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import numpy as np
 
 import bandits
 from bandits.base import ELIMINATED, RETIRED
-from bandits.common import preferences
+from bandits.common import preferences, wilson_interval
 from service.errors import Conflict, Unprocessable
 from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient, RankerFailure, validate_url
@@ -26,7 +26,6 @@ from service.snapshot import Snapshot
 from service.store import Store, audit_entry
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
-Z95 = 1.959963984540054
 #: action -> (allowed source states, target state)
 TRANSITIONS = {
     "pause": (("running",), "paused"),
@@ -214,23 +213,8 @@ def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator
     return store.update_experiment(exp_id, write)
 
 
-def wilson(wins: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of ``wins / n`` elementwise; ``[0, 1]`` where ``n == 0``.
-
-    Examples
-    --------
-    >>> lo, hi = wilson(np.array([8.0]), np.array([10.0]))
-    >>> round(float(lo[0]), 3), round(float(hi[0]), 3)
-    (0.49, 0.943)
-    """
-    n_safe = np.maximum(n, 1e-12)
-    p = wins / n_safe
-    denom = 1 + z * z / n_safe
-    centre = (p + z * z / (2 * n_safe)) / denom
-    half = z * np.sqrt(p * (1 - p) / n_safe + z * z / (4 * n_safe * n_safe)) / denom
-    lo = np.where(n > 0, np.clip(centre - half, 0, 1), 0.0)
-    hi = np.where(n > 0, np.clip(centre + half, 0, 1), 1.0)
-    return lo, hi
+#: the Wilson interval, under the name this module has always given it
+wilson = wilson_interval
 
 
 def _names_of(value: Any, names: dict[int, str]) -> Any:

@@ -147,8 +147,8 @@ class Campaigns:
             if assessor not in state["assessors"]:
                 raise Forbidden(f"{assessor!r} is not an assessor of campaign {cid!r}")
             if logic.assessor_excluded(state, assessor):
-                raise Forbidden(f"assessor {assessor!r} was excluded: fewer than 75% of "
-                                "the test pairs answered correctly")
+                raise Forbidden(f"assessor {assessor!r} was excluded: fewer than "
+                                f"{logic.PASS_RATE:.0%} of the test pairs answered correctly")
             now = time.time()
             for tid, t in tasks.items():  # abandoned tasks give their pairs back
                 if t["status"] == "open" and now - t["created"] > meta["task_ttl_s"]:

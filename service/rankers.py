@@ -14,7 +14,7 @@ Limits, so that one ranker cannot hurt anything but its own duels:
   not each read: a watchdog shuts the socket down at the deadline, so a ranker that
   trickles bytes frees its thread on time;
 * **size**: at most ``max_bytes`` of body and ``max_results`` results are read; an id
-  longer than ``MAX_ID_CHARS`` makes the answer invalid;
+  longer than ``MAX_DOC_ID_CHARS`` makes the answer invalid;
 * **concurrency**: the fetches in flight to one ranker URL are capped (``per_ranker``, half
   the pool by default); a fetch over the cap fails at once as ``overloaded`` (counted,
   but no forfeit and no strike: a burst of traffic is not the ranker's fault). With the
@@ -37,10 +37,8 @@ from typing import Any
 from urllib.parse import SplitResult, quote, urlsplit
 
 from service import metrics
+from service.limits import MAX_DOC_ID_CHARS
 from service.ranker_policy import RankerPolicy, RankerRefused
-
-#: the longest document id a ranker may return
-MAX_ID_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -77,7 +75,7 @@ def _target(parts: SplitResult, q: str, k: int) -> str:
 
 def parse_results(body: bytes, max_results: int = 1000) -> list[dict[str, Any]]:
     """The ranker's result list (its first ``max_results`` entries), each a dict with a
-    string-able ``id`` of at most :data:`MAX_ID_CHARS` characters."""
+    string-able ``id`` of at most :data:`MAX_DOC_ID_CHARS` characters."""
     data = json.loads(body)
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ValueError('response is not {"results": [...]}')
@@ -89,8 +87,8 @@ def parse_results(body: bytes, max_results: int = 1000) -> list[dict[str, Any]]:
         if isinstance(item["id"], bool):
             raise ValueError("every result needs an id (string or integer)")
         key = str(item["id"])
-        if len(key) > MAX_ID_CHARS:
-            raise ValueError(f"a result id is longer than {MAX_ID_CHARS} characters")
+        if len(key) > MAX_DOC_ID_CHARS:
+            raise ValueError(f"a result id is longer than {MAX_DOC_ID_CHARS} characters")
         if key in seen:  # a ranker listing a document twice: keep the first
             continue
         seen.add(key)

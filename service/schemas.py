@@ -49,11 +49,11 @@ from pydantic_core import PydanticCustomError
 import bandits
 from bandits.params import Param, declared_default
 from judging.base import Judge
+from service.limits import MAX_DOC_ID_CHARS, MAX_ID_CHARS
 
 # ---------------------------------------------------------------------- limits
 MAX_QUERY_CHARS = 1000
 MAX_CLICKS = 100
-MAX_ID_CHARS = 64
 MAX_NAME_CHARS = 200
 MAX_RANKERS = 1000
 MAX_TIMEOUT_MS = 60_000
@@ -167,7 +167,8 @@ class RedirectQuery(BaseModel):
 
     i: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, description="impression id")]
     t: Annotated[str, Field(min_length=1, max_length=200, description="its token")]
-    d: Annotated[str, Field(min_length=1, max_length=256, description="the document id")]
+    d: Annotated[str, Field(min_length=1, max_length=MAX_DOC_ID_CHARS,
+                             description="the document id")]
     p: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_query_int)] = Field(
         description="the 1-based rank it was shown at")
     u: Annotated[str, Field(min_length=1, max_length=2048, description=(
@@ -200,7 +201,8 @@ class ClickForm(BaseModel):
     token: str | SkipJsonSchema[None] = Field(
         None, description="the token /search issued with the page",
         json_schema_extra=_no_default)
-    id: Annotated[str, Field(min_length=1, max_length=256, description="the document id")]
+    id: Annotated[str, Field(min_length=1, max_length=MAX_DOC_ID_CHARS,
+                             description="the document id")]
     rank: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_query_int)] = Field(
         description="the 1-based rank it was shown at")
     dwell_ms: Annotated[int, Field(ge=0, le=86_400_000), BeforeValidator(_query_int)] | (
@@ -632,7 +634,8 @@ class NewCampaign(Closed):
 
 
 class NewAssessor(Closed):
-    id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")] | None = (
+    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS,
+                             pattern=r"^[A-Za-z0-9_.-]+$")] | None = (
         Field(None, description="default: a random id"))
 
 
@@ -646,14 +649,15 @@ class Judgment(Closed):
 class Judgments(Closed):
     """``POST /judging/tasks/ID/judgments``: one judgment per pair of the task."""
 
-    assessor: Annotated[str, Field(min_length=1, max_length=64)]
+    assessor: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
     judgments: Annotated[list[Judgment], Field(min_length=1, max_length=100)]
 
 
 class TaskQuery(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    assessor: Annotated[str, Field(min_length=1, max_length=64, description="assessor id")]
+    assessor: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS,
+                                   description="assessor id")]
 
 
 class CampaignCreated(Out):
