@@ -74,9 +74,9 @@ class Param:
         return {float: "number", int: "integer", str: "string", bool: "boolean"}[self.dtype]
 
     def bounds_text(self) -> str:
-        """The bounds in words, e.g. ``"> 0, <= 1000"`` or ``"tuned, theoretical"``."""
+        """The bounds in words, e.g. ``"> 0, <= 1000"`` or ``"one of tuned, theoretical"``."""
         if self.choices is not None:
-            return " | ".join(self.choices)
+            return "one of " + ", ".join(self.choices)
         parts = [f"{op} {_num(v)}" for op, v in
                  ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
                  if v is not None]
@@ -129,9 +129,12 @@ class Param:
 
 
 def _num(v: float) -> str:
+    """A bound or default as people read it: ``0``, ``1000``, ``1,000,000``, ``1e-12``."""
     if isinstance(v, float) and v.is_integer() and abs(v) < 1e16:
         v = int(v)
-    return f"{v:g}" if isinstance(v, float) else str(v)
+    if isinstance(v, float):
+        return f"{v:g}"
+    return f"{v:,}" if abs(v) >= 10_000 else str(v)
 
 
 def check(owner: str, declared: Mapping[str, Param], given: Mapping[str, Any], *,
