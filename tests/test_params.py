@@ -124,7 +124,7 @@ def test_the_range_errors_say_what_was_wrong():
     with pytest.raises(ValueError, match="parameter 'alpha' of rucb must be greater than 0, "
                                          "got -1"):
         bandits.check_params("rucb", {"alpha": -1})
-    with pytest.raises(ValueError, match="parameter 'beta' of mdb must be at least 1, got 0.5"):
+    with pytest.raises(ValueError, match=r"parameter .beta. of mdb must be at least 1, got 0\.5"):
         bandits.make_bandit("mdb", 3, beta=0.5)
     with pytest.raises(ValueError, match="unknown preset 'paper' for mergedts; valid: "
                                          "theoretical, tuned"):
