@@ -1,7 +1,9 @@
 """Dueling-bandit policies (pure numpy/scipy, no I/O).
 
 Each policy lives in its own module behind the interface of :mod:`bandits.base`;
-``get_algorithm(name)`` imports it by its registered name. Shared pieces:
+``get_algorithm(name)`` imports it by its registered name, and each declares its
+parameters once on its class (``PARAMS``, :mod:`bandits.params`), which
+:func:`check_params` reads. Shared pieces:
 :mod:`bandits.common` (empirical preferences, UCB helpers), :mod:`bandits.matrices`
 (preference matrices, winners, regret), and for MergeDTS (:mod:`bandits.merge_dts`) and
 MergeRUCB (:mod:`bandits.merge_rucb`) their framework :mod:`bandits.merge_base`, the

@@ -138,10 +138,11 @@ class Judge(abc.ABC):
     budget
         Most judgments in total (``None``: no limit).
     max_per_pair
-        Most judgments of any one pair, i.e. independent assessors per pair
-        (``None``: no limit).
+        Most judgments of any one pair, i.e. independent assessors per pair.
     seed
         Seed or ``numpy.random.Generator`` for every random choice.
+
+    Defaults and bounds are declared in ``PARAMS`` (docs/reference/parameters.md).
     """
 
     name: ClassVar[str] = "base"
