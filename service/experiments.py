@@ -18,6 +18,7 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
+from service import ranker_template
 from service.errors import Conflict, Unprocessable
 from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient, RankerFailure, validate_url
@@ -37,8 +38,11 @@ TRANSITIONS = {
 
 def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
                  policy: RankerPolicy | None = None) -> dict[str, Any]:
-    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``; with ``policy``,
-    its URL must be one the allow-list allows (:mod:`service.ranker_policy`)."""
+    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``, plus its
+    ``request`` template and ``response`` mapping when it has them (checked here:
+    placeholders, header secrets set in this process, paths; :mod:`service.
+    ranker_template`); with ``policy``, its URL must be one the allow-list allows
+    (:mod:`service.ranker_policy`)."""
     try:
         url = validate_url(ranker.url)
         if policy is not None:
@@ -46,7 +50,19 @@ def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
     except ValueError as exc:
         raise Unprocessable(f"field {where}url: {exc}") from None
     timeout = default_timeout_ms if ranker.timeout_ms is None else ranker.timeout_ms
-    return {"name": ranker.name, "url": url, "timeout_ms": timeout}
+    entry: dict[str, Any] = {"name": ranker.name, "url": url, "timeout_ms": timeout}
+    problems = []
+    if ranker.request is not None:
+        entry["request"] = ranker.request.model_dump(exclude_none=True)
+        problems += [f"field {where}request.{f}: {m}"
+                     for f, m in ranker_template.check_request(entry["request"])]
+    if ranker.response is not None:
+        entry["response"] = ranker.response.model_dump(exclude_none=True)
+        problems += [f"field {where}response.{f}: {m}"
+                     for f, m in ranker_template.check_response(entry["response"])]
+    if problems:
+        raise Unprocessable("; ".join(problems), errors=problems)
+    return entry
 
 
 Prober = Callable[[list[dict[str, Any]]], None]

@@ -246,13 +246,53 @@ class EndForm(BaseModel):
 
 
 # ---------------------------------------------------------------------- operator
+TemplateText = Annotated[str, Field(max_length=4096)]
+PathText = Annotated[str, Field(min_length=1, max_length=256)]
+ParamValue = TemplateText | Int() | float | bool
+PLACEHOLDER_NOTE = ("placeholders {q}, {k}, {user} and {offset} in string values; exactly "
+                    "\"{k}\" becomes the integer")
+
+
+class RankerRequest(Closed):
+    """How to call a ranker in its engine's own shape (see docs/integrating-rankers.md)."""
+
+    method: Literal["GET", "POST"] = Field("GET", description="POST sends `body` as JSON")
+    params: Annotated[dict[str, ParamValue], Field(max_length=100)] = Field(
+        default_factory=dict, description="query-string parameters, after any in `url` ("
+        "q and k are not appended); " + PLACEHOLDER_NOTE)
+    headers: Annotated[dict[str, TemplateText], Field(max_length=50)] = Field(
+        default_factory=dict, description="request headers; a value `env:NAME` is read from "
+        "the API process's environment at request time (only `env:NAME` is stored); "
+        + PLACEHOLDER_NOTE)
+    body: dict[str, Any] | None = Field(
+        None, description="POST only: the JSON body; " + PLACEHOLDER_NOTE)
+
+
+class RankerResponse(Closed):
+    """Where the results are in the engine's answer: dot paths, an integer segment
+    indexing a list."""
+
+    results: PathText = Field(description="the list of results (absent: no results)")
+    id: PathText = Field(description="each result's document id (required), under the "
+                                     "result")
+    url: PathText | None = Field(None, description="the result's URL (what /r redirects to)")
+    title: PathText | None = Field(None, description="the result's title")
+    fields: Annotated[dict[str, PathText], Field(max_length=50)] = Field(
+        default_factory=dict, description="other fields passed through, by name")
+
+
 class RankerIn(Closed):
-    """A ranker: called as ``GET URL?q=TEXT&k=K``, answering ``{"results": [{"id"}, ...]}``."""
+    """A ranker: by default called as ``GET URL?q=TEXT&k=K``, answering
+    ``{"results": [{"id"}, ...]}``; with ``request``/``response``, in its engine's shape."""
 
     name: RankerName
     url: RankerUrl
     timeout_ms: Int(ge=1, le=MAX_TIMEOUT_MS) | None = Field(
         None, description="default: the service's RANKDUEL_RANKER_TIMEOUT_MS")
+    request: RankerRequest | None = Field(
+        None, description="optional: how to call the engine (default: GET URL?q=&k=)")
+    response: RankerResponse | None = Field(
+        None, description='optional: where the results are (default: {"results": [{"id"}]})')
 
 
 class NewRanker(RankerIn):
@@ -497,6 +537,10 @@ class RankerEntry(Out):
     url: str
     timeout_ms: int
     arm: Annotated[int, Field(ge=0, description="its index in W")]
+    request: dict[str, Any] | None = Field(
+        None, description="its request template, when it has one (header secrets as env:NAME)")
+    response: dict[str, Any] | None = Field(
+        None, description="its response mapping, when it has one")
     status: RankerStatus
     added_at: float
     retired_at: float | None
