@@ -87,9 +87,16 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     body = spec.root
     algorithm = body.algorithm  # a registered one: service.schemas imports every policy
     params = body.params_dict()
-    rankers = [ranker_entry(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].",
-                            policy=policy)
-               for n, r in enumerate(body.rankers)]
+    rankers, problems = [], []
+    for n, r in enumerate(body.rankers):  # every ranker's problems at once
+        try:
+            rankers.append(ranker_entry(r, default_timeout_ms=default_timeout_ms,
+                                        where=f"rankers[{n}].", policy=policy))
+        except Unprocessable as exc:
+            problems += exc.errors or [exc.message]
+    if problems:
+        raise Unprocessable("; ".join(problems),
+                            errors=problems if len(problems) > 1 else None)
     names = [r["name"] for r in rankers]
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")

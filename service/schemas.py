@@ -483,9 +483,13 @@ class NewExperiment(RootModel):
 
 # ---------------------------------------------------------------------- responses
 class Error(Out):
-    """Every error: what was wrong."""
+    """Every error: what was wrong (``errors``: every problem, when an operator body had
+    several)."""
 
     error: str
+    errors: list[str] | SkipJsonSchema[None] = Field(
+        None, description="every problem of the body, when there were several",
+        json_schema_extra=_no_default)
 
 
 class Healthy(Out):
