@@ -320,6 +320,7 @@ class Demo:
             if o.keep_running or o.web:
                 self.say(f"\nthe stack keeps running: base URL {api_url}\n"
                          f"admin token: {self.admin_token}\n"
+                         f"front-end key: {self.frontend_token}\n"
                          f"try: curl -H 'Authorization: Bearer {self.admin_token}' "
                          f"{api_url}/experiments/{exp_id}\nCtrl-C stops everything.")
                 with contextlib.suppress(KeyboardInterrupt):
@@ -379,6 +380,10 @@ class Demo:
                 how = f" by {r['eliminated']['by']} at comparison {r['eliminated']['step']}"
             self.say(f"  {r['name']}  {r['status']:<10}{how}  NDCG@10 "
                      f"{self.world.ndcg(int(r['name'][1:])):.3f}  played {r['comparisons']:.0f}")
+        if not (self.opts.keep_running or self.opts.web):  # the URLs die with the stack
+            self.say("the stack stops now; run with --keep-running to look at the API, "
+                     "its metrics and the worker's")
+            return
         self.say("look at (operator endpoints need the admin token):")
         for name, url in s["urls"].items():
             self.say(f"  {name:<10} {url}")

@@ -45,9 +45,7 @@ _PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
 _ENV = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 _SEGMENT = re.compile(r"^[^.]+$")
-#: headers the client sets itself
-RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-#: names a result already has (``fields`` may not use them)
+#: names a result has already (a ``fields`` entry of that name is not passed through)
 RESERVED_FIELDS = frozenset({"id", "rank", "url", "title"})
 MAX_PATH_CHARS = 256
 
@@ -153,7 +151,7 @@ def _param(value: Any) -> str:
 
 def request_body(request: Mapping[str, Any], *, q: str, k: int, user: str | None = None,
                  offset: int = 0) -> bytes | None:
-    """A POST template's body as JSON bytes (None without a body)."""
+    """The template's body as JSON bytes (None without a body)."""
     if "body" not in request or request.get("body") is None:
         return None
     body = substitute(request["body"], q=q, k=k, user=user, offset=offset)
@@ -212,16 +210,18 @@ def map_results(data: Any, response: Mapping[str, Any]) -> list[dict[str, Any]]:
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
             raise MappingError(f"result {n}: the id at path {response['id']!r} is not a "
                                "string or an integer")
-        mapped: dict[str, Any] = {"id": doc_id}
+        mapped: dict[str, Any] = {}
+        for name, path in (response.get("fields") or {}).items():
+            if name not in RESERVED_FIELDS:  # the mapping's own names are its own
+                value = lookup(item, path, default=None)
+                if value is not None:
+                    mapped[name] = value
+        mapped["id"] = doc_id
         for name in ("url", "title"):
             if response.get(name):
                 value = lookup(item, response[name], default=None)
                 if value is not None:
                     mapped[name] = value
-        for name, path in (response.get("fields") or {}).items():
-            value = lookup(item, path, default=None)
-            if value is not None:
-                mapped[name] = value
         out.append(mapped)
     return out
 
@@ -241,9 +241,6 @@ def check_request(request: Mapping[str, Any], *,
     """Problems of a ``request`` template as ``(field path under it, message)``."""
     environ = os.environ if environ is None else environ
     problems: list[tuple[str, str]] = []
-    method = request.get("method", "GET")
-    if request.get("body") is not None and method != "POST":
-        problems.append(("body", "a body needs \"method\": \"POST\""))
     for where in ("params", "headers", "body"):
         for name in unknown_placeholders(request.get(where)):
             problems.append((where, f"unknown placeholder {{{name}}}; known: "
@@ -251,8 +248,6 @@ def check_request(request: Mapping[str, Any], *,
     for name, value in (request.get("headers") or {}).items():
         if not _HEADER_NAME.match(name):
             problems.append((f"headers.{name}", "is not a valid header name"))
-        elif name.lower() in RESERVED_HEADERS:
-            problems.append((f"headers.{name}", "is set by rankduel and cannot be templated"))
         if "\r" in value or "\n" in value:
             problems.append((f"headers.{name}", "must be one line"))
         var = env_name(value)
@@ -276,9 +271,6 @@ def check_response(response: Mapping[str, Any]) -> list[tuple[str, str]]:
         if why:
             problems.append((name, why))
     for name, path in (response.get("fields") or {}).items():
-        if name in RESERVED_FIELDS:
-            problems.append((f"fields.{name}", f"{name!r} is a name every result has "
-                                               "already; choose another"))
         why = check_path(path)
         if why:
             problems.append((f"fields.{name}", why))

@@ -63,6 +63,10 @@ _PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4
 #: an absolute http(s) URL: host name or IPv4 address, optional port, then printable
 #: ASCII without spaces or a fragment (no user info, no IPv6 literal)
 RANKER_URL_PATTERN = rf"^https?://[A-Za-z0-9.\-]+(?::{_PORT})?(?:[/?][!-\"$-~]*)?$"
+#: a response path: keys separated by single dots (an integer key indexes a list)
+PATH_PATTERN = r"^[^.]+(\.[^.]+)*$"
+#: an HTTP header name (RFC 9110 token)
+HEADER_NAME_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$"
 
 #: what each pattern means, for error messages
 PATTERN_MEANING = {
@@ -70,6 +74,9 @@ PATTERN_MEANING = {
                          "or digit",
     RANKER_URL_PATTERN: "an absolute http(s) URL (host, optional port, path and query in "
                         "printable ASCII; no user info, no fragment)",
+    PATH_PATTERN: "a dot path: keys separated by single dots (an integer indexes a list)",
+    HEADER_NAME_PATTERN: "an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)",
+    r"^[^\r\n]*$": "one line",
 }
 
 
@@ -247,7 +254,9 @@ class EndForm(BaseModel):
 
 # ---------------------------------------------------------------------- operator
 TemplateText = Annotated[str, Field(max_length=4096)]
-PathText = Annotated[str, Field(min_length=1, max_length=256)]
+PathText = Annotated[str, Field(min_length=1, max_length=256, pattern=PATH_PATTERN)]
+HeaderName = Annotated[str, Field(pattern=HEADER_NAME_PATTERN)]
+HeaderValue = Annotated[str, Field(max_length=4096, pattern=r"^[^\r\n]*$")]
 ParamValue = TemplateText | Int() | float | bool
 PLACEHOLDER_NOTE = ("placeholders {q}, {k}, {user} and {offset} in string values; exactly "
                     "\"{k}\" becomes the integer")
@@ -256,16 +265,17 @@ PLACEHOLDER_NOTE = ("placeholders {q}, {k}, {user} and {offset} in string values
 class RankerRequest(Closed):
     """How to call a ranker in its engine's own shape (see docs/integrating-rankers.md)."""
 
-    method: Literal["GET", "POST"] = Field("GET", description="POST sends `body` as JSON")
+    method: Literal["GET", "POST"] = Field("GET", description="GET (default) or POST")
     params: Annotated[dict[str, ParamValue], Field(max_length=100)] = Field(
         default_factory=dict, description="query-string parameters, after any in `url` ("
         "q and k are not appended); " + PLACEHOLDER_NOTE)
-    headers: Annotated[dict[str, TemplateText], Field(max_length=50)] = Field(
+    headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] = Field(
         default_factory=dict, description="request headers; a value `env:NAME` is read from "
         "the API process's environment at request time (only `env:NAME` is stored); "
         + PLACEHOLDER_NOTE)
     body: dict[str, Any] | None = Field(
-        None, description="POST only: the JSON body; " + PLACEHOLDER_NOTE)
+        None, description="a JSON body (sent with Content-Type: application/json; usually "
+        "with POST, though Elasticsearch also reads one with GET); " + PLACEHOLDER_NOTE)
 
 
 class RankerResponse(Closed):
@@ -278,7 +288,8 @@ class RankerResponse(Closed):
     url: PathText | None = Field(None, description="the result's URL (what /r redirects to)")
     title: PathText | None = Field(None, description="the result's title")
     fields: Annotated[dict[str, PathText], Field(max_length=50)] = Field(
-        default_factory=dict, description="other fields passed through, by name")
+        default_factory=dict, description="other fields passed through, by name (id, url "
+        "and title are the mapping's own: a field of those names does not replace them)")
 
 
 class RankerIn(Closed):

@@ -20,6 +20,8 @@ import argparse
 import os
 import time
 
+from cli.help_text import plain
+
 
 def _run(args: argparse.Namespace) -> int:
     from demo.run import DemoOptions
@@ -69,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("traffic", help="simulated users against a running API",
-                              description=__doc__,
+                              description=plain(__doc__),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--api", required=True, help="base URL of the rankduel API")
     p.add_argument("--rankers-url", required=True,
