@@ -262,6 +262,11 @@ PLACEHOLDER_NOTE = ("placeholders {q}, {k}, {user} and {offset} in string values
                     "\"{k}\" becomes the integer")
 
 
+def _closed_map(schema: dict[str, Any]) -> None:
+    """A map whose keys must match its ``patternProperties`` (no other keys)."""
+    schema["additionalProperties"] = False
+
+
 class RankerRequest(Closed):
     """How to call a ranker in its engine's own shape (see docs/integrating-rankers.md)."""
 
@@ -272,7 +277,7 @@ class RankerRequest(Closed):
     headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] = Field(
         default_factory=dict, description="request headers; a value `env:NAME` is read from "
         "the API process's environment at request time (only `env:NAME` is stored); "
-        + PLACEHOLDER_NOTE)
+        + PLACEHOLDER_NOTE, json_schema_extra=_closed_map)
     body: dict[str, Any] | None = Field(
         None, description="a JSON body (sent with Content-Type: application/json; usually "
         "with POST, though Elasticsearch also reads one with GET); " + PLACEHOLDER_NOTE)

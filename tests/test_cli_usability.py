@@ -141,3 +141,35 @@ def test_the_worker_logs_one_line_a_minute_of_totals(caplog):
     assert line == ("last 60 s: 112 task runs (drain 100, sweep 12), 1 failed, 0 retried; "
                     "impressions credited: credited 900, no_clicks 40")
     assert [r.getMessage() for r in caplog.records] == [line]
+
+
+def test_a_real_worker_at_info_logs_no_line_per_drain(stack, service_env, redis_url, worker,
+                                                      client, ranker_server):
+    """A Celery worker at INFO crediting 40 impressions: its log says it started and
+    stopped, and has no "received"/"succeeded" line per task run."""
+    from test_service_api import rankers_for
+    from test_workers_credit import all_credited, wait_for
+
+    worker.stop()  # this test's worker takes every task
+    child = stack.python("info-worker", [
+        "-m", "cli.main", "worker", "--loglevel", "info", "--hostname",
+        f"info-{os.getpid()}@%h"], service_env)
+    try:
+        stack.wait_worker(child, redis_url)
+        exp = client.create_experiment(name="logs", algorithm="uniform",
+                                       interleaving="team_draft", seed=5,
+                                       rankers=rankers_for(ranker_server, "good", "bad"))
+        for _ in range(40):
+            page = client.search(exp["id"], "q", k=4)
+            client.click(page, [(page["results"][0]["id"], 1)])
+            client.end(page)
+        wait_for(all_credited(client, exp["id"]), timeout=60, what="credit")
+    finally:
+        child.stop()
+        worker.ensure()
+    log = child.log_path.read_text(errors="replace")
+    assert "started (pid" in log and "worker stopping" in log, log[-2000:]
+    assert " ready." in log  # Celery's own INFO lines are there: the level is INFO
+    per_task = [line for line in log.splitlines()
+                if "rankduel.drain" in line and ("received" in line or "succeeded" in line)]
+    assert per_task == [], per_task[:5]
