@@ -175,7 +175,7 @@ class Config:
         with ``Authorization: Bearer <key>`` skips the per-address click limit (a front
         end reports the clicks of all its users from one address); the per-impression
         limit and the impression token still apply. A wrong key answers 401. None by
-        default.
+        default (the admin token is accepted as a key too).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"

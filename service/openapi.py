@@ -47,7 +47,8 @@ ERRORS = {
 #: headers are read by gunicorn before any route)
 DOOR_STATUSES = (414, 431)
 FRONTEND_KEY = ("A wrong front-end key (Authorization: Bearer <key> must be one of "
-                "RANKDUEL_FRONTEND_TOKENS; without the header the request is a browser's)")
+                "RANKDUEL_FRONTEND_TOKENS, or the admin token; without the header the "
+                "request is a browser's)")
 
 DESCRIPTION = f"""Online interleaving experiments run by dueling bandits.
 

@@ -109,9 +109,13 @@ def test_a_wrong_key_is_401_on_every_front_end_endpoint(keyed_app, ranker_server
     assert NEW not in repr(keyed_app.server.app.extensions["rankduel"].config)
 
 
-def test_no_keys_configured_means_any_key_is_wrong(api, client, ranker_server):
+def test_no_keys_configured_means_any_key_but_the_admin_token_is_wrong(api, client,
+                                                                    ranker_server):
     exp_id = _experiment(client, ranker_server)
     status, out = client.request("GET", f"/search?experiment={exp_id}&q=q",
                                  headers={"Authorization": "Bearer anything"})
     assert status == 401, out
     assert client.request("GET", f"/search?experiment={exp_id}&q=q")[0] == 200
+    status, _ = client.request("GET", f"/search?experiment={exp_id}&q=q",
+                               headers={"Authorization": f"Bearer {ADMIN}"})
+    assert status == 200  # the operator may do anything

@@ -53,13 +53,15 @@ def client_address(trusted_proxies: int) -> str:
 
 def frontend_key(rt: impressions.Runtime) -> bool:
     """True when the request carries a valid front-end key (``Authorization: Bearer
-    <key>``, one of ``RANKDUEL_FRONTEND_TOKENS``): a server-side front end, exempt from
-    the per-address click limit. False without an ``Authorization`` header (a browser);
-    401 for any other (a wrong key is never silently served as a browser)."""
+    <key>``, one of ``RANKDUEL_FRONTEND_TOKENS``, or the admin token, which may do
+    anything): a server-side front end, exempt from the per-address click limit. False
+    without an ``Authorization`` header (a browser); 401 for any other (a wrong key is
+    never silently served as a browser)."""
     header = request.headers.get("Authorization")
     if header is None:
         return False
-    require_bearer(header, rt.config.frontend_keys, what="front-end key")
+    require_bearer(header, (*rt.config.frontend_keys, rt.config.admin_token),
+                   what="front-end key")
     return True
 
 
