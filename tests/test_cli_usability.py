@@ -173,3 +173,12 @@ def test_a_real_worker_at_info_logs_no_line_per_drain(stack, service_env, redis_
     per_task = [line for line in log.splitlines()
                 if "rankduel.drain" in line and ("received" in line or "succeeded" in line)]
     assert per_task == [], per_task[:5]
+
+
+@pytest.mark.parametrize("module", ["cli.main", "cli.progress", "cli.help_text"])
+def test_cli_doctests(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
