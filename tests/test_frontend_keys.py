@@ -27,8 +27,11 @@ OLD, NEW = "fe-key-old-0123456789abcdef", "fe-key-new-0123456789abcdef"
 def keyed_app(api):
     """An app with the default per-address limit (600 a minute) and two front-end keys
     (a rotation in progress)."""
+    # impressions stay open while their clicks are sent (the session's inactivity is
+    # 1.5 s, for the worker tests; the session's worker would close them under load)
     server = ThreadedServer(create_app(api.config.replace(
-        clicks_per_client_per_minute=600, frontend_tokens=f"{OLD}, {NEW}")))
+        clicks_per_client_per_minute=600, frontend_tokens=f"{OLD}, {NEW}",
+        inactivity_s=600.0)))
     yield server
     server.close()
 

@@ -101,18 +101,18 @@ def engine_app(seed: int = SEED) -> Flask:
 def templated_rankers(base: str) -> list[dict]:
     """The three rankers, each by its engine's template (as docs/integrating-rankers.md)."""
     return [
-        {"name": ranker_name(0), "url": f"{base}/os/products/_search", "timeout_ms": 2000,
+        {"name": ranker_name(0), "url": f"{base}/os/products/_search", "timeout_ms": 5000,
          "request": {"method": "POST", "params": {"preference": "{user}"},
                      "headers": {"Authorization": f"env:{ENV}"},
                      "body": {"size": "{k}", "query": {"match": {"title": "{q}"}}}},
          "response": {"results": "hits.hits", "id": "_id", "url": "_source.url",
                       "title": "_source.title", "fields": {"price": "_source.price"}}},
         {"name": ranker_name(1), "url": f"{base}/solr/products/select?wt=json",
-         "timeout_ms": 2000,
+         "timeout_ms": 5000,
          "request": {"params": {"q": "{q}", "rows": "{k}", "start": "{offset}"}},
          "response": {"results": "response.docs", "id": "id", "url": "url",
                       "title": "title.0"}},
-        {"name": ranker_name(2), "url": f"{base}/search/", "timeout_ms": 2000,
+        {"name": ranker_name(2), "url": f"{base}/search/", "timeout_ms": 5000,
          "request": {"params": {"yql": "select * from products where userQuery()",
                                 "query": "{q}", "hits": "{k}", "offset": "{offset}"}},
          "response": {"results": "root.children", "id": "fields.product_id",
@@ -273,7 +273,7 @@ def test_three_engines_in_one_experiment(client, engines, worker, rd, api, secre
                                    algorithm=opts.algorithm, interleaving=opts.interleaving,
                                    seed=SEED)
     demo.send(client, exp["id"], 0, 400, np.eye(N) * 0 + 0.5, world.true_best)
-    assert demo.tally.errors == 0  # every search, click and end answered 2xx
+    assert demo.tally.errors == 0, demo.tally  # every search, click and end answered 2xx
     state = wait_for(lambda: (s := client.experiment(exp["id"]))["counters"].get(
         "credited", 0) >= s["counters"]["impressions"] and s, timeout=90, what="credit")
     c = state["counters"]
