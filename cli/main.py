@@ -31,6 +31,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def describe_os_error(exc: OSError) -> str:
+    """One line for a file or network error: what failed, on which file.
+
+    >>> describe_os_error(FileNotFoundError(2, "No such file or directory", "x.qrels"))
+    'x.qrels: no such file or directory'
+    """
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    reason = reason[:1].lower() + reason[1:]
+    return f"{exc.filename}: {reason}" if exc.filename else reason
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -40,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ValueError as exc:  # bad input reaches the user as one clear line
         print(f"rankduel {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # so does a missing, existing or unreadable file
+        print(f"rankduel {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:  # so does a missing optional package
         if (exc.name or "").partition(".")[0] not in DEMO_EXTRA:

@@ -12,7 +12,17 @@ class Progress:
 
     Updates are throttled to ten redraws a second, so calling ``advance`` in a hot loop
     costs a clock read. ``enabled`` defaults to whether ``stream`` is a terminal.
+
+    The ETA is the remaining work at the average rate since the start, shown once that
+    rate means something: after :data:`ETA_AFTER_S` seconds or :data:`ETA_AFTER_FRACTION`
+    of the work (the first steps include start-up costs and would promise hours for a
+    job of seconds); ``ETA ?`` until then.
     """
+
+    #: seconds of work before an ETA is shown
+    ETA_AFTER_S = 3.0
+    #: or the fraction of the work done
+    ETA_AFTER_FRACTION = 0.1
 
     def __init__(
         self,
@@ -44,12 +54,29 @@ class Progress:
         filled = int(frac * self.width)
         elapsed = max(now - self.start, 1e-9)
         rate = self.done / elapsed
-        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
         bar = "#" * filled + "." * (self.width - filled)
         self.stream.write(
-            f"\r{self.label} [{bar}] {self.done}/{self.total} {rate:,.0f}/s ETA {eta:,.0f}s {note}"
+            f"\r{self.label} [{bar}] {self.done}/{self.total} {rate:,.0f}/s "
+            f"ETA {self.eta(elapsed)} {note}"
         )
         self.stream.flush()
+
+    def eta(self, elapsed: float) -> str:
+        """The remaining time as text (``?`` while too early to tell).
+
+        >>> p = Progress(100, enabled=False)
+        >>> p.done = 1
+        >>> p.eta(0.5), p.eta(4.0)
+        ('?', '396s')
+        >>> p.done = 100
+        >>> p.eta(0.5)
+        '0s'
+        """
+        frac = self.done / self.total
+        if self.done <= 0 or (elapsed < self.ETA_AFTER_S and frac < self.ETA_AFTER_FRACTION):
+            return "?"
+        remaining = max(self.total - self.done, 0) * elapsed / self.done
+        return f"{remaining:,.0f}s"
 
     def close(self) -> None:
         if self.enabled:

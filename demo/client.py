@@ -27,14 +27,18 @@ class ApiResponseError(Exception):
 
 
 class Client:
-    """Call the API at ``base_url``; operator calls send ``admin_token`` when given."""
+    """Call the API at ``base_url``; operator calls send ``admin_token`` when given, and
+    front-end calls (search, click, end) send ``frontend_token``, a front-end key
+    (``RANKDUEL_FRONTEND_TOKENS``: a server-side front end is not held to the
+    per-address click limit), when given."""
 
     def __init__(self, base_url: str, admin_token: str | None = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, frontend_token: str | None = None) -> None:
         parts = urlsplit(base_url)
         self.host, self.port = parts.hostname, parts.port or 80
         self.base_url = base_url.rstrip("/")
         self.admin_token = admin_token
+        self.frontend_token = frontend_token or None
         self.timeout = timeout
         self._local = threading.local()
 
@@ -89,6 +93,9 @@ class Client:
         return out
 
     # ------------------------------------------------------------------ front end
+    def _front(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.frontend_token}"} if self.frontend_token else {}
+
     def search(self, experiment: str, q: str, k: int | None = None,
                user: str | None = None) -> dict[str, Any]:
         params = {"experiment": experiment, "q": q}
@@ -96,17 +103,17 @@ class Client:
             params["k"] = k
         if user is not None:
             params["user"] = user
-        return self._ok("GET", "/search?" + urlencode(params))
+        return self._ok("GET", "/search?" + urlencode(params), headers=self._front())
 
     def click(self, impression: dict[str, Any], docs: list[tuple[Any, int]]) -> dict[str, Any]:
         """Report clicks ``[(doc id, rank), ...]`` on an impression returned by ``search``."""
         return self._ok("POST", "/clicks", {
             "impression_id": impression["impression_id"], "token": impression["token"],
-            "clicks": [{"id": d, "rank": r} for d, r in docs]})
+            "clicks": [{"id": d, "rank": r} for d, r in docs]}, headers=self._front())
 
     def end(self, impression: dict[str, Any]) -> dict[str, Any]:
         return self._ok("POST", f"/impressions/{impression['impression_id']}/end",
-                        {"token": impression["token"]})
+                        {"token": impression["token"]}, headers=self._front())
 
     # ------------------------------------------------------------------ operator
     def create_experiment(self, **body: Any) -> dict[str, Any]:

@@ -92,6 +92,8 @@ class Demo:
         self.world = demo_world(opts.seed, opts.rankers)
         self.admin_token = secrets.token_urlsafe(24)
         self.secret_key = secrets.token_urlsafe(32)
+        #: the simulated users come through a server-side front end with this key
+        self.frontend_token = secrets.token_urlsafe(24)
         self.tally = Tally()
         self.web: ThreadedServer | None = None
 
@@ -124,9 +126,9 @@ class Demo:
             "RANKDUEL_SECRET_KEY": self.secret_key,
             # the demo's rankers run on this machine, which the default allow-list refuses
             "RANKDUEL_RANKER_ALLOW": env.get("RANKDUEL_RANKER_ALLOW") or "127.0.0.1,localhost",
-            # the simulated users all click from this machine: one address, many users
-            "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE": env.get(
-                "RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE") or "0",
+            # the simulated users all click from this machine, through a server-side
+            # front end: its key exempts it from the per-address click limit
+            "RANKDUEL_FRONTEND_TOKENS": self.frontend_token,
             "RANKDUEL_SWEEP_INTERVAL_S": env.get("RANKDUEL_SWEEP_INTERVAL_S", "1"),
             "RANKDUEL_INACTIVITY_S": env.get("RANKDUEL_INACTIVITY_S", "30"),
             "RANKDUEL_CREDIT_RETRY_S": env.get("RANKDUEL_CREDIT_RETRY_S", "10"),
@@ -222,7 +224,8 @@ class Demo:
         """User sessions ``first`` … ``first + count - 1`` (session ``n`` is seeded by
         ``(seed, n)``), ``concurrency`` at a time (default the run's)."""
         threads = concurrency or self.opts.concurrency
-        clients = [Client(client.base_url, client.admin_token) for _ in range(threads)]
+        clients = [Client(client.base_url, client.admin_token,
+                          frontend_token=client.frontend_token) for _ in range(threads)]
         end = first + count
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for batch_start in range(first, end, 256):
@@ -294,7 +297,7 @@ class Demo:
         stack = Stack(o.workdir)
         try:
             api_url, rank_url = self.start(stack)
-            client = Client(api_url, self.admin_token)
+            client = Client(api_url, self.admin_token, frontend_token=self.frontend_token)
             exp_id = self.create_experiment(client, rank_url, P, f"demo world {o.seed}")
             if o.web:
                 self.web.server.app.config["RANKDUEL"] = {
@@ -317,6 +320,7 @@ class Demo:
             if o.keep_running or o.web:
                 self.say(f"\nthe stack keeps running: base URL {api_url}\n"
                          f"admin token: {self.admin_token}\n"
+                         f"front-end key: {self.frontend_token}\n"
                          f"try: curl -H 'Authorization: Bearer {self.admin_token}' "
                          f"{api_url}/experiments/{exp_id}\nCtrl-C stops everything.")
                 with contextlib.suppress(KeyboardInterrupt):
@@ -376,6 +380,10 @@ class Demo:
                 how = f" by {r['eliminated']['by']} at comparison {r['eliminated']['step']}"
             self.say(f"  {r['name']}  {r['status']:<10}{how}  NDCG@10 "
                      f"{self.world.ndcg(int(r['name'][1:])):.3f}  played {r['comparisons']:.0f}")
+        if not (self.opts.keep_running or self.opts.web):  # the URLs die with the stack
+            self.say("the stack stops now; run with --keep-running to look at the API, "
+                     "its metrics and the worker's")
+            return
         self.say("look at (operator endpoints need the admin token):")
         for name, url in s["urls"].items():
             self.say(f"  {name:<10} {url}")

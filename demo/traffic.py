@@ -34,11 +34,13 @@ class Run:
 
 
 def start(api_url: str, admin_token: str, rankers_url: str, opts: DemoOptions,
-          *, name: str | None = None) -> Run:
-    """Create the experiment over the world's ``opts.rankers`` rankers; return the run."""
+          *, name: str | None = None, frontend_token: str | None = None) -> Run:
+    """Create the experiment over the world's ``opts.rankers`` rankers; return the run.
+    The users' searches, clicks and ends send ``frontend_token`` (a front-end key of
+    ``RANKDUEL_FRONTEND_TOKENS``) when given."""
     demo = Demo(opts)
     P = demo.true_preferences()
-    client = Client(api_url, admin_token)
+    client = Client(api_url, admin_token, frontend_token=frontend_token)
     exp_id = demo.create_experiment(client, rankers_url, P,
                                     name or f"simulated traffic, world {opts.seed}")
     return Run(demo=demo, client=client, exp_id=exp_id, P=P, best=demo.world.true_best)

@@ -114,7 +114,10 @@ def _observe(response):
 
 
 def _api_error(exc: ApiError):
-    return jsonify({"error": exc.message}), exc.status, exc.headers
+    body: dict[str, Any] = {"error": exc.message}
+    if exc.errors:
+        body["errors"] = exc.errors
+    return jsonify(body), exc.status, exc.headers
 
 
 def _storage_error(exc: Exception, *, status: int):

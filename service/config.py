@@ -65,9 +65,10 @@ ENV: dict[str, str] = {
     "clicks_per_impression": "RANKDUEL_CLICKS_PER_IMPRESSION",
     "trusted_proxies": "RANKDUEL_TRUSTED_PROXIES",
     "cors_origins": "RANKDUEL_CORS_ORIGINS",
+    "frontend_tokens": "RANKDUEL_FRONTEND_TOKENS",
 }
 
-SECRETS = frozenset({"admin_token", "secret_key", "metrics_token"})
+SECRETS = frozenset({"admin_token", "secret_key", "metrics_token", "frontend_tokens"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +168,14 @@ class Config:
         Origins of the search pages that call ``/search``, ``/clicks``, ``/end`` and
         ``/r`` from a browser (``RANKDUEL_CORS_ORIGINS``, comma-separated
         ``scheme://host[:port]``; none by default): :mod:`service.cors`.
+    frontend_tokens
+        Keys of server-side front ends (``RANKDUEL_FRONTEND_TOKENS``, comma-separated so
+        that a key can be rotated: add the new one, move the front ends, drop the old
+        one). A request to ``/search``, ``/clicks``, ``/impressions/ID/end`` or ``/r``
+        with ``Authorization: Bearer <key>`` skips the per-address click limit (a front
+        end reports the clicks of all its users from one address); the per-impression
+        limit and the impression token still apply. A wrong key answers 401. None by
+        default (the admin token is accepted as a key too).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -204,6 +213,7 @@ class Config:
     clicks_per_impression: int = 100
     trusted_proxies: int = 0
     cors_origins: str = ""
+    frontend_tokens: str = ""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -251,6 +261,11 @@ class Config:
             host, sep, port = value.rpartition(":")
             if not sep or not host or not port.isdigit():
                 raise ValueError(f"config {name} must be host:port, got {value!r}")
+
+    @property
+    def frontend_keys(self) -> tuple[str, ...]:
+        """The front-end keys of ``frontend_tokens`` (blank entries dropped)."""
+        return tuple(t.strip() for t in self.frontend_tokens.split(",") if t.strip())
 
     @property
     def host(self) -> str:

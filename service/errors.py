@@ -17,10 +17,13 @@ class ApiError(Exception):
 
     status: int = 500
 
-    def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None,
+                 errors: list[str] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.headers = headers or {}
+        #: every problem found, when there were several (the body's ``errors`` list)
+        self.errors = errors
 
 
 class BadRequest(ApiError):

@@ -18,6 +18,7 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences, wilson_interval
+from service import ranker_template
 from service.errors import Conflict, Unprocessable
 from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient, RankerFailure, validate_url
@@ -36,8 +37,11 @@ TRANSITIONS = {
 
 def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
                  policy: RankerPolicy | None = None) -> dict[str, Any]:
-    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``; with ``policy``,
-    its URL must be one the allow-list allows (:mod:`service.ranker_policy`)."""
+    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``, plus its
+    ``request`` template and ``response`` mapping when it has them (checked here:
+    placeholders, header secrets set in this process, paths; :mod:`service.
+    ranker_template`); with ``policy``, its URL must be one the allow-list allows
+    (:mod:`service.ranker_policy`)."""
     try:
         url = validate_url(ranker.url)
         if policy is not None:
@@ -45,7 +49,19 @@ def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
     except ValueError as exc:
         raise Unprocessable(f"field {where}url: {exc}") from None
     timeout = default_timeout_ms if ranker.timeout_ms is None else ranker.timeout_ms
-    return {"name": ranker.name, "url": url, "timeout_ms": timeout}
+    entry: dict[str, Any] = {"name": ranker.name, "url": url, "timeout_ms": timeout}
+    problems = []
+    if ranker.request is not None:
+        entry["request"] = ranker.request.model_dump(exclude_none=True)
+        problems += [f"field {where}request.{f}: {m}"
+                     for f, m in ranker_template.check_request(entry["request"])]
+    if ranker.response is not None:
+        entry["response"] = ranker.response.model_dump(exclude_none=True)
+        problems += [f"field {where}response.{f}: {m}"
+                     for f, m in ranker_template.check_response(entry["response"])]
+    if problems:
+        raise Unprocessable("; ".join(problems), errors=problems)
+    return entry
 
 
 Prober = Callable[[list[dict[str, Any]]], None]
@@ -70,9 +86,16 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     body = spec.root
     algorithm = body.algorithm  # a registered one: service.schemas imports every policy
     params = body.params_dict()
-    rankers = [ranker_entry(r, default_timeout_ms=default_timeout_ms, where=f"rankers[{n}].",
-                            policy=policy)
-               for n, r in enumerate(body.rankers)]
+    rankers, problems = [], []
+    for n, r in enumerate(body.rankers):  # every ranker's problems at once
+        try:
+            rankers.append(ranker_entry(r, default_timeout_ms=default_timeout_ms,
+                                        where=f"rankers[{n}].", policy=policy))
+        except Unprocessable as exc:
+            problems += exc.errors or [exc.message]
+    if problems:
+        raise Unprocessable("; ".join(problems),
+                            errors=problems if len(problems) > 1 else None)
     names = [r["name"] for r in rankers]
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")

@@ -86,10 +86,10 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
     health = RankerHealth(rt, exp_id, choice)
     called = [(arm, r) for arm, r in zip(choice.arms, choice.rankers, strict=True)
               if health.may_call(arm)]
-    ok, failed = health.fetch(called, q, k)
+    ok, failed = health.fetch(called, q, k, user=user)
     if not ok:  # serve the champion, or another healthy ranker, without a duel
         ok, _ = health.fetch(health.substitutes(exclude={a for a, _ in called}), q, k,
-                             first_only=True)
+                             first_only=True, user=user)
         failed = []
         if not ok:
             raise BadGateway(f"no ranker of experiment {exp_id!r} could answer")
@@ -205,11 +205,13 @@ class RankerHealth:
         return out
 
     def fetch(self, called: list[tuple[int, dict[str, Any]]], q: str, k: int, *,
-              first_only: bool = False) -> tuple[list[Answer], list[tuple[int, RankerFailure]]]:
+              first_only: bool = False, user: str | None = None,
+              ) -> tuple[list[Answer], list[tuple[int, RankerFailure]]]:
         """Fetch ``called`` concurrently; ``(answers, failures)``, health updated."""
         if not called:
             return [], []
-        lists = self.rt.rankers.fetch_all([r for _, r in called], q, k, experiment=self.exp_id)
+        lists = self.rt.rankers.fetch_all([r for _, r in called], q, k, experiment=self.exp_id,
+                                          user=user)
         ok: list[Answer] = []
         failed: list[tuple[int, RankerFailure]] = []
         for (arm, r), res in zip(called, lists, strict=True):

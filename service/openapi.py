@@ -34,16 +34,29 @@ ERRORS = {
     404: "Unknown experiment, impression or ranker",
     409: "Not allowed in the current state",
     413: f"Request body larger than {MAX_BODY_BYTES} bytes",
+    414: f"Request line (method, path and query string) longer than {LIMIT_REQUEST_LINE} "
+         "bytes, behind gunicorn (rankduel serve)",
     415: "Request body in an encoding this endpoint does not read",
     422: "Well-formed request whose content is invalid",
     429: "Too many requests: over a per-client or per-impression limit (see Retry-After)",
     502: "No ranker of the experiment could answer",
     503: "Redis unreachable, or too busy to commit",
+    431: "Request headers too large, behind gunicorn (rankduel serve)",
 }
+#: statuses the door's limits can answer on every operation (the request line and the
+#: headers are read by gunicorn before any route)
+DOOR_STATUSES = (414, 431)
+FRONTEND_KEY = ("A wrong front-end key (Authorization: Bearer <key> must be one of "
+                "RANKDUEL_FRONTEND_TOKENS, or the admin token; without the header the "
+                "request is a browser's)")
 
 DESCRIPTION = f"""Online interleaving experiments run by dueling bandits.
 
-Every error is `{{"error": "<what was wrong>"}}`. At the door: request bodies are UTF-8 JSON
+Every error is `{{"error": "<what was wrong>"}}`; when an operator body has several
+problems, `errors` lists every one of them. A server-side front end sends its front-end key
+(`Authorization: Bearer <key>`, one of `RANKDUEL_FRONTEND_TOKENS`) with `/search`,
+`/clicks`, `/impressions/{{imp_id}}/end` and `/r`: its click reports are not held to the
+per-address limit (401 for a wrong key). At the door: request bodies are UTF-8 JSON
 objects of at most {MAX_BODY_BYTES} bytes (413 beyond), nested at most {MAX_DEPTH} deep
 (400 beyond); `NaN`, `Infinity` and `-Infinity` are not JSON (400). The browser's reports
 (`/clicks`, `/impressions/{{imp_id}}/end`) are also read as `text/plain` JSON or as form
@@ -105,7 +118,8 @@ def operations(default_k: int, max_k: int) -> list[Op]:
     return [
         Op("get", "/search", "search", "Serve an interleaved result page",
            query=s.search_query(default_k, max_k),
-           responses={200: s.SearchResult, 400: None, 404: None, 502: None, 503: None},
+           responses={200: s.SearchResult, 400: None, 401: FRONTEND_KEY, 404: None, 502: None,
+                      503: None},
            links={200: {
                "RecordClicks": {"operationId": "recordClicks", "requestBody": {
                    "impression_id": "$response.body#/impression_id",
@@ -122,7 +136,8 @@ def operations(default_k: int, max_k: int) -> list[Op]:
         Op("post", "/clicks", "recordClicks",
            "Report clicks (one or many; a repeated click counts once)", body=s.Clicks,
            form=s.ClickForm, body_description=BROWSER_BODIES,
-           responses={202: s.ClicksAccepted, 400: None, 403: None, 404: None, 409: None,
+           responses={202: s.ClicksAccepted, 400: None, 401: FRONTEND_KEY, 403: None,
+                      404: None, 409: None,
                       413: None, 415: None, 422: "Document not shown, or not at that rank",
                       429: "Over this client's click reports per minute, or over the "
                            "impression's click reports", 503: None}),
@@ -131,13 +146,14 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            body_required=False, form=s.EndForm, body_description=BROWSER_BODIES,
            path_params={"imp_id": {"type": "string", "minLength": 1,
                                    "maxLength": s.MAX_ID_CHARS}},
-           responses={202: s.Ended, 400: None, 403: None, 404: None, 413: None, 415: None,
+           responses={202: s.Ended, 400: None, 401: FRONTEND_KEY, 403: None, 404: None,
+                      413: None, 415: None,
                       422: "A click of the body: document not shown, or not at that rank",
                       503: None}),
         Op("get", "/r", "clickRedirect",
            "Record a click and redirect (302) to the result URL the ranker returned",
            query=s.RedirectQuery,
-           responses={302: "redirect", 400: None, 403: None, 404: None,
+           responses={302: "redirect", 400: None, 401: FRONTEND_KEY, 403: None, 404: None,
                       422: "Document not shown at that rank, or a URL not shown for it",
                       503: None}),
         Op("get", "/static/rankduel.js", "rankduelScript",
@@ -324,7 +340,10 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
     if op.operator:
         out["security"] = [{"bearer": []}]
     responses: dict[str, Any] = {}
-    for status, model in op.responses.items():
+    listed = dict(op.responses)
+    for status in DOOR_STATUSES:
+        listed.setdefault(status, None)
+    for status, model in sorted(listed.items()):
         if status >= 400:
             text = model if isinstance(model, str) else ERRORS[status]
             responses[str(status)] = _json({"$ref": "#/components/schemas/Error"}, text)

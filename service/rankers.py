@@ -1,7 +1,9 @@
 """Calling the rankers: concurrent HTTP fetches, each bounded in time and size.
 
 A ranker is an HTTP endpoint called as ``GET URL?q=TEXT&k=K`` that returns
-``{"results": [{"id": ..., ...}, ...]}``. :class:`RankerClient` fetches all rankers of a
+``{"results": [{"id": ..., ...}, ...]}``, or, with a ``request`` template and a
+``response`` mapping, a search engine called in its own shape
+(:mod:`service.ranker_template`). :class:`RankerClient` fetches all rankers of a
 comparison at once on a thread pool; each thread keeps one persistent
 ``http.client`` connection per host, so a steady stream of searches reuses its TCP
 connections (the standard library is enough here: no extra dependency). A ranker that
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, quote, urlsplit
 
-from service import metrics
+from service import metrics, ranker_template
 from service.limits import MAX_DOC_ID_CHARS
 from service.ranker_policy import RankerPolicy, RankerRefused
 
@@ -73,15 +75,21 @@ def _target(parts: SplitResult, q: str, k: int) -> str:
     return f"{path}?{query}"
 
 
-def parse_results(body: bytes, max_results: int = 1000) -> list[dict[str, Any]]:
+def parse_results(body: bytes, max_results: int = 1000,
+                  response: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The ranker's result list (its first ``max_results`` entries), each a dict with a
-    string-able ``id`` of at most :data:`MAX_DOC_ID_CHARS` characters."""
+    string-able ``id`` of at most :data:`MAX_DOC_ID_CHARS` characters; with ``response``,
+    the engine's answer mapped by it (:func:`service.ranker_template.map_results`)."""
     data = json.loads(body)
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+    if response is not None:
+        items = ranker_template.map_results(data, response)
+    elif not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ValueError('response is not {"results": [...]}')
+    else:
+        items = data["results"]
     out = []
     seen = set()
-    for item in data["results"][:max_results]:
+    for item in items[:max_results]:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str | int):
             raise ValueError("every result needs an id (string or integer)")
         if isinstance(item["id"], bool):
@@ -198,9 +206,22 @@ class RankerClient:
         if conn is not None:
             conn.close()
 
-    def _fetch(self, url: str, q: str, k: int, deadline: float) -> list[dict[str, Any]]:
-        parts = urlsplit(url)
-        target = _target(parts, q, k)
+    def _fetch(self, ranker: dict[str, Any], q: str, k: int, deadline: float,
+               user: str | None = None) -> list[dict[str, Any]]:
+        parts = urlsplit(ranker["url"])
+        template = ranker.get("request")
+        method, body = "GET", None
+        headers = {"Accept": "application/json"}
+        if template is None:
+            target = _target(parts, q, k)
+        else:
+            target = ranker_template.request_target(parts.path, parts.query, template,
+                                                    q=q, k=k, user=user)
+            headers.update(ranker_template.request_headers(template, q=q, k=k, user=user))
+            method = template.get("method", "GET")
+            body = ranker_template.request_body(template, q=q, k=k, user=user)
+            if body is not None:
+                headers["Content-Type"] = "application/json"
         for attempt in range(2):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -209,14 +230,14 @@ class RankerClient:
             try:
                 conn, reused = self._conn(parts, remaining)
                 token = self._watchdog.watch(deadline, conn.sock)
-                conn.request("GET", target, headers={"Accept": "application/json"})
+                conn.request(method, target, body=body, headers=headers)
                 resp = conn.getresponse()
                 length = resp.getheader("Content-Length")
                 if length and length.isdigit() and int(length) > self.max_bytes:
                     raise _TooLarge(int(length))
-                body = resp.read(self.max_bytes + 1)
-                if len(body) > self.max_bytes:
-                    raise _TooLarge(len(body))
+                answer = resp.read(self.max_bytes + 1)
+                if len(answer) > self.max_bytes:
+                    raise _TooLarge(len(answer))
                 if not resp.isclosed():  # a body we did not read to its end
                     self._drop(parts)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
@@ -234,13 +255,13 @@ class RankerClient:
                 raise TimeoutError("deadline passed")
             if resp.status != 200:
                 raise _HttpStatus(resp.status)
-            return parse_results(body, self.max_results)
+            return parse_results(answer, self.max_results, ranker.get("response"))
         raise AssertionError("unreachable")
 
-    def _timed_fetch(self, url: str, q: str, k: int,
-                     deadline: float) -> tuple[list[dict[str, Any]], float]:
+    def _timed_fetch(self, ranker: dict[str, Any], q: str, k: int, deadline: float,
+                     user: str | None) -> tuple[list[dict[str, Any]], float]:
         t0 = time.perf_counter()
-        return self._fetch(url, q, k, deadline), time.perf_counter() - t0
+        return self._fetch(ranker, q, k, deadline, user), time.perf_counter() - t0
 
     def _admit(self, url: str) -> bool:
         with self._lock:
@@ -260,10 +281,11 @@ class RankerClient:
 
     def fetch_all(
         self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = "",
-        observe: bool = True,
+        observe: bool = True, user: str | None = None,
     ) -> list[list[dict[str, Any]] | RankerFailure]:
         """Fetch every ranker's list concurrently; a failure in place of a list when it
-        errs or misses its ``timeout_ms``. Never raises for a ranker's fault."""
+        errs or misses its ``timeout_ms``. Never raises for a ranker's fault. ``user``
+        fills a template's ``{user}`` (empty when None)."""
         start = time.perf_counter()
         now = time.monotonic()
         futures: list[Future | None] = []
@@ -271,8 +293,8 @@ class RankerClient:
             if not self._admit(r["url"]):
                 futures.append(None)
                 continue
-            fut = self._pool.submit(self._timed_fetch, r["url"], q, k,
-                                    now + r["timeout_ms"] / 1000.0)
+            fut = self._pool.submit(self._timed_fetch, r, q, k,
+                                    now + r["timeout_ms"] / 1000.0, user)
             fut.add_done_callback(lambda f, u=r["url"]: self._release(u, f))
             futures.append(fut)
         out: list[list[dict[str, Any]] | RankerFailure] = []
@@ -293,6 +315,8 @@ class RankerClient:
                 out.append(RankerFailure(f"http_{exc.status}", f"HTTP {exc.status}"))
             except RankerRefused as exc:
                 out.append(RankerFailure("refused", str(exc)))
+            except ranker_template.MissingSecret as exc:
+                out.append(RankerFailure("missing_secret", str(exc)))
             except _TooLarge as exc:
                 out.append(RankerFailure("too_large", f"body over {self.max_bytes} bytes "
                                          f"({exc.size})"))

@@ -65,6 +65,10 @@ _PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4
 #: an absolute http(s) URL: host name or IPv4 address, optional port, then printable
 #: ASCII without spaces or a fragment (no user info, no IPv6 literal)
 RANKER_URL_PATTERN = rf"^https?://[A-Za-z0-9.\-]+(?::{_PORT})?(?:[/?][!-\"$-~]*)?$"
+#: a response path: keys separated by single dots (an integer key indexes a list)
+PATH_PATTERN = r"^[^.]+(\.[^.]+)*$"
+#: an HTTP header name (RFC 9110 token)
+HEADER_NAME_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$"
 
 #: what each pattern means, for error messages
 PATTERN_MEANING = {
@@ -72,6 +76,9 @@ PATTERN_MEANING = {
                          "or digit",
     RANKER_URL_PATTERN: "an absolute http(s) URL (host, optional port, path and query in "
                         "printable ASCII; no user info, no fragment)",
+    PATH_PATTERN: "a dot path: keys separated by single dots (an integer indexes a list)",
+    HEADER_NAME_PATTERN: "an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)",
+    r"^[^\r\n]*$": "one line",
 }
 
 
@@ -250,13 +257,62 @@ class EndForm(BaseModel):
 
 
 # ---------------------------------------------------------------------- operator
+TemplateText = Annotated[str, Field(max_length=4096)]
+PathText = Annotated[str, Field(min_length=1, max_length=256, pattern=PATH_PATTERN)]
+HeaderName = Annotated[str, Field(pattern=HEADER_NAME_PATTERN)]
+HeaderValue = Annotated[str, Field(max_length=4096, pattern=r"^[^\r\n]*$")]
+ParamValue = TemplateText | Int() | float | bool
+PLACEHOLDER_NOTE = ("placeholders {q}, {k}, {user} and {offset} in string values; exactly "
+                    "\"{k}\" becomes the integer")
+
+
+def _closed_map(schema: dict[str, Any]) -> None:
+    """A map whose keys must match its ``patternProperties`` (no other keys)."""
+    schema["additionalProperties"] = False
+
+
+class RankerRequest(Closed):
+    """How to call a ranker in its engine's own shape (see docs/integrating-rankers.md)."""
+
+    method: Literal["GET", "POST"] = Field("GET", description="GET (default) or POST")
+    params: Annotated[dict[str, ParamValue], Field(max_length=100)] = Field(
+        default_factory=dict, description="query-string parameters, after any in `url` ("
+        "q and k are not appended); " + PLACEHOLDER_NOTE)
+    headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] = Field(
+        default_factory=dict, description="request headers; a value `env:NAME` is read from "
+        "the API process's environment at request time (only `env:NAME` is stored); "
+        + PLACEHOLDER_NOTE, json_schema_extra=_closed_map)
+    body: dict[str, Any] | None = Field(
+        None, description="a JSON body (sent with Content-Type: application/json; usually "
+        "with POST, though Elasticsearch also reads one with GET); " + PLACEHOLDER_NOTE)
+
+
+class RankerResponse(Closed):
+    """Where the results are in the engine's answer: dot paths, an integer segment
+    indexing a list."""
+
+    results: PathText = Field(description="the list of results (absent: no results)")
+    id: PathText = Field(description="each result's document id (required), under the "
+                                     "result")
+    url: PathText | None = Field(None, description="the result's URL (what /r redirects to)")
+    title: PathText | None = Field(None, description="the result's title")
+    fields: Annotated[dict[str, PathText], Field(max_length=50)] = Field(
+        default_factory=dict, description="other fields passed through, by name (id, url "
+        "and title are the mapping's own: a field of those names does not replace them)")
+
+
 class RankerIn(Closed):
-    """A ranker: called as ``GET URL?q=TEXT&k=K``, answering ``{"results": [{"id"}, ...]}``."""
+    """A ranker: by default called as ``GET URL?q=TEXT&k=K``, answering
+    ``{"results": [{"id"}, ...]}``; with ``request``/``response``, in its engine's shape."""
 
     name: RankerName
     url: RankerUrl
     timeout_ms: Int(ge=1, le=MAX_TIMEOUT_MS) | None = Field(
         None, description="default: the service's RANKDUEL_RANKER_TIMEOUT_MS")
+    request: RankerRequest | None = Field(
+        None, description="optional: how to call the engine (default: GET URL?q=&k=)")
+    response: RankerResponse | None = Field(
+        None, description='optional: where the results are (default: {"results": [{"id"}]})')
 
 
 class NewRanker(RankerIn):
@@ -410,9 +466,13 @@ class NewExperiment(RootModel):
 
 # ---------------------------------------------------------------------- responses
 class Error(Out):
-    """Every error: what was wrong."""
+    """Every error: what was wrong (``errors``: every problem, when an operator body had
+    several)."""
 
     error: str
+    errors: list[str] | SkipJsonSchema[None] = Field(
+        None, description="every problem of the body, when there were several",
+        json_schema_extra=_no_default)
 
 
 class Healthy(Out):
@@ -464,6 +524,10 @@ class RankerEntry(Out):
     url: str
     timeout_ms: int
     arm: Annotated[int, Field(ge=0, description="its index in W")]
+    request: dict[str, Any] | None = Field(
+        None, description="its request template, when it has one (header secrets as env:NAME)")
+    response: dict[str, Any] | None = Field(
+        None, description="its response mapping, when it has one")
     status: RankerStatus
     added_at: float
     retired_at: float | None

@@ -24,6 +24,7 @@ service.errors.BadRequest: request body is nested deeper than 32 levels
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
@@ -99,9 +100,10 @@ def parse(model: type[BaseModel], data: Any, *, status: int = 400,
     """``data`` validated by a model of :mod:`service.schemas`.
 
     A failure raises :class:`BadRequest` (``status=400``) or :class:`Unprocessable`
-    (``status=422``) with one readable message for the first problem; problems under a
-    field named in ``content`` are 422 whatever ``status`` says (a well-formed request
-    whose content is wrong). With ``query``, ``data`` is a query string's parameters.
+    (``status=422``) whose message names every problem (``errors``: the list), an unknown
+    field with the closest valid name; the status follows the first problem: under a field
+    named in ``content`` it is 422 whatever ``status`` says (a well-formed request whose
+    content is wrong). With ``query``, ``data`` is a query string's parameters.
     """
     try:
         return model.model_validate(data)
@@ -114,7 +116,78 @@ def parse(model: type[BaseModel], data: Any, *, status: int = 400,
                     e["loc"] = e["loc"][1:]
         first = errors[0]
         error = Unprocessable if status == 422 or _names(first["loc"]) & content else BadRequest
-        raise error(describe_error(first, errors, query=query)) from None
+        messages = describe_errors(model, data, errors, query=query)
+        raise error("; ".join(messages), errors=messages if len(messages) > 1 else None) \
+            from None
+
+
+def describe_errors(model: type[BaseModel], data: Any, errors: list[dict[str, Any]], *,
+                    query: bool = False) -> list[str]:
+    """Every problem as a sentence, each once: an unknown field as unknown, with the
+    closest valid name (and no "missing" for the name it was probably meant as)."""
+    out: list[str] = []
+    meant: set[tuple] = set()
+    for err in errors:
+        if err["type"] == "extra_forbidden":
+            loc = tuple(err["loc"])
+            valid = _field_names(model, data, loc[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.6)
+            message = f"unknown field {field_path(loc)!r}"
+            if close:
+                target = (*loc[:-1], close[0])
+                message += f"; did you mean {field_path(target)!r}?"
+                meant.add(target)
+            out.append(message)
+        elif err["type"] == "union_tag_not_found" and isinstance(err.get("input"), dict):
+            # no shape chosen, so no field was checked: a misspelt tag is still named
+            tag = str(err.get("ctx", {}).get("discriminator", "")).strip("'")
+            close = difflib.get_close_matches(tag, [str(k) for k in err["input"]], n=1,
+                                              cutoff=0.6)
+            if close:
+                out.append(f"unknown field {close[0]!r}; did you mean {tag!r}?")
+                meant.add(("union_tag",))
+    for err in errors:
+        if err["type"] == "extra_forbidden" or (
+                err["type"] == "missing" and tuple(err["loc"]) in meant) or (
+                err["type"] == "union_tag_not_found" and ("union_tag",) in meant):
+            continue
+        message = describe_error(err, errors, query=query)
+        if message not in out:
+            out.append(message)
+    return out
+
+
+def _field_names(model: type[BaseModel], data: Any, loc: tuple) -> list[str]:
+    """The fields the object at ``loc`` of ``model`` may have (from its JSON Schema)."""
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+
+    def resolve(node: dict[str, Any], value: Any) -> dict[str, Any]:
+        for _ in range(20):
+            if "$ref" in node:
+                node = defs[node["$ref"].rsplit("/", 1)[-1]]
+            elif "oneOf" in node or "anyOf" in node:
+                options = node.get("oneOf") or node.get("anyOf")
+                mapping = (node.get("discriminator") or {}).get("mapping", {})
+                prop = (node.get("discriminator") or {}).get("propertyName")
+                if mapping and isinstance(value, dict) and value.get(prop) in mapping:
+                    node = {"$ref": mapping[value[prop]]}
+                else:
+                    node = next((o for o in options if o.get("type") != "null"), {})
+            else:
+                return node
+        return node
+
+    node, value = resolve(schema, data), data
+    for part in loc:
+        if isinstance(part, int):
+            node = node.get("items", {})
+            value = value[part] if isinstance(value, list) and part < len(value) else None
+        else:
+            node = node.get("properties", {}).get(part, {})
+            value = value.get(part) if isinstance(value, dict) else None
+        node = resolve(node, value)
+    return list(node.get("properties", {}))
 
 
 def _names(loc: tuple) -> set[str]:

@@ -90,9 +90,9 @@ def test_create_rejects_bad_bodies(client, ranker_server):
         ({"rankers": [{"name": "a", "url": "http://x/", "timeout_ms": 0},
                       {"name": "b", "url": "http://x/"}]}, "timeout_ms"),
         ({"rankers": [{"name": "a", "url": "http://x/", "weight": 2},
-                      {"name": "b", "url": "http://x/"}]}, "unknown fields in rankers[0]: weight"),
+                      {"name": "b", "url": "http://x/"}]}, "unknown field 'rankers[0].weight'"),
         ({"seed": -1}, "seed"),
-        ({"colour": "red"}, "unknown fields: colour"),
+        ({"colour": "red"}, "unknown field 'colour'"),
     ]
     for change, message in cases:
         body = {**good, **change}

@@ -14,8 +14,9 @@
 
 * **Quiet idle workers.** The sweep runs every few seconds; Celery would log its
   "received" and "succeeded" lines each time. :class:`QuietSweep` drops Celery's INFO
-  records of the sweep task only (a sweep that queues work logs it, and every other
-  task, failures and retries included, is logged as before).
+  records of the sweep task, and turns the "received" and "succeeded" lines of every
+  other task (two per drain) into DEBUG records: at INFO a worker logs its start, its
+  stop, errors, retries and one line a minute of totals (:mod:`workers.monitoring`).
 """
 
 from __future__ import annotations
@@ -130,15 +131,24 @@ def healthz_response(config: Config) -> tuple[str, bytes]:
 # ---------------------------------------------------------------------- quiet idle logs
 class QuietSweep(logging.Filter):
     """Drop Celery's INFO records of the sweep task: "received", "succeeded", and
-    "Discarding revoked task" (a sweep that expired waiting in the queue)."""
+    "Discarding revoked task" (a sweep that expired waiting in the queue); demote the
+    "received" and "succeeded" records of the other tasks to DEBUG."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno > logging.INFO:
+        if record.levelno != logging.INFO:
             return True
         args = record.args
         if isinstance(args, dict):
-            return args.get("name") != SWEEP
-        return not (isinstance(args, tuple) and args and args[0] == SWEEP)
+            name = args.get("name")
+        else:
+            name = args[0] if isinstance(args, tuple) and args else None
+        if name == SWEEP:
+            return False
+        text = str(record.msg)
+        if "received" in text or "succeeded" in text:  # one task run: DEBUG detail
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
 
 
 def quiet_sweep_logs() -> None:

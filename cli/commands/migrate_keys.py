@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from cli.help_text import plain
+
 
 def run(args: argparse.Namespace) -> int:
     from service.config import load_config
@@ -38,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("migrate-keys", help="convert the previous Redis key layout",
-                              description=__doc__,
+                              description=plain(__doc__),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--from", dest="source", metavar="URL",
                    help="a Redis holding the previous layout (default: REDIS_URL itself)")

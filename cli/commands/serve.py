@@ -30,6 +30,7 @@ import os
 import shutil
 import tempfile
 
+from cli.help_text import plain
 from service.config import load_config
 from service.multiproc import child_exit, prepare_multiproc_dir
 
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("serve", help="run the HTTP API under gunicorn",
-                              description=__doc__,
+                              description=plain(__doc__),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bind", help="host:port (default RANKDUEL_BIND or 127.0.0.1:8000)")
     p.add_argument("--workers", type=int, help="worker processes (default RANKDUEL_WORKERS)")

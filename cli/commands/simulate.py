@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bandits import get_algorithm
+from bandits import ALGORITHMS, get_algorithm
 from bandits.matrices import arm_regret
 from bandits.params import check, parse_text
 from bandits.simulator import RunResult, aggregate, log_checkpoints, simulate_run
@@ -245,6 +245,9 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise ValueError(f"--algorithm names an algorithm twice: {args.algorithm}")
     for a in algorithms:
         get_algorithm(a)  # unknown names fail here, with the list of known ones
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {args.out} is a file; give a directory (created if absent)")
     P = load_matrix(args.matrix)
     K = P.shape[0]
     if K < 2:
@@ -253,7 +256,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     for a in algorithms:
         check_params(a, params[a], K)
 
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     label = f"simulate {','.join(algorithms)} K={K}"
     with Progress(len(algorithms) * args.runs * args.steps, label) as progress:
@@ -318,14 +320,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--matrix", required=True,
                         help="K×K preference matrix: .txt (numpy.loadtxt), .csv or .npy")
     parser.add_argument("--algorithm", required=True,
-                        help="algorithm name, or several separated by commas")
+                        help="algorithm name, or several separated by commas: "
+                             + ", ".join(ALGORITHMS))
     parser.add_argument("--param", action="append", metavar="KEY=VALUE",
                         help="algorithm parameter (repeatable); ALGORITHM.KEY=VALUE scopes it")
-    parser.add_argument("--steps", type=parse_steps, required=True, help="time steps per run")
-    parser.add_argument("--runs", type=positive_int, default=1, help="runs per algorithm")
+    parser.add_argument("--steps", type=parse_steps, required=True,
+                        help="time steps per run (e.g. 100000 or 1e6)")
+    parser.add_argument("--runs", type=positive_int, default=1,
+                        help="runs per algorithm (default 1)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of run 0; run r uses seed + r (default 0)")
-    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--out", required=True,
+                        help="output directory (created if absent; not an existing file)")
     parser.add_argument("--jobs", type=positive_int, default=1,
                         help="parallel processes (default 1)")
     parser.add_argument("--per-decade", type=positive_int, default=20,

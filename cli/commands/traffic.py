@@ -8,7 +8,10 @@ rounds of ``--queries`` searches, clicks and ends through the API at ``--api``, 
 demo does (:mod:`demo.traffic`). The docker compose ``demo`` profile runs it against the
 ``api`` service.
 
-The operator token comes from ``RANKDUEL_ADMIN_TOKEN``.
+The operator token comes from ``RANKDUEL_ADMIN_TOKEN``. The simulated users come through
+a server-side front end: with a front-end key (``--frontend-token``, or
+``RANKDUEL_FRONTEND_TOKEN``; one of the API's ``RANKDUEL_FRONTEND_TOKENS``) their clicks
+are not held to the per-address click limit.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
+
+from cli.help_text import plain
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -34,7 +39,9 @@ def _run(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.wait
     while True:  # in compose, the API may still be starting
         try:
-            run = start(args.api, token, args.rankers_url, opts)
+            run = start(args.api, token, args.rankers_url, opts,
+                        frontend_token=args.frontend_token
+                        or os.environ.get("RANKDUEL_FRONTEND_TOKEN") or None)
             break
         except OSError as exc:
             if time.monotonic() > deadline:
@@ -64,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("traffic", help="simulated users against a running API",
-                              description=__doc__,
+                              description=plain(__doc__),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--api", required=True, help="base URL of the rankduel API")
     p.add_argument("--rankers-url", required=True,
@@ -82,6 +89,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--concurrency", type=int, default=8, help="concurrent users (default 8)")
     p.add_argument("--heartbeat", metavar="PATH",
                    help="file rewritten after every round (for a container healthcheck)")
+    p.add_argument("--frontend-token", metavar="KEY",
+                   help="front-end key sent with searches, clicks and ends (default: "
+                        "$RANKDUEL_FRONTEND_TOKEN; none: the per-address click limit "
+                        "applies)")
     p.add_argument("--wait", type=float, default=120,
                    help="seconds to wait for the API to come up (default 120)")
     p.set_defaults(func=_run)

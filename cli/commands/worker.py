@@ -26,6 +26,7 @@ import time
 
 import click
 
+from cli.help_text import plain
 from service.config import load_config
 from service.multiproc import prepare_multiproc_dir
 
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("worker", help="run a Celery worker that credits impressions",
-                              description=__doc__,
+                              description=plain(__doc__),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--concurrency", type=int, default=1, help="pool processes (default 1)")
     p.add_argument("--loglevel", default="info", help="Celery log level (default info)")

@@ -8,6 +8,7 @@ from importlib.resources import files
 from flask import Blueprint, Response, current_app, jsonify, redirect, request
 
 from service import impressions
+from service.auth import require_bearer
 from service.errors import BadRequest, TooManyRequests
 from service.report_bodies import report_body
 from service.schemas import (
@@ -31,6 +32,7 @@ def _rt() -> impressions.Runtime:
 @bp.get("/search")
 def search():
     rt = _rt()
+    frontend_key(rt)
     query = search_query(rt.config.default_k, rt.config.max_k)
     args = parse(query, request.args.to_dict(), query=True)
     return jsonify(impressions.search(rt, args.experiment, args.q, args.k, args.user or None))
@@ -49,10 +51,25 @@ def client_address(trusted_proxies: int) -> str:
     return request.remote_addr or "unknown"
 
 
-def limit_click_reports(rt: impressions.Runtime) -> None:
-    """429 when this client has sent its ``clicks_per_client_per_minute``."""
+def frontend_key(rt: impressions.Runtime) -> bool:
+    """True when the request carries a valid front-end key (``Authorization: Bearer
+    <key>``, one of ``RANKDUEL_FRONTEND_TOKENS``, or the admin token, which may do
+    anything): a server-side front end, exempt from the per-address click limit. False
+    without an ``Authorization`` header (a browser); 401 for any other (a wrong key is
+    never silently served as a browser)."""
+    header = request.headers.get("Authorization")
+    if header is None:
+        return False
+    require_bearer(header, (*rt.config.frontend_keys, rt.config.admin_token),
+                   what="front-end key")
+    return True
+
+
+def limit_click_reports(rt: impressions.Runtime, *, keyed: bool = False) -> None:
+    """429 when this client has sent its ``clicks_per_client_per_minute`` (never for a
+    front end with a key: ``keyed``)."""
     limit = rt.config.clicks_per_client_per_minute
-    if not limit:
+    if not limit or keyed:
         return
     wait = rt.store.count_client_request(client_address(rt.config.trusted_proxies), limit)
     if wait:
@@ -62,7 +79,7 @@ def limit_click_reports(rt: impressions.Runtime) -> None:
 
 @bp.post("/clicks")
 def clicks():
-    limit_click_reports(_rt())
+    limit_click_reports(_rt(), keyed=frontend_key(_rt()))
     data, form = report_body(request, ClickForm)
     if form:  # one click as form fields (a beacon with URLSearchParams, an HTML form)
         data = parse(ClickForm, data, content=Clicks.content).as_clicks()
@@ -78,6 +95,7 @@ def clicks():
 def end(imp_id: str):
     if len(imp_id) > MAX_ID_CHARS:
         raise BadRequest(f"impression id is longer than {MAX_ID_CHARS} characters")
+    frontend_key(_rt())
     data, form = report_body(request, EndForm, required=False)  # JSON, text/plain JSON or a form
     if form:
         data = parse(EndForm, data).model_dump(exclude_none=True)
@@ -92,9 +110,10 @@ def end(imp_id: str):
 def redirect_click():
     """Record a click and send the user on to the result (302)."""
     rt = _rt()
+    keyed = frontend_key(rt)
     args = parse(RedirectQuery, request.args.to_dict(), query=True)
     try:
-        limit_click_reports(rt)
+        limit_click_reports(rt, keyed=keyed)
         counted = True
     except TooManyRequests:
         counted = False  # over the limit: not recorded, but the user still gets there
