@@ -53,9 +53,13 @@ import numpy as np
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
 
 #: pseudo-comparisons of the Bradley–Terry prior in each pair's preference estimate
-PRIOR = 20.0
+PRIOR = 5.0
+#: virtual wins and losses of each ranker in the Bradley–Terry fit (keeps it finite)
+VIRTUAL = 0.25
+#: the preference assumed for a ranker no rival is estimated to beat (a near-tie)
+CLOSE = 0.49
 #: the overhead factor is clipped to [1, MAX_OVERHEAD]
-MAX_OVERHEAD = 20.0
+MAX_OVERHEAD = 1.0
 #: z of a two-sided 95 % interval
 Z95 = 1.959963984540054
 #: comparisons any one pair may still need, at most (an estimate above is "no estimate")
@@ -106,14 +110,14 @@ def has_test(bandit: DuelingBandit) -> bool:
 
 def bradley_terry_scores(W: np.ndarray, arms: np.ndarray, iters: int = 50) -> np.ndarray:
     """Bradley–Terry strengths of ``arms`` fitted to ``W`` by the MM algorithm (Hunter
-    2004), each ranker given one virtual win and loss against a ranker of strength 1 so
-    that rankers never compared get 1."""
+    2004), each ranker given ``VIRTUAL`` virtual wins and losses against a ranker of
+    strength 1 so that rankers never compared get 1."""
     sub = W[np.ix_(arms, arms)]
     n = sub + sub.T
-    wins = sub.sum(axis=1) + 1.0
+    wins = sub.sum(axis=1) + VIRTUAL
     s = np.ones(arms.size)
     for _ in range(iters):
-        denom = (n / (s[:, None] + s[None, :])).sum(axis=1) + 2.0 / (s + 1.0)
+        denom = (n / (s[:, None] + s[None, :])).sum(axis=1) + 2.0 * VIRTUAL / (s + 1.0)
         s = wins / denom
         s /= np.exp(np.mean(np.log(s)))
     return s
@@ -234,12 +238,16 @@ def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
     P = preference_estimate(W, arms)
     t_now = float(bandit.t)
 
+    # the ranker expected to remain: the strongest active one at the estimates
+    leader = max(active, key=lambda a: float(np.log(P[pos[a]] / (1 - P[pos[a]])).sum()))
+
     def cheapest(i: int, rivals: list[int], t: float) -> tuple[int | None, int]:
-        """(need, rival) over the rivals preferred to ``i``; the champion if none is."""
-        best: tuple[int | None, int] = (None, champion)
-        cands = [j for j in rivals if j != i and P[pos[j], pos[i]] > 0.5] or [champion]
+        """(need, rival) over the rivals preferred to ``i``; else the leader, with the
+        preference taken at ``CLOSE`` (a near-tie the data have not separated yet)."""
+        best: tuple[int | None, int] = (None, leader)
+        cands = [j for j in rivals if j != i and P[pos[j], pos[i]] > 0.5] or [leader]
         for j in cands:
-            need = comparisons_needed(bandit, float(P[pos[i], pos[j]]), t)
+            need = comparisons_needed(bandit, min(float(P[pos[i], pos[j]]), CLOSE), t)
             if need is not None and (best[0] is None or need < best[0]):
                 best = (need, j)
         return best
@@ -247,7 +255,7 @@ def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
     # overhead so far: comparisons per comparison that bought evidence for an elimination
     useful = 0.0
     for a in arms.tolist():
-        if a == champion:
+        if a == leader:
             continue
         if bandit.status[a] == ELIMINATED and a in bandit.eliminated:
             by = bandit.eliminated[a]["by"]
@@ -266,7 +274,7 @@ def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
         remaining = {}
         missing = False
         for a in active:
-            if a == champion:
+            if a == leader:
                 continue
             need, j = cheapest(a, active, t_future)
             if need is None:

@@ -33,11 +33,12 @@ from bandits.decision import decide
 from bandits.matrices import bradley_terry
 
 INSTANCES = {
-    "BT8 gap .1": lambda s: bradley_terry(8, gap=0.1, seed=s),
-    "BT16 gap .05": lambda s: bradley_terry(16, gap=0.05, seed=s),
-    "BT16 gap .1": lambda s: bradley_terry(16, gap=0.1, seed=s),
-    "BT32 gap .1": lambda s: bradley_terry(32, gap=0.1, seed=s),
-    "BT16 25% uninf.": lambda s: bradley_terry(16, gap=0.1, uninformative_share=0.25, seed=s),
+    "BT8 gap .05": lambda s: bradley_terry(8, gap=0.05, spread=2.0, seed=s),
+    "BT16 gap .05": lambda s: bradley_terry(16, gap=0.05, spread=2.0, seed=s),
+    "BT16 gap .02": lambda s: bradley_terry(16, gap=0.02, spread=2.0, seed=s),
+    "BT32 gap .05": lambda s: bradley_terry(32, gap=0.05, spread=2.0, seed=s),
+    "BT16 25% uninf.": lambda s: bradley_terry(16, gap=0.05, spread=2.0,
+                                               uninformative_share=0.25, seed=s),
 }
 
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=10, help="runs per instance (default 10)")
     ap.add_argument("--seed", type=int, default=1001)
     ap.add_argument("--at", type=float, default=0.2, help="fraction of N (default 0.2)")
-    ap.add_argument("--every", type=int, default=100, help="comparisons between estimates")
+    ap.add_argument("--every", type=int, default=50, help="comparisons between estimates")
     ap.add_argument("--max-steps", type=int, default=3_000_000)
     args = ap.parse_args(argv)
     print(f"estimate at {args.at:.0%} of the comparisons to convergence vs the truth; "
