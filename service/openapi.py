@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from service import schemas as s
+from service.report_schema import Report
 from service.validation import LIMIT_REQUEST_LINE, MAX_BODY_BYTES, MAX_DEPTH
 
 ERRORS = {
@@ -95,6 +96,7 @@ def _exp_links(source: str) -> dict[str, Any]:
                          "parameters": {**exp, "name": "$response.body#/rankers/0/name"}},
         "ChangeLifecycle": {"operationId": "changeLifecycle", "parameters": exp},
         "GetAudit": {"operationId": "getAudit", "parameters": exp},
+        "GetReport": {"operationId": "getReport", "parameters": exp},
         "Search": {"operationId": "search", "parameters": {"experiment": source}},
         "DeleteExperiment": {"operationId": "deleteExperiment", "parameters": exp},
     }
@@ -190,6 +192,10 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            "Audit log: operator actions, eliminations, stage changes",
            query=s.AuditQuery, path_params=EXP_ID, operator=True,
            responses={200: s.Audit, 400: None, 401: None, 404: None, 503: None}),
+        Op("get", "/experiments/{exp_id}/report", "getReport",
+           "What the experiment has decided: verdict, champion, certification, estimate",
+           path_params=EXP_ID, operator=True,
+           responses={200: Report, 401: None, 404: None, 503: None}),
         Op("post", "/judging/campaigns", "createCampaign",
            "Create a judging campaign: queries, their pools, test pairs, parameters",
            body=s.NewCampaign, operator=True,
