@@ -281,7 +281,7 @@ def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
                 missing = True
                 continue
             remaining[a] = max(0, int(need - (W[a, j] + W[j, a])))
-        estimate = None if missing else int(math.ceil(overhead * sum(remaining.values())))
+        estimate = None if missing else math.ceil(overhead * sum(remaining.values()))
         if estimate is None:
             break
         t_future = t_now + estimate

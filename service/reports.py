@@ -42,7 +42,7 @@ def _status(code: int) -> str:
 
 
 def _count(n: float) -> str:
-    return f"{int(round(n)):,}"
+    return f"{round(n):,}"
 
 
 def _duration(seconds: float) -> str:
@@ -53,6 +53,19 @@ def _duration(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def _percent(x: float) -> str:
+    """``x`` as a percentage with the digits that keep it below 100 (99.97, not 100).
+
+    >>> _percent(0.99965), _percent(0.95)
+    ('99.97', '95')
+    """
+    for digits in range(0, 8):
+        text = f"{100 * x:.{digits}f}"
+        if float(text) < 100 or x >= 1:
+            return text.rstrip("0").rstrip(".") if "." in text else text
+    return f"{100 * x:.8f}"
 
 
 def _names_list(names: list[str]) -> str:
@@ -70,7 +83,7 @@ def verdict(d: Decision, names: dict[int, str], *, k: int, n: int, algorithm: st
     if n == 0:
         return f"No comparisons yet: {k} rankers, nothing decided."
     if d.certified:
-        pct = f"{100 * d.confidence:.3g}%" if d.confidence is not None else "stated"
+        pct = f"{_percent(d.confidence)}%" if d.confidence is not None else "stated"
         return (f"{champ} is the best of {k} rankers: each of the {k - 1} others was "
                 f"eliminated with {pct} confidence by {algorithm}'s test, after "
                 f"{_count(n)} comparisons.")
@@ -104,22 +117,43 @@ def _rate(points: list[dict[str, Any]], now: float) -> float | None:
     return dn / dt
 
 
-def _n_at(points: list[dict[str, Any]], ts: float) -> int | None:
-    """The comparison count at time ``ts``, interpolated in the history."""
-    if not points:
+def comparisons_over_time(points: list[dict[str, Any]], audit: list[dict[str, Any]],
+                          created_at: float, now: float, n: int) -> list[dict[str, Any]]:
+    """``[{"ts", "n"}]``, oldest first: the sampled history, the audit entries that carry
+    the comparison count they happened at (eliminations, the non-Condorcet flag), the
+    creation (0) and now (``n``); made non-decreasing in both."""
+    pts = [(float(created_at), 0)]
+    pts += [(float(e["ts"]), int(e["step"])) for e in audit
+            if e.get("step") is not None and e.get("ts") is not None]
+    pts += [(float(p["ts"]), int(p["n"])) for p in points]
+    pts.append((float(now), int(n)))
+    pts.sort()
+    out: list[dict[str, Any]] = []
+    top = 0
+    for ts, k in pts:
+        top = max(top, k)
+        if out and out[-1]["ts"] == round(ts, 3):
+            out[-1]["n"] = top
+        else:
+            out.append({"ts": round(ts, 3), "n": top})
+    return out
+
+
+def _n_at(series: list[dict[str, Any]], ts: float) -> int | None:
+    """The comparison count at time ``ts``, interpolated in ``series``."""
+    if not series:
         return None
-    xs = [float(p["ts"]) for p in points]
-    ys = [float(p["n"]) for p in points]
-    if ts <= xs[0]:
-        return int(ys[0]) if ts >= xs[0] - 1.0 else 0 if ys[0] == 0 else None
-    return int(round(float(np.interp(ts, xs, ys))))
+    xs = [float(p["ts"]) for p in series]
+    ys = [float(p["n"]) for p in series]
+    return round(float(np.interp(ts, xs, ys)))
 
 
 def timeline(audit: list[dict[str, Any]], bandit, names: dict[int, str],
-             points: list[dict[str, Any]], created_at: float) -> list[dict[str, Any]]:
+             series: list[dict[str, Any]], created_at: float) -> list[dict[str, Any]]:
     """Eliminations, stage changes, rankers added and retired, quarantines, the
     non-Condorcet flag and lifecycle changes, oldest first, each with its comparison
-    count (``comparison``; ``approx`` when read off the history) and time (``ts``)."""
+    count (``comparison``; ``approx`` when interpolated in time from ``series``, see
+    :func:`comparisons_over_time`) and time (``ts``)."""
     out: list[dict[str, Any]] = []
     seen_elim: set[str] = set()
     for e in audit:
@@ -137,7 +171,7 @@ def timeline(audit: list[dict[str, Any]], bandit, names: dict[int, str],
         elif step is not None:
             item["comparison"], item["approx"] = int(step), False
         else:
-            item["comparison"], item["approx"] = _n_at(points, float(e.get("ts", 0))), True
+            item["comparison"], item["approx"] = _n_at(series, float(e.get("ts", 0))), True
         if action == "eliminated":
             seen_elim.add(str(e.get("ranker")))
         out.append(item)
@@ -206,10 +240,8 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
             "eliminated_by": None if elim is None else names.get(elim["by"], elim["by"]),
             "eliminated_at_comparison": None if elim is None else int(elim["step"]),
         })
-    try:
-        audit = store.audit(exp_id)
-    except Exception:  # noqa: BLE001 - the report still says what W says
-        audit = []
+    audit = store.audit(exp_id)
+    series = comparisons_over_time(points, audit, snap.meta["created_at"], now, n)
     return {
         "id": exp_id,
         "name": snap.meta["name"],
@@ -230,7 +262,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
             "; no recent comparison rate yet, so no time estimate"),
         "regret": {"estimated": round(est_regret, 4),
                    **({"true": round(true_regret, 4)} if true_regret is not None else {})},
-        "timeline": timeline(audit, bandit, names, points, snap.meta["created_at"]),
+        "timeline": timeline(audit, bandit, names, series, snap.meta["created_at"]),
         "arms": [names.get(a, str(a)) for a in range(bandit.K)],
         "preferences": np.round(preferences(W), 4).tolist(),
         "comparisons_by_pair": (W + W.T).tolist(),
@@ -238,6 +270,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
                           (exposure / exposure.sum() if exposure.sum() > 0
                            else exposure)],
         "history": points,
+        "comparisons_over_time": series,
         "generated_at": now,
     }
 

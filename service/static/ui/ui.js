@@ -81,11 +81,12 @@
   }
 
   function color(p) {
-    // red (row loses) -> white (½) -> green (row wins)
+    // red (row loses) -> white (½) -> green (row wins), as #rrggbb (bgcolor needs hex)
     const t = Math.max(-1, Math.min(1, (p - 0.5) * 2));
-    const c = (a, b) => Math.round(a + (b - a) * Math.abs(t));
-    return t >= 0 ? `rgb(${c(255, 46)},${c(255, 133)},${c(255, 64)})`
-      : `rgb(${c(255, 200)},${c(255, 40)},${c(255, 40)})`;
+    const mix = (a, b) => Math.round(a + (b - a) * Math.abs(t));
+    const rgb = t >= 0 ? [mix(255, 46), mix(255, 160), mix(255, 80)]
+      : [mix(255, 215), mix(255, 48), mix(255, 48)];
+    return "#" + rgb.map((v) => v.toString(16).padStart(2, "0")).join("");
   }
 
   function heatmap(rep) {
@@ -212,7 +213,7 @@
     grid.appendChild(el("div", {}, el("h2", {}, "Timeline"), tl));
     root.appendChild(grid);
     const charts = el("div", { class: "grid" });
-    charts.appendChild(el("div", { id: "comparisons-chart" }, lineChart(rep.history, "n", "cumulative comparisons")));
+    charts.appendChild(el("div", { id: "comparisons-chart" }, lineChart(rep.comparisons_over_time, "n", "cumulative comparisons")));
     charts.appendChild(el("div", { id: "regret-chart" }, lineChart(rep.history, "regret", "estimated regret")));
     charts.appendChild(el("div", { id: "traffic" }, el("h2", {}, "Traffic share"), traffic(rep)));
     root.appendChild(charts);
