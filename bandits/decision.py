@@ -65,6 +65,8 @@ PRIOR = 200.0
 VIRTUAL = 1.0
 #: the preference assumed for a ranker no rival is estimated to beat (a near-tie)
 CLOSE = 0.45
+#: rivals considered as the eliminator of each ranker (those it is least likely to beat)
+CANDIDATES = 3
 #: the overhead factor is clipped to [1, MAX_OVERHEAD]
 MAX_OVERHEAD = 1.0
 #: z of a two-sided 95 % interval
@@ -255,6 +257,9 @@ def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
         preference taken at ``CLOSE`` (a near-tie the data have not separated yet)."""
         best: tuple[int | None, int] = (None, leader)
         cands = [j for j in rivals if j != i and P[pos[j], pos[i]] > 0.5] or [leader]
+        # the need grows with p: only the few rivals i is least likely to beat can be
+        # the cheapest (what is already collected differs between them)
+        cands = sorted(cands, key=lambda j: P[pos[i], pos[j]])[:CANDIDATES]
         for j in cands:
             need = comparisons_needed(bandit, min(float(P[pos[i], pos[j]]), CLOSE), t)
             if need is not None and (best[0] is None or need < best[0]):
