@@ -29,11 +29,13 @@ estimate ``p_ij``: the smallest ``n`` with ``_beaten(p_ij·n, n)`` at the step t
 would come at, less the ``n_ij`` comparisons already made. ``p_ij`` is the empirical
 preference shrunk towards a Bradley–Terry fit of all of ``W`` with ``PRIOR`` pseudo-
 comparisons, so that pairs with few or no comparisons (rankers in different batches
-have never met) get a value from the rankers' overall strength; a preference closer to
-½ than ``CLOSE`` is counted as ``CLOSE`` (a near-tie the data cannot yet size would
-otherwise dominate the sum). The ranker expected to remain is the strongest of the fit,
-which need not be the policy's champion; a ranker no one is estimated to beat is set
-against it.
+have never met) get a value from the rankers' overall strength. A preference closer to
+½ than the data can resolve is counted at that resolution: ``½ − g`` with
+``g = min(½ − CLOSE, RESOLVE / sqrt(m + 1))``, ``m`` the comparisons of the less compared
+of the two rankers (a near-tie the data cannot yet size would otherwise dominate the
+sum; as the rankers are compared more, smaller gaps are taken at their value). The
+ranker expected to remain is the strongest of the fit, which need not be the policy's
+champion; a ranker no one is estimated to beat is set against it.
 
 The estimate is the sum of those remaining requirements. The policy does not spend
 every comparison on those pairs (comparisons between two weak rankers, Thompson-sampling
@@ -42,8 +44,9 @@ than their mean preference says (a sequential test stops on a lucky streak, and 
 ranker of the batch may do the eliminating): scaling by the overhead measured so far
 (``Decision.overhead``, comparisons per comparison that bought evidence) made the
 estimate worse on the tuning instances, so it is reported, not applied
-(``MAX_OVERHEAD`` = 1). ``PRIOR``, ``VIRTUAL`` and ``CLOSE`` were chosen on tuning seeds
-(5001–5005) of the validation instances, never on the seeds the validation reports.
+(``MAX_OVERHEAD`` = 1). ``PRIOR``, ``VIRTUAL``, ``CLOSE`` and ``RESOLVE`` were chosen on
+tuning seeds (5001–5005) of the validation instances, never on the seeds the validation
+reports.
 The result is an estimate, not a bound; its accuracy is measured by
 ``bench/estimate_validation.py`` (docs/decisions.md). Policies without an elimination
 test get no estimate (None), with the reason in ``basis``.
@@ -67,6 +70,8 @@ VIRTUAL = 1.0
 CLOSE = 0.45
 #: rivals considered as the eliminator of each ranker (those it is least likely to beat)
 CANDIDATES = 3
+#: a ranker compared m times in all resolves gaps down to about RESOLVE/sqrt(m + 1)
+RESOLVE = 0.75
 #: the overhead factor is clipped to [1, MAX_OVERHEAD]
 MAX_OVERHEAD = 1.0
 #: z of a two-sided 95 % interval
@@ -232,8 +237,9 @@ def decide(bandit: DuelingBandit) -> Decision:
     basis = (f"estimate: for each undecided ranker, the comparisons its cheapest eliminator "
              f"still needs until {bandit.name}'s own elimination test fires, at the "
              f"preferences estimated so far (empirical, shrunk towards a Bradley-Terry fit "
-             f"with {PRIOR:g} pseudo-comparisons, a preference closer to 1/2 than "
-             f"{CLOSE:g} counted as {CLOSE:g}), summed")
+             f"with {PRIOR:g} pseudo-comparisons; a preference closer to 1/2 than the "
+             f"comparisons so far can resolve, at most {0.5 - CLOSE:g} away, counted at "
+             f"that resolution), summed")
     if estimate is None:
         basis = ("no estimate: some undecided ranker looks as strong as its rivals, so the "
                  "test may never separate them at the current estimates; " + basis)
@@ -249,6 +255,8 @@ def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
     P = preference_estimate(W, arms)
     t_now = float(bandit.t)
 
+    sub = W[np.ix_(arms, arms)]
+    played = (sub + sub.T).sum(axis=1)
     # the ranker expected to remain: the strongest active one at the estimates
     leader = max(active, key=lambda a: float(np.log(P[pos[a]] / (1 - P[pos[a]])).sum()))
 
@@ -261,7 +269,9 @@ def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
         # the cheapest (what is already collected differs between them)
         cands = sorted(cands, key=lambda j: P[pos[i], pos[j]])[:CANDIDATES]
         for j in cands:
-            need = comparisons_needed(bandit, min(float(P[pos[i], pos[j]]), CLOSE), t)
+            m = min(played[pos[i]], played[pos[j]])
+            close = 0.5 - min(0.5 - CLOSE, RESOLVE / math.sqrt(m + 1.0))
+            need = comparisons_needed(bandit, min(float(P[pos[i], pos[j]]), close), t)
             if need is not None and (best[0] is None or need < best[0]):
                 best = (need, j)
         return best
