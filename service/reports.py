@@ -26,7 +26,6 @@ from bandits.common import preferences
 from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
 from service import history
-from service.snapshot import ExperimentMissing
 from service.store import Store
 
 #: audit actions that go on the timeline
@@ -194,7 +193,7 @@ def timeline(audit: list[dict[str, Any]], bandit, names: dict[int, str],
 def build(store: Store, exp_id: str, *, now: float | None = None,
           record: bool = True) -> dict[str, Any]:
     """The report of experiment ``exp_id`` (and, with ``record``, one more history point).
-    Raises :class:`ExperimentMissing` for an unknown id."""
+    Raises :class:`service.snapshot.ExperimentMissing` for an unknown id (404)."""
     now = time.time() if now is None else now
     (_, got), = list(store.scrape([exp_id]))
     if isinstance(got, Exception):
@@ -273,6 +272,3 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         "comparisons_over_time": series,
         "generated_at": now,
     }
-
-
-__all__ = ["ExperimentMissing", "build", "timeline", "verdict"]

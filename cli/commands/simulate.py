@@ -292,13 +292,11 @@ def print_estimates(summaries: list[dict[str, Any]], file=None) -> None:
         step = max(1, len(cps) // 12)
         print(f"{s['algorithm']} (seed {run0['seed']}): estimated comparisons to decide",
               file=file)
-        for k in [*range(0, len(cps), step), len(cps) - 1][:: 1]:
+        for k in sorted({*range(0, len(cps), step), len(cps) - 1}):
             if k < len(est):
                 e = est[k]
                 print(f"  step {cps[k]:>12,}: {'none' if e is None else f'{e:,}'}",
                       file=file)
-            if k == len(cps) - 1:
-                break
 
 
 def print_table(summaries: list[dict[str, Any]], file=None) -> None:
