@@ -196,6 +196,13 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            "What the experiment has decided: verdict, champion, certification, estimate",
            path_params=EXP_ID, operator=True,
            responses={200: Report, 401: None, 404: None, 503: None}),
+        Op("get", "/ui/", "operatorPage",
+           "The operator page (asks for the admin token, then reads the operator API)",
+           responses={200: "text/html"}),
+        Op("get", "/ui/ui.js", "operatorPageScript", "The operator page's script",
+           responses={200: "text/javascript"}),
+        Op("get", "/ui/ui.css", "operatorPageStyle", "The operator page's style sheet",
+           responses={200: "text/css"}),
         Op("post", "/judging/campaigns", "createCampaign",
            "Create a judging campaign: queries, their pools, test pairs, parameters",
            body=s.NewCampaign, operator=True,
@@ -349,6 +356,9 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
         elif model == "text/javascript":
             responses[str(status)] = {"description": "the script", "content": {
                 "text/javascript": {"schema": {"type": "string"}}}}
+        elif model == "text/css":
+            responses[str(status)] = {"description": "the style sheet", "content": {
+                "text/css": {"schema": {"type": "string"}}}}
         elif model == "text/plain":
             responses[str(status)] = {"description": "Prometheus text exposition",
                                       "content": {"text/plain": {"schema": {"type": "string"}}}}

@@ -32,9 +32,14 @@ def ui_index():
     return _static("index.html")
 
 
-@bp.get("/ui/<path:name>")
-def ui_file(name: str):
-    return _static(name)
+@bp.get("/ui/ui.js")
+def ui_script():
+    return _static("ui.js")
+
+
+@bp.get("/ui/ui.css")
+def ui_style():
+    return _static("ui.css")
 
 
 def _static(name: str):
