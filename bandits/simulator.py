@@ -107,6 +107,10 @@ class RunResult:
     #: the policy's non-Condorcet guard (MergeGuard): raised, and at which update count
     flagged_non_condorcet: bool = False
     flagged_at: int | None = None
+    #: with ``estimate=True``: at each checkpoint, :func:`bandits.decision.decide`'s
+    #: estimate of the comparisons still needed to decide (0 once decided, None when the
+    #: policy has no elimination test or no estimate can be made)
+    estimates: list[int | None] | None = None
 
     @property
     def final_regret(self) -> float:
@@ -151,6 +155,7 @@ def simulate_run(
     feedback_batch: int = 1,
     reload_every: int = 0,
     record_shown: bool = False,
+    estimate: bool = False,
 ) -> RunResult:
     """Run one policy on ``P`` for ``steps`` steps and record its cumulative regret.
 
@@ -189,6 +194,9 @@ def simulate_run(
     record_shown
         Count the comparisons shown in ``RunResult.shown`` (always done when any of the
         three above is not at its default; it selects the slower live-like loop).
+    estimate
+        Record at each checkpoint the report's estimate of the comparisons still needed
+        to decide (``RunResult.estimates``, :func:`bandits.decision.decide`).
 
     Examples
     --------
@@ -223,20 +231,33 @@ def simulate_run(
     bandit = _make_policy(algorithm, K, np.random.default_rng(s_policy), params)
     orng = np.random.default_rng(s_outcome)
 
+    estimates: list[int | None] | None = None
+    observe = None
+    if estimate:
+        from bandits.decision import decide
+
+        estimates = []
+
+        def observe(ci: int) -> None:
+            estimates.append(decide(bandit).estimate)
+
     shown = None
     if delay or feedback_batch > 1 or reload_every or record_shown:
         shown = np.zeros((K, K), dtype=np.int64)
         live = _Live(delay, feedback_batch, reload_every, _StepGenerators(s_steps), shown)
         regret, looped, seconds, ff_at = _loop_live(
-            bandit, Pr, r_arm, cps, orng, fast_forward, progress, live
+            bandit, Pr, r_arm, cps, orng, fast_forward, progress, live, observe
         )
         shown_run, shown = shown, np.zeros_like(shown)
         shown[np.ix_(perm, perm)] = shown_run
     else:
         loop = _loop_multi if getattr(bandit, "multi", False) else _loop_pairs
         regret, looped, seconds, ff_at = loop(
-            bandit, Pr, r_arm, cps, orng, fast_forward, progress
+            bandit, Pr, r_arm, cps, orng, fast_forward, progress, observe
         )
+    if estimates is not None and len(estimates) < cps.size:
+        # fast-forwarded: the policy was down to one arm, so decided
+        estimates += [0] * (cps.size - len(estimates))
 
     identified = int(perm[bandit.best_arm()])
     if kind == "condorcet":
@@ -257,6 +278,7 @@ def simulate_run(
         shown=shown,
         flagged_non_condorcet=bool(guard.get("flagged", False)),
         flagged_at=guard.get("flagged_at"),
+        estimates=estimates,
     )
 
 
@@ -286,6 +308,7 @@ def _loop_pairs(
     orng: np.random.Generator,
     fast_forward: bool,
     progress: Callable[[int], None] | None,
+    observe: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, int, float, int | None]:
     Pl = P.tolist()
     Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
@@ -332,6 +355,8 @@ def _loop_pairs(
             if progress is not None:
                 progress(n)
         regret[ci] = cum
+        if observe is not None:
+            observe(ci)
     return regret, t - skipped, seconds, None
 
 
@@ -343,6 +368,7 @@ def _loop_multi(
     orng: np.random.Generator,
     fast_forward: bool,
     progress: Callable[[int], None] | None,
+    observe: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, int, float, int | None]:
     """The loop for policies that select sets: all pairwise draws, one ``update_many``."""
     Pl = P.tolist()
@@ -389,6 +415,8 @@ def _loop_multi(
             if progress is not None:
                 progress(n)
         regret[ci] = cum
+        if observe is not None:
+            observe(ci)
     return regret, t, seconds, None
 
 
@@ -433,6 +461,7 @@ def _loop_live(
     fast_forward: bool,
     progress: Callable[[int], None] | None,
     live: _Live,
+    observe: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, int, float, int | None]:
     """Select, draw the outcomes at once (same uniforms, in the same order, as the plain
     loops), and apply them ``delay`` selections later in groups of ``batch``."""
@@ -497,6 +526,8 @@ def _loop_live(
             due -= live.batch
         while ci < cps.size and cps[ci] == t:
             regret[ci] = cum
+            if observe is not None:
+                observe(ci)
             ci += 1
         if (
             fast_forward

@@ -312,7 +312,13 @@ class Demo:
             state = self.wait_credited(client, exp_id)
             self.say(self.status_line(state, self.elapsed))
             summary = self.summary(state, api_url, exp_id)
+            report = client.report(exp_id)
+            summary["verdict"] = report["verdict"]
+            summary["certified"] = report["certified"]
+            summary["urls"]["report"] = f"{api_url}/experiments/{exp_id}/report"
+            summary["urls"]["ui"] = f"{api_url}/ui/#exp={exp_id}"
             self.print_summary(summary, state)
+            self.say(f"verdict: {report['verdict']}")
             if o.json_path:
                 Path(o.json_path).parent.mkdir(parents=True, exist_ok=True)
                 Path(o.json_path).write_text(json.dumps(summary, indent=2) + "\n")

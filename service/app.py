@@ -1,7 +1,7 @@
 """The Flask application factory.
 
 ``create_app(config)`` builds one process's runtime (Redis client, store, controller cache,
-ranker client, task queue), registers the three blueprints and installs the single
+ranker client, task queue), registers the blueprints and installs the single
 JSON error handler: every error leaves as ``{"error": "<what was wrong>"}`` with its status.
 
 Run it with ``rankduel serve`` (gunicorn), or ``gunicorn 'service.app:create_app()'``.
@@ -70,12 +70,13 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
         queue=TaskQueue(config),
     )
 
-    from service.api import frontend, health, judging, operator
+    from service.api import frontend, health, judging, operator, report
 
     app.register_blueprint(frontend.bp)
     app.register_blueprint(operator.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(judging.bp)
+    app.register_blueprint(report.bp)
 
     cors.install(app, cors.parse_origins(config.cors_origins))
     app.before_request(_start_timer)

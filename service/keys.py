@@ -29,6 +29,8 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:pending          ZSET  impressions not yet credited, by the time they are due (a
                                   drain that claims one pushes it forward by its lease)
     rd:{e}:drains           ZSET  drain tasks queued or running, by the expiry of their lease
+    rd:{e}:history          LIST  (ts, comparisons, estimated regret) points sampled when a
+                                  report is read (service.history), capped at MAX_POINTS
     rd:{e}:imp:<i>          HASH  exp, t (the selection's step), arms, record, shown,
                                   duel, forfeits, closed, credited (JSON result, with
                                   the step t it was credited at), ...              (TTL)
@@ -122,6 +124,11 @@ def audit_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:audit"
 
 
+def history_key(exp_id: str) -> str:
+    """The report's time series of experiment ``exp_id`` (:mod:`service.history`)."""
+    return f"{_tag(exp_id)}:history"
+
+
 def imp_key(exp_id: str, imp_id: str) -> str:
     return f"{_tag(exp_id)}:imp:{imp_id}"
 
@@ -150,7 +157,7 @@ def experiment_keys(exp_id: str) -> list[str]:
     """
     return [exp_key(exp_id), w_key(exp_id), t_key(exp_id), counters_key(exp_id),
             shown_key(exp_id), health_key(exp_id), pending_key(exp_id), drains_key(exp_id),
-            audit_key(exp_id)]
+            audit_key(exp_id), history_key(exp_id)]
 
 
 def rate_key(client: str, window: int) -> str:
