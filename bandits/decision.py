@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
+from bandits.common import wilson_interval
 
 #: pseudo-comparisons of the Bradley–Terry prior in each pair's preference estimate
 PRIOR = 200.0
@@ -75,7 +76,6 @@ RESOLVE = 0.75
 #: the overhead factor is clipped to [1, MAX_OVERHEAD]
 MAX_OVERHEAD = 1.0
 #: z of a two-sided 95 % interval
-Z95 = 1.959963984540054
 #: comparisons any one pair may still need, at most (an estimate above is "no estimate")
 MAX_NEED = 10**9
 
@@ -98,23 +98,6 @@ class Decision:
     remaining: dict[int, int] = field(default_factory=dict)
     overhead: float | None = None
     flagged: bool = False
-
-
-def wilson(wins: float, n: float, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of ``wins / n`` (``(0, 1)`` when ``n == 0``).
-
-    Examples
-    --------
-    >>> tuple(round(x, 3) for x in wilson(8, 10))
-    (0.49, 0.943)
-    """
-    if n <= 0:
-        return 0.0, 1.0
-    p = wins / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def has_test(bandit: DuelingBandit) -> bool:
@@ -216,7 +199,7 @@ def decide(bandit: DuelingBandit) -> Decision:
         w, lo_ = float(W[a, champion]), float(W[champion, a])
         n = w + lo_
         p = w / n if n > 0 else 0.5
-        lower, upper = wilson(w, n)
+        lower, upper = wilson_interval(w, n)
         vs[a] = (w, lo_, p, lower, upper)
     active = [int(a) for a in np.flatnonzero(status == ACTIVE)]
     undecided = [a for a in active if a != champion]

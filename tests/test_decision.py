@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from bandits import make_bandit
-from bandits.decision import comparisons_needed, decide, wilson
+from bandits.common import wilson_interval as wilson
+from bandits.decision import comparisons_needed, decide
 from bandits.matrices import bradley_terry
 from bandits.simulator import simulate_run
 
