@@ -8,6 +8,8 @@ the code they describe:
   the class docstring): :func:`configuration_reference`.
 - ``<!-- rankduel:quickstart -->`` becomes the README's quick start (tested by
   ``tests/test_quickstart.py``): :func:`readme_section`.
+- ``<!-- rankduel:benchmarks -->`` becomes the headline table of ``BENCHMARKS.md``:
+  :func:`benchmarks_headline`.
 - ``<!-- rankduel:openapi -->`` becomes the HTTP API reference rendered from the OpenAPI
   document the service serves (:func:`service.openapi.openapi_document`):
   :func:`http_api_reference`.
@@ -31,6 +33,18 @@ if str(ROOT) not in sys.path:  # `mkdocs build` from the repository without an i
 CONFIG_MARKER = "<!-- rankduel:configuration -->"
 OPENAPI_MARKER = "<!-- rankduel:openapi -->"
 QUICKSTART_MARKER = "<!-- rankduel:quickstart -->"
+BENCHMARKS_MARKER = "<!-- rankduel:benchmarks -->"
+
+
+def benchmarks_headline() -> str:
+    """BENCHMARKS.md's headline table (its text up to "Details and history"), one source
+    for the repository file and the site's summary page."""
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    head = text.split("\n## Details and history", 1)[0]
+    head = head.split("\n", 1)[1]  # without the "# Benchmarks" title
+    head = re.sub(r"follow under \[Details and history\]\(#details-and-history\)",
+                  "are in `BENCHMARKS.md` at the root of the repository", head)
+    return re.sub(r"\]\(docs/([^)]*)\)", r"](\1)", head)
 
 
 def readme_section(title: str) -> str:
@@ -245,6 +259,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = markdown.replace(CONFIG_MARKER, configuration_reference())
     if QUICKSTART_MARKER in markdown:
         markdown = markdown.replace(QUICKSTART_MARKER, readme_section("Quick start"))
+    if BENCHMARKS_MARKER in markdown:
+        markdown = markdown.replace(BENCHMARKS_MARKER, benchmarks_headline())
     if OPENAPI_MARKER in markdown:
         markdown = markdown.replace(OPENAPI_MARKER, http_api_reference())
     return markdown
