@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regret at K=136: the papers' ordering MergeDTS < MergeRUCB << DTS, RUCB (issue 2).
+# Regret at K=136: the papers' ordering MergeDTS < MergeRUCB << DTS, RUCB.
 # A generated 136-ranker instance shaped like the papers' feature-ranker sets (MSLR has 136):
 # Bradley-Terry strengths with many near-ties (smallest gap 0.002), a winner 0.02 ahead of
 # the runner-up, and 25% uninformative rankers (tied at 0.5 among themselves, losing to all

@@ -1,7 +1,7 @@
 """``rankduel judge``: the judging simulator and best-item evaluation (the only I/O of
 :mod:`judging`).
 
-Contract (scripts call it exactly so; issue 14)::
+Contract (scripts call it exactly so)::
 
     rankduel judge simulate --matrix FILE --winners 0,1 --algorithm prefbest,NAME,... \\
         --budget 1000 --runs 1000 --seed S --out DIR

@@ -1,6 +1,6 @@
 """``rankduel matrix estimate``: a preference matrix from simulated interleaved comparisons.
 
-Contract (issue 3; scripts call it exactly so)::
+Contract (scripts call it exactly so)::
 
     rankduel matrix estimate --world SEED:K --method probabilistic \\
         --click-model navigational --comparisons N --seed S --out P.txt
