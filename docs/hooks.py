@@ -123,13 +123,12 @@ def configuration_rows() -> list[dict[str, str]]:
 
 def configuration_reference() -> str:
     """The Markdown table of every setting."""
-    lines = ["| environment variable | file key | type | default | meaning |",
-             "|---|---|---|---|---|"]
+    lines = ["| variable | default | meaning |", "|---|---|---|"]
     for row in configuration_rows():
         var = f"`{row['variable']}`" if row["variable"] else "—"
         text = row["meaning"].replace("|", "\\|")
-        lines.append(f"| {var} | `{row['setting']}` | {row['type']} | {row['default']} "
-                     f"| {text} |")
+        lines.append(f"| {var} | {row['default']} | {text} "
+                     f"File key `{row['setting']}` ({row['type']}). |")
     return "\n".join(lines) + "\n"
 
 
