@@ -79,7 +79,7 @@ class DTS(DuelingBandit):
         ``l_{i a⁽¹⁾} <= 1/2`` (uncertain pairs, ``a⁽¹⁾`` itself included).
     The caller compares ``(a⁽¹⁾, a⁽²⁾)`` and reports it through :meth:`update`.
 
-    (The seeds do not contain the D-TS pseudo-code, so the comments cite these two
+    (The papers implemented here do not contain the D-TS pseudo-code, so the comments cite these two
     phases rather than line numbers.)
 
     Why it is fast (the authors' code samples all K(K-1)/2 pairs and rebuilds ``U``
