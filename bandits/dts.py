@@ -79,8 +79,8 @@ class DTS(DuelingBandit):
         ``l_{i a⁽¹⁾} <= 1/2`` (uncertain pairs, ``a⁽¹⁾`` itself included).
     The caller compares ``(a⁽¹⁾, a⁽²⁾)`` and reports it through :meth:`update`.
 
-    (The papers implemented here do not contain the D-TS pseudo-code, so the comments cite these two
-    phases rather than line numbers.)
+    (The papers implemented here do not contain the D-TS pseudo-code, so the comments cite
+    these two phases rather than line numbers.)
 
     Why it is fast (the authors' code samples all K(K-1)/2 pairs and rebuilds ``U``
     every step, ~700 steps/s at K=136 per the issue), with the same distribution of
