@@ -203,7 +203,7 @@ def http_api_reference(doc: dict[str, Any] | None = None) -> str:
         from service.openapi import openapi_document
 
         doc = openapi_document(default_k=Config.default_k, max_k=Config.max_k)
-    out: list[str] = [doc["info"].get("description", "").strip(), ""]
+    out: list[str] = [doc["info"].get("description", "").strip(), "", "## Operations", ""]
     for path, methods in doc["paths"].items():
         for method, op in methods.items():
             out += [f"### {method.upper()} `{path}`", "", op.get("summary", "") + ".", ""]
