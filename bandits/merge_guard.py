@@ -1,8 +1,8 @@
 """MergeGuard: MergeDTS with a Condorcet guard (the base of ``recommended``, MergeMED).
 
-Builds on MergeDTS (seed 000, Li et al. 2020; :mod:`bandits.merge_dts`, whose batching,
+Builds on MergeDTS (Li et al. 2020; :mod:`bandits.merge_dts`, whose batching,
 sampling and elimination it inherits unchanged, tuned preset α = 0.8⁶, M = 16,
-C = 4·10⁶) and adds what seed 000 §6.5 shows is missing: a check that the data still
+C = 4·10⁶) and adds what Li et al. 2020, §6.5 shows is missing: a check that the data still
 admit a Condorcet winner.
 
 What it adds
@@ -38,7 +38,7 @@ the UCB rule an arm that beats ``c`` (``p_ec > ½``) keeps its bound above ½ fo
 it is compared until the guard sees the upset, while on a Condorcet instance an arm with
 gap ``Δ`` costs about ``α log(t + C)/Δ²`` comparisons, a count that grows like
 ``log(t + C)`` — with ``C = 4·10⁶`` it barely moves between 10⁵ and 10⁸ steps, so the
-regret after convergence stays flat. The rule is the anytime schedule of RUCB (seed 003,
+regret after convergence stays flat. The rule is the anytime schedule of RUCB (Zoghi 2017,
 Algorithm 2) applied to the champion's row, not a fixed budget.
 
 *Readmission* (not in the papers): if a due comparison leaves the champion ``c`` beaten
@@ -61,7 +61,7 @@ many of the next steps are certainly ``(c, c)`` (the next due step is
 *What a flag does* (``on_non_condorcet``): ``"flag"`` (default) only records it
 (``flagged``, ``flagged_at`` (the update count), ``evidence``) in :meth:`structure` and
 the state; ``"switch"`` also brings every non-retired arm back and selects as a
-Copeland-winner policy from then on: a simplified CCB (seed 003 Algorithm 5 lines 6–8,
+Copeland-winner policy from then on: a simplified CCB (Zoghi 2017, Algorithm 5 lines 6–8,
 11–13 without the shortlist ``B_t``): the candidate is uniform over the arms with the
 highest optimistic Copeland score, the opponent the arm with the highest upper bound
 against it among those not beaten with confidence by it. That rule is a function of

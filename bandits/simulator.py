@@ -1,16 +1,16 @@
 """The offline regret simulator: the papers' proxy method, as a pure function.
 
 At each step the policy picks a comparison, the outcome is a Bernoulli draw from the
-preference matrix ``P`` (seed 000, §5.3: "we compare them by drawing a sample from a
+preference matrix ``P`` (Li et al. 2020, §5.3: "we compare them by drawing a sample from a
 Bernoulli distribution with mean p_ij"), and the step costs regret
 
 * r_t = (Δ_ci + Δ_cj)/2 with Δ_ck = p_ck − ½ against the Condorcet winner ``c``
-  (seed 000, eq. 1; cumulative regret eq. 2);
-* r_t = ζ* − (ζ_i + ζ_j)/2, the Copeland regret of seed 000, eq. 10, when there is no
+  (Li et al. 2020, eq. 1; cumulative regret eq. 2);
+* r_t = ζ* − (ζ_i + ζ_j)/2, the Copeland regret of Li et al. 2020, eq. 10, when there is no
   Condorcet winner;
 * for a multi-dueling policy (``bandit.multi``, MDB) the mean of the per-arm regrets over
   the chosen set; the set's outcome is every pairwise Bernoulli draw among its arms,
-  recorded as one step with ``update_many`` (seed 001 compares all chosen arms at once).
+  recorded as one step with ``update_many`` (Brost et al. 2016 compares all chosen arms at once).
 
 Each run shuffles the arm order with its own seed, so a policy cannot profit from the
 matrix listing the winner first; ``identified`` is mapped back to the matrix's indices.

@@ -51,7 +51,7 @@ changes do not: an elimination depends on ``W`` and ``t`` at the comparison that
 
 Before the first update the policy's step counter is moved to the experiment's global
 selection count ``t`` (:meth:`~bandits.base.DuelingBandit.sync_step`), so confidence
-bounds such as MergeDTS's ``log(t + C)`` (seed 000, Algorithm 1 lines 10–11) use the
+bounds such as MergeDTS's ``log(t + C)`` (Li et al. 2020, Algorithm 1 lines 10–11) use the
 number of selections made so far by every API process, exactly as in the simulator.
 """
 

@@ -127,7 +127,7 @@ def parse_truth(preferences: list[list[float]] | None, best: str | None,
 
     ``preferences`` is the K×K preference matrix over the rankers in their order
     (validated like ``rankduel simulate --matrix``); ``best`` names the ranker regret is
-    measured against (default: the Condorcet winner, else the Copeland regret of seed 000
+    measured against (default: the Condorcet winner, else the Copeland regret of Li et al. 2020
     eq. 10, as in the simulator).
     """
     from bandits.matrices import validate_matrix

@@ -1,4 +1,4 @@
-"""MergeDTS (seed 000, Algorithms 1–3) and MergeRUCB (seed 003, Algorithm 4).
+"""MergeDTS (Li et al. 2020, Algorithms 1–3) and MergeRUCB (Zoghi 2017, Algorithm 4).
 
 Every run is seeded; statistical assertions state their tolerance where they make them.
 """
@@ -281,7 +281,7 @@ def test_select_in_batch_matches_select_rucb():
 
 
 def reference_dts_pair(W: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    """Algorithms 2 and 3 of seed 000 written literally (Beta draws for every pair)."""
+    """Algorithms 2 and 3 of Li et al. 2020 written literally (Beta draws for every pair)."""
     n = W.shape[0]
     theta = np.full((n, n), 0.5)
     for i in range(n):
@@ -344,7 +344,7 @@ def test_default_c_from_horizon():
     assert MergeDTS(10, preset="theoretical", alpha=0.262, c=4e6).c == 4e6
 
 
-#: seed 000 §5.5's tuned values, the default preset
+#: Li et al. 2020, §5.5's tuned values, the default preset
 TUNED = {
     "mergedts": {"alpha": 0.8**6, "batch_size": 16, "c": 4e6},
     "mergerucb": {"alpha": 0.8**6, "batch_size": 8, "c": 4e5},

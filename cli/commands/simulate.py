@@ -1,6 +1,6 @@
 """``rankduel simulate``: offline regret simulation on a preference matrix.
 
-Contract (external scripts call it exactly so; issue 2)::
+Contract (external scripts call it exactly so)::
 
     rankduel simulate --matrix P.txt --algorithm mergedts --param alpha=0.262 \\
         --param batch_size=16 --param c=4000000 --steps 1000000 --runs 10 --seed 1 --out DIR
@@ -150,7 +150,7 @@ def build_summary(
     steps: int,
     results: list[RunResult],
 ) -> dict[str, Any]:
-    """The ``summary.json`` document of issue 2 (exactly its fields)."""
+    """The ``summary.json`` document (exactly these fields: external scripts read them)."""
     _, winner, kind = arm_regret(P)
     agg = aggregate(results)
     effective = {**params, **results[0].params}
@@ -174,8 +174,8 @@ def build_summary(
                     "identified": r.identified,
                     "correct": r.correct,
                     "steps_per_second": r.steps_per_second,
-                    # issue 15: policies with a non-Condorcet guard (MergeGuard) add
-                    # whether and when it was raised; the others keep issue 2's fields
+                    # policies with a non-Condorcet guard (MergeGuard) add
+                    # whether and when it was raised; the others keep the base fields
                     **({"flagged_non_condorcet": r.flagged_non_condorcet,
                         "flagged_at": r.flagged_at} if guarded else {}),
                     # --estimate: the report's estimate at each checkpoint

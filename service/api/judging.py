@@ -1,4 +1,4 @@
-"""Judging campaigns (seed 004): the operator's routes (bearer token) and the assessors'
+"""Judging campaigns (Yan 2022): the operator's routes (bearer token) and the assessors'
 (``/judging/tasks/...``, identified by the id the operator issued), plus the judging page.
 
 The logic lives in :mod:`judging.campaign`, the Redis state in :mod:`service.judging`;
