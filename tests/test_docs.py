@@ -25,7 +25,7 @@ OUTSIDE_SETTINGS = {
     "RANKDUEL_CONFIG",           # the settings file itself (service/config.py)
     "RANKDUEL_REDIS_HOSTS",      # docker compose's .env: builds REDIS_URL of the cluster
     "RANKDUEL_CHROMIUM",         # the browser tests' Chromium (demo/browser.py)
-    "RANKDUEL_FRONTEND_TOKENS",  # front-end keys: a setting once that change is in
+    "RANKDUEL_FRONTEND_TOKEN",   # rankduel traffic's front-end key (a client, not the API)
 }
 
 
