@@ -14,6 +14,8 @@ import json
 import os
 import re
 import secrets
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -28,8 +30,17 @@ STATE = Path(os.environ.get("RANKDUEL_COMPOSE_CHECK_DIR", "/var/lib/rankduel-com
 PODMAN_COMPOSE = os.environ.get("PODMAN_COMPOSE", "podman-compose")
 PROJECT = "rankduel-check"
 LABEL = f"label=io.podman.compose.project={PROJECT}"
-API_PORT = int(os.environ.get("RANKDUEL_API_PORT", "18000"))
-PROM_PORT = int(os.environ.get("PROMETHEUS_PORT", "19090"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+#: the published ports: from the environment, else free ones
+API_PORT = int(os.environ.get("RANKDUEL_API_PORT") or free_port())
+PROM_PORT = int(os.environ.get("PROMETHEUS_PORT") or free_port())
 API = f"http://127.0.0.1:{API_PORT}"
 PROM = f"http://127.0.0.1:{PROM_PORT}"
 #: searches check 2 (and 6) send before judging the experiment
@@ -100,6 +111,8 @@ def compose(*args: str, profiles: tuple[str, ...] = (), env: dict | None = None,
             **kw) -> subprocess.CompletedProcess:
     cmd = [PODMAN_COMPOSE, "-p", PROJECT, "-f", str(ROOT / "docker-compose.yml"),
            "-f", str(ROOT / "docker-compose.podman.yml")]
+    for extra in filter(None, os.environ.get("COMPOSE_CHECK_OVERRIDE", "").split(":")):
+        cmd += ["-f", extra]  # a developer's own override, e.g. to try a setting
     for p in profiles:
         cmd += ["--profile", p]
     return run(*cmd, *args, env=compose_env(**images_env(), **(env or {})), **kw)
@@ -145,10 +158,22 @@ def build_images() -> list[str]:
     # not stored in the image)
     ca = os.environ.get("RANKDUEL_BUILD_CA_CERTS", "/etc/ssl/certs/ca-certificates.crt")
     ca_args = ["--secret", f"id=ca_certs,src={ca}"] if Path(ca).is_file() else []
-    podman("build", "-q", "-f", str(ROOT / "deploy/Dockerfile"), "--build-arg",
+    # --no-cache: buildah 1.28 cannot bind-mount (RUN --mount from=build) a stage it took
+    # from its cache ("couldn't find .../merged/wheels")
+    podman("build", "-q", "--no-cache", "-f", str(ROOT / "deploy/Dockerfile"), "--build-arg",
            f"PYTHON_IMAGE={chosen['PYTHON_IMAGE']}", *ca_args, "-t", RANKDUEL_IMAGE,
            str(ROOT), quiet=True)
     return [*made, RANKDUEL_IMAGE]
+
+
+def image_ids() -> list[str]:
+    out = podman("images", "-aq", "--no-trunc", capture=True).stdout.split()
+    return [i.removeprefix("sha256:") for i in out]
+
+
+def image_id(ref: str) -> str:
+    return podman("image", "inspect", "--format", "{{.Id}}", ref, check=False,
+                  capture=True).stdout.strip().removeprefix("sha256:")
 
 
 # ------------------------------------------------------------------ containers and health
@@ -174,7 +199,7 @@ class HealthPump(threading.Thread):
             try:
                 for name in containers():
                     podman("healthcheck", "run", name, check=False, quiet=True, timeout=20)
-            except Exception:  # noqa: BLE001 - a container going away mid-loop
+            except Exception:  # a container going away mid-loop
                 pass
 
 
@@ -226,7 +251,7 @@ def experiment(exp_id: str) -> dict:
 
 def api_statuses() -> dict[str, float]:
     """Requests served by the API so far, by status code (its /metrics, all workers)."""
-    code, body = http(f"{API}/metrics", secret("RANKDUEL_METRICS_TOKEN"))
+    _, body = http(f"{API}/metrics", secret("RANKDUEL_METRICS_TOKEN"))
     out: dict[str, float] = {}
     for m in re.finditer(r'^rankduel_http_requests_total\{([^}]*)\} (\S+)$', body.decode(),
                          re.M):
@@ -275,8 +300,9 @@ class Traffic:
         return int(found[-1]) if found else 0
 
 
-def drain(exp_id: str, timeout: float = 240) -> dict:
-    """Wait until every impression is credited (the sweep credits what a lost task left)."""
+def drain(exp_id: str, timeout: float = 150) -> dict:
+    """Wait until every impression is credited (the sweep re-credits what a lost task left
+    after RANKDUEL_CREDIT_RETRY_S, 60 s by default)."""
     deadline = time.monotonic() + timeout
     while True:
         state = experiment(exp_id)
@@ -493,12 +519,17 @@ def down(made_images: list[str]) -> None:
     networks = podman("network", "ls", "-q", "--filter", LABEL, capture=True).stdout.split()
     if networks:
         podman("network", "rm", "-f", *networks, check=False, quiet=True)
-    for image in made_images:
+    for image in made_images:  # tags first, then the build's intermediate layers (ids)
         podman("rmi", "-f", image, check=False, quiet=True)
     (STATE / "made-images").unlink(missing_ok=True)
 
 
 def main(argv: list[str]) -> int:
+    # a CI timeout's SIGTERM still tears the stack down (the finally below)
+    def terminated(*_: object) -> None:
+        raise RuntimeError("terminated (SIGTERM)")
+
+    signal.signal(signal.SIGTERM, terminated)
     keep, keep_images = "--keep" in argv, "--keep-images" in argv
     t_start = time.monotonic()
     phases["install"] = float(os.environ.get("COMPOSE_CHECK_INSTALL_S", 0))
@@ -516,7 +547,9 @@ def main(argv: list[str]) -> int:
     made: list[str] = []
     try:
         t0 = time.monotonic()
+        before = set(image_ids())
         made = build_images()
+        made += sorted(set(image_ids()) - before - {image_id(m) for m in made})
         made_file.write_text(json.dumps(made))
         phase("images", t0)
 
@@ -560,7 +593,7 @@ def main(argv: list[str]) -> int:
         t0 = time.monotonic()
         results[6] = check6()
         phase("check6", t0)
-    except Exception as exc:  # noqa: BLE001 - report, tear down, fail
+    except Exception as exc:  # report, tear down, fail
         log(f"FAIL: {type(exc).__name__}: {exc}")
         results.setdefault(0, False)
     finally:
