@@ -452,6 +452,39 @@ def dashboard_queries() -> list[tuple[str, str]]:
     return out
 
 
+def request(method: str, path: str, body: dict | None = None,
+            token: str | None = None) -> tuple[int, dict]:
+    req = urllib.request.Request(f"{API}{path}", method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, {}
+
+
+def faults() -> None:
+    """Deliberate failures, on a second experiment, so that the service dashboard's error
+    panels have data (as tests/metrics_run.py does): a ranker that refuses connections
+    (ranker failures, forfeits, fallbacks) next to one of the demo's rankers."""
+    status, exp = request("POST", "/experiments", {
+        "name": "compose-check faults", "algorithm": "mergedts", "interleaving": "team_draft",
+        "seed": 1, "probe": False,
+        "rankers": [{"name": "r00", "url": "http://demo-rankers:8001/rankers/0"},
+                    {"name": "down", "url": "http://demo-rankers:9/down", "timeout_ms": 200}]},
+        secret("RANKDUEL_ADMIN_TOKEN"))
+    if status != 201:
+        raise RuntimeError(f"POST /experiments (faults): {status} {exp}")
+    for _ in range(30):
+        status, page = request("GET", f"/search?experiment={exp['id']}&q=q1")
+        if status == 200:
+            request("POST", f"/impressions/{page['impression_id']}/end",
+                    {"token": page["token"]})
+
+
 def check5(traffic: Traffic) -> bool:
     """Scale to 3 workers with traffic running: Prometheus finds every replica, and every
     dashboard query returns data."""
@@ -467,6 +500,7 @@ def check5(traffic: Traffic) -> bool:
                 or time.monotonic() > deadline:
             break
         time.sleep(3)
+    faults()
     traffic.wait_searches(experiment(traffic.exp_id)["counters"]["impressions"] + 300, 120)
     time.sleep(6)  # one more scrape of the newest traffic (scrape interval 5 s)
     empty = []
@@ -504,8 +538,12 @@ def check6() -> bool:
         return False
     env = {"RANKDUEL_REDIS_CLUSTER": "1",
            "RANKDUEL_REDIS_HOSTS": ",".join(f"{n}:6379" for n in CLUSTER_NODES)}
-    compose("up", "-d", "--no-deps", "--force-recreate", "--scale", "worker=1", "api", "worker",
-            "scheduler", env=env, quiet=True)
+    # every replica goes (none may keep crediting into the single Redis), then the app
+    # comes back on the cluster
+    for service in ("api", "worker", "scheduler"):
+        for name in containers(service, all_=True):
+            podman("rm", "-f", "-t", "5", name, quiet=True)
+    compose("up", "-d", "--no-deps", "api", "worker", "scheduler", env=env, quiet=True)
     ok1 = check1("6.1", [*CORE, *CLUSTER_NODES, "redis-cluster-init", "demo-rankers"])
     statuses0 = api_statuses()
     traffic = start_traffic(profiles=("demo", "cluster"), env=env)
