@@ -540,10 +540,12 @@ def check6() -> bool:
            "RANKDUEL_REDIS_HOSTS": ",".join(f"{n}:6379" for n in CLUSTER_NODES)}
     # every replica goes (none may keep crediting into the single Redis), then the app
     # comes back on the cluster
-    for service in ("api", "worker", "scheduler"):
+    # (dependents first: podman-compose links them with --requires)
+    for service in ("demo-traffic", "prometheus", "api", "worker", "scheduler"):
         for name in containers(service, all_=True):
             podman("rm", "-f", "-t", "5", name, quiet=True)
-    compose("up", "-d", "--no-deps", "api", "worker", "scheduler", env=env, quiet=True)
+    compose("up", "-d", "--no-deps", "api", "worker", "scheduler", "prometheus", env=env,
+            quiet=True)
     ok1 = check1("6.1", [*CORE, *CLUSTER_NODES, "redis-cluster-init", "demo-rankers"])
     statuses0 = api_statuses()
     traffic = start_traffic(profiles=("demo", "cluster"), env=env)
