@@ -25,6 +25,9 @@ OUTSIDE_SETTINGS = {
     "RANKDUEL_CONFIG",           # the settings file itself (service/config.py)
     "RANKDUEL_REDIS_HOSTS",      # docker compose's .env: builds REDIS_URL of the cluster
     "RANKDUEL_CHROMIUM",         # the browser tests' Chromium (demo/browser.py)
+    "RANKDUEL_IMAGE",            # docker compose: the project image's name
+    "RANKDUEL_METRICS_TOKEN_FILE",  # the podman override: the metrics secret's file
+    "RANKDUEL_COMPOSE_CHECK_DIR",   # scripts/compose-check's state folder
     "RANKDUEL_FRONTEND_TOKEN",   # rankduel traffic's front-end key (a client, not the API)
 }
 
