@@ -146,6 +146,7 @@ class CCB(DuelingBandit):
     """
 
     name = "ccb"
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

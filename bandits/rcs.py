@@ -86,6 +86,7 @@ class RCS(DuelingBandit):
     """
 
     name = "rcs"
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

@@ -123,6 +123,7 @@ class RMED1(DuelingBandit):
     """
 
     name = "rmed1"
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

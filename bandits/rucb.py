@@ -85,6 +85,7 @@ class RUCB(DuelingBandit):
     """
 
     name = "rucb"
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

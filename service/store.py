@@ -16,7 +16,8 @@ Crediting (the design is argued in :mod:`service.credit`):
   structure changed since the worker read it (``sv``), and stops at an outcome the
   :class:`~service.credit.Guard` flags: it records it as the experiment's ``hold`` and
   returns; while a hold is set, every credit script refuses.
-* **A hold is resolved** (:meth:`Store.resolve_hold`, by whichever worker meets it) in
+* **A hold is resolved** (:func:`service.crediting.resolve_hold`, by whichever worker meets it, with
+  :meth:`Store.read_hold` and :meth:`Store.write_resolution`) in
   one optimistic transaction that runs the policy's own ``update()`` on the current
   state for that impression and writes ``W``, ``n``, the new structure if it changed
   (``sv`` + 1), the mark and the audit events, and clears the hold.
@@ -290,16 +291,21 @@ class Store:
                              lambda: self.snapshot(exp_id, full=True), write)
 
     def write_state(self, pipe, exp_id: str, bandit: DuelingBandit, *,
-                    rankers: list[dict] | None = None, **fields: Any) -> None:
-        """Queue the policy's new state — structure (``sv`` + 1), ``W`` and ``n`` — and
-        optionally the rankers or other snapshot fields, with ``version`` + 1. Only
-        inside a transaction that WATCHes ``W`` (credits add to it)."""
-        mapping: dict[str, Any] = dict(encode_structure(bandit), n=bandit.n_updates, **fields)
+                    rankers: list[dict] | None = None, structure: bool = True,
+                    **fields: Any) -> None:
+        """Queue the policy's new state — ``W``, ``n`` and (``structure``) its structure
+        with ``sv`` + 1 — and optionally the rankers or other snapshot fields, with
+        ``version`` + 1. Only inside a transaction that WATCHes ``W`` (credits add to
+        it)."""
+        mapping: dict[str, Any] = dict(n=bandit.n_updates, **fields)
+        if structure:
+            mapping.update(encode_structure(bandit))
         if rankers is not None:
             mapping["rankers"] = json.dumps(rankers)
         pipe.set(w_key(exp_id), encode_w(bandit))
         pipe.hset(exp_key(exp_id), mapping=mapping)
-        pipe.hincrby(exp_key(exp_id), "sv", 1)
+        if structure:
+            pipe.hincrby(exp_key(exp_id), "sv", 1)
         pipe.hincrby(exp_key(exp_id), "version", 1)
 
     def write_fields(self, pipe, exp_id: str, **fields: Any) -> None:
@@ -667,7 +673,7 @@ class Store:
         decided about ``impressions`` (named ``ids``), computed at structure version ``sv``
         (see the module docstring)."""
         keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id)]
-        args: list[Any] = [sv, "" if guard is None else repr(guard.q)]
+        args: list[Any] = [sv, "" if guard is None else guard.arg()]
         sent, gone = [], {}
         for imp_id, imp in zip(ids, impressions, strict=True):
             res = result.results[imp_id]
@@ -677,7 +683,7 @@ class Store:
             sent.append(imp_id)
             keys += [imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id)]
             outcomes = ";".join(
-                f"{int(i)},{int(j)},{float(s)!r},{int(guard is not None and guard.watches(i, j))}"
+                f"{int(i)},{int(j)},{float(s)!r},{0 if guard is None else guard.watches(i, j)}"
                 for i, j, s in res.get("outcomes", ()))
             counted = ",".join(result.counted.get(imp_id, ()))
             args += [imp_id, json.dumps(res), f"{imp.reports}|{counted}|{outcomes}"]
@@ -693,66 +699,49 @@ class Store:
         codes.update(gone)
         return Committed(status, codes, text(out[1]) or None)
 
-    def resolve_hold(self, exp_id: str,
-                     decide: Callable[[Snapshot, list[str],
-                                       list[credit_step.Impression | None]],
-                                      credit_step.Credit],
-                     more: Sequence[str] = ()) -> dict[str, dict] | None:
-        """Decide the impression that holds ``exp_id``, if any, then the impressions
-        ``more`` (the rest of the caller's batch), in order: ``decide(snapshot, ids,
-        impressions)`` (the pure credit step with ``update=True`` on the snapshot's policy
-        at the global ``t``) in one optimistic transaction that commits ``W``, ``n``, the
-        structure, the marks, counters and audit and clears the hold. While the hold is
-        set no credit script runs, so applying the rest here too is as exact as the
-        script, and saves a round per held outcome (every outcome is held for a policy
-        whose ``update()`` advances selection state). Returns the results, or None when
-        nothing was held."""
-        held = text(self.r.hget(exp_key(exp_id), "hold"))
-        if not held:
-            return None
-        ids = [held, *(i for i in dict.fromkeys(more) if i != held)]
+    def hold(self, exp_id: str) -> str | None:
+        """The impression that holds ``exp_id`` (None: no hold)."""
+        return text(self.r.hget(exp_key(exp_id), "hold")) or None
+
+    def read_hold(self, pipe, exp_id: str, held: str, ids: Sequence[str]
+                  ) -> tuple[Snapshot, list[credit_step.Impression | None]]:
+        """WATCH on ``pipe`` what resolving the hold ``held`` depends on (the experiment,
+        ``W``, the impressions ``ids`` and their clicks), then read the full snapshot and,
+        while ``held`` still holds, the impressions (else none)."""
         watch = [exp_key(exp_id), w_key(exp_id)]
         for i in ids:
             watch += [imp_key(exp_id, i), clicks_key(exp_id, i)]
+        pipe.watch(*watch)
+        snap = self.snapshot(exp_id, full=True)
+        imps = self.read_impressions(exp_id, ids) if snap.hold == held else []
+        return snap, imps
 
-        def read() -> tuple[Snapshot, list[credit_step.Impression | None]]:
-            snap = self.snapshot(exp_id, full=True)
-            imps = self.read_impressions(exp_id, ids) if snap.hold == held else []
-            return snap, imps
-
-        def write(data, pipe) -> dict[str, dict] | None:
-            snap, imps = data
-            if snap.hold != held:
-                return None  # resolved by another worker meanwhile
-            bandit = snap.bandit
-            before = encode_structure(bandit)["state"]
-            result = decide(snap, ids, imps)
-            if result.changed:
-                structure = encode_structure(bandit)
-                pipe.set(w_key(exp_id), encode_w(bandit))
-                fields: dict[str, Any] = {"n": bandit.n_updates}
-                if structure["state"] != before:
-                    fields.update(structure)
-                    pipe.hincrby(exp_key(exp_id), "sv", 1)
-                pipe.hset(exp_key(exp_id), mapping=fields)
-                self.add_audit(exp_id, *(audit_entry(self.clock(), **e)
-                                         for e in result.audit), pipe=pipe)
-            counts: dict[str, int] = {}
-            for i in ids:
-                res = result.results[i]
-                if res["status"] in ("missing", "already"):
-                    continue
-                pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": json.dumps(res)})
-                for name in result.counted.get(i, []):
-                    counts[name] = counts.get(name, 0) + 1
-            for name, n in counts.items():
-                pipe.hincrby(counters_key(exp_id), name, n)
-            pipe.zrem(pending_key(exp_id), *ids)
-            pipe.hdel(exp_key(exp_id), "hold")
+    def write_resolution(self, pipe, exp_id: str, bandit: DuelingBandit,
+                         result: credit_step.Credit, ids: Sequence[str], *,
+                         structure_before: str) -> None:
+        """Queue on ``pipe`` (in MULTI, after :meth:`read_hold`) what deciding a hold
+        wrote: the policy's state if it changed (its structure, ``sv`` + 1, only if that
+        differs from ``structure_before``), the audit events, each impression's mark and
+        counters; the impressions leave the pending set and the hold is cleared."""
+        if result.changed:
+            moved = encode_structure(bandit)["state"] != structure_before
+            self.write_state(pipe, exp_id, bandit, structure=moved)
+            self.add_audit(exp_id, *(audit_entry(self.clock(), **e) for e in result.audit),
+                           pipe=pipe)
+        else:
             pipe.hincrby(exp_key(exp_id), "version", 1)
-            return result.results
-
-        return self.transact(watch, read, write, on_conflict=lambda: self.count_conflict(exp_id))
+        counts: dict[str, int] = {}
+        for i in ids:
+            res = result.results[i]
+            if res["status"] in ("missing", "already"):
+                continue
+            pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": json.dumps(res)})
+            for name in result.counted.get(i, []):
+                counts[name] = counts.get(name, 0) + 1
+        for name, n in counts.items():
+            pipe.hincrby(counters_key(exp_id), name, n)
+        pipe.zrem(pending_key(exp_id), *ids)
+        pipe.hdel(exp_key(exp_id), "hold")
 
     def count_conflict(self, exp_id: str) -> None:
         self.r.hincrby(counters_key(exp_id), "credit_conflicts", 1)
@@ -931,18 +920,40 @@ return {n, 0}
 
 # The credit script (see the module docstring and service.credit).
 # KEYS: exp, W, counters, pending, then per impression: imp, clicks
-# ARGV: sv, q (the guard; "" for none), then per impression: id, result (JSON mark),
-#   "clicks seen|counter,counter...|i,j,s,watched;i,j,s,watched..."
+# ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
+#   watched pair with d² > q·n, or n·kl(p, ½) > q with kl, is held, and so is the
+#   impression whose outcomes make n a multiple of period), then per impression: id,
+#   result (JSON mark),
+#   "clicks seen|counter,counter...|i,j,s,watched;i,j,s,watched..." (watched: 0 no,
+#   1 either side losing, 2 only i losing, 3 only j losing: service.credit.Guard.watches)
 # -> {'sv', current sv} | {'hold', held id} | {'missing'} |
 #    {'ok' | 'held', held id or '', code per impression handled...}
 _CREDIT_LUA = """
 local exp, W = KEYS[1], KEYS[2]
-local meta = redis.call('HMGET', exp, 'sv', 'hold', 'K')
+local meta = redis.call('HMGET', exp, 'sv', 'hold', 'K', 'n')
 if not meta[1] then return {'missing'} end
 if meta[1] ~= ARGV[1] then return {'sv', meta[1]} end
 if meta[2] then return {'hold', meta[2]} end
 local K = tonumber(meta[3])
-local q = tonumber(ARGV[2])
+local n0 = tonumber(meta[4] or '0')
+local sq, sp, sk = string.match(ARGV[2], '^([^:]*):?(%d*):?(%a*)$')
+local q = tonumber(sq)
+local period = tonumber(sp) or 0
+local kl = sk == 'kl'
+-- the pair condition of service.credit.Guard.trips (d = w_ji - w_ij)
+local function trips(wij, wji)
+  local n = wij + wji
+  if not kl then
+    local d = wji - wij
+    return d * d > q * n
+  end
+  local w = math.min(wij, wji)
+  if 2 * w >= n then return false end
+  local p = w / n
+  local v = (1 - p) * math.log(2 * (1 - p))
+  if p > 0 then v = v + p * math.log(2 * p) end
+  return n * v > q
+end
 local counts, codes = {}, {}
 local updates, applied, held = 0, 0, ''
 for k = 0, (#KEYS - 4) / 2 - 1 do
@@ -965,13 +976,17 @@ for k = 0, (#KEYS - 4) / 2 - 1 do
         local oij, oji = 8 * (i * K + j), 8 * (j * K + i)
         local wij = struct.unpack('<d', redis.call('GETRANGE', W, oij, oij + 7)) + s
         local wji = struct.unpack('<d', redis.call('GETRANGE', W, oji, oji + 7)) + (1 - s)
-        if q and sw == '1' then
+        if q and sw ~= '0' then
           local d = wji - wij
-          if d * d > q * (wij + wji) then trip = true end
+          if (sw == '1' or (sw == '2' and d > 0) or (sw == '3' and d < 0))
+              and trips(wij, wji) then
+            trip = true
+          end
         end
         writes[#writes + 1] = {oij, wij, oji, wji}
       end
     end
+    if no > 0 and period > 0 and (n0 + updates + 1) % period == 0 then trip = true end
     if trip then
       held = id
       break
