@@ -105,7 +105,7 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()
         return None
     ids = [held, *(i for i in dict.fromkeys(more) if i != held)]
     for _attempt in range(MAX_ATTEMPTS):
-        with store.r.pipeline(transaction=True) as pipe:
+        with store.pipeline(transaction=True) as pipe:
             try:
                 snap, imps = store.read_hold(pipe, exp_id, held, ids)
                 if snap.hold != held:
@@ -133,6 +133,7 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
     views = _DEFAULT_VIEWS if views is None else views
     results: dict[str, dict] = {}
     todo = list(imp_ids)
+    reread = False
     for _round in range(2 * len(todo) + 20):
         try:
             view = views.get(store, exp_id)
@@ -140,6 +141,12 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             results.update({i: {"status": "missing"} for i in todo})
             break
         imps = store.read_impressions(exp_id, todo)
+        if _newer_than(imps, view.bandit.K) and not reread:
+            reread = True
+            # an impression of a ranker added since the view was read (the script would
+            # refuse the batch for its sv anyway): read the view again
+            views.drop(exp_id)
+            continue
         plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names, update=False,
                             dwell_unsatisfied_s=view.dwell_unsatisfied_s)
         done = store.commit_credit(exp_id, sv=view.sv, guard=credit.Guard.of(view.bandit, t),
@@ -174,6 +181,12 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
         raise Contention(f"credit of {len(todo)} impressions of {exp_id} did not settle")
     observe(results)
     return results
+
+
+def _newer_than(imps: Sequence[credit.Impression | None], k: int) -> bool:
+    """Whether an impression names an arm beyond the ``k`` arms of a view."""
+    return any(a >= k for imp in imps if imp is not None
+               for a in (*imp.arms, *(x for f in imp.forfeits for x in f)))
 
 
 def observe(results: dict[str, dict]) -> None:

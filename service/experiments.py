@@ -24,6 +24,7 @@ from service.rankers import RankerClient, RankerFailure, validate_url
 from service.schemas import NewExperiment, NewRanker, RankerIn
 from service.snapshot import Snapshot
 from service.store import Store, audit_entry
+from service.transaction import update_experiment
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
 Z95 = 1.959963984540054
@@ -142,7 +143,7 @@ def rename(store: Store, exp_id: str, name: str) -> None:
         store.add_audit(exp_id, audit_entry(time.time(), "renamed", actor="operator", **{
             "from": snap.meta["name"], "to": name}), pipe=pipe)
 
-    store.update_experiment(exp_id, write)
+    update_experiment(store, exp_id, write)
 
 
 def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms: int,
@@ -173,7 +174,7 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
                                             ranker=ranker["name"], arm=arm), pipe=pipe)
         return entry
 
-    return store.update_experiment(exp_id, write)
+    return update_experiment(store, exp_id, write)
 
 
 def retire_ranker(store: Store, exp_id: str, name: str,
@@ -196,7 +197,7 @@ def retire_ranker(store: Store, exp_id: str, name: str,
                                             arm=entry["arm"]), pipe=pipe)
         return entry
 
-    return store.update_experiment(exp_id, write)
+    return update_experiment(store, exp_id, write)
 
 
 def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator") -> str:
@@ -211,7 +212,7 @@ def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator
             "from": snap.lifecycle, "to": target}), pipe=pipe)
         return target
 
-    return store.update_experiment(exp_id, write)
+    return update_experiment(store, exp_id, write)
 
 
 def wilson(wins: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
