@@ -23,42 +23,24 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import redis
 
 from service import metrics
-from service.config import Config
-from service.controller import Choice, Controller
+from service.controller import Choice
 from service.errors import BadGateway, Forbidden, Unprocessable
 from service.keys import new_impression_id
-from service.queue import TaskQueue
-from service.rankers import RankerClient, RankerFailure
+from service.rankers import RankerFailure
+from service.runtime import Runtime
 from service.store import (
     ImpressionClosed,
     ImpressionMissing,
-    Store,
     TooManyClicks,
     audit_entry,
 )
 from service.tokens import issue_token, verify_token
-
-
-@dataclass
-class Runtime:
-    """Everything a request handler needs, built once per process by ``create_app``."""
-
-    config: Config
-    store: Store
-    controller: Controller
-    rankers: RankerClient
-    queue: TaskQueue
-
-    @property
-    def secret(self) -> bytes:
-        return self.config.secret_key.encode()
 
 
 def _interleaving():

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 from importlib.resources import files
 
-from flask import Blueprint, Response, current_app, jsonify, redirect, request
+from flask import Blueprint, Response, jsonify, redirect, request
 
 from service import impressions
 from service.errors import BadRequest, TooManyRequests
 from service.report_bodies import report_body
+from service.runtime import Runtime, runtime
 from service.schemas import (
     MAX_ID_CHARS,
     ClickForm,
@@ -24,13 +25,10 @@ from service.validation import parse
 bp = Blueprint("frontend", __name__)
 
 
-def _rt() -> impressions.Runtime:
-    return current_app.extensions["rankduel"]
-
 
 @bp.get("/search")
 def search():
-    rt = _rt()
+    rt = runtime()
     query = search_query(rt.config.default_k, rt.config.max_k)
     args = parse(query, request.args.to_dict(), query=True)
     return jsonify(impressions.search(rt, args.experiment, args.q, args.k, args.user or None))
@@ -49,7 +47,7 @@ def client_address(trusted_proxies: int) -> str:
     return request.remote_addr or "unknown"
 
 
-def limit_click_reports(rt: impressions.Runtime) -> None:
+def limit_click_reports(rt: Runtime) -> None:
     """429 when this client has sent its ``clicks_per_client_per_minute``."""
     limit = rt.config.clicks_per_client_per_minute
     if not limit:
@@ -62,14 +60,14 @@ def limit_click_reports(rt: impressions.Runtime) -> None:
 
 @bp.post("/clicks")
 def clicks():
-    limit_click_reports(_rt())
+    limit_click_reports(runtime())
     data, form = report_body(request, ClickForm)
     if form:  # one click as form fields (a beacon with URLSearchParams, an HTML form)
         data = parse(ClickForm, data, content=Clicks.content).as_clicks()
     body = parse(Clicks, data, content=Clicks.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks if c.dwell_ms is not None}
-    out = impressions.record_clicks(_rt(), body.impression_id, body.token, clicked,
+    out = impressions.record_clicks(runtime(), body.impression_id, body.token, clicked,
                                     dwell_ms=dwell)
     return jsonify(out), 202
 
@@ -84,14 +82,14 @@ def end(imp_id: str):
     body = parse(EndImpression, data or {}, content=EndImpression.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks or ()]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks or () if c.dwell_ms is not None}
-    return jsonify(impressions.end_impression(_rt(), imp_id, body.token, clicks=clicked,
+    return jsonify(impressions.end_impression(runtime(), imp_id, body.token, clicks=clicked,
                                               dwell_ms=dwell)), 202
 
 
 @bp.get("/r")
 def redirect_click():
     """Record a click and send the user on to the result (302)."""
-    rt = _rt()
+    rt = runtime()
     args = parse(RedirectQuery, request.args.to_dict(), query=True)
     try:
         limit_click_reports(rt)
