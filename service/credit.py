@@ -66,29 +66,11 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
+from service.records import Impression
 
 log = logging.getLogger(__name__)
 
 CreditFn = Callable[[Any, list[int]], list[tuple[int, int, float]]]
-
-
-@dataclass(frozen=True)
-class Impression:
-    """What the credit step needs of one stored impression."""
-
-    id: str
-    arms: list[int]
-    duel: bool
-    record: Any = None
-    clicks: list[int] = field(default_factory=list)
-    forfeits: list[tuple[int, int]] = field(default_factory=list)  # (winner arm, loser arm)
-    created: float = 0.0
-    credited: bool = False
-    #: clicked position -> the longest dwell (ms) a browser reported for it (rankduel.js)
-    dwell_ms: dict[int, int] = field(default_factory=dict)
-    #: click reports the impression had taken when read (the credit script refuses to
-    #: commit when it has taken another since: a click or a dwell arrived meanwhile)
-    reports: int = 0
 
 
 @dataclass

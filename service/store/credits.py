@@ -19,6 +19,7 @@ from service.keys import (
     pending_key,
     w_key,
 )
+from service.records import Impression
 from service.snapshot import (
     Snapshot,
     encode_structure,
@@ -44,7 +45,7 @@ class Committed:
     held: str | None = None
 
 
-def _impression(imp_id: str, row: bytes) -> credit_step.Impression | None:
+def _impression(imp_id: str, row: bytes) -> Impression | None:
     """An impression from its row of :data:`_READ_LUA`."""
     if not row:
         return None
@@ -55,8 +56,8 @@ def _impression(imp_id: str, row: bytes) -> credit_step.Impression | None:
         dwell = {int(p): int(ms) for p, ms in dwell}
     except (ValueError, TypeError):
         # a record this code cannot read: the credit step reports it as an error
-        return credit_step.Impression(id=imp_id, arms=[], duel=True, record=None)
-    return credit_step.Impression(
+        return Impression(id=imp_id, arms=[], duel=True, record=None)
+    return Impression(
         id=imp_id,
         arms=arms,
         duel=duel == 1,
@@ -76,7 +77,7 @@ class CreditStore(StoreBase):
     SCRIPTS: ClassVar[dict[str, str]] = {"_read_script": "read", "_credit_script": "credit"}
 
     def read_impressions(self, exp_id: str, imp_ids: Sequence[str]
-                         ) -> list[credit_step.Impression | None]:
+                         ) -> list[Impression | None]:
         """Every impression of ``imp_ids`` with its clicks, in one script call that
         returns one JSON array per impression (None where unknown or expired)."""
         if not imp_ids:
@@ -89,7 +90,7 @@ class CreditStore(StoreBase):
 
     def commit_credit(self, exp_id: str, *, sv: int, guard: credit_step.Guard | None,
                       ids: Sequence[str],
-                      impressions: Sequence[credit_step.Impression | None],
+                      impressions: Sequence[Impression | None],
                       result: credit_step.Credit) -> Committed:
         """Run the credit script for what :func:`service.credit.apply` (``update=False``)
         decided about ``impressions`` (named ``ids``), computed at structure version ``sv``
@@ -126,7 +127,7 @@ class CreditStore(StoreBase):
         return text(self.r.hget(exp_key(exp_id), "hold")) or None
 
     def read_hold(self, pipe, exp_id: str, held: str, ids: Sequence[str]
-                  ) -> tuple[Snapshot, list[credit_step.Impression | None]]:
+                  ) -> tuple[Snapshot, list[Impression | None]]:
         """WATCH on ``pipe`` what resolving the hold ``held`` depends on (the experiment,
         ``W``, the impressions ``ids`` and their clicks), then read the full snapshot and,
         while ``held`` still holds, the impressions (else none)."""

@@ -18,6 +18,7 @@ from service.keys import (
     pending_key,
     shown_key,
 )
+from service.records import Impression
 from service.snapshot import (
     ExperimentMissing,
     text,
@@ -89,8 +90,10 @@ class ImpressionStore(StoreBase):
             exp_id = text(self.r.get(legacy_imp_key(imp_id)))
         return exp_id
 
-    def impression(self, imp_id: str) -> dict[str, Any] | None:
-        """The impression's fields, or None when unknown or expired."""
+    def impression(self, imp_id: str) -> Impression | None:
+        """The impression's fields (not its clicks: the credit step reads those, with
+        :meth:`~service.store.credits.CreditStore.read_impressions`), or None when unknown
+        or expired."""
         exp_id = self.experiment_of(imp_id)
         if exp_id is None:
             return None
@@ -98,15 +101,22 @@ class ImpressionStore(StoreBase):
         if not raw:
             return None
         d = {text(k): text(v) for k, v in raw.items()}
-        d["exp"] = exp_id
-        d["shown"] = json.loads(d["shown"])
-        d["arms"] = json.loads(d["arms"])
-        d["record"] = json.loads(d["record"])
-        d["closed"] = d.get("closed") == "1"
-        d["duel"] = d.get("duel") == "1"
-        d["expires"] = int(d["expires"])
-        d["urls"] = json.loads(d["urls"]) if d.get("urls") else []
-        return d
+        return Impression(
+            id=imp_id,
+            exp=exp_id,
+            t=int(d.get("t") or 0),
+            arms=json.loads(d["arms"]),
+            shown=json.loads(d["shown"]),
+            record=json.loads(d["record"]),
+            duel=d.get("duel") == "1",
+            forfeits=[tuple(f) for f in json.loads(d.get("forfeits") or "[]")],
+            created=float(d.get("created") or 0.0),
+            expires=int(d["expires"]),
+            closed=d.get("closed") == "1",
+            credited="credited" in d,
+            reports=int(d.get("reports") or 0),
+            urls=json.loads(d["urls"]) if d.get("urls") else [],
+        )
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
                    inactivity_s: float, ttl_s: int, max_reports: int = 100,
