@@ -1,7 +1,7 @@
 """The credit step: an impression's clicks become duel outcomes and one policy update.
 
-Pure: no Redis, no Celery. The worker's task (:mod:`workers.tasks`) reads a batch of
-impressions, calls :func:`apply` and hands what it returns to the store, which commits it
+Pure: no Redis, no Celery. The credit protocol (:mod:`service.crediting`) reads a batch
+of impressions, calls :func:`apply` and hands what it returns to the store, which commits it
 together with each impression's ``credited`` mark (:mod:`service.store`); so each
 impression changes ``W`` at most once.
 

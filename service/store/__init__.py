@@ -27,9 +27,9 @@ Crediting (the design is argued in :mod:`service.credit`):
   structure changed since the worker read it (``sv``), and stops at an outcome the
   :class:`~service.credit.Guard` flags: it records it as the experiment's ``hold`` and
   returns; while a hold is set, every credit script refuses.
-* **A hold is resolved** (:func:`service.crediting.resolve_hold`, by whichever worker meets it, with
-  :meth:`Store.read_hold` and :meth:`Store.write_resolution`) in
-  one optimistic transaction that runs the policy's own ``update()`` on the current
+* **A hold is resolved** (:func:`service.crediting.resolve_hold`, by whichever worker
+  meets it, with :meth:`Store.read_hold` and :meth:`Store.write_resolution`) in one
+  optimistic transaction that runs the policy's own ``update()`` on the current
   state for that impression and writes ``W``, ``n``, the new structure if it changed
   (``sv`` + 1), the mark and the audit events, and clears the hold.
 * **Drains** claim due impressions from the pending set with a lease (their due time is

@@ -219,7 +219,7 @@ class ExperimentStore(StoreBase):
         after the SCAN passed them), or of a drain lease: the fixed keys of
         :func:`~service.keys.experiment_keys` and the impressions its pending set names,
         without a SCAN; the experiment leaves the sweep's index. Impressions not pending
-        carry a TTL and expire on their own. Called by a drain (:mod:`workers.tasks`), so
+        carry a TTL and expire on their own. Called by a drain (:mod:`service.crediting`), so
         that a deleted experiment's leftovers are credited by no one and swept no more.
         """
         if self.exists(exp_id):
