@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits.base import ACTIVE, Comparison, DuelingBandit
+from bandits.base import ACTIVE, Comparison, DuelingBandit, Volatility
 from bandits.merge_partition import initial_batches, pair_batches
 from bandits.params import Param
 
@@ -133,6 +133,8 @@ class MergeBandit(DuelingBandit):
     _round_up: ClassVar[bool] = True
     #: the per-batch record, with the subclass's caches
     _batch_type: ClassVar[type[Batch]] = Batch
+    #: ``q`` of :meth:`volatility` over ``α log(t + 1 + C)``: 4 for Hoeffding's test
+    GUARD_FACTOR: ClassVar[float] = 4.0
 
     def __init__(
         self,
@@ -192,6 +194,17 @@ class MergeBandit(DuelingBandit):
             return []
         t = self.t + 1 if t is None else int(t)
         return list(self._batches[t % len(self._batches)].arms)
+
+    def volatility(self, t: int) -> Volatility | None:
+        """An outcome on two arms of one batch may eliminate one of them (lines 10–11):
+        ``u_ij = w_ij/n + sqrt(a/n) < ½`` with ``a = α log(t + 1 + C)`` is
+        ``d = w_ji − w_ij > 0`` and ``d² > 4an``; the bound only grows with ``t``, so
+        ``q = 4a`` at an earlier step (shaved by 1e-9 for rounding) flags every outcome
+        that eliminates, and a few that do not (``GUARD_FACTOR``: a subclass with another
+        test declares its own factor). Merges and stage changes follow eliminations only."""
+        q = self.GUARD_FACTOR * self.bonus(int(t) + 1) * (1.0 - 1e-9)
+        return Volatility(q=q, groups={int(a): m for m, arms in enumerate(self.batches)
+                                       for a in arms})
 
     def bonus(self, t: int) -> float:
         """``α log(t + C)``, the numerator of the UCB exploration term (line 10)."""

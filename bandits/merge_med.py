@@ -62,12 +62,14 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
 
+from bandits.base import Volatility
 from bandits.merge_base import THEORETICAL, Batch
 from bandits.merge_guard import MergeGuard
 from bandits.params import Param
@@ -108,6 +110,16 @@ class MergeMED(MergeGuard):
         **MergeGuard.PARAMS,
         "verify_scale": replace(MergeGuard.PARAMS["verify_scale"], default=0.5),
     }
+
+    def volatility(self, t: int) -> Volatility | None:
+        """MergeGuard's, with the elimination test itself as the pair condition:
+        ``n · kl(p̂, ½) > 2a`` at an earlier step (the threshold only grows with ``t``),
+        which includes the Hoeffding shortcut (``kl(p, ½) ≥ 2(½ − p)²``)."""
+        v = super().volatility(t)
+        if v is None:
+            return None
+        a = self.alpha * math.log(int(t) + 1 + self.c)
+        return dataclasses.replace(v, q=2.0 * a * (1.0 - 1e-9), divergence=True)
 
     # ------------------------------------------------------------------ elimination
     def _beaten(self, w: float, n: float) -> bool:

@@ -92,6 +92,7 @@ class RCS(DuelingBandit):
                        "exploration α of the confidence bounds: sqrt(α ln t / n)",
                        gt=0, le=1000),
     }
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

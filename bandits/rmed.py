@@ -132,6 +132,7 @@ class RMED1(DuelingBandit):
                          "f(K) = f_scale · K^f_power in the likelihood test",
                          ge=0, le=10),
     }
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

@@ -134,8 +134,7 @@ def _make_policy(
 def _single_active(bandit: DuelingBandit) -> bool:
     # a policy that still has comparisons to make after convergence (MergeGuard's
     # verification) says so through ``steady()``; fast-forward waits for it
-    steady = getattr(bandit, "steady", None)
-    if steady is not None and not steady():
+    if not bandit.steady():
         return False
     return int(np.count_nonzero(bandit.status == ACTIVE)) == 1
 
@@ -251,7 +250,7 @@ def simulate_run(
         shown_run, shown = shown, np.zeros_like(shown)
         shown[np.ix_(perm, perm)] = shown_run
     else:
-        loop = _loop_multi if getattr(bandit, "multi", False) else _loop_pairs
+        loop = _loop_multi if bandit.multi else _loop_pairs
         regret, looped, seconds, ff_at = loop(
             bandit, Pr, r_arm, cps, orng, fast_forward, progress, observe
         )
@@ -264,7 +263,7 @@ def simulate_run(
         correct = identified == int(perm[winner])
     else:
         correct = identified in {int(perm[w]) for w in copeland_winners(Pr)}
-    guard = bandit.structure().get("non_condorcet", {})
+    guard = bandit.non_condorcet() or {}
     return RunResult(
         seed=int(seed),
         checkpoints=cps,
@@ -296,8 +295,7 @@ def _finish_fast_forward(
     for k in range(ci, cps.size):
         regret[k] = cum + (int(cps[k]) - t) * per_step
     # keep the policy's counters as if the loop had run
-    bandit.t += remaining
-    bandit.n_updates += remaining
+    bandit.skip_steps(remaining)
 
 
 def _loop_pairs(
@@ -313,7 +311,7 @@ def _loop_pairs(
     Pl = P.tolist()
     Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
     select, update = bandit.select, bandit.update
-    quiet = getattr(bandit, "quiet_steps", None)
+    quiet = bandit.quiet_steps
     regret = np.zeros(cps.size)
     cum = 0.0
     t = 0
@@ -339,17 +337,15 @@ def _loop_pairs(
                         if progress is not None:
                             progress(int(cps[-1]) - t + k)
                         return regret, t - skipped, seconds, t
-                    if quiet is not None:
-                        # steps the policy says are (i, i) with nothing to learn: skip
-                        # them exactly (their uniforms are drawn all the same)
-                        s = min(quiet(), n - k)
-                        if s > 0:
-                            s = int(s)
-                            cum += s * Rl[i][i]
-                            bandit.t += s
-                            bandit.n_updates += s
-                            k += s
-                            skipped += s
+                    # steps the policy says are (i, i) with nothing to learn: skip
+                    # them exactly (their uniforms are drawn all the same)
+                    s = min(quiet(), n - k)
+                    if s > 0:
+                        s = int(s)
+                        cum += s * Rl[i][i]
+                        bandit.skip_steps(s)
+                        k += s
+                        skipped += s
             seconds += time.perf_counter() - start
             t += n
             if progress is not None:
@@ -468,7 +464,7 @@ def _loop_live(
     Pl = P.tolist()
     rl = r_arm.tolist()
     Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
-    multi = bool(getattr(bandit, "multi", False))
+    multi = bandit.multi
     shown = live.shown
     regret = np.zeros(cps.size)
     steps = int(cps[-1])

@@ -52,6 +52,19 @@ script (on a cluster they live wherever their own name hashes)::
     rd:legacy-imp:<i>       STR   (TTL) the experiment of an impression id issued before
                                   this layout (written by ``rankduel migrate-keys``)
 
+Judging campaigns (one hash tag per campaign, ``{jc-<c>}``, so each campaign's
+transactions run on one shard; :mod:`service.judging`)::
+
+    rd:{jc-<c>}                  HASH  meta (JSON: name, created_at, task_ttl_s), state
+                                       (JSON: judging.campaign's state)
+    rd:{jc-<c>}:tasks            HASH  task id -> JSON {assessor, pairs, status: open |
+                                       submitted | applied | abandoned, created, answers,
+                                       result}
+    rd:{jc-<c>}:judged:<a>       SET   "query:i:j" pairs assessor a has judged
+    rd:{jc-<c>}:submitted        LIST  submitted task ids, in order, until applied
+    rd:judging:campaigns         ZSET  campaign ids by creation time
+    rd:judging:assessor:<a>      STR   the campaign of assessor a
+
 **Impression ids** name their experiment: ``<e>.<24 hex digits>``, so ``/clicks`` and
 ``/impressions/ID/end``, which receive only the impression id (and its token), find the
 experiment's keys from the id alone (:func:`experiment_of`). Experiment ids never contain
@@ -62,8 +75,8 @@ The previous layout (``rd:exp:{e}…``, ``rd:imp:{i}…``, one Redis) is convert
 ``rankduel migrate-keys`` (:mod:`cli.commands.migrate_keys`).
 
 Which code writes which key: :mod:`service.store` (all of them, through its transactions
-and Lua scripts); the request path only INCRs ``t``, writes impressions, exposure,
-counters and ranker health.
+and Lua scripts, one module per concept); the request path only INCRs ``t``, writes
+impressions, exposure, counters and ranker health.
 """
 
 from __future__ import annotations
@@ -189,3 +202,29 @@ def experiment_of(imp_id: str) -> str | None:
     if not sep or not exp_id or not rest:
         return None
     return exp_id
+
+
+# ---------------------------------------------------------------------- judging campaigns
+JUDGING_CAMPAIGNS = PREFIX + "judging:campaigns"
+
+
+def assessor_key(assessor: str) -> str:
+    """The campaign of an assessor id (ids are unique across campaigns: the task route
+    takes the assessor alone)."""
+    return f"{PREFIX}judging:assessor:{assessor}"
+
+
+def campaign_key(cid: str) -> str:
+    return f"{PREFIX}{{jc-{cid}}}"
+
+
+def campaign_tasks_key(cid: str) -> str:
+    return f"{campaign_key(cid)}:tasks"
+
+
+def campaign_judged_key(cid: str, assessor: str) -> str:
+    return f"{campaign_key(cid)}:judged:{assessor}"
+
+
+def campaign_submitted_key(cid: str) -> str:
+    return f"{campaign_key(cid)}:submitted"

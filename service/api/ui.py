@@ -1,30 +1,15 @@
-"""The report (``GET /experiments/ID/report``, admin token) and the operator page
-(``/ui/``, static files; the page asks for the token and sends it as a Bearer header)."""
+"""The operator page (``/ui/``): static files only. The page asks for the admin token
+once and sends it as a Bearer header to the operator API (``GET /experiments/ID/report``
+and the rest, :mod:`service.api.operator`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, current_app, jsonify, request, send_from_directory
-
-from service import reports
-from service.auth import require_bearer
-from service.impressions import Runtime
+from flask import Blueprint, send_from_directory
 
 bp = Blueprint("report", __name__)
 STATIC = Path(__file__).resolve().parent.parent / "static" / "ui"
-
-
-def _rt() -> Runtime:
-    return current_app.extensions["rankduel"]
-
-
-@bp.get("/experiments/<exp_id>/report")
-def report(exp_id: str):
-    rt = _rt()
-    require_bearer(request.headers.get("Authorization", ""), [rt.config.admin_token],
-                   what="admin token")
-    return jsonify(reports.build(rt.store, exp_id))
 
 
 @bp.get("/ui/")
