@@ -34,6 +34,7 @@ from service.config import Config
 from service.controller import Choice, Controller
 from service.errors import BadGateway, Forbidden, Unprocessable
 from service.keys import new_impression_id
+from service.paging import continuation
 from service.queue import TaskQueue
 from service.rankers import RankerClient, RankerFailure
 from service.store import (
@@ -112,6 +113,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
         rng = _interleave_rng(exp_id, q, user, arms, seed)
         rankings = [[str(item["id"]) for item in res] for _, _, res in ok]
         shown, record = _interleaving().interleave(method, rankings, k, rng)
+        record["page"] = continuation(rng, q)  # for the next pages (service.paging)
         duel, kind = True, "duel"
     else:
         arms = (ok[0][0],)

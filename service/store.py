@@ -145,6 +145,7 @@ class Store:
         self.clock = clock
         self._click_script = client.register_script(_CLICK_LUA)
         self._end_script = client.register_script(_END_LUA)
+        self._extend_script = client.register_script(_EXTEND_LUA)
         self._select_script = client.register_script(_SELECT_LUA)
         self._fail_script = client.register_script(_FAIL_LUA)
         self._credit_script = client.register_script(_CREDIT_LUA)
@@ -446,6 +447,26 @@ class Store:
             raise ImpressionClosed(f"impression {imp_id!r} is closed; clicks are no longer "
                                    "accepted")
         return int(out)
+
+    def extend_impression(self, imp_id: str, exp_id: str, *, expect: list[str],
+                          shown: list[str], record: Any, urls: list[str | None],
+                          inactivity_s: float) -> bool:
+        """Replace an open impression's shown list, record and URLs by longer ones (its
+        next result page, :mod:`service.paging`) unless it changed since it was read as
+        ``expect`` (False then: another page came first). One script: it counts as a
+        report (a credit read before it is read again, so it credits the longer record)
+        and pushes back the inactivity deadline, like a click. Raises
+        :class:`ImpressionMissing` or :class:`ImpressionClosed`."""
+        out = self._extend_script(
+            keys=[imp_key(exp_id, imp_id), pending_key(exp_id)],
+            args=[self.clock() + inactivity_s, imp_id, json.dumps(expect), json.dumps(shown),
+                  json.dumps(record), json.dumps(urls) if any(urls) else ""])
+        if out == -1:
+            raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+        if out == -2:
+            raise ImpressionClosed(f"impression {imp_id!r} is closed: its clicks are being "
+                                   "credited, so it cannot grow; start a new search (page 1)")
+        return out == 1
 
     def end_impression(self, imp_id: str, exp_id: str, *,
                        drain_ttl_s: float) -> tuple[bool, str | None]:
@@ -875,6 +896,19 @@ for i = 6, #ARGV do added = added + redis.call('SADD', KEYS[2], ARGV[i]) end
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 redis.call('ZADD', KEYS[3], 'XX', ARGV[1], ARGV[2])
 return added
+"""
+
+# KEYS: imp, pending; ARGV: due, imp_id, expected shown (JSON), shown, record, urls ("" none)
+# -> 1 extended, 0 changed since read, -1 unknown, -2 closed
+_EXTEND_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('HGET', KEYS[1], 'closed') == '1' then return -2 end
+if redis.call('HGET', KEYS[1], 'shown') ~= ARGV[3] then return 0 end
+redis.call('HINCRBY', KEYS[1], 'reports', 1)
+redis.call('HSET', KEYS[1], 'shown', ARGV[4], 'record', ARGV[5])
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'urls', ARGV[6]) end
+redis.call('ZADD', KEYS[2], 'XX', ARGV[1], ARGV[2])
+return 1
 """
 
 # KEYS: imp, pending, drains; ARGV: now, imp_id, drain token, drain lease expiry

@@ -145,7 +145,7 @@ def test_extend_refuses_a_mismatched_record():
     rng = np.random.default_rng(1)
     shown, record = interleaving.interleave("team_draft", lists, 6, rng)
     with pytest.raises(ValueError, match="participants"):
-        get_method("team_draft").extend(record, shown, lists + [lists[0]], 12, rng)
+        get_method("team_draft").extend(record, shown, [*lists, lists[0]], 12, rng)
     with pytest.raises(ValueError, match="not 'probabilistic'"):
         get_method("probabilistic").extend(record, shown, lists, 12, rng)
     with pytest.raises(ValueError, match="describes 6"):

@@ -1,0 +1,184 @@
+"""The next result page of an impression: ``GET /search?...&page=N&impression_id=I&token=T``.
+
+Page ``N`` of ``k`` results is ranks ``(N-1)·k+1 .. N·k`` of the *same* interleaved list,
+under the same impression: pages 1..N together are the first ``N·k`` documents of one
+interleaving of depth ``N·k``, and the impression's clicks are credited once, as if that
+long list had been shown at once. How:
+
+1. **Check.** ``N·k`` must not exceed ``RANKDUEL_MAX_DEPTH`` (400); the token must be the
+   one page 1 issued for this impression (403), the impression must belong to the
+   experiment named (403), be open (409: closed or credited) and be for the same query
+   (422).
+2. **Fetch.** The impression's participants (the rankers that page 1 interleaved, in
+   the same order) are asked for ``N·k`` results, ``{k}`` = ``N·k`` and ``{offset}`` =
+   ``(N-1)·k`` in a templated request. A ranker that fails now contributes no new
+   document (like a list that runs out; its page-1 failure would have been a forfeit).
+3. **Continue.** :func:`interleaving.extend` continues the method from the stored record
+   with the generator state saved with it (``record["page"]["rng"]``), so team draft
+   continues its draft and probabilistic interleave its sampling; a single-ranker
+   impression (no duel) continues that ranker's list.
+4. **Store.** The impression's shown list, record and result URLs are replaced by the
+   longer ones in one script that refuses when the impression closed or another page
+   extended it meanwhile (compare-and-set on the shown list); it counts as a report on
+   the impression (so a credit read before it is read again) and pushes back its
+   inactivity deadline, like a click.
+
+A page already reached is served again from the stored list (ranks shown once stay
+where they were); a page that would skip ranks never shown (page 3 right after page 1)
+is refused (422), since credit would count ranks nobody saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
+from service.rankers import RankerFailure
+from service.store import ImpressionClosed
+
+if TYPE_CHECKING:
+    from service.impressions import Runtime
+
+
+def _interleaving():
+    import interleaving  # deferred, as in service.impressions
+
+    return interleaving
+
+
+class PageConflict(Conflict):
+    """Another request extended the impression between our read and our write."""
+
+
+def query_digest(q: str) -> str:
+    """A short digest of the query, kept in the record to check that a next page is for
+    the query page 1 was (the query itself is not stored)."""
+    return hashlib.blake2b(q.encode(), digest_size=8).hexdigest()
+
+
+def continuation(rng, q: str) -> dict[str, Any]:
+    """What a duel's record keeps for its next pages: the generator state after the
+    interleaving drew, and the query's digest."""
+    return {"rng": _interleaving().rng_state(rng), "q": query_digest(q)}
+
+
+def check_depth(rt: Runtime, k: int, page: int) -> int:
+    """``page·k``, or 400 when it is beyond ``RANKDUEL_MAX_DEPTH``."""
+    depth = page * k
+    if depth > rt.config.max_depth:
+        raise BadRequest(
+            f"page {page} of k={k} reaches rank {depth}, beyond the deepest result served "
+            f"(RANKDUEL_MAX_DEPTH={rt.config.max_depth}): ask for a page at most "
+            f"{max(1, rt.config.max_depth // k)}")
+    return depth
+
+
+@dataclass
+class _Open:
+    """The fields of a stored impression a next page reads."""
+
+    id: str
+    exp: str
+    arms: list[int]
+    shown: list[str]
+    record: Any
+    urls: list[str | None]
+    closed: bool
+
+
+def _read(rt: Runtime, imp_id: str, token: object) -> _Open:
+    from service import impressions  # it imports this module
+
+    imp = impressions._load_verified(rt, imp_id, token)
+    return _Open(id=imp_id, exp=imp["exp"], arms=[int(a) for a in imp["arms"]],
+                 shown=[str(d) for d in imp["shown"]], record=imp["record"],
+                 urls=list(imp.get("urls") or []),
+                 closed=bool(imp.get("closed")) or "credited" in imp)
+
+
+def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
+              token: object, user: str | None) -> dict[str, Any]:
+    """Serve page ``page`` of impression ``imp_id``; see the module docstring."""
+    depth = check_depth(rt, k, page)
+    imp = _read(rt, imp_id, token)
+    if imp.exp != exp_id:
+        raise Forbidden(f"impression {imp_id!r} belongs to another experiment, not "
+                        f"{exp_id!r}")
+    for attempt in range(2):
+        if imp.closed:
+            raise ImpressionClosed(f"impression {imp_id!r} is closed: its clicks are being "
+                                   "credited, so it cannot grow; start a new search (page 1)")
+        try:
+            return _serve(rt, imp, q, k, page, depth, user, token)
+        except PageConflict:
+            if attempt:
+                raise
+            imp = _read(rt, imp_id, token)  # another page came first: read it again
+    raise AssertionError("unreachable")
+
+
+def _serve(rt: Runtime, imp: _Open, q: str, k: int, page: int, depth: int,
+           user: str | None, token: object) -> dict[str, Any]:
+    record = dict(imp.record) if isinstance(imp.record, dict) else None
+    cont = record.pop("page", None) if record is not None else None
+    if record is not None:
+        if cont is None:
+            raise Conflict(f"impression {imp.id!r} was served before result pages "
+                           "existed: it has no next page; start a new search")
+        if cont["q"] != query_digest(q):
+            raise Unprocessable("q is not the query of page 1 of this impression: a next "
+                                "page continues the same search")
+    by_arm = {r["arm"]: r for r in rt.store.snapshot(imp.exp).rankers}
+    called = [a for a in imp.arms if a in by_arm]
+    start = (page - 1) * k
+    answers = rt.rankers.fetch_all([by_arm[a] for a in called], q, depth,
+                                   experiment=imp.exp, user=user, offset=start)
+    lists = {a: res for a, res in zip(called, answers, strict=True)
+             if not isinstance(res, RankerFailure)}
+    if not lists:
+        raise BadGateway(f"no ranker of impression {imp.id!r} could answer")
+    by_id: dict[str, dict[str, Any]] = {}
+    for res in lists.values():
+        for item in res:
+            by_id.setdefault(str(item["id"]), item)
+    shown = imp.shown
+    rankings = [[str(item["id"]) for item in lists.get(a, [])] for a in imp.arms]
+    if record is not None:
+        rng = _interleaving().rng_from_state(cont["rng"])
+        full, new_record = _interleaving().extend(record, shown, rankings, depth, rng)
+        new_record["page"] = {"rng": _interleaving().rng_state(rng), "q": cont["q"]}
+    else:  # one ranker served alone: its list goes on
+        seen = set(shown)
+        full = shown + [d for d in rankings[0] if d not in seen][: max(0, depth - len(shown))]
+        new_record = None
+    urls = (imp.urls + [None] * len(shown))[: len(shown)]
+    if len(full) > len(shown):
+        if start > len(shown):
+            raise Unprocessable(
+                f"page {page} of k={k} would skip ranks {len(shown) + 1}..{start}, which "
+                f"were never shown: ask for page {len(shown) // k + 1} first")
+        from service.impressions import _url
+
+        urls += [_url(by_id[d]) for d in full[len(shown):]]
+        if not rt.store.extend_impression(imp.id, imp.exp, expect=shown, shown=full,
+                                          record=new_record, urls=urls,
+                                          inactivity_s=rt.config.inactivity_s):
+            raise PageConflict(f"impression {imp.id!r} was extended by another request "
+                               "meanwhile; retry")
+    results = []
+    for rank in range(start + 1, min(depth, len(full)) + 1):
+        doc = full[rank - 1]
+        item = dict(by_id.get(doc) or {"id": doc})
+        if doc not in by_id and urls[rank - 1]:
+            item["url"] = urls[rank - 1]
+        item["rank"] = rank
+        results.append(item)
+    return {
+        "impression_id": imp.id,
+        "token": str(token),
+        "experiment": imp.exp,
+        "rankers": [by_arm[a]["name"] for a in called],
+        "results": results,
+    }
