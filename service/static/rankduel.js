@@ -22,6 +22,26 @@
  *
  * Bodies are sent as text/plain JSON, which needs no CORS preflight; the API must still
  * list the page's origin in RANKDUEL_CORS_ORIGINS.
+ *
+ * Next page. Pass the search's experiment, q and k, and a function that renders a page:
+ *
+ *   var rd = RankDuel.attach(list, {api: API, impression_id: ID, token: TOKEN,
+ *                                   experiment: EXP, q: Q, k: 10,
+ *                                   next: document.getElementById("more"),  // optional
+ *                                   onPage: function (answer, page, more) { ... }});
+ *
+ * A click on the `next` element, or on any element with a data-rd-next attribute inside
+ * the container, calls rd.nextPage() instead of following its href (which can stay a
+ * server-rendered fallback): it fetches GET /search?experiment&q&k&page=N+1&impression_id
+ * &token, the ranks (N)k+1..(N+1)k of the same interleaved list under the same
+ * impression, and hands the answer to onPage(answer, page, more) — `more` is false once a
+ * page comes back short, and then the `next` element gets the hidden attribute. Render
+ * the results with their data-rd-doc and data-rd-rank (answer.results[i].rank is the
+ * absolute rank) inside the container: their clicks are reported like page 1's, against
+ * the same impression, and the one end on pagehide covers every page. rd.nextPage()
+ * returns a promise of the answer (rejected with the API's error, e.g. 409 when the
+ * impression has closed: start a new search then). Do not navigate to the next page:
+ * leaving this page ends the impression.
  */
 (function (global) {
   "use strict";
@@ -54,6 +74,44 @@
     var api = String(options.api).replace(/\/+$/, "");
     var imp = options.impression_id, token = options.token;
     var ended = false, away = null, clicks = {};  // rank -> {id, rank, dwell_ms}
+    var page = 1, more = true, loading = null;
+
+    function nextPage() {
+      if (!options.experiment || !options.q) {
+        return Promise.reject(new Error("RankDuel.attach: nextPage needs {experiment, q, k}"));
+      }
+      if (ended) { return Promise.reject(new Error("the impression has ended")); }
+      if (loading) { return loading; }  // one fetch at a time: a double click loads once
+      var k = options.k || 10;
+      var url = api + "/search?experiment=" + encodeURIComponent(options.experiment) +
+        "&q=" + encodeURIComponent(options.q) + "&k=" + encodeURIComponent(k) +
+        "&page=" + (page + 1) + "&impression_id=" + encodeURIComponent(imp) +
+        "&token=" + encodeURIComponent(token);
+      loading = global.fetch(url, {mode: "cors", credentials: "omit"}).then(function (r) {
+        return r.json().then(function (body) {
+          if (!r.ok) {
+            var err = new Error(body && body.error ? body.error : "HTTP " + r.status);
+            err.status = r.status;
+            throw err;
+          }
+          page += 1;
+          more = body.results.length >= k;
+          if (!more && options.next) { options.next.setAttribute("hidden", ""); }
+          if (options.onPage) { options.onPage(body, page, more); }
+          return body;
+        });
+      });
+      var done = function () { loading = null; };
+      loading.then(done, done);
+      return loading;
+    }
+
+    function onNext(event) {
+      event.preventDefault();
+      nextPage().catch(function (e) {
+        if (options.onError) { options.onError(e); }
+      });
+    }
 
     function click(doc, rank, dwell) {
       var c = clicks[rank] || (clicks[rank] = {id: doc, rank: rank});
@@ -71,6 +129,12 @@
     function onClick(event) {
       if (event.type === "auxclick" && event.button !== 1) { return; }
       var el = event.target;
+      for (var n = el; n && n !== container; n = n.parentNode) {
+        if (n.getAttribute && n.getAttribute("data-rd-next") !== null) {
+          if (event.type === "click") { onNext(event); }
+          return;
+        }
+      }
       while (el && el !== container && !(el.getAttribute && el.getAttribute("data-rd-doc") !== null)) {
         el = el.parentNode;
       }
@@ -108,9 +172,14 @@
     container.addEventListener("auxclick", onClick, true);
     global.addEventListener("pagehide", end);
     global.document.addEventListener("visibilitychange", onVisibility);
+    if (options.next) { options.next.addEventListener("click", onNext); }
     return {
       end: end,
+      nextPage: nextPage,
+      page: function () { return page; },
+      more: function () { return more; },
       detach: function () {
+        if (options.next) { options.next.removeEventListener("click", onNext); }
         container.removeEventListener("click", onClick, true);
         container.removeEventListener("auxclick", onClick, true);
         global.removeEventListener("pagehide", end);
@@ -119,5 +188,5 @@
     };
   }
 
-  global.RankDuel = {attach: attach, version: "2"};
+  global.RankDuel = {attach: attach, version: "3"};
 })(window);
