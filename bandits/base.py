@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -67,6 +68,36 @@ def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+@dataclass(frozen=True)
+class Volatility:
+    """Which recorded outcomes may change a policy's structure (everything in its
+    ``state_dict`` but ``W``, ``t``, ``n_updates`` and caches rebuilt from them), declared by
+    the policy (:meth:`DuelingBandit.volatility`) for the live credit path
+    (:class:`service.credit.Guard`): an outcome it does not flag only adds to ``W`` and
+    ``n_updates``, so outcomes it does not flag commute.
+
+    ``every``: every outcome may (the policy's ``update()`` advances selection state at
+    each step). Otherwise an outcome ``(i, j)`` on two arms of one ``group`` may when its
+    new counts satisfy ``(w_ji − w_ij)² > q · (w_ij + w_ji)`` (either side losing); an
+    outcome between ``champion`` and one of ``challengers`` may when they satisfy it with
+    the champion losing; and the outcome that makes ``n_updates`` a multiple of
+    ``period`` (0: none) may whatever it is. With ``divergence`` the pair condition is
+    ``n · kl(p, ½) > q`` instead, ``p`` the losing side's share of ``n``.
+    """
+
+    every: bool = False
+    q: float = 0.0
+    groups: dict[int, int] = field(default_factory=dict)
+    period: int = 0
+    champion: int = -1
+    challengers: frozenset[int] = frozenset()
+    divergence: bool = False
+
+
+#: every outcome may change the structure
+EVERY_OUTCOME = Volatility(every=True)
+
+
 class DuelingBandit(abc.ABC):
     """Shared bookkeeping of a dueling-bandit policy.
 
@@ -85,6 +116,11 @@ class DuelingBandit(abc.ABC):
     name: ClassVar[str] = "base"
     #: True for policies that select sets of arms (multileaving) instead of pairs.
     multi: ClassVar[bool] = False
+    #: True for policies whose ``update()`` advances selection state at every step (the
+    #: ``_commit`` hook: RUCB, RCS, CCB, RMED1): no outcome commutes with another.
+    serial_updates: ClassVar[bool] = False
+    #: True for policies with a non-Condorcet guard (:meth:`non_condorcet` reports it).
+    condorcet_guard: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ parameters
     #: the policy's parameters besides ``n_arms`` and ``seed``, declared once
@@ -144,6 +180,35 @@ class DuelingBandit(abc.ABC):
         experiment, not of the copy being updated.
         """
         self.t = max(self.t, int(t))
+
+    def skip_steps(self, n: int) -> None:
+        """Count ``n`` steps that changed nothing but the counters (the simulator's
+        fast-forward over steps the policy vouches for: :meth:`quiet_steps`)."""
+        self.t += int(n)
+        self.n_updates += int(n)
+
+    def quiet_steps(self) -> float:
+        """How many of the next steps are certainly one arm against itself with nothing
+        to learn, so the simulator may skip them exactly (default 0: none vouched for)."""
+        return 0
+
+    def steady(self) -> bool:
+        """Whether every later step is the last active arm against itself (a policy
+        that keeps comparing after convergence says False until it stops)."""
+        return True
+
+    def volatility(self, t: int) -> Volatility | None:
+        """Which outcomes may change the structure when recorded at any step up to ``t``
+        (None: none; only ``W`` and ``n_updates`` change). Default: every outcome for a
+        policy with :attr:`serial_updates`, else none. Policies with a structure (the
+        Merge policies) override it; tests/test_credit_path.py checks every declaration
+        against ``update()``."""
+        return EVERY_OUTCOME if self.serial_updates else None
+
+    def non_condorcet(self) -> dict[str, Any] | None:
+        """The non-Condorcet guard's report (``flagged``, ``flagged_at``, ``evidence``,
+        ``delta``) for a policy with :attr:`condorcet_guard`; None otherwise."""
+        return None
 
     def structure(self) -> dict[str, Any]:
         """The policy's structure for people and dashboards, as plain JSON: for the

@@ -1,4 +1,4 @@
-"""Copeland Confidence Bounds (CCB), Zoghi's thesis (seed 003), Algorithm 5."""
+"""Copeland Confidence Bounds (CCB), Zoghi 2017, Algorithm 5."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class _Sets:
 
 
 class CCB(DuelingBandit):
-    """Copeland Confidence Bounds, seed 003 (Zoghi 2017) Algorithm 5.
+    """Copeland Confidence Bounds, Zoghi 2017, Algorithm 5.
 
     Targets a *Copeland* winner (an arm beating the most others), so it needs no
     Condorcet winner. Each step (line numbers of Algorithm 5):
@@ -152,6 +152,7 @@ class CCB(DuelingBandit):
                        "exploration α of the confidence bounds: sqrt(α ln t / n)",
                        gt=0, le=1000),
     }
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

@@ -72,7 +72,7 @@ def wilson_interval(wins: Any, n: Any, z: float = Z95) -> tuple[Any, Any]:
 
 
 def ucb_column(W: np.ndarray, c: int, bonus: float) -> np.ndarray:
-    """``u_jc`` for every arm ``j`` against arm ``c`` (seed 003, Algorithm 2 line 5).
+    """``u_jc`` for every arm ``j`` against arm ``c`` (Zoghi 2017, Algorithm 2 line 5).
 
     ``u_jc = w_jc / n_jc + sqrt(bonus / n_jc)`` with ``bonus = alpha * ln t`` and
     ``n_jc = w_jc + w_cj``; "x/0 := 1" makes an uncompared pair ``1 + 1 = 2``; and

@@ -1,6 +1,6 @@
 """Double Thompson Sampling (DTS), Wu & Liu, NeurIPS 2016.
 
-Seed 000 (the MergeDTS paper) uses DTS as a baseline and describes it only in prose:
+Li et al. 2020 (the MergeDTS paper) uses DTS as a baseline and describes it only in prose:
 §3 ("DTS improves upon RUCB by using TS to break ties when choosing the first ranker ...
 one TS to choose the first ranker from a set of candidates that are pre-chosen by UCB.
 Then ... another TS to choose the second ranker that performs the best compared to the
@@ -63,9 +63,10 @@ def _upper(n: int) -> np.ndarray:
 
 
 class DTS(DuelingBandit):
-    """Double Thompson Sampling (Wu & Liu 2016, Algorithm 1), a baseline of seed 000 §3/§5.5.
+    """Double Thompson Sampling (Wu & Liu 2016, Algorithm 1), a baseline of Li et al. 2020,
+    §3/§5.5.
 
-    Each step, following the original paper (seed 000 gives only prose, §3):
+    Each step, following the original paper (Li et al. 2020 gives only prose, §3):
 
     Phase 1, first candidate.
         ``U = W/(W+Wᵀ) + sqrt(alpha ln t/(W+Wᵀ))``, ``L = W/(W+Wᵀ) - sqrt(...)``
@@ -79,8 +80,8 @@ class DTS(DuelingBandit):
         ``l_{i a⁽¹⁾} <= 1/2`` (uncertain pairs, ``a⁽¹⁾`` itself included).
     The caller compares ``(a⁽¹⁾, a⁽²⁾)`` and reports it through :meth:`update`.
 
-    (The seeds do not contain the D-TS pseudo-code, so the comments cite these two
-    phases rather than line numbers.)
+    (The papers implemented here do not contain the D-TS pseudo-code, so the comments cite
+    these two phases rather than line numbers.)
 
     Why it is fast (the authors' code samples all K(K-1)/2 pairs and rebuilds ``U``
     every step, ~700 steps/s at K=136 per the issue), with the same distribution of
@@ -114,7 +115,7 @@ class DTS(DuelingBandit):
     n_arms
         Number of arms K.
     alpha
-        Exploration parameter of the confidence bounds (paper: 0.51; seed 000 §5.6
+        Exploration parameter of the confidence bounds (paper: 0.51; Li et al. 2020, §5.6
         tuned 0.8^7 ≈ 0.21 for K = 136).
     seed
         Seed or ``numpy.random.Generator``.

@@ -2,8 +2,8 @@
 
 A preference matrix ``P`` is K×K with ``P[i, j]`` the probability that arm ``i`` beats
 arm ``j`` in one comparison; ``P[i, j] + P[j, i] = 1`` and the diagonal is ½. It defines a
-dueling-bandit problem (seed 000, §2) and drives the offline simulator's proxy method
-(seed 000, §5.3: each comparison is a Bernoulli draw with mean ``P[i, j]``).
+dueling-bandit problem (Li et al. 2020, §2) and drives the offline simulator's proxy method
+(Li et al. 2020, §5.3: each comparison is a Bernoulli draw with mean ``P[i, j]``).
 
 Everything here is pure numpy/scipy: reading files is the CLI's job
 (:mod:`cli.matrix_files`).
@@ -11,10 +11,10 @@ Everything here is pure numpy/scipy: reading files is the CLI's job
 Generators
 ----------
 ``cycle`` / ``cycle2``
-    The Cycle and Cycle2 sets of seed 000, §5.2 (20 arms, a weak Condorcet winner over a
+    The Cycle and Cycle2 sets of Li et al. 2020, §5.2 (20 arms, a weak Condorcet winner over a
     cyclic field).
 ``utility_matrix`` / ``UTILITY_SETS``
-    The utility-based sets of seed 001, Table 1 (``1good50poor``, ``arith51``, ...).
+    The utility-based sets of Brost et al. 2016, Table 1 (``1good50poor``, ``arith51``, ...).
 ``bradley_terry``
     A Bradley–Terry (pairwise Plackett–Luce) instance of any K with a chosen minimum
     gap, optionally with a share of *uninformative* arms.
@@ -105,7 +105,7 @@ def condorcet_winner(P: np.ndarray) -> int | None:
 
 
 def copeland_scores(P: np.ndarray) -> np.ndarray:
-    """Normalised Copeland scores ζ_i = 1/(K-1) Σ_{k≠i} 1(p_ik > ½) (seed 000, §6.5)."""
+    """Normalised Copeland scores ζ_i = 1/(K-1) Σ_{k≠i} 1(p_ik > ½) (Li et al. 2020, §6.5)."""
     P = np.asarray(P, dtype=float)
     K = P.shape[0]
     return (P > 0.5).sum(axis=1) / max(K - 1, 1)
@@ -126,9 +126,9 @@ def copeland_winners(P: np.ndarray) -> list[int]:
 def arm_regret(P: np.ndarray) -> tuple[np.ndarray, int | None, str]:
     """Per-arm regret, the winner, and the kind of winner.
 
-    With a Condorcet winner ``c``: regret of arm ``k`` is Δ_ck = p_ck − ½ (seed 000,
+    With a Condorcet winner ``c``: regret of arm ``k`` is Δ_ck = p_ck − ½ (Li et al. 2020,
     eq. 1), so a pair ``(i, j)`` costs (Δ_ci + Δ_cj)/2 and a multileaved set the mean over
-    its arms. Without one: the Copeland regret of seed 000, eq. 10, per arm ζ* − ζ_k, so a
+    its arms. Without one: the Copeland regret of Li et al. 2020, eq. 10, per arm ζ* − ζ_k, so a
     pair costs ζ* − (ζ_i + ζ_j)/2. The winner is the Copeland winner when it is unique,
     else None.
 
@@ -156,13 +156,13 @@ def pair_regret(P: np.ndarray) -> np.ndarray:
 def exposure_regret(P: np.ndarray, exposure: np.ndarray, best: int | None = None) -> float:
     """Cumulative regret of a history known only by how often each arm was shown.
 
-    A comparison of ``i`` and ``j`` costs ``(r_i + r_j) / 2`` (seed 000 eq. 1; a lone arm
+    A comparison of ``i`` and ``j`` costs ``(r_i + r_j) / 2`` (Li et al. 2020, eq. 1; a lone arm
     ``i = j`` costs ``r_i``, a multileaved set the mean over its arms), which is linear in
     the arms' exposure: with ``exposure[a]`` = the summed shares of arm ``a`` over all
     comparisons, the cumulative regret is ``Σ_a exposure_a · r_a``. The per-arm regret is
     ``r_a = Δ_{best,a} = P[best, a] − ½`` against the arm ``best``, or without ``best``
     that of :func:`arm_regret` (the Condorcet winner's ``Δ``, else the Copeland regret of
-    seed 000 eq. 10). Arms that only one of ``P`` and ``exposure`` covers do not count.
+    Li et al. 2020, eq. 10). Arms that only one of ``P`` and ``exposure`` covers do not count.
 
     The live service computes it twice per experiment: *estimated*, with ``P`` the
     empirical :func:`bandits.common.preferences` of ``W`` and ``best`` the champion, and
@@ -201,7 +201,7 @@ def _symmetrise(P: np.ndarray) -> np.ndarray:
 
 
 def cycle(k: int = 20, *, p_winner: float = 0.51, p_cycle: float = 1.0) -> np.ndarray:
-    """The Cycle set of seed 000, §5.2 (after Zoghi et al.).
+    """The Cycle set of Li et al. 2020, §5.2 (after Zoghi et al.).
 
     Arm 0 is the Condorcet winner and beats each other arm with probability
     ``p_winner``. The other ``k - 1`` arms sit at a round table: each beats the
@@ -233,7 +233,7 @@ def cycle(k: int = 20, *, p_winner: float = 0.51, p_cycle: float = 1.0) -> np.nd
 
 
 def cycle2(k: int = 20, *, p_winner: float = 0.6, p_cycle: float = 0.51) -> np.ndarray:
-    """The Cycle2 set of seed 000, §5.2: the Cycle layout with gentler cycles (0.51) and a
+    """The Cycle2 set of Li et al. 2020, §5.2: the Cycle layout with gentler cycles (0.51) and a
     clearer winner (0.6); Borda scores 11.90 for the winner, 9.9 for the rest.
 
     Examples
@@ -246,7 +246,7 @@ def cycle2(k: int = 20, *, p_winner: float = 0.6, p_cycle: float = 0.51) -> np.n
 
 
 def utility_matrix(utilities: np.ndarray | list[float]) -> np.ndarray:
-    """Preferences from utilities under seed 001's user model (§4.1.2).
+    """Preferences from utilities under Brost et al. 2016's user model (§4.1.2).
 
     Each compared arm draws a score from N(u, 1) and the higher score wins, so
     p_ij = Φ((u_i − u_j)/√2).
@@ -265,7 +265,7 @@ def _good_poor(n07: int, n02: int) -> np.ndarray:
     return np.concatenate([[0.8], np.full(n07, 0.7), np.full(n02, 0.2)])
 
 
-#: seed 001, Table 1: dataset name -> utilities (the 0.8 arm first)
+#: Brost et al. 2016, Table 1: dataset name -> utilities (the 0.8 arm first)
 UTILITY_SETS: dict[str, np.ndarray] = {
     "1good5poor": _good_poor(0, 5),
     "1good50poor": _good_poor(0, 50),
@@ -288,7 +288,7 @@ UTILITY_SETS: dict[str, np.ndarray] = {
 
 
 def utility_set(name: str) -> np.ndarray:
-    """The preference matrix of one of seed 001's Table 1 sets (arm 0 is the best).
+    """The preference matrix of one of Brost et al. 2016's Table 1 sets (arm 0 is the best).
 
     Examples
     --------
@@ -325,7 +325,7 @@ def bradley_terry(
     differences, as feature rankers show.
 
     ``uninformative_share`` of the arms (rounded) are *uninformative*, like rankers that
-    return random lists (seed 000, Assumptions 1–2): tied at exactly ½ among themselves and
+    return random lists (Li et al. 2020, Assumptions 1–2): tied at exactly ½ among themselves and
     losing to every informative arm, by at least ``uninformative_gap`` (default ``gap``).
 
     ``winner_gap`` (optional, ≥ ``gap``) fixes p − ½ between the best and the second-best
@@ -399,7 +399,7 @@ def non_condorcet(
     upset: float = 0.1,
     seed: int | np.random.Generator | None = None,
 ) -> np.ndarray:
-    """No Condorcet winner, ``n_winners`` Copeland winners (seed 000, §5.2 and §6.5).
+    """No Condorcet winner, ``n_winners`` Copeland winners (Li et al. 2020, §5.2 and §6.5).
 
     Generalises the MSLR-non-Condorcet set (two Copeland winners; "one of the Copeland
     winners beats the other one but is beaten by a suboptimal ranker"). Start from a

@@ -1,4 +1,4 @@
-"""Multi-Dueling Bandit (MDB), Brost, Seldin, Cox & Lioma (seed 001), Algorithm 1."""
+"""Multi-Dueling Bandit (MDB), Brost et al. 2016, Algorithm 1."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from bandits.params import Param
 
 
 class MDB(DuelingBandit):
-    """Multi-Dueling Bandit, seed 001 (Brost et al.) Algorithm 1: selects a *set* of arms.
+    """Multi-Dueling Bandit, Brost et al. 2016, Algorithm 1: selects a *set* of arms.
 
-    Two upper confidence bounds per pair (seed 001, eqs. 2 and 3; Algorithm 1 lines 4–5):
+    Two upper confidence bounds per pair (Brost et al. 2016, eqs. 2 and 3; Algorithm 1 lines 4–5):
     ``u_ij = w_ij/n_ij + sqrt(alpha ln t / n_ij)`` and the wider
     ``v_ij = w_ij/n_ij + sqrt(beta alpha ln t / n_ij)``, ``u_ii = v_ii = 1/2``. The
     potential Condorcet winners are ``E = {i : min_j u_ij >= 1/2}`` (line 6) and, by the
@@ -36,7 +36,7 @@ class MDB(DuelingBandit):
 
     Departures and choices:
 
-    - ties: seed 001 breaks tied pairwise outcomes randomly "so that
+    - ties: Brost et al. 2016 breaks tied pairwise outcomes randomly "so that
       n_ij = w_ij + w_ji"; here a tie (outcome ½) adds ½ to each side of ``W``, the
       expectation of that coin, with the same ``n_ij = w_ij + w_ji`` and no extra noise;
     - horizonless (``T`` unknown); ``t`` is the number of ``select()`` calls, so with
@@ -56,7 +56,7 @@ class MDB(DuelingBandit):
         Number of arms K.
     alpha, beta
         Width of the narrow bound and how much wider the wide one is (``beta >= 1``);
-        seed 001 §4.1.1 found ``alpha = 0.5``, ``beta = 1.5`` best.
+        Brost et al. 2016, §4.1.1 found ``alpha = 0.5``, ``beta = 1.5`` best.
     seed
         Seed or ``numpy.random.Generator`` (MDB itself draws nothing at random).
 

@@ -1,9 +1,9 @@
-"""The Merge framework shared by MergeDTS (seed 000, Algorithm 1) and MergeRUCB (seed 003,
+"""The Merge framework shared by MergeDTS (Li et al. 2020, Algorithm 1) and MergeRUCB (Zoghi 2017,
 Algorithm 4): batches visited round robin, elimination by ``u_ij < ½`` inside a batch,
 one-arm batches merged into the next, stages that pair the batches up, arms added and
 retired mid-run, and the state round trip.
 
-The two papers differ only in how a pair is chosen *inside* a batch (seed 000 §4.3:
+The two papers differ only in how a pair is chosen *inside* a batch (Li et al. 2020, §4.3:
 "MergeDTS and MergeRUCB follow the same 'merge' strategy. The difference ... is in their
 strategy of choosing rankers"), so :class:`MergeBandit` does everything else and each
 subclass supplies that choice and the per-batch caches it needs, in a :class:`Batch`
@@ -12,7 +12,7 @@ subclass of its own (:class:`bandits.merge_dts.MergeDTS`,
 
 The line-by-line correspondence with the pseudo-code and every departure from it are in
 the module docstring of :mod:`bandits.merge_dts`; the comments below cite the line of
-seed 000's Algorithm 1 each statement implements (:mod:`bandits.merge_rucb` maps them to
+Li et al. 2020's Algorithm 1 each statement implements (:mod:`bandits.merge_rucb` maps them to
 Algorithm 4). How the arms are partitioned is :mod:`bandits.merge_partition`.
 """
 
@@ -23,17 +23,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits.base import ACTIVE, Comparison, DuelingBandit
+from bandits.base import ACTIVE, Comparison, DuelingBandit, Volatility
 from bandits.merge_partition import initial_batches, pair_batches
 from bandits.params import Param
 
-#: the papers' default parameters, the preset "theoretical": α = 1.01 (seed 000 §5.5:
-#: "the default α = 1.01"; seed 003 §6.4), M = 4 (seed 000 §5.5; seed 003 §6.4 "p = 4")
+#: the papers' default parameters, the preset "theoretical": α = 1.01 (Li et al. 2020, §5.5:
+#: "the default α = 1.01"; Zoghi 2017, §6.4), M = 4 (Li et al. 2020, §5.5;
+#: Zoghi 2017, §6.4 "p = 4")
 #: and ``C(ε)`` from Algorithm 1 line 2 (``None``)
 THEORETICAL: dict[str, float | None] = {"alpha": 1.01, "batch_size": 4, "c": None}
 #: T of ``C(ε)`` with ε = 1/T when line 2 computes ``c`` and no ``horizon`` is given
 DEFAULT_HORIZON = 10**6
-#: seed 000's tuned exploration parameter (§5.5, for both Merge policies)
+#: Li et al. 2020's tuned exploration parameter (§5.5, for both Merge policies)
 TUNED_ALPHA = 0.8**6
 #: the presets every Merge policy has (its ``PRESETS`` keys)
 PRESET_NAMES = ("tuned", "theoretical")
@@ -47,7 +48,7 @@ MAX_C = 1e300
 def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
     """``C(ε) = ((4α − 1) K² / ((2α − 1) ε))^(1/(2α − 1))`` with ``ε = 1/horizon``.
 
-    Seed 000, Algorithm 1 line 2 (and Table 1); seed 003, Algorithm 4 line 3. Defined only
+    Li et al. 2020, Algorithm 1 line 2 (and Table 1); Zoghi 2017, Algorithm 4 line 3. Defined only
     for ``alpha > 1/2``; computed in log space, and refused when it overflows a float
     (``alpha`` close to ½): pass ``c`` directly then, as the papers' experiments do.
 
@@ -132,6 +133,8 @@ class MergeBandit(DuelingBandit):
     _round_up: ClassVar[bool] = True
     #: the per-batch record, with the subclass's caches
     _batch_type: ClassVar[type[Batch]] = Batch
+    #: ``q`` of :meth:`volatility` over ``α log(t + 1 + C)``: 4 for Hoeffding's test
+    GUARD_FACTOR: ClassVar[float] = 4.0
 
     def __init__(
         self,
@@ -191,6 +194,17 @@ class MergeBandit(DuelingBandit):
             return []
         t = self.t + 1 if t is None else int(t)
         return list(self._batches[t % len(self._batches)].arms)
+
+    def volatility(self, t: int) -> Volatility | None:
+        """An outcome on two arms of one batch may eliminate one of them (lines 10–11):
+        ``u_ij = w_ij/n + sqrt(a/n) < ½`` with ``a = α log(t + 1 + C)`` is
+        ``d = w_ji − w_ij > 0`` and ``d² > 4an``; the bound only grows with ``t``, so
+        ``q = 4a`` at an earlier step (shaved by 1e-9 for rounding) flags every outcome
+        that eliminates, and a few that do not (``GUARD_FACTOR``: a subclass with another
+        test declares its own factor). Merges and stage changes follow eliminations only."""
+        q = self.GUARD_FACTOR * self.bonus(int(t) + 1) * (1.0 - 1e-9)
+        return Volatility(q=q, groups={int(a): m for m, arms in enumerate(self.batches)
+                                       for a in arms})
 
     def bonus(self, t: int) -> float:
         """``α log(t + C)``, the numerator of the UCB exploration term (line 10)."""

@@ -1,4 +1,4 @@
-"""MergeDTS, Merge Double Thompson Sampling (seed 000, Li et al. 2020, Algorithms 1–3).
+"""MergeDTS, Merge Double Thompson Sampling (Li et al. 2020, Algorithms 1–3).
 
 Where each line of the pseudo-code is
 -------------------------------------
@@ -89,7 +89,7 @@ pair has the law of Algorithms 2–3 for the counts of that step. Those prepared
 a cache, not state: ``state_dict()`` drops them, and ``select_at(t, rng)`` never uses
 them (its draw is a function of the state, ``t`` and ``rng``).
 
-*Parameters*: the default ``preset="tuned"`` is seed 000's tuned α = 0.8⁶, M = 16,
+*Parameters*: the default ``preset="tuned"`` is Li et al. 2020's tuned α = 0.8⁶, M = 16,
 C = 4·10⁶ (§5.5); α = 0.8⁶ < ½ is outside the range of the regret bound, which the
 paper's experiments accept. ``preset="theoretical"`` gives α = 1.01, M = 4 and ``C(ε)``
 of line 2 with ε = 1/T, T = ``horizon`` (10⁶ by default).
@@ -133,7 +133,7 @@ class _DTSBatch(Batch):
 
 
 class MergeDTS(MergeBandit):
-    """Merge Double Thompson Sampling, seed 000 (Li, Markov, de Rijke, Zoghi 2020),
+    """Merge Double Thompson Sampling, Li et al. 2020,
     Algorithms 1–3.
 
     The arms are split into batches of about ``M`` (line 4) that are visited round robin
@@ -169,7 +169,7 @@ class MergeDTS(MergeBandit):
     n_arms
         Number of arms K.
     preset
-        ``"tuned"`` (default): seed 000's tuned α = 0.8⁶, M = 16, C = 4·10⁶ (§5.5);
+        ``"tuned"`` (default): Li et al. 2020's tuned α = 0.8⁶, M = 16, C = 4·10⁶ (§5.5);
         ``"theoretical"``: α = 1.01, M = 4, ``C`` from Algorithm 1 line 2 with
         ε = 1/``horizon``. Explicit parameters override the preset's.
     alpha
@@ -213,7 +213,7 @@ class MergeDTS(MergeBandit):
 
     name = "mergedts"
     PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {
-        "tuned": {"alpha": TUNED_ALPHA, "batch_size": 16, "c": 4e6},  # seed 000 §5.5
+        "tuned": {"alpha": TUNED_ALPHA, "batch_size": 16, "c": 4e6},  # Li et al. 2020, §5.5
         "theoretical": THEORETICAL,
     }
     #: the kernel thresholds of :mod:`bandits.merge_sampling` (``bench/bandit_speed.py

@@ -1,8 +1,8 @@
 """MergeGuard: MergeDTS with a Condorcet guard (the base of ``recommended``, MergeMED).
 
-Builds on MergeDTS (seed 000, Li et al. 2020; :mod:`bandits.merge_dts`, whose batching,
+Builds on MergeDTS (Li et al. 2020; :mod:`bandits.merge_dts`, whose batching,
 sampling and elimination it inherits unchanged, tuned preset α = 0.8⁶, M = 16,
-C = 4·10⁶) and adds what seed 000 §6.5 shows is missing: a check that the data still
+C = 4·10⁶) and adds what Li et al. 2020, §6.5 shows is missing: a check that the data still
 admit a Condorcet winner.
 
 What it adds
@@ -38,7 +38,7 @@ the UCB rule an arm that beats ``c`` (``p_ec > ½``) keeps its bound above ½ fo
 it is compared until the guard sees the upset, while on a Condorcet instance an arm with
 gap ``Δ`` costs about ``α log(t + C)/Δ²`` comparisons, a count that grows like
 ``log(t + C)`` — with ``C = 4·10⁶`` it barely moves between 10⁵ and 10⁸ steps, so the
-regret after convergence stays flat. The rule is the anytime schedule of RUCB (seed 003,
+regret after convergence stays flat. The rule is the anytime schedule of RUCB (Zoghi 2017,
 Algorithm 2) applied to the champion's row, not a fixed budget.
 
 *Readmission* (not in the papers): if a due comparison leaves the champion ``c`` beaten
@@ -61,7 +61,7 @@ many of the next steps are certainly ``(c, c)`` (the next due step is
 *What a flag does* (``on_non_condorcet``): ``"flag"`` (default) only records it
 (``flagged``, ``flagged_at`` (the update count), ``evidence``) in :meth:`structure` and
 the state; ``"switch"`` also brings every non-retired arm back and selects as a
-Copeland-winner policy from then on: a simplified CCB (seed 003 Algorithm 5 lines 6–8,
+Copeland-winner policy from then on: a simplified CCB (Zoghi 2017, Algorithm 5 lines 6–8,
 11–13 without the shortlist ``B_t``): the candidate is uniform over the arms with the
 highest optimistic Copeland score, the opponent the arm with the highest upper bound
 against it among those not beaten with confidence by it. That rule is a function of
@@ -82,7 +82,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bandits import condorcet_check
-from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison
+from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, Volatility
 from bandits.merge_dts import MergeDTS
 from bandits.params import Param
 
@@ -128,6 +128,7 @@ class MergeGuard(MergeDTS):
                               "at this fraction of the elimination threshold", gt=0,
                               le=1000),
     }
+    condorcet_guard = True
 
     def __init__(
         self,
@@ -169,16 +170,38 @@ class MergeGuard(MergeDTS):
                    check_every=self.check_every, verify_scale=self.verify_scale)
         return out
 
-    def structure(self) -> dict[str, Any]:
-        out = super().structure()
-        out["mode"] = self.mode
-        out["readmitted"] = [list(x) for x in self.readmitted]
-        out["non_condorcet"] = {
+    def volatility(self, t: int) -> Volatility | None:
+        """What may change the structure besides the merge's eliminations (within a
+        batch, :meth:`MergeBase.volatility`): once converged, an outcome of the champion
+        against an eliminated arm (a readmission, by the same elimination test), and the
+        outcome whose count runs the periodic check (it may flag). Nothing after a
+        switch to the Copeland rule; no check after a flag."""
+        if self.mode == "copeland":
+            return None
+        base = super().volatility(t)
+        assert base is not None
+        champion, challengers = -1, frozenset[int]()
+        if not self.flagged and not self.cycled and self._converged():
+            # a readmission: the champion beaten by an eliminated arm, by the same test
+            champion = self._batches[0].arms[0]
+            challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED))
+        return Volatility(q=base.q, groups=base.groups,
+                          period=0 if self.flagged else self.check_every,
+                          champion=champion, challengers=challengers)
+
+    def non_condorcet(self) -> dict[str, Any] | None:
+        return {
             "flagged": bool(self.flagged),
             "flagged_at": self.flagged_at,
             "evidence": self.evidence,
             "delta": self.delta,
         }
+
+    def structure(self) -> dict[str, Any]:
+        out = super().structure()
+        out["mode"] = self.mode
+        out["readmitted"] = [list(x) for x in self.readmitted]
+        out["non_condorcet"] = self.non_condorcet()
         return out
 
     def best_arm(self) -> int:
@@ -227,13 +250,6 @@ class MergeGuard(MergeDTS):
         return super().select_at(t, rng)
 
     # ------------------------------------------------------------------ hooks
-    def _commit(self, i: int, j: int) -> None:
-        # Nothing to advance at selection time; overriding the hook tells the live credit
-        # path (service.credit.Guard) that every outcome must go through update() in
-        # order, so the periodic check and the verification targets see each comparison
-        # exactly as the simulator does.
-        return None
-
     def _select(self) -> Comparison:
         pair = self._special(self.rng)
         if pair is not None:
@@ -314,9 +330,10 @@ class MergeGuard(MergeDTS):
             "mode": self.mode,
             "readmitted": [list(x) for x in self.readmitted],
             "cycled": bool(self.cycled),
-            # whether the last full check saw the current counts (quiet_steps needs it)
-            "clean": self._checked == self._version,
         }
+        # whether the last full check saw the current counts (quiet_steps needs it): a
+        # cache, not structure (the live store does not keep it: service.snapshot)
+        out["checked_clean"] = self._checked == self._version
         return out
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
@@ -331,7 +348,8 @@ class MergeGuard(MergeDTS):
         # (states of the earlier version carry "targets": the rule no longer needs them)
         self._due = None
         self._version = 0
-        self._checked = 0 if g.get("clean", False) else -1
+        clean = g.get("clean", state.get("checked_clean", False))
+        self._checked = 0 if clean else -1
 
     # ------------------------------------------------------------------ guard
     def _converged(self) -> bool:

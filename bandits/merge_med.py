@@ -3,10 +3,10 @@ re-tuned confidence, rankduel's ``recommended`` policy.
 
 What it builds on
 -----------------
-* MergeDTS (seed 000, Li et al. 2020, Algorithms 1–3; :mod:`bandits.merge_dts`): the
+* MergeDTS (Li et al. 2020, Algorithms 1–3; :mod:`bandits.merge_dts`): the
   batches, stages, merges and the Thompson-sampling tournaments, unchanged.
 * The non-Condorcet guard and the champion's verification of :mod:`bandits.merge_guard`.
-* Seed 000 §7, future direction (4): "the UCB-based elimination utilized in MergeDTS is
+* Li et al. 2020, §7, future direction (4): "the UCB-based elimination utilized in MergeDTS is
   too conservative, it might be that more recent minimum empirical divergence based
   techniques [RMED, Komiyama et al. 2015] may be leveraged to speed up the elimination".
 
@@ -27,7 +27,7 @@ The threshold ``2α log(t + C)`` with the same α is RMED's ``log t + f(K)`` sca
 MergeDTS's tuned confidence, not RMED's own (which has no batches and compares every
 pair).
 
-*Parameters.* Seed 000's tuned values (α = 0.8⁶, M = 16, C = 4·10⁶) were tuned on MSLR
+*Parameters.* Li et al. 2020's tuned values (α = 0.8⁶, M = 16, C = 4·10⁶) were tuned on MSLR
 and Yahoo. The ``tuned`` preset here is α = 0.236, M = 24, C = 4·10⁶, ``verify_scale``
 0.5, chosen on a separate generated instance (T136: the P136 generator with seed 137) and
 on tuning seeds of P136 (1001–1016), never on the evaluation seeds (BENCHMARKS.md, "The
@@ -62,18 +62,20 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
 
+from bandits.base import Volatility
 from bandits.merge_base import THEORETICAL, Batch
 from bandits.merge_guard import MergeGuard
 from bandits.params import Param
 
-#: α of the tuned preset (about 0.9 · 0.8⁶; seed 000 tuned MergeDTS at 0.8⁶ ≈ 0.262 and
-#: DTS at 0.8⁷ ≈ 0.210), see the module docstring
+#: α of the tuned preset (about 0.9 · 0.8⁶; Li et al. 2020 tuned MergeDTS at 0.8⁶ ≈ 0.262
+#: and DTS at 0.8⁷ ≈ 0.210), see the module docstring
 MED_ALPHA = 0.236
 
 
@@ -108,6 +110,16 @@ class MergeMED(MergeGuard):
         **MergeGuard.PARAMS,
         "verify_scale": replace(MergeGuard.PARAMS["verify_scale"], default=0.5),
     }
+
+    def volatility(self, t: int) -> Volatility | None:
+        """MergeGuard's, with the elimination test itself as the pair condition:
+        ``n · kl(p̂, ½) > 2a`` at an earlier step (the threshold only grows with ``t``),
+        which includes the Hoeffding shortcut (``kl(p, ½) ≥ 2(½ − p)²``)."""
+        v = super().volatility(t)
+        if v is None:
+            return None
+        a = self.alpha * math.log(int(t) + 1 + self.c)
+        return dataclasses.replace(v, q=2.0 * a * (1.0 - 1e-9), divergence=True)
 
     # ------------------------------------------------------------------ elimination
     def _beaten(self, w: float, n: float) -> bool:

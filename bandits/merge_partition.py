@@ -1,11 +1,11 @@
 """How the Merge policies partition the arms into batches: pure functions on lists of arm
-indices, shared by MergeDTS (seed 000, Algorithm 1) and MergeRUCB (seed 003, Algorithm 4).
+indices, shared by MergeDTS (Li et al. 2020, Algorithm 1) and MergeRUCB (Zoghi 2017, Algorithm 4).
 
 :func:`initial_batches`
-    the first stage's batches (seed 000 Alg. 1 line 4; seed 003 Alg. 4 line 2), filled
+    the first stage's batches (Li et al. 2020, Alg. 1 line 4; Zoghi 2017, Alg. 4 line 2), filled
     as evenly as possible;
 :func:`pair_batches`
-    the repartition at the end of a stage (seed 000 Alg. 1 line 19; seed 003 Alg. 4
+    the repartition at the end of a stage (Li et al. 2020, Alg. 1 line 19; Zoghi 2017, Alg. 4
     line 13), every size in ``[0.5M, 1.5M]`` (:func:`batch_bounds`);
 :func:`split_evenly`
     consecutive batches whose sizes differ by at most one.
@@ -42,11 +42,11 @@ def split_evenly(arms: list[int], n_batches: int) -> list[list[int]]:
 def initial_batches(n_arms: int, batch_size: int, *, round_up: bool = True) -> list[list[int]]:
     """The batches ``B_1`` of the first stage: ``b_1`` batches of the arms ``0..K-1``.
 
-    ``b_1 = ceil(K/M)`` (MergeDTS, seed 000 Algorithm 1 line 4) or, with
-    ``round_up=False``, ``max(1, floor(K/p))`` (MergeRUCB, seed 003 Algorithm 4 line 2).
+    ``b_1 = ceil(K/M)`` (MergeDTS, Li et al. 2020, Algorithm 1 line 4) or, with
+    ``round_up=False``, ``max(1, floor(K/p))`` (MergeRUCB, Zoghi 2017, Algorithm 4 line 2).
     The papers fill ``M, M, ..., rest``; we fill as evenly as possible (sizes differ by
     at most one), so no batch starts tiny (a one-arm batch would merge away at once under
-    seed 000's lines 12–13 anyway).
+    Li et al. 2020's lines 12–13 anyway).
 
     Examples
     --------
@@ -73,7 +73,7 @@ def batch_bounds(batch_size: int) -> tuple[int, int]:
 
 
 def pair_batches(batches: list[list[int]], batch_size: int) -> list[list[int]]:
-    """Repartition the batches at the end of a stage (seed 000 Alg. 1 line 19; seed 003
+    """Repartition the batches at the end of a stage (Li et al. 2020, Alg. 1 line 19; Zoghi 2017
     Alg. 4 line 13).
 
     "Pair the larger size batches with the smaller ones, making sure the size of every

@@ -1,4 +1,4 @@
-"""MergeRUCB, Zoghi's thesis (seed 003), Algorithm 4.
+"""MergeRUCB, Zoghi 2017, Algorithm 4.
 
 The batch, stage and merge machinery is shared with MergeDTS
 (:class:`bandits.merge_base.MergeBandit`). Algorithm 4's lines map to it as follows:
@@ -6,7 +6,7 @@ line 1 (``W = 0``) is the base class; line 2 (``B_1``) is
 :func:`bandits.merge_partition.initial_batches` with ``round_up=False``; line 3 (``C(δ)``)
 is :func:`bandits.merge_base.confidence_constant`; line 4 (``S = 1``) and line 6
 (``i = t mod b_S``) are ``MergeBandit``; lines 7–8 (``U`` and elimination) are
-``MergeBandit._update`` / ``_purge`` (seed 000's lines 10–11); lines 9–10 (the pair) are
+``MergeBandit._update`` / ``_purge`` (Li et al. 2020's lines 10–11); lines 9–10 (the pair) are
 :func:`_rucb_pair` below; line 11's comparison is the caller's ``update()``; lines 12–14
 (next stage) are ``MergeBandit._settle`` with :func:`bandits.merge_partition.pair_batches`.
 
@@ -17,10 +17,10 @@ the module docstring of :mod:`bandits.merge_dts`. Specific to MergeRUCB:
 
 - line 2 makes ``b_1 = floor(K/p)`` batches (sizes between ``p`` and ``2p``, filled evenly);
 - a batch left with one arm while other batches exist merges with the next batch, as in
-  MergeDTS (seed 000, Algorithm 1 lines 12–13). Algorithm 4 does not say what to do then
+  MergeDTS (Li et al. 2020, Algorithm 1 lines 12–13). Algorithm 4 does not say what to do then
   (line 10's ``argmax`` over ``B_i \\ {ρ_c}`` is over an empty set), and it is what the
   same authors' successor algorithm does;
-- uncompared pairs have ``U = 2`` by the ``x/0 := 1`` rule of seed 000's line 10 (as in
+- uncompared pairs have ``U = 2`` by the ``x/0 := 1`` rule of Li et al. 2020's line 10 (as in
   :mod:`bandits.rucb`); ties in line 10's ``argmax`` are broken uniformly at random.
 """
 
@@ -42,7 +42,7 @@ class _UCBBatch(Batch):
 
 
 class MergeRUCB(MergeBandit):
-    """MergeRUCB, seed 003 (Zoghi 2017) Algorithm 4.
+    """MergeRUCB, Zoghi 2017, Algorithm 4.
 
     The arms are split into ``floor(K/p)`` batches (line 2) visited round robin
     (line 6, ``i = t mod b_S``). In the visited batch ``B_i``, with
@@ -62,7 +62,7 @@ class MergeRUCB(MergeBandit):
     n_arms
         Number of arms K.
     preset
-        ``"tuned"`` (default): seed 000's values tuned for MergeRUCB, α = 0.8⁶, p = 8,
+        ``"tuned"`` (default): Li et al. 2020's values tuned for MergeRUCB, α = 0.8⁶, p = 8,
         C = 4·10⁵ (§5.5); ``"theoretical"``: the thesis' α = 1.01, p = 4 and ``C(δ)`` of
         line 3 with δ = 1/``horizon``. Explicit parameters override the preset's.
     alpha
@@ -100,7 +100,7 @@ class MergeRUCB(MergeBandit):
 
     name = "mergerucb"
     PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {
-        "tuned": {"alpha": TUNED_ALPHA, "batch_size": 8, "c": 4e5},  # seed 000 §5.5
+        "tuned": {"alpha": TUNED_ALPHA, "batch_size": 8, "c": 4e5},  # Li et al. 2020, §5.5
         "theoretical": THEORETICAL,
     }
     _round_up = False

@@ -1,4 +1,4 @@
-"""The Thompson-sampling kernels of MergeDTS: seed 000's Algorithms 2 and 3 in one batch.
+"""The Thompson-sampling kernels of MergeDTS: Li et al. 2020's Algorithms 2 and 3 in one batch.
 
 Every kernel draws a pair with exactly the law of the pseudo-code for the counts of the
 step; they differ only in how many steps one generator call serves. Three remain, each
@@ -30,7 +30,7 @@ Tried and dropped (BENCHMARKS.md): a separate one-batch vector kernel (it drew e
 what :func:`draw_stacked` draws with ``B = 1``, now its only form), gamma pools kept
 exact by Gamma additivity, per-pair pools of Beta samples, lookahead for small batches.
 
-Shortcuts that keep the law (seed 000's line numbers):
+Shortcuts that keep the law (Li et al. 2020's line numbers):
 
 * *Phase I* (Algorithm 2): only the indicators ``1(θ_ij > ½)`` enter ``κ``, and for
   ``θ_ij ~ Beta(w_ij + 1, w_ji + 1)`` that indicator is a Bernoulli draw with mean

@@ -1,4 +1,4 @@
-"""Relative Confidence Sampling (RCS), Zoghi's thesis (seed 003), Algorithm 3."""
+"""Relative Confidence Sampling (RCS), Zoghi 2017, Algorithm 3."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from bandits.params import Param
 
 
 class RCS(DuelingBandit):
-    """Relative Confidence Sampling, seed 003 (Zoghi 2017) Algorithm 3.
+    """Relative Confidence Sampling, Zoghi 2017, Algorithm 3.
 
     Each step (line numbers of Algorithm 3):
 
@@ -92,6 +92,7 @@ class RCS(DuelingBandit):
                        "exploration α of the confidence bounds: sqrt(α ln t / n)",
                        gt=0, le=1000),
     }
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

@@ -26,10 +26,10 @@ def _divergence_terms(w: np.ndarray, w_rev: np.ndarray) -> np.ndarray:
 
 
 class RMED1(DuelingBandit):
-    """RMED1 (Komiyama et al. 2015, Algorithms 1 and 2), a baseline of seed 000 §3/§5.5.
+    """RMED1 (Komiyama et al. 2015, Algorithms 1 and 2), a baseline of Li et al. 2020, §3/§5.5.
 
-    Seed 000 describes it in prose only (§3: it extends DMED, "pulling each pair of
-    rankers the minimum number of times prescribed by the lower bound"); seed 001 §4.1.1
+    Li et al. 2020 describes it in prose only (§3: it extends DMED, "pulling each pair of
+    rankers the minimum number of times prescribed by the lower bound"); Brost et al. 2016, §4.1.1
     gives the setting ``f(K) = 0.3 K^1.01``. The steps follow the original paper.
 
     Statistics: ``μ̂_ij = w_ij / N_ij`` (½ when uncompared); ``Ô_i = {j ≠ i : μ̂_ij <= 1/2}``;
@@ -132,6 +132,7 @@ class RMED1(DuelingBandit):
                          "f(K) = f_scale · K^f_power in the likelihood test",
                          ge=0, le=10),
     }
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

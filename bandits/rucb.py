@@ -1,4 +1,4 @@
-"""Relative Upper Confidence Bound (RUCB), Zoghi's thesis (seed 003), Algorithm 2.
+"""Relative Upper Confidence Bound (RUCB), Zoghi 2017, Algorithm 2.
 
 Its helpers :func:`~bandits.common.ucb_column` and :class:`~bandits.common.LossCounter`,
 shared with the other UCB-style policies, live in :mod:`bandits.common`.
@@ -17,7 +17,7 @@ from bandits.params import Param
 
 
 class RUCB(DuelingBandit):
-    """Relative Upper Confidence Bound, seed 003 (Zoghi 2017) Algorithm 2.
+    """Relative Upper Confidence Bound, Zoghi 2017, Algorithm 2.
 
     Each step (line numbers of Algorithm 2):
 
@@ -64,7 +64,7 @@ class RUCB(DuelingBandit):
         Number of arms K.
     alpha
         Exploration parameter, ``alpha > 1/2`` for the thesis' guarantees (0.51 in its
-        experiments; seed 000 tunes 0.8^6 ≈ 0.26 for the Merge variants).
+        experiments; Li et al. 2020 tunes 0.8^6 ≈ 0.26 for the Merge variants).
     seed
         Seed or ``numpy.random.Generator``.
 
@@ -91,6 +91,7 @@ class RUCB(DuelingBandit):
                        "exploration α of the confidence bounds: sqrt(α ln t / n)",
                        gt=0, le=1000),
     }
+    serial_updates = True  # _commit advances selection state at every step
 
     def __init__(
         self,

@@ -12,9 +12,9 @@ from bandits.params import Param
 
 
 class SelfSparring(DuelingBandit):
-    """Independent (Beta–Bernoulli) Self-Sparring, a baseline of seed 000 §3 and §5.5.
+    """Independent (Beta–Bernoulli) Self-Sparring, a baseline of Li et al. 2020, §3 and §5.5.
 
-    Seed 000 describes it in prose only (§3: "employing a single MAB algorithm, but at
+    Li et al. 2020 describes it in prose only (§3: "employing a single MAB algorithm, but at
     each step samples twice to choose rankers ... Thompson Sampling ... does not
     eliminate rankers"; §5.6: no parameters to tune). The steps follow the original
     paper's Algorithm 2 (Independent Self-Sparring) with ``m = 2`` arms per step:

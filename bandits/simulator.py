@@ -1,16 +1,16 @@
 """The offline regret simulator: the papers' proxy method, as a pure function.
 
 At each step the policy picks a comparison, the outcome is a Bernoulli draw from the
-preference matrix ``P`` (seed 000, §5.3: "we compare them by drawing a sample from a
+preference matrix ``P`` (Li et al. 2020, §5.3: "we compare them by drawing a sample from a
 Bernoulli distribution with mean p_ij"), and the step costs regret
 
 * r_t = (Δ_ci + Δ_cj)/2 with Δ_ck = p_ck − ½ against the Condorcet winner ``c``
-  (seed 000, eq. 1; cumulative regret eq. 2);
-* r_t = ζ* − (ζ_i + ζ_j)/2, the Copeland regret of seed 000, eq. 10, when there is no
+  (Li et al. 2020, eq. 1; cumulative regret eq. 2);
+* r_t = ζ* − (ζ_i + ζ_j)/2, the Copeland regret of Li et al. 2020, eq. 10, when there is no
   Condorcet winner;
 * for a multi-dueling policy (``bandit.multi``, MDB) the mean of the per-arm regrets over
   the chosen set; the set's outcome is every pairwise Bernoulli draw among its arms,
-  recorded as one step with ``update_many`` (seed 001 compares all chosen arms at once).
+  recorded as one step with ``update_many`` (Brost et al. 2016 compares all chosen arms at once).
 
 Each run shuffles the arm order with its own seed, so a policy cannot profit from the
 matrix listing the winner first; ``identified`` is mapped back to the matrix's indices.
@@ -107,6 +107,10 @@ class RunResult:
     #: the policy's non-Condorcet guard (MergeGuard): raised, and at which update count
     flagged_non_condorcet: bool = False
     flagged_at: int | None = None
+    #: with ``estimate=True``: at each checkpoint, :func:`bandits.decision.decide`'s
+    #: estimate of the comparisons still needed to decide (0 once decided, None when the
+    #: policy has no elimination test or no estimate can be made)
+    estimates: list[int | None] | None = None
 
     @property
     def final_regret(self) -> float:
@@ -130,8 +134,7 @@ def _make_policy(
 def _single_active(bandit: DuelingBandit) -> bool:
     # a policy that still has comparisons to make after convergence (MergeGuard's
     # verification) says so through ``steady()``; fast-forward waits for it
-    steady = getattr(bandit, "steady", None)
-    if steady is not None and not steady():
+    if not bandit.steady():
         return False
     return int(np.count_nonzero(bandit.status == ACTIVE)) == 1
 
@@ -151,6 +154,7 @@ def simulate_run(
     feedback_batch: int = 1,
     reload_every: int = 0,
     record_shown: bool = False,
+    estimate: bool = False,
 ) -> RunResult:
     """Run one policy on ``P`` for ``steps`` steps and record its cumulative regret.
 
@@ -189,6 +193,9 @@ def simulate_run(
     record_shown
         Count the comparisons shown in ``RunResult.shown`` (always done when any of the
         three above is not at its default; it selects the slower live-like loop).
+    estimate
+        Record at each checkpoint the report's estimate of the comparisons still needed
+        to decide (``RunResult.estimates``, :func:`bandits.decision.decide`).
 
     Examples
     --------
@@ -223,27 +230,40 @@ def simulate_run(
     bandit = _make_policy(algorithm, K, np.random.default_rng(s_policy), params)
     orng = np.random.default_rng(s_outcome)
 
+    estimates: list[int | None] | None = None
+    observe = None
+    if estimate:
+        from bandits.decision import decide
+
+        estimates = []
+
+        def observe(ci: int) -> None:
+            estimates.append(decide(bandit).estimate)
+
     shown = None
     if delay or feedback_batch > 1 or reload_every or record_shown:
         shown = np.zeros((K, K), dtype=np.int64)
         live = _Live(delay, feedback_batch, reload_every, _StepGenerators(s_steps), shown)
         regret, looped, seconds, ff_at = _loop_live(
-            bandit, Pr, r_arm, cps, orng, fast_forward, progress, live
+            bandit, Pr, r_arm, cps, orng, fast_forward, progress, live, observe
         )
         shown_run, shown = shown, np.zeros_like(shown)
         shown[np.ix_(perm, perm)] = shown_run
     else:
-        loop = _loop_multi if getattr(bandit, "multi", False) else _loop_pairs
+        loop = _loop_multi if bandit.multi else _loop_pairs
         regret, looped, seconds, ff_at = loop(
-            bandit, Pr, r_arm, cps, orng, fast_forward, progress
+            bandit, Pr, r_arm, cps, orng, fast_forward, progress, observe
         )
+    if estimates is not None and len(estimates) < cps.size:
+        # fast-forwarded: the policy was down to one arm, so decided
+        estimates += [0] * (cps.size - len(estimates))
 
     identified = int(perm[bandit.best_arm()])
     if kind == "condorcet":
         correct = identified == int(perm[winner])
     else:
         correct = identified in {int(perm[w]) for w in copeland_winners(Pr)}
-    guard = bandit.structure().get("non_condorcet", {})
+    guard = bandit.non_condorcet() or {}
     return RunResult(
         seed=int(seed),
         checkpoints=cps,
@@ -257,6 +277,7 @@ def simulate_run(
         shown=shown,
         flagged_non_condorcet=bool(guard.get("flagged", False)),
         flagged_at=guard.get("flagged_at"),
+        estimates=estimates,
     )
 
 
@@ -274,8 +295,7 @@ def _finish_fast_forward(
     for k in range(ci, cps.size):
         regret[k] = cum + (int(cps[k]) - t) * per_step
     # keep the policy's counters as if the loop had run
-    bandit.t += remaining
-    bandit.n_updates += remaining
+    bandit.skip_steps(remaining)
 
 
 def _loop_pairs(
@@ -286,11 +306,12 @@ def _loop_pairs(
     orng: np.random.Generator,
     fast_forward: bool,
     progress: Callable[[int], None] | None,
+    observe: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, int, float, int | None]:
     Pl = P.tolist()
     Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
     select, update = bandit.select, bandit.update
-    quiet = getattr(bandit, "quiet_steps", None)
+    quiet = bandit.quiet_steps
     regret = np.zeros(cps.size)
     cum = 0.0
     t = 0
@@ -316,22 +337,22 @@ def _loop_pairs(
                         if progress is not None:
                             progress(int(cps[-1]) - t + k)
                         return regret, t - skipped, seconds, t
-                    if quiet is not None:
-                        # steps the policy says are (i, i) with nothing to learn: skip
-                        # them exactly (their uniforms are drawn all the same)
-                        s = min(quiet(), n - k)
-                        if s > 0:
-                            s = int(s)
-                            cum += s * Rl[i][i]
-                            bandit.t += s
-                            bandit.n_updates += s
-                            k += s
-                            skipped += s
+                    # steps the policy says are (i, i) with nothing to learn: skip
+                    # them exactly (their uniforms are drawn all the same)
+                    s = min(quiet(), n - k)
+                    if s > 0:
+                        s = int(s)
+                        cum += s * Rl[i][i]
+                        bandit.skip_steps(s)
+                        k += s
+                        skipped += s
             seconds += time.perf_counter() - start
             t += n
             if progress is not None:
                 progress(n)
         regret[ci] = cum
+        if observe is not None:
+            observe(ci)
     return regret, t - skipped, seconds, None
 
 
@@ -343,6 +364,7 @@ def _loop_multi(
     orng: np.random.Generator,
     fast_forward: bool,
     progress: Callable[[int], None] | None,
+    observe: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, int, float, int | None]:
     """The loop for policies that select sets: all pairwise draws, one ``update_many``."""
     Pl = P.tolist()
@@ -389,6 +411,8 @@ def _loop_multi(
             if progress is not None:
                 progress(n)
         regret[ci] = cum
+        if observe is not None:
+            observe(ci)
     return regret, t, seconds, None
 
 
@@ -433,13 +457,14 @@ def _loop_live(
     fast_forward: bool,
     progress: Callable[[int], None] | None,
     live: _Live,
+    observe: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, int, float, int | None]:
     """Select, draw the outcomes at once (same uniforms, in the same order, as the plain
     loops), and apply them ``delay`` selections later in groups of ``batch``."""
     Pl = P.tolist()
     rl = r_arm.tolist()
     Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
-    multi = bool(getattr(bandit, "multi", False))
+    multi = bandit.multi
     shown = live.shown
     regret = np.zeros(cps.size)
     steps = int(cps[-1])
@@ -497,6 +522,8 @@ def _loop_live(
             due -= live.batch
         while ci < cps.size and cps[ci] == t:
             regret[ci] = cum
+            if observe is not None:
+                observe(ci)
             ci += 1
         if (
             fast_forward

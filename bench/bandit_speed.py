@@ -10,7 +10,7 @@ is fast-forwarded. The outcome uniforms are drawn before the clock starts, as in
 :mod:`bandits.simulator`.
 
 Policies that do not import yet (modules being written) are skipped with a note.
-Parameters are the tuned values of seed 000 §5.5 where it gives them (MergeDTS α=0.8⁶,
+Parameters are the tuned values of Li et al. 2020, §5.5 where it gives them (MergeDTS α=0.8⁶,
 M=16, C=4·10⁶; MergeRUCB α=0.8⁶, M=8, C=4·10⁵; DTS α=0.8⁷), else the policy's defaults.
 
 The machine is shared, so all runs of one K (``--repeat`` per policy, different seeds)
@@ -48,7 +48,7 @@ from bandits.matrices import bradley_terry
 from bandits.merge_dts import MergeDTS
 from bandits.merge_partition import pair_batches
 
-#: tuned parameters from seed 000 §5.5 (Table/Section 6.7), where the paper gives them
+#: tuned parameters from Li et al. 2020, §5.5 (Table/Section 6.7), where the paper gives them
 TUNED = {
     "mergedts": {"alpha": 0.8**6, "batch_size": 16, "c": 4e6},
     "mergerucb": {"alpha": 0.8**6, "batch_size": 8, "c": 4e5},
@@ -57,7 +57,7 @@ TUNED = {
 
 
 class LiteralMergeDTS(DuelingBandit):
-    """Algorithms 1–3 of seed 000 transcribed step by step with plain numpy: every step
+    """Algorithms 1–3 of Li et al. 2020 transcribed step by step with plain numpy: every step
     builds the batch's ``U`` and purges it (lines 10–14), draws Beta variates for every
     pair and for Phase II (``rng.beta``), and checks line 18. A stand-in for the
     authors' published code (not available here), to give the speed of a direct

@@ -16,7 +16,7 @@ beats ``i``; usually the winner) costs at least
 
     floor(δ) = log(1/δ) · Σ_i min_j (Δ_i + Δ_j) / (2 kl(p_ij, ½)),
 
-with ``Δ`` the arms' regrets (seed 000, eq. 1). No flat policy that loses the winner with
+with ``Δ`` the arms' regrets (Li et al. 2020, eq. 1). No flat policy that loses the winner with
 probability at most ``δ`` per ranker pays less in expectation, whatever its horizon.
 
 *The oracle certifier.* A policy that is *told* the Condorcet winner ``c`` at step 1 and

@@ -1,4 +1,4 @@
-"""Faults under load, the long form (issue 11): the whole platform as deployed — Redis
+"""Faults under load, the long form: the whole platform as deployed — Redis
 with its append-only file, ``rankduel serve`` (gunicorn, 2 workers), ``rankduel worker``
 (pool of 2, running the sweep), three rankers of which one can be made to fail — under
 simulated users who search, click and end half their impressions (the rest are closed by

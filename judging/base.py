@@ -1,8 +1,8 @@
 """The interface every judging algorithm implements.
 
 A judging algorithm looks for the best items of a pool of ``n`` items (indices
-``0..n-1``) by asking human assessors which of two items answers a query better (seed
-004, Yan 2022, §3.1). The live campaign, the Celery workers and the offline simulator
+``0..n-1``) by asking human assessors which of two items answers a query better
+(Yan 2022, §3.1). The live campaign, the Celery workers and the offline simulator
 all drive it through the same few calls:
 
 ``request(max_pairs)``

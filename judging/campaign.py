@@ -1,5 +1,5 @@
 """A judging campaign's logic, pure: queries with their pools, a judge per query, test
-pairs, assessors and tasks (seed 004 §5.1–5.2), over plain JSON state so the live service
+pairs, assessors and tasks (Yan 2022, §5.1–5.2), over plain JSON state so the live service
 can keep it in Redis and any process can continue it.
 
 The state (:func:`new_campaign`) holds, per query, its pool merged into classes of exact

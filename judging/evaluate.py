@@ -1,4 +1,4 @@
-"""Best-item evaluation (seed 004, §5.4): rank runs by how high they place the best items.
+"""Best-item evaluation (Yan 2022, §5.4): rank runs by how high they place the best items.
 
 Once judging has found the probably best items of each query, a ranker is measured by
 the reciprocal rank of the first best item it returns, averaged over queries (MRR): "If

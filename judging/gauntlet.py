@@ -1,6 +1,6 @@
 """The gauntlet: a tie-aware leader/challenger elimination for finding the best items.
 
-Our design, for seed 004's three requirements (§3.1) under its budget (1,000 judgments
+Our design, for Yan 2022's three requirements (§3.1) under its budget (1,000 judgments
 for 100 items) and a cap of ten judgments on any one pair.
 
 The algorithm
@@ -41,7 +41,7 @@ What it builds on
   about an item accumulates across all its opponents: a best item drifts up, and from
   credit 0 its chance of ever falling to ``-d`` is ``3^-d`` (3.7 %) whatever the number
   of opponents — unlike a knockout, where every match is a fresh chance to lose (SELECT,
-  seed 004 §3.3.5, loses item 0 in 28.5 % of Case A runs for this reason). The cap ``U``
+  Yan 2022, §3.3.5, loses item 0 in 28.5 % of Case A runs for this reason). The cap ``U``
   is the reflecting barrier of Page's CUSUM: credit earned against weak leaders early
   cannot shield a weak item later; it costs a best item a little (each return to ``U``
   is a new, small chance to fall), which is why leaders, who take most judgments, keep
@@ -51,7 +51,7 @@ What it builds on
   times in four, against a random opponent of a pool of ties only half the time
   (Borda-style pruning, prefBest, needs many more judgments for the same evidence).
 * The final's test is the one-sided binomial test at level ``alpha`` with the cap as its
-  sample size (by Neyman–Pearson the most powerful test on ten judgments). Seed 004's
+  sample size (by Neyman–Pearson the most powerful test on ten judgments). Yan 2022's
   two cases differ, for the two strongest items, *only* in that pair (Case A: ¾, Case B:
   ½; against every other item both win ¾), so no algorithm can do better than this test
   at telling them apart with ten judgments of the pair. ``t = 6`` declares a true ¾
@@ -446,7 +446,7 @@ class GauntletTies(Gauntlet):
     A true tie between two best items survives the final with probability 0.891 instead
     of 0.246, at the price of declaring a true ¾ preference with probability 0.526 instead
     of 0.922 (see the module docstring). Use it when returning every tied best item matters
-    more than returning a single one: on seed 004's Case B it returns exactly both winners
+    more than returning a single one: on Yan 2022's Case B it returns exactly both winners
     more often than any algorithm of Figure 4.1 (BENCHMARKS.md).
 
     Examples

@@ -3,14 +3,14 @@
 Pure functions over plain Python data; the live campaign calls them before judging
 (duplicates) and as judgments arrive (assessor quality).
 
-Exact duplicates (seed 004, §5.2). The TREC 2021 pools held passages that were
+Exact duplicates (Yan 2022, §5.2). The TREC 2021 pools held passages that were
 "character-for-character identical"; 460 of 1,570 had a duplicate in the same pool, and
 assessors were asked to choose between identical passages. "If we had encountered these
 duplicates earlier ... we would have merged them into equivalence classes": that is what
 :func:`merge_duplicates` does — one item per distinct text, judged once, its verdict
 expanded to every member afterwards (:meth:`Duplicates.expand`).
 
-Test pairs (seed 004, §5.1). Each task of ten target pairs carries three test pairs (a
+Test pairs (Yan 2022, §5.1). Each task of ten target pairs carries three test pairs (a
 question, its best-known answer and an off-topic passage). "Data from workers who did not
 correctly answer at least 75% of the test pairs was excluded": one task needs three of
 three, two tasks five of six. :func:`assessor_quality` computes the verdict per assessor,

@@ -1,4 +1,4 @@
-"""prefBest(Pool, K, n, m): seed 004 (Yan 2022), Figure 3.2, after Clarke et al. (2021).
+"""prefBest(Pool, K, n, m): Yan 2022, Figure 3.2, after Clarke et al. (2021).
 
 The figure, line by line, and where this module implements it::
 
@@ -147,7 +147,7 @@ def _any_joinable(stubs: list[int], taken: set[Pair]) -> bool:
 
 
 class PrefBest(Judge):
-    """prefBest(Pool, K, n, m) of seed 004, Figure 3.2 (Clarke et al. 2021).
+    """prefBest(Pool, K, n, m) of Yan 2022, Figure 3.2 (Clarke et al. 2021).
 
     Parameters
     ----------

@@ -1,14 +1,14 @@
-"""The judging simulator: seed 004's Figure 4.1 experiment, as pure functions.
+"""The judging simulator: Yan 2022's Figure 4.1 experiment, as pure functions.
 
 A run shuffles the pool, hands the algorithm's pairs to simulated assessors in tasks of
 ``batch`` pairs (a live campaign hands out ten), draws each judgment from the preference
 matrix and feeds it back, until the algorithm is done; then it scores the returned set
-against the known winners. Seed 004 §4: "I treat T=1000 as a fixed budget and halt
+against the known winners. Yan 2022, §4: "I treat T=1000 as a fixed budget and halt
 simulations after 1,000 comparisons" and "I determined the maximum number of independent
 assessors according to the number of times the simulation requested a judgment for each
 specific pair".
 
-The cases (seed 004, §4, K = 100, items 0..99):
+The cases (Yan 2022, §4, K = 100, items 0..99):
 
 * **Case A** (total order, no ties): ``i < j  =>  q_ij = 0.75, q_ji = 0.25`` — *every*
   better item beats every worse one with probability 0.75, however far apart (it is not a
@@ -58,7 +58,7 @@ class Case:
 
 
 def case_a(K: int = 100, p: float = 0.75) -> Case:
-    """Seed 004's Case A: a total order, ``q_ij = p`` for every ``i < j``.
+    """Yan 2022's Case A: a total order, ``q_ij = p`` for every ``i < j``.
 
     Examples
     --------
@@ -79,7 +79,7 @@ def case_a(K: int = 100, p: float = 0.75) -> Case:
 
 
 def case_b(K: int = 100, p: float = 0.75) -> Case:
-    """Seed 004's Case B: items 0 and 1 tie and beat everything else with ``p``; all
+    """Yan 2022's Case B: items 0 and 1 tie and beat everything else with ``p``; all
     other pairs tie.
 
     Examples
@@ -101,7 +101,7 @@ def case_b(K: int = 100, p: float = 0.75) -> Case:
 
 CASES: dict[str, Callable[..., Case]] = {"A": case_a, "B": case_b}
 
-#: seed 004, Figure 4.1 (1,000 simulations each; counts as the thesis makes them: a run
+#: Yan 2022, Figure 4.1 (1,000 simulations each; counts as the thesis makes them: a run
 #: "found" a winner when its returned set contains it, §4.4), for the printed comparison.
 THESIS_FIGURE_4_1: dict[str, dict[str, str]] = {
     "A": {
@@ -290,7 +290,7 @@ def summarize(results: Sequence[RunResult], winners: Sequence[int]) -> dict[str,
     * ``one_found``: runs returning exactly one winner and nothing else;
     * ``both_found``: runs returning exactly the winners (all of them, nothing else).
 
-    Seed 004's counts (other items may be returned alongside, as the thesis counts them:
+    Yan 2022's counts (other items may be returned alongside, as the thesis counts them:
     §4.4, "502 simulations ... correctly returned item 0" while 497 returned ties):
 
     * ``contains_winner``, ``contains_one`` (exactly one winner, whatever else),
@@ -345,7 +345,7 @@ def summarize(results: Sequence[RunResult], winners: Sequence[int]) -> dict[str,
 
 
 def format_table(summaries: dict[str, dict[str, Any]], title: str = "") -> str:
-    """A plain-text table like seed 004's Figure 4.1 (strict counts, then the thesis'
+    """A plain-text table like Yan 2022's Figure 4.1 (strict counts, then the thesis'
     containment counts)."""
     lines = [title] if title else []
     head = (f"{'algorithm':<16} {'best':>5} {'one':>5} {'both':>5} | {'∋win':>5} {'∋one':>5} "
@@ -363,7 +363,7 @@ def format_table(summaries: dict[str, dict[str, Any]], title: str = "") -> str:
     lines.append(
         f"{runs} runs. best/one/both: the returned set holds winners only (one winner / "
         "exactly the winners); ∋win/∋one/∋all: it contains a winner / exactly one winner / "
-        "every winner, other items allowed (seed 004's counting); other: non-winners "
+        "every winner, other items allowed (Yan 2022's counting); other: non-winners "
         "returned in all runs."
     )
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """The Flask application factory.
 
 ``create_app(config)`` builds one process's runtime (Redis client, store, controller cache,
-ranker client, task queue), registers the three blueprints and installs the single
+ranker client, task queue), registers the blueprints and installs the single
 JSON error handler: every error leaves as ``{"error": "<what was wrong>"}`` with its status.
 
 Run it with ``rankduel serve`` (gunicorn), or ``gunicorn 'service.app:create_app()'``.
@@ -23,11 +23,11 @@ from service import cors, metrics
 from service.config import Config, load_config
 from service.controller import Controller
 from service.errors import ApiError
-from service.impressions import Runtime
 from service.queue import TaskQueue
 from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient
 from service.redis_client import connect_state
+from service.runtime import EXTENSION, Runtime
 from service.snapshot import ExperimentMissing, RankerMissing
 from service.store import Contention, ImpressionClosed, ImpressionMissing, Store, TooManyClicks
 
@@ -61,7 +61,7 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     client = connect_state(config, socket_timeout=timeout, socket_connect_timeout=timeout,
                            health_check_interval=30)
     store = Store(client)
-    app.extensions["rankduel"] = Runtime(
+    app.extensions[EXTENSION] = Runtime(
         config=config,
         store=store,
         controller=Controller(store, max_age_ms=config.state_max_age_ms,
@@ -70,12 +70,13 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
         queue=TaskQueue(config),
     )
 
-    from service.api import frontend, health, judging, operator
+    from service.api import frontend, health, judging, operator, ui
 
     app.register_blueprint(frontend.bp)
     app.register_blueprint(operator.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(judging.bp)
+    app.register_blueprint(ui.bp)
 
     cors.install(app, cors.parse_origins(config.cors_origins))
     app.before_request(_start_timer)

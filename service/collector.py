@@ -46,7 +46,7 @@ ranker names; all label values are bounded by what operators registered):
 ``rankduel_state_scrape_errors``                experiments that could not be read
 =============================================== ========================================
 
-Regret follows the papers' definition (seed 000 §5.4, eq. 1): an impression comparing
+Regret follows the papers' definition (Li et al. 2020, §5.4, eq. 1): an impression comparing
 ``i`` and ``j`` costs ``(Δ_ci + Δ_cj) / 2`` with ``Δ_ca = p_ca − ½``; a single-ranker
 impression counts ``i = j`` and a multileaved one the mean over its rankers. That is
 linear in how often each ranker was shown, so the cumulative regret is
@@ -58,8 +58,8 @@ the API records with each impression), and needs no per-impression history
   ``W / (W + Wᵀ)`` (½ for pairs never compared), recomputed at every scrape, so the whole
   history is re-weighted as the estimates sharpen (the series can go down);
 * **true**: ``p`` and ``c`` come from the ``true_preferences`` / ``true_best`` given at
-  creation; without ``true_best``, the Condorcet winner, or the Copeland regret of seed
-  000 eq. 10 when there is none (:func:`bandits.matrices.arm_regret`), as in ``rankduel
+  creation; without ``true_best``, the Condorcet winner, or the Copeland regret of Li
+  et al. 2020, eq. 10, when there is none (:func:`bandits.matrices.arm_regret`), as in ``rankduel
   simulate``. Rankers added after creation are outside the matrix and do not count.
 """
 
@@ -99,7 +99,7 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("experiment", "lifecycle")),
     "rankduel_experiment_estimated_regret": (
         "gauge", "Cumulative regret estimated from the empirical preference matrix against "
-        "the current champion (seed 000 eq. 1, re-weighted at every scrape).",
+        "the current champion (Li et al. 2020, eq. 1, re-weighted at every scrape).",
         ("experiment",)),
     "rankduel_experiment_true_regret": (
         "gauge", "Cumulative regret against the true preference matrix given at creation.",

@@ -1,7 +1,7 @@
 """The credit step: an impression's clicks become duel outcomes and one policy update.
 
-Pure: no Redis, no Celery. The worker's task (:mod:`workers.tasks`) reads a batch of
-impressions, calls :func:`apply` and hands what it returns to the store, which commits it
+Pure: no Redis, no Celery. The credit protocol (:mod:`service.crediting`) reads a batch
+of impressions, calls :func:`apply` and hands what it returns to the store, which commits it
 together with each impression's ``credited`` mark (:mod:`service.store`); so each
 impression changes ``W`` at most once.
 
@@ -51,13 +51,14 @@ changes do not: an elimination depends on ``W`` and ``t`` at the comparison that
 
 Before the first update the policy's step counter is moved to the experiment's global
 selection count ``t`` (:meth:`~bandits.base.DuelingBandit.sync_step`), so confidence
-bounds such as MergeDTS's ``log(t + C)`` (seed 000, Algorithm 1 lines 10–11) use the
+bounds such as MergeDTS's ``log(t + C)`` (Li et al. 2020, Algorithm 1 lines 10–11) use the
 number of selections made so far by every API process, exactly as in the simulator.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,29 +66,11 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
+from service.records import Impression
 
 log = logging.getLogger(__name__)
 
 CreditFn = Callable[[Any, list[int]], list[tuple[int, int, float]]]
-
-
-@dataclass(frozen=True)
-class Impression:
-    """What the credit step needs of one stored impression."""
-
-    id: str
-    arms: list[int]
-    duel: bool
-    record: Any = None
-    clicks: list[int] = field(default_factory=list)
-    forfeits: list[tuple[int, int]] = field(default_factory=list)  # (winner arm, loser arm)
-    created: float = 0.0
-    credited: bool = False
-    #: clicked position -> the longest dwell (ms) a browser reported for it (rankduel.js)
-    dwell_ms: dict[int, int] = field(default_factory=dict)
-    #: click reports the impression had taken when read (the credit script refuses to
-    #: commit when it has taken another since: a click or a dwell arrived meanwhile)
-    reports: int = 0
 
 
 @dataclass
@@ -231,7 +214,7 @@ def _update(bandit: DuelingBandit, live: list[tuple[int, int, float]],
     """Apply one impression's outcomes; audit events for what the policy changed."""
     before_status = bandit.status.copy()
     before = _shape(bandit)
-    before_flag = bool((bandit.structure().get("non_condorcet") or {}).get("flagged"))
+    before_flag = bool((bandit.non_condorcet() or {}).get("flagged"))
     if bandit.multi:
         bandit.update_many(live)
     else:
@@ -243,7 +226,7 @@ def _update(bandit: DuelingBandit, live: list[tuple[int, int, float]],
         events.append({"action": "eliminated", "actor": "bandit",
                        "ranker": names.get(int(arm)), "by": names.get(info.get("by")),
                        "step": info.get("step")})
-    guard = bandit.structure().get("non_condorcet")
+    guard = bandit.non_condorcet()
     if guard is not None and guard["flagged"] and not before_flag:
         ev = guard.get("evidence") or {}
         events.append({"action": "non_condorcet_flagged", "actor": "bandit",
@@ -279,9 +262,13 @@ class Guard:
     grows with ``t``) and shaved by 1e-9 for rounding, so it fires on every outcome that
     eliminates, and on a few that do not (``update()`` then decides nothing changed).
     Outcomes on arms in different batches (or out of play) change no structure.
+    MergeMED's divergence test has ``q = 2a``; MergeGuard and MergeMED also watch the
+    champion's pairs with eliminated arms once converged (a readmission) and hold the
+    outcome that makes ``n`` a multiple of ``check_every`` (``period``: the check may
+    flag). Each policy declares this (:meth:`~bandits.base.DuelingBandit.volatility`).
 
     Policies whose ``update()`` advances selection state at every step (RUCB, RCS, CCB,
-    RMED1: the ``_commit`` hook of :mod:`bandits.base`) get a guard that trips on every
+    RMED1: ``serial_updates`` in :mod:`bandits.base`) get a guard that trips on every
     outcome: their credits are applied one by one by ``update()``, in order (correct, and
     serial). The other policies without a structure (DTS, Self-Sparring, MDB, Uniform)
     have no guard (:meth:`of` returns None): their ``update()`` changes nothing but ``W``
@@ -292,7 +279,7 @@ class Guard:
     >>> from bandits import make_bandit
     >>> g = Guard.of(make_bandit("mergedts", 4, seed=1, alpha=0.5, c=1.0), t=60)
     >>> g.watches(0, 1), g.trips(0.0, 9.0), g.trips(0.0, 8.0)
-    (True, True, False)
+    (1, True, False)
     >>> Guard.of(make_bandit("dts", 4, seed=1), t=60) is None
     True
     >>> Guard.of(make_bandit("rucb", 4, seed=1), t=60).trips(0.0, 1.0)
@@ -301,30 +288,69 @@ class Guard:
 
     q: float
     batch_of: dict[int, int]
+    #: the outcome that makes ``n`` a multiple of this may change the structure (0: none)
+    period: int = 0
+    #: an outcome of ``champion`` against one of ``challengers`` trips only when the
+    #: champion loses (a readmission)
+    champion: int = -1
+    challengers: frozenset[int] = frozenset()
+    #: the pair condition is ``n · kl(p, ½) > q`` (MergeMED's test), not ``d² > q n``
+    divergence: bool = False
 
     @classmethod
     def of(cls, bandit: DuelingBandit, t: int) -> Guard | None:
         """The guard of ``bandit``'s current structure, with the bound at step ``t``
-        (any step up to the global one)."""
-        if type(bandit)._commit is not DuelingBandit._commit:
-            # its update() advances selection state at every step (RUCB's B, RCS's N_c,
-            # CCB's sets, RMED1's rounds; MergeGuard's periodic non-Condorcet check): no
-            # outcome commutes, every one is held and applied by update() in order
-            return cls(-1.0, {a: 0 for a in range(bandit.K)})
-        batches = bandit.structure().get("batches")
-        bonus = getattr(bandit, "bonus", None)
-        if batches is None or bonus is None:
+        (any step up to the global one): the policy's own declaration
+        (:meth:`~bandits.base.DuelingBandit.volatility`) in the script's terms."""
+        v = bandit.volatility(int(t))
+        if v is None:
             return None
-        q = 4.0 * bonus(int(t) + 1) * (1.0 - 1e-9)
-        return cls(q, {int(a): m for m, arms in enumerate(batches) for a in arms})
+        if v.every:
+            # its update() advances selection state at every step (RUCB's B, RCS's N_c,
+            # CCB's sets, RMED1's rounds): no outcome commutes, every one is held and
+            # applied by update() in order
+            return cls(-1.0, {a: 0 for a in range(bandit.K)})
+        return cls(float(v.q), dict(v.groups), int(v.period), int(v.champion),
+                   frozenset(v.challengers), bool(v.divergence))
 
-    def watches(self, i: int, j: int) -> bool:
-        """Whether an outcome on ``(i, j)`` can change the structure at all."""
-        b = self.batch_of.get(int(i))
-        return b is not None and b == self.batch_of.get(int(j))
+    def arg(self) -> str:
+        """The guard as the credit script's argument: ``q``, ``q:period`` or
+        ``q:period:kl``."""
+        return (repr(self.q) + (f":{self.period}" if self.period or self.divergence else "")
+                + (":kl" if self.divergence else ""))
 
-    def trips(self, w_ij: float, w_ji: float) -> bool:
-        """The condition the script checks on a watched pair's new counts (here for
-        tests and documentation; the script has its own copy in Lua)."""
+    def periodic(self, n: int) -> bool:
+        """Whether the outcome that makes the policy's ``n_updates`` equal to ``n`` is
+        held whatever it is (a periodic check runs then)."""
+        return self.period > 0 and n % self.period == 0
+
+    def watches(self, i: int, j: int) -> int:
+        """Whether an outcome on ``(i, j)`` can change the structure at all, as the
+        script's code: 0 no, 1 either side losing, 2 only ``i`` losing (``w_ji >
+        w_ij``), 3 only ``j`` losing."""
+        i, j = int(i), int(j)
+        b = self.batch_of.get(i)
+        if b is not None and b == self.batch_of.get(j):
+            return 1
+        if i == self.champion and j in self.challengers:
+            return 2
+        if j == self.champion and i in self.challengers:
+            return 3
+        return 0
+
+    def trips(self, w_ij: float, w_ji: float, side: int = 1) -> bool:
+        """The condition the script checks on a watched pair's new counts (``side``:
+        the code :meth:`watches` gave; here for tests and documentation, the script has
+        its own copy in Lua)."""
         d = w_ji - w_ij
-        return d * d > self.q * (w_ij + w_ji)
+        if (side == 2 and d <= 0) or (side == 3 and d >= 0):
+            return False
+        n = w_ij + w_ji
+        if not self.divergence:
+            return d * d > self.q * n
+        w = min(w_ij, w_ji)
+        if 2.0 * w >= n:
+            return False
+        p = w / n
+        kl = (1.0 - p) * math.log(2.0 * (1.0 - p)) + (p * math.log(2.0 * p) if p > 0 else 0.0)
+        return n * kl > self.q

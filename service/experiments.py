@@ -25,6 +25,7 @@ from service.rankers import RankerClient, RankerFailure, validate_url
 from service.schemas import NewExperiment, NewRanker, RankerIn
 from service.snapshot import Snapshot
 from service.store import Store, audit_entry
+from service.transaction import update_experiment
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
 #: action -> (allowed source states, target state)
@@ -127,7 +128,7 @@ def parse_truth(preferences: list[list[float]] | None, best: str | None,
 
     ``preferences`` is the K×K preference matrix over the rankers in their order
     (validated like ``rankduel simulate --matrix``); ``best`` names the ranker regret is
-    measured against (default: the Condorcet winner, else the Copeland regret of seed 000
+    measured against (default: the Condorcet winner, else the Copeland regret of Li et al. 2020
     eq. 10, as in the simulator).
     """
     from bandits.matrices import validate_matrix
@@ -164,7 +165,7 @@ def rename(store: Store, exp_id: str, name: str) -> None:
         store.add_audit(exp_id, audit_entry(time.time(), "renamed", actor="operator", **{
             "from": snap.meta["name"], "to": name}), pipe=pipe)
 
-    store.update_experiment(exp_id, write)
+    update_experiment(store, exp_id, write)
 
 
 def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms: int,
@@ -195,7 +196,7 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
                                             ranker=ranker["name"], arm=arm), pipe=pipe)
         return entry
 
-    return store.update_experiment(exp_id, write)
+    return update_experiment(store, exp_id, write)
 
 
 def retire_ranker(store: Store, exp_id: str, name: str,
@@ -218,7 +219,7 @@ def retire_ranker(store: Store, exp_id: str, name: str,
                                             arm=entry["arm"]), pipe=pipe)
         return entry
 
-    return store.update_experiment(exp_id, write)
+    return update_experiment(store, exp_id, write)
 
 
 def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator") -> str:
@@ -233,7 +234,7 @@ def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator
             "from": snap.lifecycle, "to": target}), pipe=pipe)
         return target
 
-    return store.update_experiment(exp_id, write)
+    return update_experiment(store, exp_id, write)
 
 
 #: the Wilson interval, under the name this module has always given it

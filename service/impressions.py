@@ -23,43 +23,26 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import redis
 
 from service import metrics
-from service.config import Config
-from service.controller import Choice, Controller
+from service.controller import Choice
 from service.errors import BadGateway, Forbidden, Unprocessable
 from service.keys import new_impression_id
 from service.paging import continuation
-from service.queue import TaskQueue
-from service.rankers import RankerClient, RankerFailure
+from service.rankers import RankerFailure
+from service.records import Impression
+from service.runtime import Runtime
 from service.store import (
     ImpressionClosed,
     ImpressionMissing,
-    Store,
     TooManyClicks,
     audit_entry,
 )
 from service.tokens import issue_token, verify_token
-
-
-@dataclass
-class Runtime:
-    """Everything a request handler needs, built once per process by ``create_app``."""
-
-    config: Config
-    store: Store
-    controller: Controller
-    rankers: RankerClient
-    queue: TaskQueue
-
-    @property
-    def secret(self) -> bytes:
-        return self.config.secret_key.encode()
 
 
 def _interleaving():
@@ -244,12 +227,12 @@ class RankerHealth:
                 time.time(), "ranker_recovered", actor="service", ranker=ranker["name"]))
 
 
-def _load_verified(rt: Runtime, imp_id: str, token: object) -> dict[str, Any]:
+def _load_verified(rt: Runtime, imp_id: str, token: object) -> Impression:
     imp = rt.store.impression(imp_id)
     if imp is None:
         raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
     try:
-        verify_token(rt.secret, token, imp_id, imp["exp"], now=time.time())
+        verify_token(rt.secret, token, imp_id, imp.exp, now=time.time())
     except Forbidden:
         metrics.TOKENS_REFUSED.inc()
         raise
@@ -263,7 +246,7 @@ def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[st
     the experiment's dwell rule applies it when crediting: :func:`service.credit.
     satisfied_clicks`)."""
     imp = _load_verified(rt, imp_id, token)
-    shown = imp["shown"]
+    shown = imp.shown
     positions = []
     for doc, rank in clicks:
         if doc not in shown:
@@ -272,7 +255,7 @@ def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[st
             raise Unprocessable(
                 f"document {doc!r} was shown at rank {shown.index(doc) + 1}, not {rank}")
         positions.append(rank - 1)
-    added = rt.store.add_clicks(imp_id, imp["exp"], positions,
+    added = rt.store.add_clicks(imp_id, imp.exp, positions,
                                 inactivity_s=rt.config.inactivity_s,
                                 ttl_s=rt.config.impression_ttl_s,
                                 max_reports=rt.config.clicks_per_impression,
@@ -298,7 +281,7 @@ def redirect_target(rt: Runtime, imp_id: str, token: object, doc: str, rank: int
     """``url`` when the token is good and it is the URL shown for ``doc`` at ``rank`` in
     impression ``imp_id``; 403/404/422 otherwise."""
     imp = _load_verified(rt, imp_id, token)
-    shown, urls = imp["shown"], imp["urls"]
+    shown, urls = imp.shown, imp.urls
     if not 1 <= rank <= len(shown) or shown[rank - 1] != doc:
         raise Unprocessable(f"document {doc!r} was not shown at rank {rank} in impression "
                             f"{imp_id!r}")
@@ -332,11 +315,11 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None, *,
         imp = rt.store.impression(imp_id)
         if imp is None:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
-    first, drain = rt.store.end_impression(imp_id, imp["exp"],
+    first, drain = rt.store.end_impression(imp_id, imp.exp,
                                            drain_ttl_s=rt.config.credit_retry_s)
-    if drain is not None and not rt.queue.drain(imp["exp"], drain):
+    if drain is not None and not rt.queue.drain(imp.exp, drain):
         # the broker is away: the impression is closed and due; give the lease back so
         # that the next sweep queues its drain (the sweep's index marks it due now)
         with contextlib.suppress(redis.RedisError):
-            rt.store.release_drain(imp["exp"], drain)
+            rt.store.release_drain(imp.exp, drain)
     return {"impression_id": imp_id, "status": "closed", "already_closed": not first}

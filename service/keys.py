@@ -29,6 +29,8 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:pending          ZSET  impressions not yet credited, by the time they are due (a
                                   drain that claims one pushes it forward by its lease)
     rd:{e}:drains           ZSET  drain tasks queued or running, by the expiry of their lease
+    rd:{e}:history          LIST  (ts, comparisons, estimated regret) points sampled when a
+                                  report is read (service.history), capped at MAX_POINTS
     rd:{e}:imp:<i>          HASH  exp, t (the selection's step), arms, record, shown,
                                   duel, forfeits, closed, credited (JSON result, with
                                   the step t it was credited at), ...              (TTL)
@@ -50,6 +52,19 @@ script (on a cluster they live wherever their own name hashes)::
     rd:legacy-imp:<i>       STR   (TTL) the experiment of an impression id issued before
                                   this layout (written by ``rankduel migrate-keys``)
 
+Judging campaigns (one hash tag per campaign, ``{jc-<c>}``, so each campaign's
+transactions run on one shard; :mod:`service.judging`)::
+
+    rd:{jc-<c>}                  HASH  meta (JSON: name, created_at, task_ttl_s), state
+                                       (JSON: judging.campaign's state)
+    rd:{jc-<c>}:tasks            HASH  task id -> JSON {assessor, pairs, status: open |
+                                       submitted | applied | abandoned, created, answers,
+                                       result}
+    rd:{jc-<c>}:judged:<a>       SET   "query:i:j" pairs assessor a has judged
+    rd:{jc-<c>}:submitted        LIST  submitted task ids, in order, until applied
+    rd:judging:campaigns         ZSET  campaign ids by creation time
+    rd:judging:assessor:<a>      STR   the campaign of assessor a
+
 **Impression ids** name their experiment: ``<e>.<24 hex digits>``, so ``/clicks`` and
 ``/impressions/ID/end``, which receive only the impression id (and its token), find the
 experiment's keys from the id alone (:func:`experiment_of`). Experiment ids never contain
@@ -60,8 +75,8 @@ The previous layout (``rd:exp:{e}…``, ``rd:imp:{i}…``, one Redis) is convert
 ``rankduel migrate-keys`` (:mod:`cli.commands.migrate_keys`).
 
 Which code writes which key: :mod:`service.store` (all of them, through its transactions
-and Lua scripts); the request path only INCRs ``t``, writes impressions, exposure,
-counters and ranker health.
+and Lua scripts, one module per concept); the request path only INCRs ``t``, writes
+impressions, exposure, counters and ranker health.
 """
 
 from __future__ import annotations
@@ -122,6 +137,11 @@ def audit_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:audit"
 
 
+def history_key(exp_id: str) -> str:
+    """The report's time series of experiment ``exp_id`` (:mod:`service.history`)."""
+    return f"{_tag(exp_id)}:history"
+
+
 def imp_key(exp_id: str, imp_id: str) -> str:
     return f"{_tag(exp_id)}:imp:{imp_id}"
 
@@ -150,7 +170,7 @@ def experiment_keys(exp_id: str) -> list[str]:
     """
     return [exp_key(exp_id), w_key(exp_id), t_key(exp_id), counters_key(exp_id),
             shown_key(exp_id), health_key(exp_id), pending_key(exp_id), drains_key(exp_id),
-            audit_key(exp_id)]
+            audit_key(exp_id), history_key(exp_id)]
 
 
 def rate_key(client: str, window: int) -> str:
@@ -182,3 +202,29 @@ def experiment_of(imp_id: str) -> str | None:
     if not sep or not exp_id or not rest:
         return None
     return exp_id
+
+
+# ---------------------------------------------------------------------- judging campaigns
+JUDGING_CAMPAIGNS = PREFIX + "judging:campaigns"
+
+
+def assessor_key(assessor: str) -> str:
+    """The campaign of an assessor id (ids are unique across campaigns: the task route
+    takes the assessor alone)."""
+    return f"{PREFIX}judging:assessor:{assessor}"
+
+
+def campaign_key(cid: str) -> str:
+    return f"{PREFIX}{{jc-{cid}}}"
+
+
+def campaign_tasks_key(cid: str) -> str:
+    return f"{campaign_key(cid)}:tasks"
+
+
+def campaign_judged_key(cid: str, assessor: str) -> str:
+    return f"{campaign_key(cid)}:judged:{assessor}"
+
+
+def campaign_submitted_key(cid: str) -> str:
+    return f"{campaign_key(cid)}:submitted"

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from service import schemas as s
+from service.report_schema import Report
 from service.validation import LIMIT_REQUEST_LINE, MAX_BODY_BYTES, MAX_DEPTH
 
 ERRORS = {
@@ -108,6 +109,7 @@ def _exp_links(source: str) -> dict[str, Any]:
                          "parameters": {**exp, "name": "$response.body#/rankers/0/name"}},
         "ChangeLifecycle": {"operationId": "changeLifecycle", "parameters": exp},
         "GetAudit": {"operationId": "getAudit", "parameters": exp},
+        "GetReport": {"operationId": "getReport", "parameters": exp},
         "Search": {"operationId": "search", "parameters": {"experiment": source}},
         "DeleteExperiment": {"operationId": "deleteExperiment", "parameters": exp},
     }
@@ -221,6 +223,17 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            "Audit log: operator actions, eliminations, stage changes",
            query=s.AuditQuery, path_params=EXP_ID, operator=True,
            responses={200: s.Audit, 400: None, 401: None, 404: None, 503: None}),
+        Op("get", "/experiments/{exp_id}/report", "getReport",
+           "What the experiment has decided: verdict, champion, certification, estimate",
+           path_params=EXP_ID, operator=True,
+           responses={200: Report, 401: None, 404: None, 503: None}),
+        Op("get", "/ui/", "operatorPage",
+           "The operator page (asks for the admin token, then reads the operator API)",
+           responses={200: "text/html"}),
+        Op("get", "/ui/ui.js", "operatorPageScript", "The operator page's script",
+           responses={200: "text/javascript"}),
+        Op("get", "/ui/ui.css", "operatorPageStyle", "The operator page's style sheet",
+           responses={200: "text/css"}),
         Op("post", "/judging/campaigns", "createCampaign",
            "Create a judging campaign: queries, their pools, test pairs, parameters",
            body=s.NewCampaign, operator=True,
@@ -377,6 +390,9 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
         elif model == "text/javascript":
             responses[str(status)] = {"description": "the script", "content": {
                 "text/javascript": {"schema": {"type": "string"}}}}
+        elif model == "text/css":
+            responses[str(status)] = {"description": "the style sheet", "content": {
+                "text/css": {"schema": {"type": "string"}}}}
         elif model == "text/plain":
             responses[str(status)] = {"description": "Prometheus text exposition",
                                       "content": {"text/plain": {"schema": {"type": "string"}}}}

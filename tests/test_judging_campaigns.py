@@ -221,7 +221,8 @@ def test_each_task_applied_once_and_redis_round_trips_change_nothing(rd):
     the third) is excluded, which rebuilds the judges, while another assessor's task made
     before that is still out; the campaign then runs to its end."""
     from judging import campaign as logic
-    from service.judging import Campaigns, _submitted
+    from service.judging import Campaigns
+    from service.keys import campaign_submitted_key as _submitted
     from service.store import Store
 
     camps = Campaigns(Store(rd))

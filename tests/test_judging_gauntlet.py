@@ -1,4 +1,4 @@
-"""The gauntlet: beats prefBest on seed 004's cases; limits, delays, ties, state."""
+"""The gauntlet: beats prefBest on Yan 2022's cases; limits, delays, ties, state."""
 
 from __future__ import annotations
 

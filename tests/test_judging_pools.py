@@ -1,4 +1,4 @@
-"""Exact duplicates (seed 004 §5.2) and the test-pair rule (§5.1)."""
+"""Exact duplicates (Yan 2022, §5.2) and the test-pair rule (§5.1)."""
 
 from __future__ import annotations
 

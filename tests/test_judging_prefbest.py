@@ -1,4 +1,4 @@
-"""prefBest (seed 004, Figure 3.2): pairings, pruning, finalization, extra phase, limits."""
+"""prefBest (Yan 2022, Figure 3.2): pairings, pruning, finalization, extra phase, limits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""An excluded assessor's judgments drop out retroactively (seed 004 §5.1), pure: the
+"""An excluded assessor's judgments drop out retroactively (Yan 2022, §5.1), pure: the
 campaign logic of :mod:`judging.campaign` driven the way the service drives it (a task's
 rng from the campaign seed and task number, the pairs an assessor judged remembered at
 submission), with simulated assessors and fixed seeds.

@@ -159,7 +159,7 @@ def test_a_stalled_redis_answers_503_quickly(tmp_path, service_env, ranker_serve
 
 
 def test_default_params_are_the_tuned_ones(client, ranker_server):
-    """``params: {}`` gives seed 000's tuned values, and the state shows them."""
+    """``params: {}`` gives Li et al. 2020's tuned values, and the state shows them."""
     rankers = rankers_for(ranker_server, "good", "bad")
     for algorithm, batch_size, c in (("mergedts", 16, 4e6), ("mergerucb", 8, 4e5)):
         state = client.create_experiment(name="defaults", rankers=rankers, params={},

@@ -57,7 +57,7 @@ def test_winners_on_a_hand_made_matrix():
     r, winner, kind = M.arm_regret(P)
     assert (winner, kind) == (None, "copeland")
     np.testing.assert_allclose(r, [0, 0, 0, 2 / 3])
-    # seed 000 eq. 10: r = ζ* − (ζ_i + ζ_j)/2 = 2/3 − (2/3 + 0)/2 for the pair (0, 3)
+    # Li et al. 2020, eq. 10: r = ζ* − (ζ_i + ζ_j)/2 = 2/3 − (2/3 + 0)/2 for the pair (0, 3)
     assert M.pair_regret(P)[0, 3] == pytest.approx(1 / 3)
 
 
@@ -97,7 +97,7 @@ def test_cycle_rejects_an_uneven_table():
         M.cycle(21)
 
 
-# ---------------------------------------------------------------------- seed 001 Table 1
+# ---------------------------------------------------------------------- Brost et al. 2016, Table 1
 def test_all_table_1_sets_exist_with_their_sizes():
     sizes = {
         "1good5poor": 6, "1good50poor": 51, "1good200poor": 201, "2good4poor": 6,

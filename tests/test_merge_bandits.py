@@ -1,4 +1,4 @@
-"""MergeDTS (seed 000, Algorithms 1–3) and MergeRUCB (seed 003, Algorithm 4).
+"""MergeDTS (Li et al. 2020, Algorithms 1–3) and MergeRUCB (Zoghi 2017, Algorithm 4).
 
 Every run is seeded; statistical assertions state their tolerance where they make them.
 """
@@ -281,7 +281,7 @@ def test_select_in_batch_matches_select_rucb():
 
 
 def reference_dts_pair(W: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    """Algorithms 2 and 3 of seed 000 written literally (Beta draws for every pair)."""
+    """Algorithms 2 and 3 of Li et al. 2020 written literally (Beta draws for every pair)."""
     n = W.shape[0]
     theta = np.full((n, n), 0.5)
     for i in range(n):
@@ -344,7 +344,7 @@ def test_default_c_from_horizon():
     assert MergeDTS(10, preset="theoretical", alpha=0.262, c=4e6).c == 4e6
 
 
-#: seed 000 §5.5's tuned values, the default preset
+#: Li et al. 2020, §5.5's tuned values, the default preset
 TUNED = {
     "mergedts": {"alpha": 0.8**6, "batch_size": 16, "c": 4e6},
     "mergerucb": {"alpha": 0.8**6, "batch_size": 8, "c": 4e5},
@@ -481,8 +481,10 @@ def test_mergedts_prepared_draws_follow_count_changes(n_batches, size):
 
 
 #: what a Merge policy's state holds: the base class' fields, batches and stage; no cache
-#: MergeGuard keeps its guard in the state too
-GUARD_KEYS = {"mergedts": set(), "mergerucb": set(), "mergeguard": {"guard"}}
+#: MergeGuard keeps its guard in the state too, and whether its last check saw the current
+#: counts (``checked_clean``: the simulator's quiet-steps skip needs it across a round
+#: trip; the live store drops it, service.snapshot.W_DERIVED, as it moves with every W)
+GUARD_KEYS = {"mergedts": set(), "mergerucb": set(), "mergeguard": {"guard", "checked_clean"}}
 STATE_KEYS = {"algorithm", "params", "K", "t", "n_updates", "W", "status", "eliminated", "rng",
               "batches", "stage", "stage_field"}
 

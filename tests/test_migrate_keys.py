@@ -74,10 +74,10 @@ def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target):
     from demo.stack import Stack, ThreadedServer
     from service.app import create_app
     from service.config import Config
+    from service.crediting import credit_batch
     from service.redis_client import connect
     from service.store import Store
     from service.tokens import issue_token
-    from workers.tasks import credit_batch
 
     exps = FIXTURE["experiments"]
     with Stack(tmp_path) as stack:

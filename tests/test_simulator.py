@@ -107,7 +107,7 @@ def test_winner_against_itself_has_zero_regret():
 
 @pytest.mark.parametrize(("i", "j", "per_step"), [(0, 2, 0.15), (1, 2, 0.25), (1, 1, 0.2)])
 def test_fixed_pair_regret_is_the_mean_delta(i, j, per_step):
-    # r_t = (Δ_0i + Δ_0j)/2, seed 000 eq. 1: deterministic for a fixed pair
+    # r_t = (Δ_0i + Δ_0j)/2, Li et al. 2020, eq. 1: deterministic for a fixed pair
     res = simulate_run(P3, FixedPair, 3000, seed=2, params={"i": i, "j": j}, shuffle=False)
     np.testing.assert_allclose(res.regret, res.checkpoints * per_step)
 
@@ -121,7 +121,8 @@ def test_copeland_regret_without_a_condorcet_winner():
             [0.1, 0.1, 0.1, 0.5],
         ]
     )
-    # ζ = (2/3, 2/3, 2/3, 0): the pair (0, 3) costs 2/3 − (2/3 + 0)/2 = 1/3 (seed 000 eq. 10)
+    # ζ = (2/3, 2/3, 2/3, 0): the pair (0, 3) costs 2/3 − (2/3 + 0)/2 = 1/3
+    # (Li et al. 2020, eq. 10)
     res = simulate_run(P, FixedPair, 900, seed=0, params={"i": 0, "j": 3}, shuffle=False)
     assert res.final_regret == pytest.approx(300.0)
     assert res.correct  # arm 0 is a Copeland winner and beat arm 3 in W

@@ -239,13 +239,15 @@ def test_pairwise_policy_rejects_a_multileaving_method(client, ranker_server):
     assert status == 422 and "multileaving" in body["error"]
 
 
-def test_eliminations_are_recorded_exactly_once(client, ranker_server, worker):
+@pytest.mark.parametrize("algorithm", ["mergedts", "recommended"])
+def test_eliminations_are_recorded_exactly_once(client, ranker_server, worker, algorithm):
     # users always click the document with the lowest id: "good" (d00, d01, ...) wins its
-    # duels, so MergeDTS (small C to converge within the test) eliminates the others
+    # duels, so MergeDTS (small C to converge within the test) eliminates the others; so
+    # does recommended (MergeMED), whose credits take the same parallel path
     worker.ensure()
     exp = client.create_experiment(
         name="elim", rankers=rankers_for(ranker_server, "good", "bad", "mid", "alt"),
-        algorithm="mergedts", params={"alpha": 0.5, "c": 10, "batch_size": 4},
+        algorithm=algorithm, params={"alpha": 0.5, "c": 10, "batch_size": 4},
         interleaving="team_draft", seed=3)
     e = exp["id"]
     for n in range(250):

@@ -34,12 +34,13 @@ from celery.signals import task_success
 from service.config import Config
 from service.keys import SWEEP_HEARTBEAT
 from service.queue import SWEEP
+from service.redis_client import Client, connect_state
 
 log = logging.getLogger("rankduel.worker.health")
 
 
 _started = time.time()
-_client: tuple[int, redis.Redis] | None = None
+_client: tuple[int, Client] | None = None
 _lock = threading.Lock()
 _config: Config | None = None
 
@@ -50,13 +51,15 @@ def configure(config: Config) -> None:
     _config = config
 
 
-def _redis(config: Config) -> redis.Redis:
+def _redis(config: Config) -> Client:
     """This process's small client for the heartbeat (a new one after a fork)."""
     global _client
     with _lock:
         if _client is None or _client[0] != os.getpid():
-            _client = (os.getpid(), redis.Redis.from_url(
-                config.redis_url, socket_timeout=2, socket_connect_timeout=2))
+            # the state store's client, a cluster's too (from_url cannot parse a URL that
+            # lists the cluster's nodes: the scheduler's /healthz answered 500 there)
+            _client = (os.getpid(), connect_state(config, socket_timeout=2,
+                                                  socket_connect_timeout=2))
         return _client[1]
 
 

@@ -1,7 +1,7 @@
 """``rankduel judge``: the judging simulator and best-item evaluation (the only I/O of
 :mod:`judging`).
 
-Contract (scripts call it exactly so; issue 14)::
+Contract (scripts call it exactly so)::
 
     rankduel judge simulate --matrix FILE --winners 0,1 --algorithm prefbest,NAME,... \\
         --budget 1000 --runs 1000 --seed S --out DIR
@@ -12,7 +12,7 @@ Contract (scripts call it exactly so; issue 14)::
 both_found, returned_mean, judgments_min, judgments_max, assessors_per_pair_max, ...}},
 ...}`` (the fields are those of :func:`judging.simulate.summarize`) — and ``DIR/runs.json``
 (every run's returned set, judgments and largest per-pair count), and prints a table like
-seed 004's Figure 4.1. The matrix file is ``numpy.loadtxt`` text (``.npy`` also read);
+Yan 2022's Figure 4.1. The matrix file is ``numpy.loadtxt`` text (``.npy`` also read);
 ties are ``p = 0.5``; without ``--winners`` the winners are the items nobody beats.
 ``--param KEY=VALUE`` sets an algorithm parameter (``NAME.KEY=VALUE`` for one algorithm), of
 the type the algorithm declares (``PARAMS``; docs/reference/parameters.md).
@@ -164,7 +164,7 @@ def run_simulate(args: argparse.Namespace) -> int:
              f"at most {args.max_per_pair} judgments per pair")
     print(format_table(summaries, title))
     if args.case and args.items == 100:
-        print(f"\nseed 004, Figure 4.1, Case {args.case} (1,000 simulations, thesis' counting):")
+        print(f"\nYan 2022, Figure 4.1, Case {args.case} (1,000 simulations, thesis' counting):")
         for name, row in THESIS_FIGURE_4_1[args.case].items():
             print(f"  {name:<44} {row}")
     return 0
@@ -201,19 +201,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "judge",
         help="human preference judging: simulate algorithms, evaluate runs on best items",
-        description="Find the best items of a pool from preference judgments (seed 004).",
+        description="Find the best items of a pool from preference judgments (Yan 2022).",
     )
     sub = parser.add_subparsers(dest="judge_command", required=True, metavar="SUBCOMMAND")
 
     sim = sub.add_parser(
         "simulate",
-        help="simulate judging algorithms on a preference matrix (seed 004, Figure 4.1)",
+        help="simulate judging algorithms on a preference matrix (Yan 2022, Figure 4.1)",
         description="Run judging algorithms on a preference matrix with simulated "
                     "assessors; write DIR/summary.json and DIR/runs.json.",
     )
     src = sim.add_mutually_exclusive_group()
     src.add_argument("--matrix", help="K×K preference matrix (numpy.loadtxt text, or .npy)")
-    src.add_argument("--case", choices=sorted(CASES), help="seed 004's Case A or Case B")
+    src.add_argument("--case", choices=sorted(CASES), help="Yan 2022's Case A or Case B")
     sim.add_argument("--winners", help="the matrix's best items, e.g. 0,1 "
                                        "(default: the items nobody beats)")
     sim.add_argument("--items", type=_positive, default=100,
@@ -237,7 +237,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     ev = sub.add_parser(
         "evaluate",
-        help="MRR of TREC runs against best items (seed 004, §5.4)",
+        help="MRR of TREC runs against best items (Yan 2022, §5.4)",
         description="Mean reciprocal rank of the first best item, per run, and the "
                     "ordering of the runs.",
     )

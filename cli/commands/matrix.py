@@ -124,10 +124,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "generate",
         help="write a seeded test instance",
         description=(
-            "Write a preference matrix as loadtxt-able text. Kinds: cycle, cycle2 (seed 000 "
+            "Write a preference matrix as loadtxt-able text. Kinds: cycle, cycle2 (Li et al. 2020 "
             "§5.2); bradley-terry (any K, minimum gap --gap); uninformative (Bradley-Terry "
             "with --uninformative-share arms tied at 0.5 among themselves and losing to all "
-            "others); non-condorcet (--winners Copeland winners); and seed 001's Table 1 "
+            "others); non-condorcet (--winners Copeland winners); and Brost et al. 2016's Table 1 "
             "utility sets: " + ", ".join(M.UTILITY_SETS) + "."
         ),
     )

@@ -1,6 +1,6 @@
 """``rankduel matrix estimate``: a preference matrix from simulated interleaved comparisons.
 
-Contract (issue 3; scripts call it exactly so)::
+Contract (scripts call it exactly so)::
 
     rankduel matrix estimate --world SEED:K --method probabilistic \\
         --click-model navigational --comparisons N --seed S --out P.txt
@@ -8,7 +8,7 @@ Contract (issue 3; scripts call it exactly so)::
 builds the synthetic world of ``K`` rankers from ``SEED`` (:class:`interleaving.world.World`,
 default parameters unless ``--queries``/``--clear-best`` say otherwise), runs ``N``
 simulated comparisons per pair of rankers with ``--method`` and ``--click-model`` (the
-papers' proxy method, seed 000 §5.3; :func:`interleaving.estimate.estimate_matrix`) and
+papers' proxy method, Li et al. 2020, §5.3; :func:`interleaving.estimate.estimate_matrix`) and
 writes the K×K matrix as whitespace text that ``numpy.loadtxt`` and ``rankduel simulate
 --matrix`` read (``#`` lines on top record the command, the world's best ranker by NDCG@10
 and the run time). ``--jobs`` spreads the work over processes without changing the result.
@@ -97,7 +97,7 @@ def add_parser(matrix_subparsers: argparse._SubParsersAction) -> None:
         help="estimate a preference matrix by simulated interleaving in a synthetic world",
         description=(
             "Estimate the preference matrix of a synthetic world's rankers by simulated "
-            "interleaved comparisons with simulated users (seed 000 §5.3)."
+            "interleaved comparisons with simulated users (Li et al. 2020, §5.3)."
         ),
     )
     p.add_argument("--world", required=True, metavar="SEED:K",

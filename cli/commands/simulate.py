@@ -1,6 +1,6 @@
 """``rankduel simulate``: offline regret simulation on a preference matrix.
 
-Contract (external scripts call it exactly so; issue 2)::
+Contract (external scripts call it exactly so)::
 
     rankduel simulate --matrix P.txt --algorithm mergedts --param alpha=0.262 \\
         --param batch_size=16 --param c=4000000 --steps 1000000 --runs 10 --seed 1 --out DIR
@@ -150,7 +150,7 @@ def build_summary(
     steps: int,
     results: list[RunResult],
 ) -> dict[str, Any]:
-    """The ``summary.json`` document of issue 2 (exactly its fields)."""
+    """The ``summary.json`` document (exactly these fields: external scripts read them)."""
     _, winner, kind = arm_regret(P)
     agg = aggregate(results)
     effective = {**params, **results[0].params}
@@ -174,10 +174,13 @@ def build_summary(
                     "identified": r.identified,
                     "correct": r.correct,
                     "steps_per_second": r.steps_per_second,
-                    # issue 15: policies with a non-Condorcet guard (MergeGuard) add
-                    # whether and when it was raised; the others keep issue 2's fields
+                    # policies with a non-Condorcet guard (MergeGuard) add
+                    # whether and when it was raised; the others keep the base fields
                     **({"flagged_non_condorcet": r.flagged_non_condorcet,
                         "flagged_at": r.flagged_at} if guarded else {}),
+                    # --estimate: the report's estimate at each checkpoint
+                    **({"estimated_comparisons_to_decide": r.estimates}
+                       if r.estimates is not None else {}),
                 }
                 for r in results
             ],
@@ -209,10 +212,11 @@ def run_all(
     fast_forward: bool = True,
     per_decade: int = 20,
     progress: Progress | None = None,
-    **live: int,
+    **live: Any,
 ) -> dict[str, list[RunResult]]:
     """Every (algorithm, run) pair, in order; in ``jobs`` processes when ``jobs > 1``.
-    ``live``: ``delay``, ``feedback_batch``, ``reload_every`` of ``simulate_run``."""
+    ``live``: ``delay``, ``feedback_batch``, ``reload_every`` and ``estimate`` of
+    ``simulate_run``."""
     cps = log_checkpoints(steps, per_decade)
     tasks = [(a, r) for a in algorithms for r in range(runs)]
     results: dict[tuple[str, int], RunResult] = {}
@@ -263,7 +267,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             P, algorithms, params, args.steps, args.runs, args.seed, args.jobs,
             fast_forward=not args.no_fast_forward, per_decade=args.per_decade,
             progress=progress, delay=args.delay, feedback_batch=args.feedback_batch,
-            reload_every=args.reload_every,
+            reload_every=args.reload_every, estimate=args.estimate,
         )
 
     single = len(algorithms) == 1
@@ -286,7 +290,25 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"rankduel simulate: summary.json written, regret.png not drawn: {exc}",
               file=sys.stderr)
     print_table(summaries, file=sys.stdout)
+    if args.estimate:
+        print_estimates(summaries, file=sys.stdout)
     return 0
+
+
+def print_estimates(summaries: list[dict[str, Any]], file=None) -> None:
+    """Run 0's estimate of the comparisons still needed, at every few checkpoints."""
+    for s in summaries:
+        run0 = s["per_run"][0]
+        est = run0.get("estimated_comparisons_to_decide") or []
+        cps = s["checkpoints"]
+        step = max(1, len(cps) // 12)
+        print(f"{s['algorithm']} (seed {run0['seed']}): estimated comparisons to decide",
+              file=file)
+        for k in sorted({*range(0, len(cps), step), len(cps) - 1}):
+            if k < len(est):
+                e = est[k]
+                print(f"  step {cps[k]:>12,}: {'none' if e is None else f'{e:,}'}",
+                      file=file)
 
 
 def print_table(summaries: list[dict[str, Any]], file=None) -> None:
@@ -345,4 +367,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reload-every", type=int, default=0, metavar="R",
                         help="select from a copy of the stored state reloaded every R "
                              "selections, as an API process does (default 0: no copy)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="record at each checkpoint the report's estimate of the "
+                             "comparisons still needed to decide (per_run[]."
+                             "estimated_comparisons_to_decide in summary.json; printed)")
     parser.set_defaults(func=run_simulate)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 from importlib.resources import files
 
-from flask import Blueprint, Response, current_app, jsonify, redirect, request
+from flask import Blueprint, Response, jsonify, redirect, request
 
 from service import impressions, paging
 from service.auth import require_bearer
 from service.errors import BadRequest, TooManyRequests
 from service.report_bodies import report_body
+from service.runtime import Runtime, runtime
 from service.schemas import (
     MAX_ID_CHARS,
     ClickForm,
@@ -25,13 +26,9 @@ from service.validation import parse
 bp = Blueprint("frontend", __name__)
 
 
-def _rt() -> impressions.Runtime:
-    return current_app.extensions["rankduel"]
-
-
 @bp.get("/search")
 def search():
-    rt = _rt()
+    rt = runtime()
     frontend_key(rt)
     query = search_query(rt.config.default_k, rt.config.max_k)
     args = parse(query, request.args.to_dict(), query=True)
@@ -57,7 +54,7 @@ def client_address(trusted_proxies: int) -> str:
     return request.remote_addr or "unknown"
 
 
-def frontend_key(rt: impressions.Runtime) -> bool:
+def frontend_key(rt: Runtime) -> bool:
     """True when the request carries a valid front-end key (``Authorization: Bearer
     <key>``, one of ``RANKDUEL_FRONTEND_TOKENS``, or the admin token, which may do
     anything): a server-side front end, exempt from the per-address click limit. False
@@ -71,7 +68,7 @@ def frontend_key(rt: impressions.Runtime) -> bool:
     return True
 
 
-def limit_click_reports(rt: impressions.Runtime, *, keyed: bool = False) -> None:
+def limit_click_reports(rt: Runtime, *, keyed: bool = False) -> None:
     """429 when this client has sent its ``clicks_per_client_per_minute`` (never for a
     front end with a key: ``keyed``)."""
     limit = rt.config.clicks_per_client_per_minute
@@ -85,14 +82,14 @@ def limit_click_reports(rt: impressions.Runtime, *, keyed: bool = False) -> None
 
 @bp.post("/clicks")
 def clicks():
-    limit_click_reports(_rt(), keyed=frontend_key(_rt()))
+    limit_click_reports(runtime(), keyed=frontend_key(runtime()))
     data, form = report_body(request, ClickForm)
     if form:  # one click as form fields (a beacon with URLSearchParams, an HTML form)
         data = parse(ClickForm, data, content=Clicks.content).as_clicks()
     body = parse(Clicks, data, content=Clicks.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks if c.dwell_ms is not None}
-    out = impressions.record_clicks(_rt(), body.impression_id, body.token, clicked,
+    out = impressions.record_clicks(runtime(), body.impression_id, body.token, clicked,
                                     dwell_ms=dwell)
     return jsonify(out), 202
 
@@ -101,21 +98,21 @@ def clicks():
 def end(imp_id: str):
     if len(imp_id) > MAX_ID_CHARS:
         raise BadRequest(f"impression id is longer than {MAX_ID_CHARS} characters")
-    frontend_key(_rt())
+    frontend_key(runtime())
     data, form = report_body(request, EndForm, required=False)  # JSON, text/plain JSON or a form
     if form:
         data = parse(EndForm, data).model_dump(exclude_none=True)
     body = parse(EndImpression, data or {}, content=EndImpression.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks or ()]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks or () if c.dwell_ms is not None}
-    return jsonify(impressions.end_impression(_rt(), imp_id, body.token, clicks=clicked,
+    return jsonify(impressions.end_impression(runtime(), imp_id, body.token, clicks=clicked,
                                               dwell_ms=dwell)), 202
 
 
 @bp.get("/r")
 def redirect_click():
     """Record a click and send the user on to the result (302)."""
-    rt = _rt()
+    rt = runtime()
     keyed = frontend_key(rt)
     args = parse(RedirectQuery, request.args.to_dict(), query=True)
     try:

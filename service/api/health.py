@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 
 from service import metrics
 from service.auth import require_bearer
 from service.errors import Unavailable
 from service.openapi import openapi_document
+from service.runtime import runtime
 
 bp = Blueprint("health", __name__)
 
@@ -21,7 +22,7 @@ def healthz():
 @bp.get("/readyz")
 def readyz():
     """Ready to serve: Redis answers."""
-    rt = current_app.extensions["rankduel"]
+    rt = runtime()
     try:
         rt.store.r.ping()
     except Exception as exc:  # any failure to reach Redis means not ready
@@ -33,7 +34,7 @@ def readyz():
 def metrics_endpoint():
     from service.collector import StateCollector
 
-    rt = current_app.extensions["rankduel"]
+    rt = runtime()
     # the metrics name every experiment: the scraper's token, or the operator's
     require_bearer(request.headers.get("Authorization", ""),
                    [rt.config.metrics_token, rt.config.admin_token], what="metrics token")
@@ -43,5 +44,5 @@ def metrics_endpoint():
 
 @bp.get("/openapi.json")
 def openapi():
-    config = current_app.extensions["rankduel"].config
+    config = runtime().config
     return jsonify(openapi_document(config.default_k, config.max_k))

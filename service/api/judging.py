@@ -1,4 +1,4 @@
-"""Judging campaigns (seed 004): the operator's routes (bearer token) and the assessors'
+"""Judging campaigns (Yan 2022): the operator's routes (bearer token) and the assessors'
 (``/judging/tasks/...``, identified by the id the operator issued), plus the judging page.
 
 The logic lives in :mod:`judging.campaign`, the Redis state in :mod:`service.judging`;
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 
 from service.auth import require_bearer
-from service.impressions import Runtime
 from service.judging import Campaigns
 from service.queue import JUDGING_APPLY
+from service.runtime import runtime
 from service.schemas import Judgments, NewAssessor, NewCampaign, TaskQuery
 from service.validation import json_body, parse
 
@@ -23,16 +23,13 @@ bp = Blueprint("judging", __name__, url_prefix="/judging")
 _PAGE = files("service").joinpath("static/judging.html").read_bytes()
 
 
-def _rt() -> Runtime:
-    return current_app.extensions["rankduel"]
-
 
 def _campaigns() -> Campaigns:
-    return Campaigns(_rt().store)
+    return Campaigns(runtime().store)
 
 
 def _operator() -> None:
-    require_bearer(request.headers.get("Authorization", ""), [_rt().config.admin_token],
+    require_bearer(request.headers.get("Authorization", ""), [runtime().config.admin_token],
                    what="admin token")
 
 
@@ -100,7 +97,7 @@ def submit(task_id: str):
     out, new = _campaigns().submit(cid, task_id, body.assessor, answers,
                                    duplicates=len(body.judgments) - len(answers))
     if new:
-        _rt().queue.send(JUDGING_APPLY, cid)
+        runtime().queue.send(JUDGING_APPLY, cid)
     return jsonify(out), 202 if new else 200
 
 

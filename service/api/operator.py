@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify, request
 
-from service import experiments
+from service import experiments, reports
 from service.auth import require_bearer
 from service.errors import NotFound
-from service.impressions import Runtime
+from service.runtime import Runtime, runtime
 from service.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
 from service.snapshot import ExperimentMissing
 from service.validation import json_body, parse
@@ -19,13 +19,9 @@ bp = Blueprint("operator", __name__, url_prefix="/experiments")
 log = logging.getLogger("rankduel.api")
 
 
-def _rt() -> Runtime:
-    return current_app.extensions["rankduel"]
-
-
 @bp.before_request
 def require_token() -> None:
-    require_bearer(request.headers.get("Authorization", ""), [_rt().config.admin_token],
+    require_bearer(request.headers.get("Authorization", ""), [runtime().config.admin_token],
                    what="admin token")
 
 
@@ -34,13 +30,13 @@ def _prober(rt: Runtime) -> experiments.Prober:
 
 
 def _describe(exp_id: str):
-    rt = _rt()
+    rt = runtime()
     return jsonify(experiments.describe(rt.store, rt.store.snapshot(exp_id, full=True)))
 
 
 @bp.post("")
 def create():
-    rt = _rt()
+    rt = runtime()
     spec = parse(NewExperiment, json_body(request), status=422)
     exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms,
                                 probe=_prober(rt), policy=rt.rankers.policy)
@@ -49,7 +45,7 @@ def create():
 
 @bp.get("")
 def list_experiments():
-    rt = _rt()
+    rt = runtime()
     out = []
     for exp_id in rt.store.list_ids():
         try:
@@ -64,9 +60,15 @@ def get(exp_id: str):
     return _describe(exp_id)
 
 
+@bp.get("/<exp_id>/report")
+def report(exp_id: str):
+    """What the experiment has decided, in words and figures (:mod:`service.reports`)."""
+    return jsonify(reports.build(runtime().store, exp_id))
+
+
 @bp.delete("/<exp_id>")
 def delete(exp_id: str):
-    rt = _rt()
+    rt = runtime()
     keys = rt.store.delete_experiment(exp_id)
     rt.controller.forget(exp_id)
     log.info("experiment %s deleted (%d keys)", exp_id, keys)
@@ -78,13 +80,13 @@ def patch(exp_id: str):
     body = json_body(request)
     experiments.refuse_definition_change(body)
     change = parse(ExperimentPatch, body, status=422)
-    experiments.rename(_rt().store, exp_id, change.name)
+    experiments.rename(runtime().store, exp_id, change.name)
     return _describe(exp_id)
 
 
 @bp.post("/<exp_id>/rankers")
 def add_ranker(exp_id: str):
-    rt = _rt()
+    rt = runtime()
     ranker = parse(NewRanker, json_body(request), status=422)
     entry = experiments.add_ranker(rt.store, exp_id, ranker,
                                    default_timeout_ms=rt.config.ranker_timeout_ms,
@@ -94,18 +96,18 @@ def add_ranker(exp_id: str):
 
 @bp.delete("/<exp_id>/rankers/<name>")
 def retire_ranker(exp_id: str, name: str):
-    return jsonify(experiments.retire_ranker(_rt().store, exp_id, name))
+    return jsonify(experiments.retire_ranker(runtime().store, exp_id, name))
 
 
 @bp.post("/<exp_id>/<any(pause, resume, stop):action>")
 def lifecycle(exp_id: str, action: str):
-    state = experiments.set_lifecycle(_rt().store, exp_id, action)
+    state = experiments.set_lifecycle(runtime().store, exp_id, action)
     return jsonify({"id": exp_id, "lifecycle": state})
 
 
 @bp.get("/<exp_id>/audit")
 def audit(exp_id: str):
-    rt = _rt()
+    rt = runtime()
     if not rt.store.exists(exp_id):
         raise NotFound(f"no experiment {exp_id!r}")
     args = parse(AuditQuery, request.args.to_dict(), query=True)

@@ -49,8 +49,8 @@ def main() -> None:
             interleaving="team_draft", seed=3)["id"]
         e2 = c.create_experiment(name="old uniform", rankers=rankers("good", "bad", "mid"),
                                  algorithm="uniform", interleaving="probabilistic", seed=4)["id"]
+        from service.crediting import credit_batch
         from service.store import Store
-        from workers.tasks import credit_batch
         store = Store(redis.Redis.from_url(url))
         pages = {e1: [], e2: []}
         rng = np.random.default_rng(1)

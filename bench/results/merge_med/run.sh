@@ -1,5 +1,5 @@
 #!/bin/sh
-# MergeMED (recommended) evaluation, issue 15. Run from bench/results/merge_med.
+# MergeMED (recommended) evaluation. Run from bench/results/merge_med.
 # Evaluation seeds only (tuning used T136 and seeds >= 1001; see BENCHMARKS.md).
 R="nice -n 15 ../../../.venv/bin/rankduel"
 # regret at K = 136 (P136 = bench/results/merge_guard/P136.txt, the "Regret at K = 136" instance)

@@ -1,0 +1,319 @@
+"""What an experiment has decided, in words and numbers: a pure function of the policy.
+
+:func:`decide` reads a policy (its ``W``, statuses, eliminations and, for the Merge
+policies, its own elimination test) and answers an operator's three questions: which
+ranker leads (the *champion*), whether the policy has *certified* it, and how many more
+comparisons it should take to settle (an *estimate*). No I/O: the service's report
+(``GET /experiments/ID/report``), ``rankduel simulate --estimate`` and
+``bench/estimate_validation.py`` all call it.
+
+Certified
+---------
+A policy with an elimination test (the Merge family: MergeDTS, MergeRUCB, MergeGuard,
+MergeMED; seed 000 Algorithm 1 lines 10–11) certifies its champion when every other
+non-retired ranker has been eliminated by that test, i.e. only one active ranker is left
+(line 8: "return the remaining ranker"), and its non-Condorcet guard (MergeGuard,
+MergeMED) has not flagged the data. Each elimination was made at confidence
+``1 − (t + 1 + C)^(−2α)`` per test (Hoeffding for MergeDTS's ``u_ij < ½``, Chernoff for
+MergeMED's divergence: both thresholds are ``2α log(t + 1 + C)`` nats of evidence), which
+is the ``confidence`` reported. Policies without an elimination test (RUCB, DTS, RCS, CCB,
+Self-Sparring, RMED1, MDB, uniform) keep every ranker in play: they never certify, and
+their ``confidence`` is None.
+
+The estimate
+------------
+For each undecided ranker ``i`` (active, not the champion) the estimate asks how many more
+comparisons its cheapest eliminator ``j`` (an active ranker preferred to ``i``) needs
+until the policy's own test ``_beaten(w_ij, n_ij)`` fires, if the preference stays at its
+estimate ``p_ij``: the smallest ``n`` with ``_beaten(p_ij·n, n)`` at the step the decision
+would come at, less the ``n_ij`` comparisons already made. ``p_ij`` is the empirical
+preference shrunk towards a Bradley–Terry fit of all of ``W`` with ``PRIOR`` pseudo-
+comparisons, so that pairs with few or no comparisons (rankers in different batches
+have never met) get a value from the rankers' overall strength. A preference closer to
+½ than the data can resolve is counted at that resolution: ``½ − g`` with
+``g = min(½ − CLOSE, RESOLVE / sqrt(m + 1))``, ``m`` the comparisons of the less compared
+of the two rankers (a near-tie the data cannot yet size would otherwise dominate the
+sum; as the rankers are compared more, smaller gaps are taken at their value). The
+ranker expected to remain is the strongest of the fit, which need not be the policy's
+champion; a ranker no one is estimated to beat is set against it.
+
+The estimate is the sum of those remaining requirements. The policy does not spend
+every comparison on those pairs (comparisons between two weak rankers, Thompson-sampling
+exploration, the round robin over batches), but it also eliminates some rankers sooner
+than their mean preference says (a sequential test stops on a lucky streak, and any
+ranker of the batch may do the eliminating): scaling by the overhead measured so far
+(``Decision.overhead``, comparisons per comparison that bought evidence) made the
+estimate worse on the tuning instances, so it is reported, not applied
+(``MAX_OVERHEAD`` = 1). ``PRIOR``, ``VIRTUAL``, ``CLOSE`` and ``RESOLVE`` were chosen on
+tuning seeds (5001–5005) of the validation instances, never on the seeds the validation
+reports.
+The result is an estimate, not a bound; its accuracy is measured by
+``bench/estimate_validation.py`` (docs/decisions.md). Policies without an elimination
+test get no estimate (None), with the reason in ``basis``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
+from bandits.common import wilson_interval
+
+#: pseudo-comparisons of the Bradley–Terry prior in each pair's preference estimate
+PRIOR = 200.0
+#: virtual wins and losses of each ranker in the Bradley–Terry fit (keeps it finite)
+VIRTUAL = 1.0
+#: the preference assumed for a ranker no rival is estimated to beat (a near-tie)
+CLOSE = 0.45
+#: rivals considered as the eliminator of each ranker (those it is least likely to beat)
+CANDIDATES = 3
+#: a ranker compared m times in all resolves gaps down to about RESOLVE/sqrt(m + 1)
+RESOLVE = 0.75
+#: the overhead factor is clipped to [1, MAX_OVERHEAD]
+MAX_OVERHEAD = 1.0
+#: z of a two-sided 95 % interval
+#: comparisons any one pair may still need, at most (an estimate above is "no estimate")
+MAX_NEED = 10**9
+
+
+@dataclass
+class Decision:
+    """What :func:`decide` returns (arm indices; the service adds names)."""
+
+    champion: int
+    certified: bool
+    confidence: float | None
+    undecided: list[int]
+    #: comparisons still needed (None: the policy has no test, or no data to estimate)
+    estimate: int | None
+    basis: str
+    #: arm -> (wins, losses, p, lower, upper) against the champion (not for the champion)
+    vs_champion: dict[int, tuple[float, float, float, float, float]] = field(
+        default_factory=dict)
+    #: arm -> comparisons it still needs against its eliminator (undecided arms only)
+    remaining: dict[int, int] = field(default_factory=dict)
+    overhead: float | None = None
+    flagged: bool = False
+
+
+def has_test(bandit: DuelingBandit) -> bool:
+    """Whether the policy eliminates by a test of its own (the Merge family)."""
+    return callable(getattr(bandit, "_beaten", None)) and hasattr(bandit, "_batches")
+
+
+def bradley_terry_scores(W: np.ndarray, arms: np.ndarray, iters: int = 50) -> np.ndarray:
+    """Bradley–Terry strengths of ``arms`` fitted to ``W`` by the MM algorithm (Hunter
+    2004), each ranker given ``VIRTUAL`` virtual wins and losses against a ranker of
+    strength 1 so that rankers never compared get 1."""
+    sub = W[np.ix_(arms, arms)]
+    n = sub + sub.T
+    wins = sub.sum(axis=1) + VIRTUAL
+    s = np.ones(arms.size)
+    for _ in range(iters):
+        denom = (n / (s[:, None] + s[None, :])).sum(axis=1) + 2.0 * VIRTUAL / (s + 1.0)
+        s = wins / denom
+        s /= np.exp(np.mean(np.log(s)))
+    return s
+
+
+def preference_estimate(W: np.ndarray, arms: np.ndarray, prior: float | None = None
+                        ) -> np.ndarray:
+    """``p[a, b]``: the estimated probability that ``arms[a]`` beats ``arms[b]``, the
+    empirical preference shrunk towards the Bradley–Terry fit with ``prior`` pseudo-
+    comparisons."""
+    prior = PRIOR if prior is None else prior
+    s = bradley_terry_scores(W, arms)
+    bt = s[:, None] / (s[:, None] + s[None, :])
+    sub = W[np.ix_(arms, arms)]
+    n = sub + sub.T
+    p = (sub + prior * bt) / (n + prior)
+    np.fill_diagonal(p, 0.5)
+    return p
+
+
+def comparisons_needed(bandit: DuelingBandit, p: float, t: float) -> int | None:
+    """The smallest ``n`` at which ``p·n`` wins in ``n`` comparisons fail the policy's own
+    test at step ``t`` (None when ``p ≥ ½`` or beyond ``MAX_NEED``)."""
+    if p >= 0.5:
+        return None
+    saved = bandit.t
+    bandit.t = int(t)
+    try:
+        hi = 1
+        while not bandit._beaten(p * hi, hi):
+            hi *= 2
+            if hi > MAX_NEED:
+                return None
+        lo = hi // 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if bandit._beaten(p * mid, mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+    finally:
+        bandit.t = saved
+
+
+def confidence_of(bandit: DuelingBandit) -> float | None:
+    """``1 − (t + 1 + C)^(−2α)``: one elimination test's confidence at the current step
+    (None for policies without a test)."""
+    if not has_test(bandit):
+        return None
+    return 1.0 - math.exp(-2.0 * bandit.alpha * math.log(bandit.t + 1 + bandit.c))
+
+
+def decide(bandit: DuelingBandit) -> Decision:
+    """The champion, whether it is certified, each ranker against it, and the estimate of
+    the comparisons still needed (see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bandits import make_bandit
+    >>> from bandits.matrices import bradley_terry
+    >>> P = bradley_terry(6, gap=0.1, seed=3)
+    >>> b = make_bandit("mergemed", 6, seed=1)
+    >>> env = np.random.default_rng(0)
+    >>> for _ in range(600):
+    ...     i, j = b.select()
+    ...     b.update(i, j, float(env.random() < P[i, j]))
+    >>> d = decide(b)
+    >>> d.certified, d.estimate is not None and d.estimate > 0
+    (False, True)
+    """
+    W = bandit.W
+    champion = int(bandit.best_arm())
+    status = bandit.status
+    structure = bandit.structure()
+    flagged = bool((structure.get("non_condorcet") or {}).get("flagged"))
+    vs: dict[int, tuple[float, float, float, float, float]] = {}
+    for a in range(bandit.K):
+        if a == champion:
+            continue
+        w, lo_ = float(W[a, champion]), float(W[champion, a])
+        n = w + lo_
+        p = w / n if n > 0 else 0.5
+        lower, upper = wilson_interval(w, n)
+        vs[a] = (w, lo_, p, lower, upper)
+    active = [int(a) for a in np.flatnonzero(status == ACTIVE)]
+    undecided = [a for a in active if a != champion]
+    if not has_test(bandit):
+        return Decision(champion, False, None, undecided if len(active) > 1 else [],
+                        None, f"{bandit.name} has no elimination test: it keeps every ranker "
+                        "in play and never certifies a winner, so there is nothing to "
+                        "count down to (the champion is its current leader)",
+                        vs, flagged=flagged)
+    conf = confidence_of(bandit)
+    if not undecided:
+        basis = ("decided: one ranker left, every other eliminated by "
+                 f"{bandit.name}'s elimination test")
+        if flagged:
+            basis += "; but the non-Condorcet guard flagged the data (no single best ranker)"
+        return Decision(champion, not flagged, conf, [], 0, basis, vs, flagged=flagged)
+    estimate, remaining, overhead = _estimate(bandit, champion, active)
+    basis = (f"estimate: for each undecided ranker, the comparisons its cheapest eliminator "
+             f"still needs until {bandit.name}'s own elimination test fires, at the "
+             f"preferences estimated so far (empirical, shrunk towards a Bradley-Terry fit "
+             f"with {PRIOR:g} pseudo-comparisons; a preference closer to 1/2 than the "
+             f"comparisons so far can resolve, at most {0.5 - CLOSE:g} away, counted at "
+             f"that resolution), summed")
+    if estimate is None:
+        basis = ("no estimate: some undecided ranker looks as strong as its rivals, so the "
+                 "test may never separate them at the current estimates; " + basis)
+    return Decision(champion, False, conf, undecided, estimate, basis, vs, remaining,
+                    overhead, flagged)
+
+
+def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
+              ) -> tuple[int | None, dict[int, int], float]:
+    W = bandit.W
+    arms = np.flatnonzero(bandit.status != RETIRED)
+    pos = {int(a): k for k, a in enumerate(arms)}
+    P = preference_estimate(W, arms)
+    t_now = float(bandit.t)
+
+    sub = W[np.ix_(arms, arms)]
+    played = (sub + sub.T).sum(axis=1)
+    # the ranker expected to remain: the strongest active one at the estimates
+    leader = max(active, key=lambda a: float(np.log(P[pos[a]] / (1 - P[pos[a]])).sum()))
+
+    def cheapest(i: int, rivals: list[int], t: float) -> tuple[int | None, int]:
+        """(need, rival) over the rivals preferred to ``i``; else the leader, with the
+        preference taken at ``CLOSE`` (a near-tie the data have not separated yet)."""
+        best: tuple[int | None, int] = (None, leader)
+        cands = [j for j in rivals if j != i and P[pos[j], pos[i]] > 0.5] or [leader]
+        # the need grows with p: only the few rivals i is least likely to beat can be
+        # the cheapest (what is already collected differs between them)
+        cands = sorted(cands, key=lambda j: P[pos[i], pos[j]])[:CANDIDATES]
+        for j in cands:
+            m = min(played[pos[i]], played[pos[j]])
+            close = 0.5 - min(0.5 - CLOSE, RESOLVE / math.sqrt(m + 1.0))
+            need = comparisons_needed(bandit, min(float(P[pos[i], pos[j]]), close), t)
+            if need is not None and (best[0] is None or need < best[0]):
+                best = (need, j)
+        return best
+
+    # overhead so far: comparisons per comparison that bought evidence for an elimination
+    useful = 0.0
+    for a in arms.tolist():
+        if a == leader:
+            continue
+        if bandit.status[a] == ELIMINATED and a in bandit.eliminated:
+            by = bandit.eliminated[a]["by"]
+            useful += float(W[a, by] + W[by, a])
+        elif bandit.status[a] == ACTIVE:
+            need, j = cheapest(a, active, t_now)
+            n = float(W[a, j] + W[j, a])
+            useful += n if need is None else min(n, need)
+    total = float(bandit.n_updates)
+    overhead = min(max(total / useful, 1.0), MAX_OVERHEAD) if useful > 0 else 1.0
+
+    estimate: int | None = 0
+    remaining: dict[int, int] = {}
+    t_future = t_now
+    for _ in range(3):  # the test's threshold grows with log t: settle t at the decision
+        remaining = {}
+        missing = False
+        for a in active:
+            if a == leader:
+                continue
+            need, j = cheapest(a, active, t_future)
+            if need is None:
+                missing = True
+                continue
+            remaining[a] = max(0, int(need - (W[a, j] + W[j, a])))
+        estimate = None if missing else math.ceil(overhead * sum(remaining.values()))
+        if estimate is None:
+            break
+        t_future = t_now + estimate
+    return estimate, remaining, overhead
+
+
+def estimated_regret(bandit: DuelingBandit, exposure: np.ndarray,
+                     champion: int | None = None) -> float:
+    """Cumulative regret against the champion on the empirical preferences, from each
+    ranker's exposure (seed 000 eq. 1, linear in exposure: see
+    :func:`bandits.matrices.exposure_regret`)."""
+    from bandits.common import preferences
+    from bandits.matrices import exposure_regret
+
+    c = bandit.best_arm() if champion is None else champion
+    return exposure_regret(preferences(bandit.W), np.asarray(exposure, dtype=float), best=c)
+
+
+def as_dict(d: Decision, names: dict[int, str]) -> dict[str, Any]:
+    """The decision with ranker names, plain JSON (for logs and the simulator)."""
+    return {
+        "champion": names.get(d.champion, d.champion),
+        "certified": d.certified,
+        "confidence": d.confidence,
+        "undecided": [names.get(a, a) for a in d.undecided],
+        "estimated_comparisons_to_decide": d.estimate,
+        "estimate_basis": d.basis,
+    }

@@ -1,0 +1,99 @@
+"""``rankduel report EXP --api URL --token TOKEN [--json] [--html FILE]``: what an
+experiment has decided.
+
+Prints the verdict and the ranker table (``GET /experiments/EXP/report``); ``--json``
+prints the report's JSON instead; ``--html FILE`` writes a self-contained HTML copy of the
+operator page (``/ui/``) for this experiment: the page's script and style inlined, the
+report embedded, no token and no network needed to open it. The token may also come
+from ``RANKDUEL_ADMIN_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+STATIC = Path(__file__).resolve().parent.parent.parent / "service" / "static" / "ui"
+
+
+def fetch(api: str, token: str, exp_id: str) -> dict[str, Any]:
+    """The report from the API; ``ValueError`` (exit code 2) with the API's message."""
+    from demo.client import http_json
+
+    try:
+        status, body = http_json("GET", f"{api.rstrip('/')}/experiments/{quote(exp_id)}/report",
+                                 headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    except OSError as exc:
+        raise ValueError(f"cannot reach the API at {api}: {exc}") from None
+    if status != 200:
+        msg = body.get("error") if isinstance(body, dict) else str(body)[:200]
+        raise ValueError(f"the API answered {status}: {msg}")
+    return body
+
+
+def table(rep: dict[str, Any]) -> str:
+    """The verdict and the ranker table as text."""
+    lines = [rep["verdict"], ""]
+    head = (f"{'ranker':<16} {'status':<10} {'impressions':>11} {'vs champion':>13} "
+            f"{'p [95% interval]':>22}  eliminated")
+    lines.append(head)
+    for r in rep["rankers"]:
+        vs = r["vs_champion"]
+        status = "champion" if r["name"] == rep["champion"] else r["status"]
+        wl = f"{vs['wins']:g}-{vs['losses']:g}" if vs else "-"
+        p = f"{vs['p']:.3f} [{vs['lower']:.3f}, {vs['upper']:.3f}]" if vs else "-"
+        elim = (f"by {r['eliminated_by']} at {r['eliminated_at_comparison']:,}"
+                if r["eliminated_by"] is not None else "")
+        lines.append(f"{r['name']:<16} {status:<10} {r['impressions']:>11,} {wl:>13} "
+                     f"{p:>22}  {elim}")
+    est = rep["estimated_comparisons_to_decide"]
+    lines += ["", f"estimate: {'none' if est is None else f'{est:,} comparisons'}"
+              f" ({rep['estimate_basis']})"]
+    return "\n".join(lines)
+
+
+def html(rep: dict[str, Any]) -> str:
+    """A self-contained copy of the operator page showing ``rep``."""
+    page = (STATIC / "index.html").read_text()
+    css = (STATIC / "ui.css").read_text()
+    js = (STATIC / "ui.js").read_text()
+    data = json.dumps(rep).replace("</", "<\\/")
+    page = page.replace('<link rel="stylesheet" href="ui.css">', f"<style>\n{css}</style>")
+    page = page.replace('<script src="ui.js"></script>',
+                        f"<script>window.RANKDUEL_REPORT = {data};</script>\n"
+                        f"<script>\n{js.replace('</', '<' + chr(92) + '/')}</script>")
+    return page
+
+
+def _run(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("RANKDUEL_ADMIN_TOKEN", "")
+    if not token:
+        raise ValueError("give the admin token with --token or RANKDUEL_ADMIN_TOKEN")
+    rep = fetch(args.api, token, args.experiment)
+    if args.html:
+        Path(args.html).write_text(html(rep))
+        print(f"wrote {args.html}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(rep, indent=2))
+    elif not args.html:
+        print(table(rep))
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("report", help="what an experiment has decided (verdict, table)",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", metavar="EXP", help="experiment id")
+    p.add_argument("--api", required=True, help="base URL of the rankduel API")
+    p.add_argument("--token", default=None,
+                   help="admin token (default: $RANKDUEL_ADMIN_TOKEN)")
+    p.add_argument("--json", action="store_true", help="print the report's JSON")
+    p.add_argument("--html", metavar="FILE", default=None,
+                   help="write a self-contained HTML page of the report to FILE")
+    p.set_defaults(func=_run)

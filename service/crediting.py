@@ -1,0 +1,287 @@
+"""The credit protocol: how a click reaches ``W``, in one place.
+
+A batch of an experiment's impressions is credited in four steps:
+
+1. **claim** due impressions with a lease (:meth:`Crediting.drain`, storage:
+   :meth:`service.store.Store.claim`), so several drains credit one experiment without
+   overlapping;
+2. **read** them with their clicks (:meth:`~service.store.Store.read_impressions`);
+3. the **pure credit step** (:func:`service.credit.apply` with ``update=False``) turns
+   clicks into outcomes without touching the policy, against a cached :class:`View` of
+   the policy's structure;
+4. **commit** the outcomes with every impression's ``credited`` mark in one Lua script on
+   the experiment's shard (:meth:`~service.store.Store.commit_credit`). Additions to
+   ``W`` commute, so workers interleave freely; the script stops at an outcome that the
+   policy declares may change its structure (the :class:`~service.credit.Guard` built
+   from :meth:`bandits.base.DuelingBandit.volatility`) and records it as the
+   experiment's hold.
+
+A **held outcome** is decided here (:func:`resolve_hold`): the policy's own ``update()``
+on the current state, in order, with the rest of the batch, in one optimistic
+transaction whose reads and writes are plain storage operations
+(:meth:`~service.store.Store.read_hold`, :meth:`~service.store.Store.write_resolution`).
+So eliminations happen at exactly the comparison the serial ``update()`` gives. The
+design is argued in :mod:`service.credit`.
+
+The Celery tasks (:mod:`workers.tasks`) are thin wrappers over :class:`Crediting`; the
+store never calls back into this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis
+
+from bandits.base import DuelingBandit
+from service import credit, metrics
+from service.queue import TaskQueue
+from service.snapshot import ExperimentMissing, encode_structure
+from service.store import MAX_ATTEMPTS, Contention, Store
+
+log = logging.getLogger("rankduel.worker")
+
+
+@dataclass
+class View:
+    """What a worker needs of an experiment's policy to credit it without updating it:
+    which rankers are retired, the batches (for the guard), at structure version ``sv``."""
+
+    sv: int
+    bandit: DuelingBandit
+    names: dict[int, str]
+    dwell_unsatisfied_s: float | None = None  # the experiment's dwell rule
+
+
+class Views:
+    """This process's views by experiment, least recently used dropped beyond ``size``;
+    a view is re-read when the credit script reports that the structure moved."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._views: OrderedDict[str, View] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, store: Store, exp_id: str) -> View:
+        with self._lock:
+            view = self._views.get(exp_id)
+            if view is not None:
+                self._views.move_to_end(exp_id)
+                return view
+        snap = store.snapshot(exp_id)
+        view = View(snap.sv, snap.bandit, snap.names, snap.meta.get("dwell_unsatisfied_s"))
+        with self._lock:
+            self._views[exp_id] = view
+            while len(self._views) > self.size:
+                self._views.popitem(last=False)
+        return view
+
+    def drop(self, exp_id: str) -> None:
+        with self._lock:
+            self._views.pop(exp_id, None)
+
+
+#: the views of callers that bring none (tests, scripts)
+_DEFAULT_VIEWS = Views(64)
+
+
+def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()
+                 ) -> dict[str, dict] | None:
+    """Decide the impression that holds ``exp_id``, if any, then the impressions ``more``
+    (the rest of the caller's batch), in order: the policy's own ``update()`` on the
+    current state at the global ``t``, in one optimistic transaction that commits ``W``,
+    ``n``, the structure, the marks, counters and audit and clears the hold. While the
+    hold is set no credit script runs, so applying the rest here too is as exact as the
+    script, and saves a round per held outcome (every outcome is held for a policy whose
+    ``update()`` advances selection state). Returns the results, or None when nothing was
+    held (or another worker resolved it meanwhile)."""
+    held = store.hold(exp_id)
+    if not held:
+        return None
+    ids = [held, *(i for i in dict.fromkeys(more) if i != held)]
+    for _attempt in range(MAX_ATTEMPTS):
+        with store.pipeline(transaction=True) as pipe:
+            try:
+                snap, imps = store.read_hold(pipe, exp_id, held, ids)
+                if snap.hold != held:
+                    return None  # resolved by another worker meanwhile
+                bandit = snap.bandit
+                before = encode_structure(bandit)["state"]
+                result = credit.apply(bandit, imps, ids=ids, t=snap.selections or 0,
+                                      names=snap.names, update=True,
+                                      dwell_unsatisfied_s=snap.meta.get("dwell_unsatisfied_s"))
+                pipe.multi()
+                store.write_resolution(pipe, exp_id, bandit, result, ids,
+                                       structure_before=before)
+                pipe.execute()
+                return result.results
+            except redis.WatchError:
+                store.count_conflict(exp_id)
+    raise Contention(f"gave up resolving the hold of {exp_id} after {MAX_ATTEMPTS} attempts")
+
+
+def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
+                 views: Views | None = None) -> dict[str, dict]:
+    """Credit ``imp_ids`` of ``exp_id`` (``t``: its selection count, read at the claim or
+    later); per impression credited (or found missing or credited before) its result.
+    An impression that got a click since it was read is left pending."""
+    views = _DEFAULT_VIEWS if views is None else views
+    results: dict[str, dict] = {}
+    todo = list(imp_ids)
+    reread = False
+    for _round in range(2 * len(todo) + 20):
+        try:
+            view = views.get(store, exp_id)
+        except ExperimentMissing:
+            results.update({i: {"status": "missing"} for i in todo})
+            break
+        imps = store.read_impressions(exp_id, todo)
+        if _newer_than(imps, view.bandit.K) and not reread:
+            reread = True
+            # an impression of a ranker added since the view was read (the script would
+            # refuse the batch for its sv anyway): read the view again
+            views.drop(exp_id)
+            continue
+        plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names, update=False,
+                            dwell_unsatisfied_s=view.dwell_unsatisfied_s)
+        done = store.commit_credit(exp_id, sv=view.sv, guard=credit.Guard.of(view.bandit, t),
+                                   ids=todo, impressions=imps, result=plan)
+        for i, code in done.codes.items():
+            if code == "ok":
+                results[i] = plan.results[i]
+            elif code in ("missing", "already"):
+                results[i] = {"status": code}
+        if done.status == "ok":
+            break
+        if done.status == "missing":
+            results.update({i: {"status": "missing"} for i in todo if i not in done.codes})
+            break
+        if done.status == "sv":  # an elimination, a merge or an operator changed it
+            views.drop(exp_id)
+            continue
+        # held by this batch or by another: decide that impression and the rest of ours
+        rest = [i for i in todo if i not in done.codes]
+        try:
+            resolved = resolve_hold(store, exp_id, more=rest) or {}
+        except ExperimentMissing:  # deleted meanwhile: nothing left to credit
+            results.update({i: {"status": "missing"} for i in todo if i not in done.codes})
+            break
+        results.update(resolved)
+        todo = [i for i in todo if i not in done.codes and i not in resolved]
+        if resolved:
+            views.drop(exp_id)
+        if not todo:
+            break
+    else:
+        raise Contention(f"credit of {len(todo)} impressions of {exp_id} did not settle")
+    observe(results)
+    return results
+
+
+def _newer_than(imps: Sequence[credit.Impression | None], k: int) -> bool:
+    """Whether an impression names an arm beyond the ``k`` arms of a view."""
+    return any(a >= k for imp in imps if imp is not None
+               for a in (*imp.arms, *(x for f in imp.forfeits for x in f)))
+
+
+def observe(results: dict[str, dict]) -> None:
+    """Count a batch's results by status, and the click-to-credit lag of each."""
+    now = time.time()
+    statuses: dict[str, int] = {}
+    for result in results.values():
+        statuses[result["status"]] = statuses.get(result["status"], 0) + 1
+        if result.get("created"):
+            metrics.CREDIT_LAG.observe(max(now - result["created"], 0.0))
+    for status, n in statuses.items():  # one increment per status and batch
+        metrics.CREDIT_TASKS.labels(status).inc(n)
+
+
+class Crediting:
+    """A worker process's crediting: its store, its views and where it queues more drains.
+
+    ``batch``: impressions per claim; ``lease_s``: a drain lease's and a claim's TTL
+    (``credit_retry_s``); ``parallelism``: drains per experiment at most."""
+
+    def __init__(self, store: Store, queue: TaskQueue, *, batch: int, lease_s: float,
+                 parallelism: int, cache_size: int) -> None:
+        self.store = store
+        self.queue = queue
+        self.batch = batch
+        self.lease_s = lease_s
+        self.parallelism = parallelism
+        self.views = Views(cache_size)
+
+    def credit_batch(self, exp_id: str, imp_ids: list[str], t: int) -> dict[str, dict]:
+        return credit_batch(self.store, exp_id, imp_ids, t, self.views)
+
+    def credit_impression(self, imp_id: str) -> str:
+        """Close impression ``imp_id`` and apply its outcome to its experiment, once;
+        its status."""
+        exp_id = self.store.experiment_of(imp_id)
+        if exp_id is None:
+            observe({imp_id: {"status": "missing"}})
+            return "missing"
+        results = self.credit_batch(exp_id, [imp_id], self.store.selections(exp_id))
+        return results.get(imp_id, {"status": "pending"})["status"]
+
+    def drain(self, exp_id: str, token: str | None = None) -> int:
+        """Credit due impressions of ``exp_id``, a batch per script, while any are due;
+        return how many. ``token`` is the drain lease taken for this drain (None: take
+        one). A drain that claims a full batch queues one more, up to ``parallelism``.
+
+        For a deleted experiment it removes what a request running during the deletion
+        left (:meth:`Store.purge_orphan`) and returns 0 at once."""
+        store, ttl = self.store, self.lease_s
+        purged = store.purge_orphan(exp_id)
+        if purged is not None:
+            if purged:
+                log.info("experiment %s is deleted: %d keys it left removed", exp_id, purged)
+            return 0
+        if token is None:
+            token = store.take_drain(exp_id, ttl, limit=self.parallelism)
+            if token is None:
+                return 0  # as many drains as allowed already work on it
+        else:
+            store.refresh_drain(exp_id, token, ttl)
+        done = 0
+        while True:
+            t, ids = store.claim(exp_id, self.batch, lease_s=ttl)
+            if not ids:
+                store.release_drain(exp_id, token)
+                # an /end between our claim and the release saw our lease and queued
+                # nothing: look once more, and keep draining if we can take a lease back
+                if store.due(exp_id, 1) and store.take_drain(exp_id, ttl, token=token):
+                    continue
+                return done
+            if len(ids) == self.batch:  # a backlog: let one more drain help
+                more = store.take_drain(exp_id, ttl, limit=self.parallelism)
+                if more is not None:
+                    self.queue.drain(exp_id, more)
+            self.credit_batch(exp_id, ids, t)
+            store.refresh_drain(exp_id, token, ttl)
+            done += len(ids)
+
+    def sweep(self) -> int:
+        """Queue a drain for each experiment with due impressions and no drain in flight
+        (the due index's, and every experiment once per ``lease_s``), and an apply for
+        each judging campaign with submitted tasks; how many drains."""
+        store = self.store
+        queued = 0
+        full = store.take_full_sweep(self.lease_s)
+        for exp_id in store.experiments_with_due(full=full):
+            token = store.take_drain(exp_id, self.lease_s)
+            if token is not None:
+                self.queue.drain(exp_id, token)
+                queued += 1
+        if queued:
+            log.debug("sweep queued %d drains", queued)
+        from service.judging import Campaigns
+
+        for cid in Campaigns(store).with_submitted():  # a judging_apply lost on the way
+            self.queue.judging_apply(cid)
+        return queued

@@ -1,0 +1,245 @@
+/* rankduel operator page: plain JS, inline SVG, no library, no CDN.
+ * The admin token is asked once, kept in sessionStorage and sent as a Bearer header.
+ * A self-contained copy (rankduel report --html) sets window.RANKDUEL_REPORT instead. */
+"use strict";
+(function () {
+  const KEY = "rankduel.token";
+  const REFRESH_MS = 5000;
+  let timer = null;
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, attrs, ...kids) {
+    const ns = ["svg", "rect", "line", "polyline", "text", "g", "title"].includes(tag)
+      ? "http://www.w3.org/2000/svg" : null;
+    const e = ns ? document.createElementNS(ns, tag) : document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== null && v !== undefined) e.setAttribute(k, v);
+    }
+    for (const kid of kids) {
+      if (kid === null || kid === undefined) continue;
+      e.appendChild(typeof kid === "string" || typeof kid === "number"
+        ? document.createTextNode(String(kid)) : kid);
+    }
+    return e;
+  }
+
+  async function api(path) {
+    const token = sessionStorage.getItem(KEY);
+    const r = await fetch(path, { headers: { Authorization: "Bearer " + token } });
+    if (r.status === 401) {
+      sessionStorage.removeItem(KEY);
+      showLogin("The token was refused; enter it again.");
+      throw new Error("unauthorized");
+    }
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || r.statusText);
+    return body;
+  }
+
+  function show(id) {
+    for (const s of ["login", "list", "experiment"]) $(s).hidden = s !== id;
+  }
+
+  function showLogin(msg) {
+    show("login");
+    $("login-error").textContent = msg || "";
+  }
+
+  async function route() {
+    clearTimeout(timer);
+    $("error").textContent = "";
+    if (!sessionStorage.getItem(KEY)) return showLogin();
+    const m = location.hash.match(/^#exp=([A-Za-z0-9_-]+)$/);
+    try {
+      if (m) await showExperiment(m[1]);
+      else await showList();
+    } catch (err) {
+      if (err.message !== "unauthorized") $("error").textContent = String(err.message);
+    }
+  }
+
+  async function showList() {
+    const data = await api("/experiments");
+    const body = $("experiments");
+    body.replaceChildren();
+    for (const e of data.experiments) {
+      body.appendChild(el("tr", {},
+        el("td", {}, el("a", { href: "#exp=" + e.id }, e.name)),
+        el("td", {}, e.algorithm), el("td", {}, e.rankers),
+        el("td", {}, e.champion || "–"), el("td", {}, e.lifecycle),
+        el("td", {}, e.comparisons.toLocaleString("en"))));
+    }
+    show("list");
+    timer = setTimeout(route, REFRESH_MS);
+  }
+
+  async function showExperiment(id) {
+    const rep = await api("/experiments/" + encodeURIComponent(id) + "/report");
+    render(rep);
+    show("experiment");
+    if (rep.lifecycle !== "stopped") timer = setTimeout(route, REFRESH_MS);
+  }
+
+  function color(p) {
+    // red (row loses) -> white (½) -> green (row wins), as #rrggbb (bgcolor needs hex)
+    const t = Math.max(-1, Math.min(1, (p - 0.5) * 2));
+    const mix = (a, b) => Math.round(a + (b - a) * Math.abs(t));
+    const rgb = t >= 0 ? [mix(255, 46), mix(255, 160), mix(255, 80)]
+      : [mix(255, 215), mix(255, 48), mix(255, 48)];
+    return "#" + rgb.map((v) => v.toString(16).padStart(2, "0")).join("");
+  }
+
+  function heatmap(rep) {
+    const K = rep.arms.length;
+    const head = el("tr", {}, el("th", {}, "row beats column"));
+    for (const a of rep.arms) head.appendChild(el("th", {}, a));
+    const table = el("table", {}, el("thead", {}, head));
+    const body = el("tbody");
+    for (let i = 0; i < K; i++) {
+      const tr = el("tr", {}, el("th", {}, rep.arms[i]));
+      for (let j = 0; j < K; j++) {
+        const n = rep.comparisons_by_pair[i][j];
+        const p = rep.preferences[i][j];
+        const td = el("td", { class: "cell", bgcolor: i === j ? "#eeeeee" : color(p),
+          title: i === j ? rep.arms[i] : `${rep.arms[i]} vs ${rep.arms[j]}: p = ${p} over ${n}` },
+          i === j || n === 0 ? "" : Math.round(p * 100));
+        tr.appendChild(td);
+      }
+      body.appendChild(tr);
+    }
+    table.appendChild(body);
+    return table;
+  }
+
+  function lineChart(points, key, label) {
+    const w = 420, h = 160, pad = 36;
+    const svg = el("svg", { width: w, height: h, viewBox: `0 0 ${w} ${h}`, role: "img",
+      "aria-label": label });
+    svg.appendChild(el("text", { x: pad, y: 12 }, label));
+    if (!points || points.length < 1) {
+      svg.appendChild(el("text", { x: pad, y: h / 2 }, "no samples yet"));
+      return svg;
+    }
+    const t0 = points[0].ts, t1 = Math.max(points[points.length - 1].ts, t0 + 1);
+    const ys = points.map((p) => p[key]);
+    const y0 = Math.min(0, ...ys), y1 = Math.max(...ys, y0 + 1e-9);
+    const X = (t) => pad + (w - pad - 8) * (t - t0) / (t1 - t0);
+    const Y = (v) => h - 20 - (h - 40) * (v - y0) / (y1 - y0);
+    svg.appendChild(el("line", { x1: pad, y1: h - 20, x2: w - 8, y2: h - 20, stroke: "#999" }));
+    svg.appendChild(el("line", { x1: pad, y1: 18, x2: pad, y2: h - 20, stroke: "#999" }));
+    svg.appendChild(el("text", { x: 2, y: 24 }, Number(y1.toPrecision(3)).toLocaleString("en")));
+    svg.appendChild(el("text", { x: pad, y: h - 4 }, `${Math.round(t1 - t0)} s`));
+    svg.appendChild(el("polyline", { fill: "none", stroke: "#1f5fa8", "stroke-width": 2,
+      points: points.map((p) => `${X(p.ts).toFixed(1)},${Y(p[key]).toFixed(1)}`).join(" ") }));
+    return svg;
+  }
+
+  function traffic(rep) {
+    const w = 420, row = 18, pad = 90;
+    const svg = el("svg", { width: w, height: row * rep.arms.length + 20, role: "img",
+      "aria-label": "traffic share per ranker" });
+    rep.arms.forEach((a, i) => {
+      const share = rep.traffic_share[i] || 0;
+      svg.appendChild(el("text", { x: 0, y: 14 + i * row }, a));
+      svg.appendChild(el("rect", { x: pad, y: 3 + i * row, height: row - 5,
+        width: Math.max(1, (w - pad - 50) * share), fill: "#1f5fa8" }));
+      svg.appendChild(el("text", { x: pad + (w - pad - 50) * share + 4, y: 14 + i * row },
+        (share * 100).toFixed(1) + "%"));
+    });
+    return svg;
+  }
+
+  function fmtWhen(item) {
+    const n = item.comparison === null ? "?" : (item.approx ? "≈" : "") +
+      item.comparison.toLocaleString("en");
+    const ts = item.ts ? new Date(item.ts * 1000).toISOString().replace("T", " ").slice(0, 19)
+      : "";
+    return `comparison ${n}${ts ? " · " + ts : ""}`;
+  }
+
+  function describe(item) {
+    switch (item.event) {
+      case "eliminated": return `${item.ranker} eliminated by ${item.by}`;
+      case "stage_changed": return `stage ${item.from ? item.from.stage : "?"} → ${item.to ? item.to.stage : "?"}`;
+      case "ranker_added": return `${item.ranker} added`;
+      case "ranker_retired": return `${item.ranker} retired`;
+      case "ranker_quarantined": return `${item.ranker} quarantined`;
+      case "ranker_recovered": return `${item.ranker} recovered`;
+      case "non_condorcet_flagged": return "flagged: no Condorcet winner";
+      default: return item.event;
+    }
+  }
+
+  function render(rep) {
+    const root = $("experiment");
+    root.replaceChildren();
+    root.appendChild(el("h1", {}, `${rep.name} `, el("span", { class: "muted" },
+      `${rep.algorithm} · ${rep.lifecycle} · ${rep.comparisons.toLocaleString("en")} comparisons`)));
+    root.appendChild(el("p", { id: "verdict", class: "verdict " +
+      (rep.certified ? "certified" : "undecided") }, rep.verdict));
+    root.appendChild(el("p", {}, "Champion: ", el("strong", { id: "champion" }, rep.champion || "–"),
+      rep.certified ? " (certified)" : " (not certified)"));
+    const estimate = rep.estimated_comparisons_to_decide;
+    root.appendChild(el("p", { class: "muted", id: "estimate" },
+      (estimate === null ? "No estimate. " : `Estimate: ${estimate.toLocaleString("en")} more comparisons` +
+        (rep.estimated_seconds_to_decide !== null ? ` (≈ ${Math.round(rep.estimated_seconds_to_decide)} s)` : "") + ". ") +
+      rep.estimate_basis));
+    const tbody = el("tbody");
+    for (const r of rep.rankers) {
+      const vs = r.vs_champion;
+      tbody.appendChild(el("tr", {}, el("td", {}, r.name),
+        el("td", {}, el("span", { class: "badge " + (r.name === rep.champion ? "champion" : r.status) },
+          r.name === rep.champion ? "champion" : r.status)),
+        el("td", {}, r.impressions.toLocaleString("en")),
+        el("td", {}, vs ? `${vs.wins}–${vs.losses}` : "–"),
+        el("td", {}, vs ? `${vs.p} [${vs.lower}, ${vs.upper}]` : "–"),
+        el("td", {}, r.eliminated_by || ""),
+        el("td", {}, r.eliminated_at_comparison === null ? "" : r.eliminated_at_comparison.toLocaleString("en"))));
+    }
+    root.appendChild(el("h2", {}, "Rankers"));
+    root.appendChild(el("table", { id: "rankers" }, el("thead", {}, el("tr", {},
+      el("th", {}, "ranker"), el("th", {}, "status"), el("th", {}, "impressions"),
+      el("th", {}, "vs champion (wins–losses)"), el("th", {}, "p [95% interval]"),
+      el("th", {}, "eliminated by"), el("th", {}, "at comparison"))), tbody));
+    const grid = el("div", { class: "grid" });
+    grid.appendChild(el("div", {}, el("h2", {}, "Pairwise preferences"),
+      el("div", { id: "heatmap" }, heatmap(rep)),
+      el("p", { class: "muted" }, "Cell: % of comparisons the row ranker won against the column ranker.")));
+    const tl = el("ul", { class: "timeline", id: "timeline" });
+    for (const item of rep.timeline) {
+      tl.appendChild(el("li", {}, el("strong", {}, describe(item)), " ",
+        el("span", { class: "muted" }, fmtWhen(item))));
+    }
+    grid.appendChild(el("div", {}, el("h2", {}, "Timeline"), tl));
+    root.appendChild(grid);
+    const charts = el("div", { class: "grid" });
+    charts.appendChild(el("div", { id: "comparisons-chart" }, lineChart(rep.comparisons_over_time, "n", "cumulative comparisons")));
+    charts.appendChild(el("div", { id: "regret-chart" }, lineChart(rep.history, "regret", "estimated regret")));
+    charts.appendChild(el("div", { id: "traffic" }, el("h2", {}, "Traffic share"), traffic(rep)));
+    root.appendChild(charts);
+    root.appendChild(el("p", { class: "muted" }, "Generated " +
+      new Date(rep.generated_at * 1000).toISOString()));
+  }
+
+  function init() {
+    if (window.RANKDUEL_REPORT) {  // a self-contained copy: no API, no token
+      document.querySelector("header").hidden = true;
+      render(window.RANKDUEL_REPORT);
+      show("experiment");
+      return;
+    }
+    $("login").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const token = new FormData(ev.target).get("token").trim();
+      if (!token) return;
+      sessionStorage.setItem(KEY, token);
+      ev.target.reset();
+      route();
+    });
+    $("home").addEventListener("click", (ev) => { ev.preventDefault(); location.hash = ""; route(); });
+    window.addEventListener("hashchange", route);
+    route();
+  }
+
+  init();
+})();

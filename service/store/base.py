@@ -1,0 +1,83 @@
+"""What every part of the store shares: the client, the clock, the Lua scripts (each a
+``.lua`` file next to the module that runs it, read once per process), the storage errors
+and the constants."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from functools import cache
+from importlib import resources
+from typing import Any, ClassVar
+
+#: an experiment's lifecycles
+LIFECYCLES = ("running", "paused", "stopped")
+AUDIT_MAX = 10_000
+#: how often one process re-marks an experiment in the sweep's index (Store.mark_due)
+DUE_MARK_EVERY_S = 1.0
+#: attempts of one optimistic transaction before giving up (:class:`Contention`)
+MAX_ATTEMPTS = 1000
+
+
+class ImpressionMissing(LookupError):
+    """No impression with this id (unknown or expired)."""
+
+
+class ImpressionClosed(Exception):
+    """The impression no longer accepts clicks."""
+
+
+class TooManyClicks(Exception):
+    """The impression has recorded as many click reports as it may."""
+
+
+class Contention(RuntimeError):
+    """An optimistic transaction lost every one of its attempts."""
+
+
+def audit_entry(ts: float, action: str, *, actor: str, **detail: Any) -> str:
+    """One audit-list entry (JSON)."""
+    return json.dumps({"ts": ts, "action": action, "actor": actor, **detail})
+
+
+def pairs(flat: list[Any]) -> dict[Any, Any]:
+    """A Lua HGETALL reply (flat list) as a dict."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+@cache
+def lua(name: str) -> str:
+    """The Lua script ``name`` (``service/store/<name>.lua``), read once per process."""
+    return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+
+
+class StoreBase:
+    """The client, the clock and the scripts of every part of the store.
+
+    Each part declares its scripts in ``SCRIPTS`` (attribute name -> script name); they are
+    registered with the client once per store.
+
+    Parameters
+    ----------
+    client
+        A ``redis.Redis`` or ``redis.cluster.RedisCluster`` with ``decode_responses=False``
+        (``W`` is binary); see :mod:`service.redis_client`.
+    clock
+        Seconds since the epoch; injectable for tests.
+    """
+
+    SCRIPTS: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, client, *, clock: Callable[[], float] = time.time) -> None:
+        self.r = client
+        self.clock = clock
+        for cls in type(self).__mro__:
+            for attr, name in vars(cls).get("SCRIPTS", {}).items():
+                setattr(self, attr, client.register_script(lua(name)))
+        self._due_marked: dict[str, tuple[float, float]] = {}
+
+    def pipeline(self, *, transaction: bool = True):
+        """A pipeline on the store's client (an optimistic transaction's WATCH and
+        MULTI/EXEC: :meth:`service.store.credits.CreditStore.read_hold`)."""
+        return self.r.pipeline(transaction=transaction)

@@ -1,0 +1,93 @@
+-- The credit script (see the module docstring and service.credit).
+-- KEYS: exp, W, counters, pending, then per impression: imp, clicks
+-- ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
+--   watched pair with d² > q·n, or n·kl(p, ½) > q with kl, is held, and so is the
+--   impression whose outcomes make n a multiple of period), then per impression: id,
+--   result (JSON mark),
+--   "clicks seen|counter,counter...|i,j,s,watched;i,j,s,watched..." (watched: 0 no,
+--   1 either side losing, 2 only i losing, 3 only j losing: service.credit.Guard.watches)
+-- -> {'sv', current sv} | {'hold', held id} | {'missing'} |
+--    {'ok' | 'held', held id or '', code per impression handled...}
+local exp, W = KEYS[1], KEYS[2]
+local meta = redis.call('HMGET', exp, 'sv', 'hold', 'K', 'n')
+if not meta[1] then return {'missing'} end
+if meta[1] ~= ARGV[1] then return {'sv', meta[1]} end
+if meta[2] then return {'hold', meta[2]} end
+local K = tonumber(meta[3])
+local n0 = tonumber(meta[4] or '0')
+local sq, sp, sk = string.match(ARGV[2], '^([^:]*):?(%d*):?(%a*)$')
+local q = tonumber(sq)
+local period = tonumber(sp) or 0
+local kl = sk == 'kl'
+-- the pair condition of service.credit.Guard.trips (d = w_ji - w_ij)
+local function trips(wij, wji)
+  local n = wij + wji
+  if not kl then
+    local d = wji - wij
+    return d * d > q * n
+  end
+  local w = math.min(wij, wji)
+  if 2 * w >= n then return false end
+  local p = w / n
+  local v = (1 - p) * math.log(2 * (1 - p))
+  if p > 0 then v = v + p * math.log(2 * p) end
+  return n * v > q
+end
+local counts, codes = {}, {}
+local updates, applied, held = 0, 0, ''
+for k = 0, (#KEYS - 4) / 2 - 1 do
+  local imp, clicks = KEYS[5 + 2 * k], KEYS[6 + 2 * k]
+  local id, mark, spec = ARGV[3 + 3 * k], ARGV[4 + 3 * k], ARGV[5 + 3 * k]
+  local nreports, counted, outcomes = string.match(spec, '^(%d+)|([^|]*)|(.*)$')
+  local code
+  if redis.call('EXISTS', imp) == 0 then
+    code = 'missing'
+  elseif redis.call('HEXISTS', imp, 'credited') == 1 then
+    code = 'already'
+  elseif tonumber(redis.call('HGET', imp, 'reports') or '0') ~= tonumber(nreports) then
+    code = 'changed'
+  else
+    local writes, trip, no = {}, false, 0
+    for si, sj, ss, sw in string.gmatch(outcomes, '(%d+),(%d+),([^,;]+),(%d)') do
+      local i, j, s = tonumber(si), tonumber(sj), tonumber(ss)
+      no = no + 1
+      if i ~= j then
+        local oij, oji = 8 * (i * K + j), 8 * (j * K + i)
+        local wij = struct.unpack('<d', redis.call('GETRANGE', W, oij, oij + 7)) + s
+        local wji = struct.unpack('<d', redis.call('GETRANGE', W, oji, oji + 7)) + (1 - s)
+        if q and sw ~= '0' then
+          local d = wji - wij
+          if (sw == '1' or (sw == '2' and d > 0) or (sw == '3' and d < 0))
+              and trips(wij, wji) then
+            trip = true
+          end
+        end
+        writes[#writes + 1] = {oij, wij, oji, wji}
+      end
+    end
+    if no > 0 and period > 0 and (n0 + updates + 1) % period == 0 then trip = true end
+    if trip then
+      held = id
+      break
+    end
+    for _, w in ipairs(writes) do
+      redis.call('SETRANGE', W, w[1], struct.pack('<d', w[2]))
+      redis.call('SETRANGE', W, w[3], struct.pack('<d', w[4]))
+    end
+    if no > 0 then updates = updates + 1 end
+    redis.call('HSET', imp, 'closed', '1', 'credited', mark)
+    for name in string.gmatch(counted, '[^,]+') do counts[name] = (counts[name] or 0) + 1 end
+    applied = applied + 1
+    code = 'ok'
+  end
+  if code ~= 'changed' then redis.call('ZREM', KEYS[4], id) end
+  codes[#codes + 1] = code
+end
+for name, n in pairs(counts) do redis.call('HINCRBY', KEYS[3], name, n) end
+if updates > 0 then redis.call('HINCRBY', exp, 'n', updates) end
+if applied > 0 then redis.call('HINCRBY', exp, 'version', 1) end
+if held ~= '' then
+  redis.call('HSET', exp, 'hold', held)
+  return {'held', held, unpack(codes)}
+end
+return {'ok', '', unpack(codes)}

@@ -1,0 +1,190 @@
+"""Impressions and their clicks in Redis: the write of a search's impression (counted and
+scheduled for credit in one script), the click and end scripts, and the reads."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any, ClassVar
+
+from service.keys import (
+    clicks_key,
+    counters_key,
+    drains_key,
+    exp_key,
+    experiment_of,
+    imp_key,
+    legacy_imp_key,
+    pending_key,
+    shown_key,
+)
+from service.records import Impression
+from service.snapshot import (
+    ExperimentMissing,
+    text,
+)
+from service.store.base import ImpressionClosed, ImpressionMissing, StoreBase, TooManyClicks
+
+
+class ImpressionStore(StoreBase):
+    """Impressions: saved by ``/search``, clicked, ended, read."""
+
+    SCRIPTS: ClassVar[dict[str, str]] = {
+        "_save_script": "save", "_click_script": "click", "_end_script": "end",
+        "_extend_script": "extend"}
+
+    def save_impression(
+        self,
+        imp_id: str,
+        *,
+        exp_id: str,
+        t: int,
+        arms: list[int],
+        shown: list[str],
+        record: Any,
+        duel: bool,
+        forfeits: list[tuple[int, int]],
+        token_expires: int,
+        ttl_s: int,
+        inactivity_s: float,
+        counters: dict[str, int],
+        urls: list[str | None] | None = None,
+    ) -> None:
+        """Store an impression (with TTL), count it and its rankers' exposure, and
+        schedule its credit for when it goes idle: one script, so a client that retries
+        it after a lost reply (a shard restarting) stores and counts it once.
+
+        Raises :class:`ExperimentMissing` (and writes nothing) when the experiment is gone:
+        a search that was waiting for its rankers while the experiment was deleted must
+        not leave a pending set, counters or an impression behind."""
+        now = self.clock()
+        fields = {
+            "exp": exp_id,
+            "t": t,
+            "arms": json.dumps(arms),
+            "shown": json.dumps(shown),
+            "record": json.dumps(record),
+            "duel": int(duel),
+            "forfeits": json.dumps(forfeits),
+            "created": repr(now),
+            "expires": token_expires,
+            "closed": 0,
+        }
+        if urls and any(urls):  # the result URLs, for the click redirect /r
+            fields["urls"] = json.dumps(urls)
+        out = self._save_script(
+            keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
+                  shown_key(exp_id), exp_key(exp_id)],
+            args=[imp_id, int(ttl_s), repr(now + inactivity_s),
+                  ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
+                  ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
+                  *(x for kv in fields.items() for x in kv)])
+        if out == -1:
+            raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
+        self.mark_due(exp_id, now + inactivity_s)
+
+    def experiment_of(self, imp_id: str) -> str | None:
+        """The experiment of an impression id (its prefix; for an id issued before the
+        current key layout, the index written by ``rankduel migrate-keys``)."""
+        exp_id = experiment_of(imp_id)
+        if exp_id is None:
+            exp_id = text(self.r.get(legacy_imp_key(imp_id)))
+        return exp_id
+
+    def impression(self, imp_id: str) -> Impression | None:
+        """The impression's fields (not its clicks: the credit step reads those, with
+        :meth:`~service.store.credits.CreditStore.read_impressions`), or None when unknown
+        or expired."""
+        exp_id = self.experiment_of(imp_id)
+        if exp_id is None:
+            return None
+        raw = self.r.hgetall(imp_key(exp_id, imp_id))
+        if not raw:
+            return None
+        d = {text(k): text(v) for k, v in raw.items()}
+        return Impression(
+            id=imp_id,
+            exp=exp_id,
+            t=int(d.get("t") or 0),
+            arms=json.loads(d["arms"]),
+            shown=json.loads(d["shown"]),
+            record=json.loads(d["record"]),
+            duel=d.get("duel") == "1",
+            forfeits=[tuple(f) for f in json.loads(d.get("forfeits") or "[]")],
+            created=float(d.get("created") or 0.0),
+            expires=int(d["expires"]),
+            closed=d.get("closed") == "1",
+            credited="credited" in d,
+            reports=int(d.get("reports") or 0),
+            urls=json.loads(d["urls"]) if d.get("urls") else [],
+        )
+
+    def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
+                   inactivity_s: float, ttl_s: int, max_reports: int = 100,
+                   dwell_ms: dict[int, int] | None = None) -> int:
+        """Record clicked positions (a set: repeats count once) unless the impression is
+        closed; push back its inactivity deadline. Returns how many positions were new.
+        Atomic (Lua), so a click can never slip in after the impression was credited.
+
+        ``dwell_ms`` (position -> ms, what a browser reports when its user comes back)
+        is kept per position as ``dwell:<position>`` in the impression, the longest of
+        the reports, in the same script: a dwell is never recorded after the credit.
+
+        An impression takes at most ``max_reports`` reports (:class:`TooManyClicks`
+        beyond): each pushes its deadline back, so a storm of reports could otherwise
+        keep it from being credited until it expires."""
+        now = self.clock()
+        out = self._click_script(
+            keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id), pending_key(exp_id)],
+            args=[now + inactivity_s, imp_id, ttl_s, int(max_reports),
+                  ",".join(f"{int(p)}:{int(ms)}" for p, ms in (dwell_ms or {}).items()),
+                  *positions],
+        )
+        if out == -3:
+            raise TooManyClicks(f"impression {imp_id!r} has reached its limit of "
+                                f"{max_reports} click reports")
+        if out == -1:
+            raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+        if out == -2:
+            raise ImpressionClosed(f"impression {imp_id!r} is closed; clicks are no longer "
+                                   "accepted")
+        return int(out)
+
+    def extend_impression(self, imp_id: str, exp_id: str, *, expect: list[str],
+                          shown: list[str], record: Any, urls: list[str | None],
+                          inactivity_s: float) -> bool:
+        """Replace an open impression's shown list, record and URLs by longer ones (its
+        next result page, :mod:`service.paging`) unless it changed since it was read as
+        ``expect`` (False then: another page came first). One script: it counts as a
+        report (a credit read before it is read again, so it credits the longer record)
+        and pushes back the inactivity deadline, like a click. Raises
+        :class:`ImpressionMissing` or :class:`ImpressionClosed`."""
+        out = self._extend_script(
+            keys=[imp_key(exp_id, imp_id), pending_key(exp_id)],
+            args=[self.clock() + inactivity_s, imp_id, json.dumps(expect), json.dumps(shown),
+                  json.dumps(record), json.dumps(urls) if any(urls) else ""])
+        if out == -1:
+            raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+        if out == -2:
+            raise ImpressionClosed(f"impression {imp_id!r} is closed: its clicks are being "
+                                   "credited, so it cannot grow; start a new search (page 1)")
+        return out == 1
+
+    def end_impression(self, imp_id: str, exp_id: str, *,
+                       drain_ttl_s: float) -> tuple[bool, str | None]:
+        """Close the impression to new clicks and make it due now.
+
+        Returns ``(closed now, drain token)``: the token is set when no drain is queued or
+        running for the experiment and this call took a drain lease for one, i.e. the
+        caller must queue a drain task with it.
+        """
+        token = secrets.token_hex(8)
+        now = self.clock()
+        out = self._end_script(
+            keys=[imp_key(exp_id, imp_id), pending_key(exp_id), drains_key(exp_id)],
+            args=[now, imp_id, token, now + max(1.0, drain_ttl_s)])
+        if out == -1:
+            raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+        if out >= 1:
+            self.mark_due(exp_id, now)  # due now: found by the sweep if its drain is lost
+        return out >= 1, (token if out == 2 else None)

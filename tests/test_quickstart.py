@@ -1,0 +1,105 @@
+"""The README's quick start, run as written against real processes.
+
+The ```bash blocks under ``## Quick start`` in README.md are run in one shell (``bash -e``)
+in a temporary folder, with this environment's ``.venv/bin`` first on ``PATH`` (the
+```sh install block is what put it there, and is not run). The only change: the quick
+start's ports (Redis 6379, API 8000, rankers 8001) become free ports, so the test runs
+beside anything else on the machine. It starts a real Redis, ``rankduel serve``,
+``rankduel worker`` and the example rankers; every process the script starts is in the
+script's own process group, which the test ends (SIGTERM, then SIGKILL) whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from demo.stack import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+PORTS = ("6379", "8000", "8001")
+
+
+def quickstart_blocks() -> list[str]:
+    """The ```bash blocks of the README's ``## Quick start`` section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"^## Quick start\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert section, "README.md has no '## Quick start'"
+    return re.findall(r"^```bash\n(.*?)^```", section.group(1), re.M | re.S)
+
+
+def _stop_group(pgid: int, timeout: float = 30.0) -> None:
+    """SIGTERM the script's process group, wait until it is empty, SIGKILL what stays."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+
+
+def _get(url: str, token: str) -> dict:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.load(resp)
+
+
+def test_quickstart_blocks_are_short():
+    """About 15 copy-paste lines of commands (plus the experiment's JSON)."""
+    lines = [ln for b in quickstart_blocks() for ln in b.splitlines() if ln.strip()]
+    assert 10 <= len(lines) <= 30, len(lines)
+
+
+@pytest.mark.timeout(300)
+def test_quickstart_runs_as_written(tmp_path):
+    blocks = quickstart_blocks()
+    assert len(blocks) >= 2
+    script = "\n".join(blocks)
+    ports = {p: str(free_port()) for p in PORTS}
+    script = re.sub(r"(?<!\d)(6379|8000|8001)(?!\d)", lambda m: ports[m[1]], script)
+    (tmp_path / "quickstart.sh").write_text(script)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RANKDUEL_", "REDIS_", "PROMETHEUS_"))}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("w") as fout, err.open("w") as ferr:
+        proc = subprocess.Popen(["bash", "-e", "quickstart.sh"], cwd=tmp_path, env=env,
+                                stdout=fout, stderr=ferr, start_new_session=True)
+    try:
+        code = proc.wait(timeout=240)
+        stdout = out.read_text()
+        assert code == 0, stdout + err.read_text() + (tmp_path / "api.log").read_text()
+        # the click was accepted, the impression closed, the metrics name the experiment
+        assert '"accepted":1' in stdout, stdout
+        assert '"status":"closed"' in stdout, stdout
+        assert "rankduel_experiment_comparisons_total{experiment=" in stdout, stdout
+        # the worker credits the click: the clicked ranker gets its win
+        api = f"http://127.0.0.1:{ports['8000']}"
+        experiments = _get(f"{api}/experiments", "admin-secret")["experiments"]
+        (exp,) = [e for e in experiments if e["name"] == "quickstart"]
+        deadline = time.monotonic() + 60
+        while True:
+            state = _get(f"{api}/experiments/{exp['id']}", "admin-secret")
+            if state["comparisons"] >= 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert state["comparisons"] == 1, state
+        assert sum(map(sum, state["W"])) == 1.0
+        assert sorted(r["wins"] for r in state["rankers"]) == [0.0, 1.0]
+    finally:
+        _stop_group(proc.pid)
