@@ -14,7 +14,8 @@ long list had been shown at once. How:
    ``(N-1)·k`` in a templated request. A ranker that fails now contributes no new
    document (like a list that runs out; its page-1 failure would have been a forfeit).
 3. **Continue.** :func:`interleaving.extend` continues the method from the stored record
-   with the generator state saved with it (``record["page"]["rng"]``), so team draft
+   with the generator state saved with it (``record["page"]``, written by
+   :func:`service.impressions.page_state`), so team draft
    continues its draft and probabilistic interleave its sampling; a single-ranker
    impression (no duel) continues that ranker's list.
 4. **Store.** The impression's shown list, record and result URLs are replaced by the
@@ -30,36 +31,18 @@ is refused (422), since credit would count ranks nobody saw.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
+from service.impressions import _interleaving, _load_verified, _url, query_digest
 from service.rankers import RankerFailure
 from service.records import Impression
 from service.runtime import Runtime
 from service.store import ImpressionClosed
 
 
-def _interleaving():
-    import interleaving  # deferred, as in service.impressions
-
-    return interleaving
-
-
 class PageConflict(Conflict):
     """Another request extended the impression between our read and our write."""
-
-
-def query_digest(q: str) -> str:
-    """A short digest of the query, kept in the record to check that a next page is for
-    the query page 1 was (the query itself is not stored)."""
-    return hashlib.blake2b(q.encode(), digest_size=8).hexdigest()
-
-
-def continuation(rng, q: str) -> dict[str, Any]:
-    """What a duel's record keeps for its next pages: the generator state after the
-    interleaving drew, and the query's digest."""
-    return {"rng": _interleaving().rng_state(rng), "q": query_digest(q)}
 
 
 def check_depth(rt: Runtime, k: int, page: int) -> int:
@@ -73,17 +56,11 @@ def check_depth(rt: Runtime, k: int, page: int) -> int:
     return depth
 
 
-def _read(rt: Runtime, imp_id: str, token: object) -> Impression:
-    from service import impressions  # it imports this module
-
-    return impressions._load_verified(rt, imp_id, token)
-
-
 def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
               token: object, user: str | None) -> dict[str, Any]:
     """Serve page ``page`` of impression ``imp_id``; see the module docstring."""
     depth = check_depth(rt, k, page)
-    imp = _read(rt, imp_id, token)
+    imp = _load_verified(rt, imp_id, token)
     if imp.exp != exp_id:
         raise Forbidden(f"impression {imp_id!r} belongs to another experiment, not "
                         f"{exp_id!r}")
@@ -96,7 +73,7 @@ def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
         except PageConflict:
             if attempt:
                 raise
-            imp = _read(rt, imp_id, token)  # another page came first: read it again
+            imp = _load_verified(rt, imp_id, token)  # another page came first: read it again
     raise AssertionError("unreachable")
 
 
@@ -141,8 +118,6 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
             raise Unprocessable(
                 f"page {page} of k={k} would skip ranks {len(shown) + 1}..{start}, which "
                 f"were never shown: ask for page {len(shown) // k + 1} first")
-        from service.impressions import _url
-
         urls += [_url(by_id[d]) for d in full[len(shown):]]
         if not rt.store.extend_impression(imp.id, imp.exp, expect=shown, shown=full,
                                           record=new_record, urls=urls,
