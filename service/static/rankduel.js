@@ -23,25 +23,11 @@
  * Bodies are sent as text/plain JSON, which needs no CORS preflight; the API must still
  * list the page's origin in RANKDUEL_CORS_ORIGINS.
  *
- * Next page. Pass the search's experiment, q and k, and a function that renders a page:
- *
- *   var rd = RankDuel.attach(list, {api: API, impression_id: ID, token: TOKEN,
- *                                   experiment: EXP, q: Q, k: 10,
- *                                   next: document.getElementById("more"),  // optional
- *                                   onPage: function (answer, page, more) { ... }});
- *
- * A click on the `next` element, or on any element with a data-rd-next attribute inside
- * the container, calls rd.nextPage() instead of following its href (which can stay a
- * server-rendered fallback): it fetches GET /search?experiment&q&k&page=N+1&impression_id
- * &token, the ranks (N)k+1..(N+1)k of the same interleaved list under the same
- * impression, and hands the answer to onPage(answer, page, more) — `more` is false once a
- * page comes back short, and then the `next` element gets the hidden attribute. Render
- * the results with their data-rd-doc and data-rd-rank (answer.results[i].rank is the
- * absolute rank) inside the container: their clicks are reported like page 1's, against
- * the same impression, and the one end on pagehide covers every page. rd.nextPage()
- * returns a promise of the answer (rejected with the API's error, e.g. 409 when the
- * impression has closed: start a new search then). Do not navigate to the next page:
- * leaving this page ends the impression.
+ * Next page (docs/pagination.md): give attach {experiment, q, k, next, onPage}. A click
+ * on the `next` element, or on a [data-rd-next] element in the container, calls
+ * nextPage(): GET /search?...&page=N+1&impression_id&token, handed to onPage(answer,
+ * page, more) to render (ranks are absolute; clicks and the one end cover every page).
+ * Do not navigate to it: leaving the page ends the impression (then 409).
  */
 (function (global) {
   "use strict";
