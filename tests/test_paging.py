@@ -177,3 +177,45 @@ def test_refusals(client, ranker_server, api):
     client.end(first)
     status, message = _status(lambda: _page(client, first, "pond", 10, 2))
     assert status == 409 and "closed" in message
+
+
+def test_concurrent_next_pages_serve_one_page(client, ranker_server):
+    """Two requests for page 2 at once (a double click): one extends the impression, the
+    other finds it extended (compare-and-set on the shown list) and serves the same page."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from demo.client import Client
+
+    exp = make_experiment(client, ranker_server)["id"]
+    first = client.search(exp, "dune", k=5)
+    clients = [Client(client.base_url, None) for _ in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        pages = list(pool.map(lambda c: _page(c, first, "dune", 5, 2), clients))
+    ids = {tuple(r["id"] for r in p["results"]) for p in pages}
+    assert len(ids) == 1 and len(next(iter(ids))) == 5
+    assert not set(next(iter(ids))) & {r["id"] for r in first["results"]}
+
+
+def test_the_store_extends_only_what_it_was_shown(client, ranker_server, api, rd):
+    """The storage step alone: a stale read is refused (False), each extension counts as
+    a report (so a credit read before it is read again), a closed impression is refused."""
+    from service.keys import imp_key
+    from service.store import ImpressionClosed, Store
+
+    store = Store(rd)
+    exp = make_experiment(client, ranker_server)["id"]
+    first = client.search(exp, "fjord", k=3)
+    imp = first["impression_id"]
+    shown = [r["id"] for r in first["results"]]
+    record = store.impression(imp).record
+    assert record["page"]["q"] and len(record["page"]["rng"]) == 2
+    longer = [*shown, "x1"]
+    args = dict(record=record, urls=[None] * 4, inactivity_s=60)
+    assert not store.extend_impression(imp, exp, expect=shown[:2], shown=longer, **args)
+    assert store.impression(imp).shown == shown  # nothing written
+    assert store.extend_impression(imp, exp, expect=shown, shown=longer, **args)
+    assert store.impression(imp).shown == longer
+    assert int(rd.hget(imp_key(exp, imp), "reports")) == 1
+    client.end(first)
+    with pytest.raises(ImpressionClosed):
+        store.extend_impression(imp, exp, expect=longer, shown=[*longer, "x2"], **args)
