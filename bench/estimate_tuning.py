@@ -125,7 +125,30 @@ def estimators() -> dict:
                     forward_estimate(b, s, m, p)[0])
     for stretch in (1.0, 1.25):
         out[f"fwdbt{stretch:g}"] = lambda b, x=stretch: forward_bt(b, x)
+    for prior in (50.0, 200.0):
+        out[f"anpost{prior:g}"] = lambda b, x=prior: analytic_posterior(b, x)
     return out
+
+
+def analytic_posterior(bandit: DuelingBandit, prior: float, samples: int = 9
+                       ) -> int | None:
+    """The median over ``samples`` posterior draws of the preferences
+    (:func:`posterior_sample`) of the analytic estimate computed on each draw."""
+    rng = np.random.default_rng([int(bandit.n_updates), 2025])
+    arms = np.flatnonzero(bandit.status != RETIRED)
+    saved = decision.preference_estimate
+    out = []
+    try:
+        for _ in range(samples):
+            P = posterior_sample(bandit.W, arms, rng, prior)[np.ix_(arms, arms)]
+            decision.preference_estimate = lambda W, a, prior=None, P=P: P
+            e = decision._estimate(bandit, int(bandit.best_arm()),
+                                   [int(a) for a in np.flatnonzero(bandit.status == ACTIVE)])[0]
+            out.append(math.inf if e is None else e)
+    finally:
+        decision.preference_estimate = saved
+    med = float(np.median(out))
+    return math.ceil(med) if math.isfinite(med) else None
 
 
 def forward_bt(bandit: DuelingBandit, stretch: float, samples: int = 3,
