@@ -9,6 +9,12 @@ The target (issue: "within a factor of 2 of the truth in at least 80 % of runs")
 
     .venv/bin/python bench/estimate_validation.py --runs 10
     .venv/bin/python bench/estimate_validation.py --algorithms mergemed --runs 20 --at 0.2
+    .venv/bin/python bench/estimate_validation.py --timing   # seconds per estimate, K = 12, 136
+
+The run keeps a copy of the policy every ``--every`` comparisons and the estimate is
+computed afterwards on the copy at the checkpoint that matters (one estimate per run, and
+the run is the same whatever the estimator costs). ``bench/estimate_tuning.py`` saves
+these runs and compares other estimators on them.
 
 Instances (``bandits.matrices`` generators, as ``rankduel matrix`` writes them):
 Bradley–Terry with K = 8, 16, 32 and gaps 0.05 / 0.1, one with a quarter of the rankers
