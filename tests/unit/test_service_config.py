@@ -83,7 +83,7 @@ def test_worker_refuses_a_bad_configuration():
 
 
 @pytest.mark.parametrize("module", ["service.config", "service.tokens", "service.errors",
-                                    "service.validation", "service.limits",
+                                    "service.validation", "service.credit",
                                     "service.controller", "service.ranker_template"])
 def test_service_doctests(module):
     result = doctest.testmod(importlib.import_module(module))

@@ -16,7 +16,7 @@ from bandits.base import ACTIVE
 from bandits.decision import decide
 from bandits.matrices import bradley_terry
 
-_BENCH = Path(__file__).resolve().parent.parent / "bench"
+_BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def _load(name: str):
