@@ -38,8 +38,11 @@ TIERS = ("unit", "service", "e2e")
 #: the fixtures that start a server: a test that uses one is not a unit test
 SERVER_FIXTURES = frozenset({"stack", "redis_url", "rd", "service_env", "ranker_server", "api",
                              "worker", "client"})
-# shared modules of the tiers (metrics_run.py, fault_worker.py) sit beside this file
+# shared modules of the tiers (metrics_run.py, fault_worker.py) sit beside this file; the
+# project's root goes before it, or ``import service`` would find the folder tests/service
+# (a namespace package) instead of the project's package
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
 #: the toy rankers live on loopback, which the ranker allow-list refuses by default
 LOOPBACK = "127.0.0.1,localhost"
 
