@@ -67,7 +67,8 @@ class DrainStore(StoreBase):
     def take_drain(self, exp_id: str, ttl_s: float, *, limit: int = 1,
                    token: str | None = None) -> str | None:
         """Take a drain lease for ``ttl_s`` if fewer than ``limit`` drains hold one (expired
-        leases do not count); the lease's token, or None."""
+        leases do not count), or renew ``token`` if it still holds a live lease; the
+        lease's token, or None."""
         token = token or secrets.token_hex(8)
         now = self.clock()
         ok = self._take_drain_script(keys=[drains_key(exp_id)],
@@ -77,6 +78,12 @@ class DrainStore(StoreBase):
     def refresh_drain(self, exp_id: str, token: str, ttl_s: float) -> None:
         """Extend (or take again) the lease ``token``."""
         self.r.zadd(drains_key(exp_id), {token: self.clock() + max(1.0, ttl_s)})
+
+    def extend_claims(self, exp_id: str, ids: list[str], lease_s: float) -> None:
+        """Keep the claims on ``ids`` for ``lease_s`` more: those still pending, and only
+        moved later (a click that pushed an idle impression's due time further wins)."""
+        until = self.clock() + lease_s
+        self.r.zadd(pending_key(exp_id), dict.fromkeys(ids, until), xx=True, gt=True)
 
     def release_drain(self, exp_id: str, token: str) -> None:
         self.r.zrem(drains_key(exp_id), token)
