@@ -493,14 +493,17 @@ def run_recovery(p: Platform, name: str, load_s: float) -> dict:
         watch.close()
 
 
-def run_quarantine(p: Platform, *, searches_after: int = 300, algorithm: str = "merge_dts",
+def run_quarantine(p: Platform, *, searches_after: int = 300, algorithm: str = "mergedts",
                    users: int = 4, timeout: float = 600) -> dict:
     """Two failing rankers (``hang``: never answers in time; ``garbage``: invalid JSON)
     added with ``"probe": false`` to a fresh experiment of three healthy rankers under
     load. Returns ``healthy_share`` (duels among the searches served once both failing
     rankers were quarantined, over ``searches_after`` searches or until both were out of
-    play, whichever is later), ``quarantined_s`` (added to both quarantined) and
-    ``out_of_play_s`` (added to both retired or eliminated), with the audit entries."""
+    play, whichever is later; a quarantined ranker is never called, so every duel is
+    between healthy rankers), ``share_before`` (the same share over 100 searches before
+    they were added: the policy's own rate of duels), ``quarantined_s`` (added to both
+    quarantined) and ``out_of_play_s`` (added to both retired or eliminated), with the
+    audit entries."""
     url = p.ranker_server.url
     exp_id = p.client.create_experiment(
         name=f"quarantine-{algorithm}", algorithm=algorithm, interleaving="team_draft", seed=3,
@@ -510,6 +513,9 @@ def run_quarantine(p: Platform, *, searches_after: int = 300, algorithm: str = "
     load = Users(p.api_url, exp_id, n=users, admin=p.admin, seed=11)
     try:
         load.wait_for_more(30)
+        start = p.client.experiment(exp_id)["counters"]
+        load.wait_for_more(100)
+        base = p.client.experiment(exp_id)["counters"]
         t_add = time.monotonic()
         for name in ("hang", "garbage"):
             p.client._ok("POST", f"/experiments/{exp_id}/rankers",
@@ -543,7 +549,11 @@ def run_quarantine(p: Platform, *, searches_after: int = 300, algorithm: str = "
     served = after.get("impressions", 0) - before.get("impressions", 0)
     duels = after.get("duel", 0) - before.get("duel", 0)
     retired = [e for e in _audit(p, exp_id) if e.get("action") == "ranker_retired"]
-    return {"algorithm": algorithm, "exp_id": exp_id, "searches_after": served,
+    base_served = base.get("impressions", 0) - start.get("impressions", 0)
+    base_duels = base.get("duel", 0) - start.get("duel", 0)
+    return {"algorithm": algorithm, "exp_id": exp_id,
+            "share_before": round(base_duels / max(base_served, 1), 3),
+            "searches_after": served,
             "duels_after": duels, "healthy_share": round(duels / max(served, 1), 3),
             "quarantined_s": round(t_q - t_add, 1), "out_of_play_s": round(t_out - t_add, 1),
             "status": {r["name"]: r["status"] for r in state["rankers"]},
