@@ -270,11 +270,15 @@ class Crediting:
     ``batch``: impressions per claim; ``lease_s``: a drain lease's and a claim's TTL
     (``drain_lease_s``, renewed by the drain while it works: :class:`Lease`);
     ``full_sweep_s``: how often the sweep reads every experiment (``credit_retry_s``);
+    ``follow_s``: a drain that leaves nothing due schedules the next one for the
+    earliest pending impression if it is due within this long (``sweep_interval_s``; 0:
+    never), so an idle impression is credited when it is due, not at the next sweep;
     ``parallelism``: drains per experiment at most."""
 
     def __init__(self, store: Store, queue: TaskQueue, *, batch: int, lease_s: float,
-                 parallelism: int, cache_size: int, full_sweep_s: float | None = None
-                 ) -> None:
+                 parallelism: int, cache_size: int, full_sweep_s: float | None = None,
+                 follow_s: float = 0.0) -> None:
+        self.follow_s = follow_s
         self.store = store
         self.queue = queue
         self.batch = batch
@@ -330,6 +334,7 @@ class Crediting:
                     # nothing: look once more, and keep draining if we can take a lease back
                     if store.due(exp_id, 1) and lease.take_back():
                         continue
+                    self._follow(exp_id)
                     return done
                 if len(ids) == self.batch:  # a backlog: let one more drain help
                     more = store.take_drain(exp_id, ttl, limit=self.parallelism)
@@ -339,6 +344,18 @@ class Crediting:
                 lease.claimed = []
                 lease.renew()
                 done += len(ids)
+
+    def _follow(self, exp_id: str) -> None:
+        """Schedule a drain for when the earliest pending impression of ``exp_id`` is due,
+        if that is within ``follow_s`` (one scheduled drain per experiment at a time)."""
+        if self.follow_s <= 0:
+            return
+        at = self.store.next_due(exp_id)
+        if at is None:
+            return
+        delay = at - self.store.clock()
+        if 0 < delay <= self.follow_s and self.store.take_follow(exp_id, delay):
+            self.queue.drain_later(exp_id, delay + 0.05)
 
     def sweep(self) -> int:
         """Queue a drain for each experiment with due impressions and no drain in flight

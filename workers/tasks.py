@@ -55,6 +55,7 @@ def _crediting() -> Crediting:
     queue more drains with."""
     return Crediting(_store(), TaskQueue(config, app=app), batch=config.credit_batch,
                      lease_s=config.drain_lease_s, full_sweep_s=config.credit_retry_s,
+                     follow_s=config.sweep_interval_s,
                      parallelism=config.credit_parallelism,
                      cache_size=config.state_cache_size)
 

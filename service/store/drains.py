@@ -10,6 +10,7 @@ from service.keys import (
     DUE,
     SWEEP_FULL,
     drains_key,
+    follow_key,
     pending_key,
     t_key,
 )
@@ -129,6 +130,16 @@ class DrainStore(StoreBase):
         if gone:
             self.r.zrem(DUE, *gone)
         return due
+
+    def next_due(self, exp_id: str) -> float | None:
+        """When the earliest pending impression of ``exp_id`` is due (None: none)."""
+        first = self.r.zrange(pending_key(exp_id), 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
+
+    def take_follow(self, exp_id: str, ttl_s: float) -> bool:
+        """Take the right to schedule ``exp_id``'s next drain (one at a time, ``ttl_s``)."""
+        return bool(self.r.set(follow_key(exp_id), 1, nx=True,
+                               px=max(1, int(ttl_s * 1000))))
 
     def take_full_sweep(self, every_s: float) -> bool:
         """Whether this sweep should read every experiment: True once per ``every_s``
