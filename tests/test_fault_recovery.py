@@ -102,6 +102,7 @@ class Queue:
 
     def __init__(self) -> None:
         self.drains: list[tuple[str, str]] = []
+        self.later: list[tuple[str, float]] = []
         self.up = True
 
     def drain(self, exp_id: str, token: str) -> bool:
@@ -111,6 +112,10 @@ class Queue:
 
     def judging_apply(self, campaign_id: str) -> bool:
         return True
+
+    def drain_later(self, exp_id: str, delay_s: float) -> bool:
+        self.later.append((exp_id, delay_s))
+        return self.up
 
 
 def experiment(store, name: str = "uniform", k: int = 3) -> str:
@@ -125,23 +130,23 @@ def experiment(store, name: str = "uniform", k: int = 3) -> str:
     return exp_id
 
 
-def impression(store, exp_id: str) -> str:
-    """A closed impression of arms 0 and 1, due now."""
+def impression(store, exp_id: str, inactivity_s: float = 0.0) -> str:
+    """An impression of arms 0 and 1, due after ``inactivity_s``."""
     from service.keys import new_impression_id
 
     imp_id = new_impression_id(exp_id)
     store.save_impression(imp_id, exp_id=exp_id, t=1, arms=[0, 1], shown=["a", "b"],
                           record=None, duel=False, forfeits=[], token_expires=2**31,
-                          ttl_s=600, inactivity_s=0.0, counters={"impressions": 1})
+                          ttl_s=600, inactivity_s=inactivity_s, counters={"impressions": 1})
     store.mark_due(exp_id, time.time())
     return imp_id
 
 
-def crediting(store, queue, lease_s: float = 1.0):
+def crediting(store, queue, lease_s: float = 1.0, follow_s: float = 0.0):
     from service.crediting import Crediting
 
     return Crediting(store, queue, batch=50, lease_s=lease_s, parallelism=2, cache_size=8,
-                     full_sweep_s=60)
+                     full_sweep_s=60, follow_s=follow_s)
 
 
 def test_a_lease_without_a_drain_lapses_and_the_sweep_queues_one(store):
@@ -224,6 +229,23 @@ def test_a_late_drain_beyond_the_parallelism_returns_at_once(store):
     assert store.drains(exp_id) == 2 and store.pending_count(exp_id) == 1
     # the holder of a live lease renews it whatever the limit
     assert store.take_drain(exp_id, 30.0, limit=1, token=held[0]) == held[0]
+
+
+def test_a_drain_schedules_the_next_for_an_impression_due_soon(store):
+    """Nothing due when the drain ends, but an idle impression due in 2 s: one drain is
+    scheduled for then (not left for the next sweep); one per experiment at a time, and
+    none for an impression due after ``follow_s``."""
+    queue = Queue()
+    c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
+    exp_id = experiment(store)
+    impression(store, exp_id, inactivity_s=2.0)
+    assert c.drain(exp_id) == 0
+    assert len(queue.later) == 1 and queue.later[0][0] == exp_id
+    assert 1.0 < queue.later[0][1] <= 2.1
+    assert c.drain(exp_id) == 0 and len(queue.later) == 1  # already scheduled
+    other = experiment(store)
+    impression(store, other, inactivity_s=60.0)
+    assert c.drain(other) == 0 and len(queue.later) == 1  # beyond follow_s: the sweep's
 
 
 # ------------------------------------------------------------------ retirement
