@@ -24,7 +24,7 @@ from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient, RankerFailure, validate_url
 from service.schemas import NewExperiment, NewRanker, RankerIn
 from service.snapshot import ExperimentMissing, Snapshot
-from service.store import Store, audit_entry
+from service.store import Contention, Store, audit_entry
 from service.transaction import update_experiment
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
@@ -240,7 +240,9 @@ def retire_if_failing(store: Store, exp_id: str, arm: int, name: str, *,
     try:
         retire_ranker(store, exp_id, name, actor="service", reason="keeps failing",
                       quarantines=n)
-    except (Conflict, ExperimentMissing):
+    except (Conflict, ExperimentMissing, Contention):
+        # already retired, the last active ranker, deleted, or the state too contended:
+        # the search goes on; the next failed probe tries again
         return False
     return True
 
