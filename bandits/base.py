@@ -172,6 +172,49 @@ class DuelingBandit(abc.ABC):
         finally:
             self.rng = saved
 
+    def select_available(self, t: int, rng: np.random.Generator,
+                         unavailable: Iterable[int] = ()) -> Comparison:
+        """:meth:`select_at`, then the comparison moved onto the arms that can be served.
+
+        ``unavailable``: arms that cannot be served for now (the live service's
+        quarantined rankers). With none unavailable, or none of them chosen, this is
+        exactly :meth:`select_at` (the offline simulator never has any, so live and
+        offline stay the same run for healthy rankers). Otherwise the chosen arms that
+        are available are kept and the comparison is completed with other active,
+        available arms: the best of them by Copeland score first when none was kept,
+        then drawn with ``rng``; a single arm when only one is available. The policy's
+        state is not touched, so a ranker back from quarantine is chosen as before.
+        """
+        pick = self.select_at(t, rng)
+        out = {int(a) for a in unavailable}
+        if not out or out.isdisjoint(pick):
+            return pick
+        avail = [a for a in self.active_arms() if a not in out]
+        if not avail:
+            return pick  # nothing servable: the caller falls back as for a failure
+        size = len(set(pick))  # 1: one ranker's list was chosen, served alone
+        want = 1 if size == 1 else min(len(avail), size)
+        keep = [a for a in dict.fromkeys(int(x) for x in pick)
+                if a not in out and self.status[a] == ACTIVE]
+        if not keep:
+            keep = [self._copeland_best(avail)]
+        rest = [a for a in avail if a not in keep]
+        while len(keep) < want and rest:
+            keep.append(rest.pop(int(rng.integers(len(rest)))))
+        if self.multi:
+            return tuple(keep)
+        return (keep[0], keep[1] if len(keep) > 1 else keep[0])
+
+    def _copeland_best(self, arms: list[int]) -> int:
+        """The arm of ``arms`` with the highest Copeland score among them, ties broken by
+        total win rate (the default :meth:`best_arm` on a subset)."""
+        idx = np.asarray(arms)
+        sub = self.W[np.ix_(idx, idx)]
+        n = sub + sub.T
+        copeland = (preferences(sub) > 0.5).sum(axis=1)
+        rate = sub.sum(axis=1) / np.maximum(n.sum(axis=1), 1.0)
+        return int(idx[np.lexsort((-rate, -copeland))[0]])
+
     def sync_step(self, t: int) -> None:
         """Move the step counter forward to the global step ``t`` (never back).
 

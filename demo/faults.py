@@ -6,6 +6,12 @@
 * :class:`Users` — simulated users in threads: search, click one result, end half the
   time; every answer is counted by status, with the time of each 5xx and of each
   success, so that the time a fault cost can be read off afterwards.
+* :class:`CreditWatch` — samples an experiment's ``credited`` counter and its due
+  impressions, so that the longest time crediting stood still while work was due can
+  be read off after a fault (:func:`run_recovery`).
+* :func:`run_quarantine` — two failing rankers added mid-run: the share of searches
+  that still compare healthy rankers once both are quarantined, and the time until
+  both are out of play.
 * :func:`check_invariant` — what must hold once the load stops: nothing pending, every
   impression credited, and W's total equal to the decisive impressions recomputed from
   what Redis stored (so no click lost, none counted twice).
@@ -62,6 +68,11 @@ class FaultRanker:
         @app.get("/r/<name>")
         def rank(name: str):
             k = int(request.args.get("k", 10))
+            if name == "hang":  # a ranker that never answers in time
+                time.sleep(10)
+                return jsonify({"results": _docs("good", k)})
+            if name == "garbage":  # a ranker that answers garbage
+                return "{not json", 200, {"Content-Type": "application/json"}
             if name == "flaky":
                 mode = self.mode
                 if mode == "hang":
@@ -379,14 +390,20 @@ FAULTS = {
 }
 
 
-def run_fault(p: Platform, name: str, load_s: float) -> dict:
+def run_fault(p: Platform, name: str, load_s: float,
+              marks: dict[str, float] | None = None) -> dict:
+    """Inject fault ``name`` under load, keep the load on ``load_s`` more, pause it and
+    check the invariant (see the module docstring); ``marks`` receives the monotonic
+    times ``fault`` (injected) and ``back`` (the fault over)."""
     method, allowed = FAULTS[name]
+    marks = {} if marks is None else marks
     p.users.paused.clear()
     p.users.wait_for_more(20)
     searches0 = p.users.searches
     t_fault = time.monotonic()
     getattr(p, method)()
     t_over = time.monotonic()
+    marks.update(fault=t_fault, back=t_over)
     recovery = p.users.first_success_after(t_over)
     t_load = time.monotonic()
     while time.monotonic() - t_load < load_s:  # the load goes on after the fault
@@ -403,3 +420,147 @@ def run_fault(p: Platform, name: str, load_s: float) -> dict:
             "5xx": {str(k): v for k, v in errors.items()}, "undocumented_5xx": undocumented,
             "recovery_s": round(recovery, 2), "drain_s": round(drain, 2), **inv,
             "ok": inv["ok"] and not undocumented}
+
+
+class CreditWatch:
+    """Sample ``credited`` and the due impressions (pending, due by now, not claimed)
+    of ``exp_id`` every ``every_s`` in a thread; :meth:`flat` reads the longest time
+    ``credited`` stood still while impressions were due. A sample Redis cannot answer
+    (it is down) is skipped: the time counts as flat."""
+
+    def __init__(self, redis_url: str, exp_id: str, every_s: float = 0.2) -> None:
+        import redis
+
+        from service.keys import counters_key, pending_key
+
+        self.rd = redis.Redis.from_url(redis_url, socket_timeout=1, socket_connect_timeout=1)
+        self.keys = counters_key(exp_id), pending_key(exp_id)
+        self.every = every_s
+        self.samples: list[tuple[float, int, int]] = []  # (monotonic, credited, due)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        import redis
+
+        while not self.stop.wait(self.every):
+            try:
+                pipe = self.rd.pipeline(transaction=False)
+                pipe.hget(self.keys[0], "credited")
+                pipe.zcount(self.keys[1], "-inf", time.time())
+                credited, due = pipe.execute()
+            except redis.RedisError:
+                continue
+            self.samples.append((time.monotonic(), int(float(credited or 0)), int(due)))
+
+    def flat(self, since: float, until: float | None = None,
+             back: float | None = None) -> float:
+        """The longest stretch within ``[since, until]`` during which ``credited`` did not
+        move while impressions were due; with ``back``, a stretch counts only from
+        ``back`` on (the moment the faulty component answered again)."""
+        until = time.monotonic() if until is None else until
+        start, last, worst = None, None, 0.0
+        for at, credited, due in self.samples:
+            if at < since or at > until:
+                continue
+            if due == 0 or credited != last:
+                start, last = at, credited
+                continue
+            origin = start if back is None else max(start, back)
+            worst = max(worst, at - origin)
+        return round(worst, 2)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.rd.close()
+
+
+def run_recovery(p: Platform, name: str, load_s: float) -> dict:
+    """:func:`run_fault` with a :class:`CreditWatch`: besides its figures, ``flat_s``
+    (longest stretch with ``credited`` still while impressions were due, from the fault
+    on) and ``flat_after_back_s`` (the same counted from the moment the faulty component
+    was back)."""
+    watch = CreditWatch(p.redis_url, p.exp_id)
+    try:
+        marks: dict[str, float] = {}
+        row = run_fault(p, name, load_s, marks)
+        row["flat_s"] = watch.flat(marks["fault"])
+        row["flat_after_back_s"] = watch.flat(marks["fault"], back=marks["back"])
+        return row
+    finally:
+        watch.close()
+
+
+def run_quarantine(p: Platform, *, searches_after: int = 300, algorithm: str = "mergedts",
+                   users: int = 4, timeout: float = 600) -> dict:
+    """Two failing rankers (``hang``: never answers in time; ``garbage``: invalid JSON)
+    added with ``"probe": false`` to a fresh experiment of three healthy rankers under
+    load. Returns ``healthy_share`` (duels among the searches served once both failing
+    rankers were quarantined, over ``searches_after`` searches or until both were out of
+    play, whichever is later; a quarantined ranker is never called, so every duel is
+    between healthy rankers), ``share_before`` (the same share over 100 searches before
+    they were added: the policy's own rate of duels), ``quarantined_s`` (added to both
+    quarantined) and ``out_of_play_s`` (added to both retired or eliminated), with the
+    audit entries."""
+    url = p.ranker_server.url
+    exp_id = p.client.create_experiment(
+        name=f"quarantine-{algorithm}", algorithm=algorithm, interleaving="team_draft", seed=3,
+        rankers=[{"name": n, "url": f"{url}/r/{n}", "timeout_ms": 1000}
+                 for n in ("good", "bad", "flaky")])["id"]
+    p.users.paused.set()
+    load = Users(p.api_url, exp_id, n=users, admin=p.admin, seed=11)
+    try:
+        load.wait_for_more(30)
+        start = p.client.experiment(exp_id)["counters"]
+        load.wait_for_more(100)
+        base = p.client.experiment(exp_id)["counters"]
+        t_add = time.monotonic()
+        for name in ("hang", "garbage"):
+            p.client._ok("POST", f"/experiments/{exp_id}/rankers",
+                         {"name": name, "url": f"{url}/r/{name}", "timeout_ms": 300,
+                          "probe": False}, admin=True)
+
+        def audit(kind: str) -> set[str]:
+            return {e.get("ranker") for e in _audit(p, exp_id) if e.get("action") == kind}
+
+        failing = {"hang", "garbage"}
+        wait_until(lambda: failing <= audit("ranker_quarantined"), timeout,
+                   "both failing rankers quarantined")
+        t_q = time.monotonic()
+        before = p.client.experiment(exp_id)["counters"]
+
+        def out_of_play() -> bool:
+            state = p.client.experiment(exp_id)
+            return all(r["status"] != "active" for r in state["rankers"]
+                       if r["name"] in failing)
+
+        wait_until(out_of_play, timeout, "both failing rankers out of play")
+        t_out = time.monotonic()
+        target = before.get("impressions", 0) + searches_after
+        wait_until(lambda: p.client.experiment(exp_id)["counters"].get("impressions", 0)
+                   >= target, timeout, f"{searches_after} searches after the quarantine")
+        after = p.client.experiment(exp_id)["counters"]
+        state = p.client.experiment(exp_id)
+    finally:
+        load.close()
+        p.users.paused.clear()
+    served = after.get("impressions", 0) - before.get("impressions", 0)
+    duels = after.get("duel", 0) - before.get("duel", 0)
+    retired = [e for e in _audit(p, exp_id) if e.get("action") == "ranker_retired"]
+    base_served = base.get("impressions", 0) - start.get("impressions", 0)
+    base_duels = base.get("duel", 0) - start.get("duel", 0)
+    return {"algorithm": algorithm, "exp_id": exp_id,
+            "share_before": round(base_duels / max(base_served, 1), 3),
+            "searches_after": served,
+            "duels_after": duels, "healthy_share": round(duels / max(served, 1), 3),
+            "quarantined_s": round(t_q - t_add, 1), "out_of_play_s": round(t_out - t_add, 1),
+            "status": {r["name"]: r["status"] for r in state["rankers"]},
+            "retired_audit": retired}
+
+
+def _audit(p: Platform, exp_id: str) -> list[dict[str, Any]]:
+    """The experiment's audit entries (the last 1,000)."""
+    return p.client._ok("GET", f"/experiments/{exp_id}/audit?limit=1000", None,
+                        admin=True)["audit"]

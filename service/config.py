@@ -44,6 +44,7 @@ ENV: dict[str, str] = {
     "inactivity_s": "RANKDUEL_INACTIVITY_S",
     "sweep_interval_s": "RANKDUEL_SWEEP_INTERVAL_S",
     "credit_retry_s": "RANKDUEL_CREDIT_RETRY_S",
+    "drain_lease_s": "RANKDUEL_DRAIN_LEASE_S",
     "ranker_timeout_ms": "RANKDUEL_RANKER_TIMEOUT_MS",
     "state_max_age_ms": "RANKDUEL_STATE_MAX_AGE_MS",
     "default_k": "RANKDUEL_DEFAULT_K",
@@ -52,6 +53,7 @@ ENV: dict[str, str] = {
     "visibility_timeout_s": "RANKDUEL_VISIBILITY_TIMEOUT_S",
     "ranker_failure_threshold": "RANKDUEL_RANKER_FAILURE_THRESHOLD",
     "ranker_quarantine_s": "RANKDUEL_RANKER_QUARANTINE_S",
+    "ranker_retire_after": "RANKDUEL_RANKER_RETIRE_AFTER",
     "probe_query": "RANKDUEL_PROBE_QUERY",
     "log_level": "RANKDUEL_LOG_LEVEL",
     "worker_metrics_bind": "RANKDUEL_WORKER_METRICS_BIND",
@@ -107,8 +109,14 @@ class Config:
     sweep_interval_s
         Period of the worker's sweep for inactive impressions.
     credit_retry_s
-        A closed impression still uncredited after this long is queued again (a lost task,
-        a killed worker).
+        How often the sweep reads every experiment rather than only those its index lists
+        as due (which repairs an index entry a crash left out).
+    drain_lease_s
+        A drain lease's and a claim's lifetime. A working drain renews both every third
+        of it, so a lease with no live drain behind it (never queued, rejected, its
+        worker killed) lapses this long after its drain stopped, and the next sweep
+        queues a new drain: crediting resumes within ``drain_lease_s +
+        sweep_interval_s`` after any fault.
     ranker_timeout_ms
         Default per-ranker timeout when an experiment's ranker gives none.
     state_max_age_ms
@@ -124,7 +132,14 @@ class Config:
         Consecutive failures after which a ranker is quarantined (not called; one probe
         request per ``ranker_quarantine_s`` after that).
     ranker_quarantine_s
-        How long a quarantine lasts before the ranker is probed again.
+        How long a quarantine lasts before the ranker is probed again. While quarantined
+        a ranker is unavailable to selection: the policy compares the healthy rankers.
+    ranker_retire_after
+        Quarantines in a row (the first, then one per failed probe) after which the
+        service retires a ranker for good, with a ``ranker_retired`` audit entry
+        (``actor`` ``service``); at the defaults a ranker that never answers is out of
+        play about ``(ranker_retire_after - 1) * ranker_quarantine_s`` (90 s) after its
+        first quarantine.
     probe_query
         The test query sent to a ranker's URL when it is added (unless ``"probe": false``).
     log_level
@@ -196,6 +211,7 @@ class Config:
     inactivity_s: float = 1_800.0
     sweep_interval_s: float = 5.0
     credit_retry_s: float = 60.0
+    drain_lease_s: float = 3.0
     ranker_timeout_ms: int = 300
     state_max_age_ms: float = 100.0
     default_k: int = 10
@@ -204,6 +220,7 @@ class Config:
     visibility_timeout_s: int = 300
     ranker_failure_threshold: int = 5
     ranker_quarantine_s: float = 30.0
+    ranker_retire_after: int = 4
     probe_query: str = "rankduel probe"
     log_level: str = "INFO"
     worker_metrics_bind: str = ""
@@ -239,9 +256,10 @@ class Config:
                     "Redis for the task queue")
             object.__setattr__(self, "broker_url", self.redis_url)
         positive = ("workers", "threads", "impression_ttl_s", "token_ttl_s", "inactivity_s",
-                    "sweep_interval_s", "credit_retry_s", "ranker_timeout_ms", "default_k",
-                    "max_k", "max_depth", "visibility_timeout_s", "redis_timeout_ms",
-                    "ranker_failure_threshold", "ranker_quarantine_s", "sweep_stale_s",
+                    "sweep_interval_s", "credit_retry_s", "drain_lease_s", "ranker_timeout_ms",
+                    "default_k", "max_k", "max_depth", "visibility_timeout_s",
+                    "redis_timeout_ms", "ranker_failure_threshold", "ranker_quarantine_s",
+                    "ranker_retire_after", "sweep_stale_s",
                     "state_cache_size", "credit_batch", "credit_parallelism",
                     "clicks_per_impression")
         for name in positive:

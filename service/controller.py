@@ -9,7 +9,8 @@ stale ``W``: to the bandit this is the same as feedback that arrives a little la
 the live setting implies anyway (many selections are in flight before their clicks return)
 and the algorithms tolerate.
 
-Selection calls ``bandit.select_at(t, rng)`` with ``t`` from the shared counter (so the
+Selection calls ``bandit.select_available(t, rng, quarantined)`` (``select_at`` when no
+ranker is quarantined: :func:`quarantined`) with ``t`` from the shared counter (so the
 round-robin over batches and the ``log t`` terms follow the global time step, not this
 process's) and a generator seeded by ``(experiment seed, t)``: reproducible for a given
 order of requests, and distinct across the processes (each ``t`` is handed out once).
@@ -68,6 +69,23 @@ def reseed(gen: np.random.Generator, seed: int, t: int) -> np.random.Generator:
         "uinteger": 0,
     }
     return gen
+
+
+def quarantined(health: dict[int, dict[str, Any]], now: float) -> frozenset[int]:
+    """The arms whose quarantine is open at ``now``: unavailable to selection, so the
+    policy compares the healthy rankers (:meth:`bandits.base.DuelingBandit.select_available`).
+    A ranker whose quarantine ended is available again: the search that chooses it
+    probes it (:class:`service.impressions.RankerHealth`), and only a successful probe
+    closes its quarantine.
+
+    Examples
+    --------
+    >>> sorted(quarantined({1: {"quarantined_until": 20.0}, 2: {"quarantined_until": 5.0},
+    ...                     3: {"quarantined_until": None}}, now=10.0))
+    [1]
+    """
+    return frozenset(arm for arm, h in health.items()
+                     if (h.get("quarantined_until") or 0.0) > now)
 
 
 @dataclass
@@ -171,10 +189,11 @@ class Controller:
         entry = self.entry(exp_id, version)
         snap = entry.snapshot
         if snap.lifecycle == "running":
+            out = quarantined(health, time.time())
             with entry.lock:
                 # reproducible and distinct per step: the experiment's seed and t
                 rng = reseed(entry.rng, snap.meta["seed"], t)
-                arms = tuple(int(a) for a in entry.bandit.select_at(t, rng))
+                arms = tuple(int(a) for a in entry.bandit.select_available(t, rng, out))
         else:
             arms = (entry.champion,)
         unique = tuple(dict.fromkeys(arms))

@@ -23,8 +23,8 @@ from service.errors import Conflict, Unprocessable
 from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient, RankerFailure, validate_url
 from service.schemas import NewExperiment, NewRanker, RankerIn
-from service.snapshot import Snapshot
-from service.store import Store, audit_entry
+from service.snapshot import ExperimentMissing, Snapshot
+from service.store import Contention, Store, audit_entry
 from service.transaction import update_experiment
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
@@ -200,8 +200,9 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
 
 
 def retire_ranker(store: Store, exp_id: str, name: str,
-                  actor: str = "operator") -> dict[str, Any]:
-    """Retire a ranker for good: never chosen again, its counts stay in ``W``."""
+                  actor: str = "operator", **detail: Any) -> dict[str, Any]:
+    """Retire a ranker for good: never chosen again, its counts stay in ``W``.
+    ``detail``: more fields of the audit entry (why the service retired it)."""
 
     def write(snap: Snapshot, pipe) -> dict[str, Any]:
         entry = dict(snap.ranker(name))
@@ -216,10 +217,34 @@ def retire_ranker(store: Store, exp_id: str, name: str,
         table = [entry if r["name"] == name else r for r in snap.rankers]
         store.write_state(pipe, exp_id, bandit, rankers=table)
         store.add_audit(exp_id, audit_entry(now, "ranker_retired", actor=actor, ranker=name,
-                                            arm=entry["arm"]), pipe=pipe)
+                                            arm=entry["arm"], **detail), pipe=pipe)
         return entry
 
     return update_experiment(store, exp_id, write)
+
+
+def retire_if_failing(store: Store, exp_id: str, arm: int, name: str, *,
+                      after: int) -> bool:
+    """Retire ranker ``name`` (arm ``arm``) once it has been quarantined ``after`` times
+    in a row: its first quarantine, then one per failed probe. Called when a quarantine
+    opens; True if this call retired it.
+
+    Retirement, not elimination: a ranker that does not answer was never beaten in a
+    comparison, so naming a winner over it would be wrong; it is taken out of play with
+    its counts kept, and the audit entry (``ranker_retired``, ``actor`` ``service``) says
+    why. A ranker that is the last active one, or retired meanwhile, is left as it is.
+    """
+    n = store.quarantines(exp_id, arm)
+    if n < after:
+        return False
+    try:
+        retire_ranker(store, exp_id, name, actor="service", reason="keeps failing",
+                      quarantines=n)
+    except (Conflict, ExperimentMissing, Contention):
+        # already retired, the last active ranker, deleted, or the state too contended:
+        # the search goes on; the next failed probe tries again
+        return False
+    return True
 
 
 def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator") -> str:

@@ -32,6 +32,7 @@ import redis
 from service import metrics
 from service.controller import Choice
 from service.errors import BadGateway, Forbidden, Unprocessable
+from service.experiments import retire_if_failing
 from service.keys import new_impression_id
 from service.rankers import RankerFailure
 from service.records import Impression
@@ -164,8 +165,11 @@ class RankerHealth:
     failures put it in quarantine for ``ranker_quarantine_s`` (*open*: not called; its
     duels are served by the opponent alone, no outcome recorded). When the quarantine
     ends it is *half-open*: one request at a time may probe it; a success closes it, a
-    failure opens a new quarantine. Health lives in Redis (:meth:`Store.ranker_failed`),
-    shared by every API process; changes are audited and counted.
+    failure opens a new quarantine; after ``ranker_retire_after`` quarantines in a row the
+    ranker is retired (:func:`service.experiments.retire_if_failing`). While its
+    quarantine is open the controller keeps it out of selection. Health lives in Redis
+    (:meth:`Store.ranker_failed`), shared by every API process; changes are audited and
+    counted.
     """
 
     def __init__(self, rt: Runtime, exp_id: str, choice: Choice) -> None:
@@ -232,6 +236,8 @@ class RankerHealth:
             self.rt.store.add_audit(self.exp_id, audit_entry(
                 time.time(), "ranker_quarantined", actor="service", ranker=ranker["name"],
                 failures=n, seconds=cfg.ranker_quarantine_s))
+            retire_if_failing(self.rt.store, self.exp_id, arm, ranker["name"],
+                              after=cfg.ranker_retire_after)
 
     def _recovered(self, arm: int, ranker: dict[str, Any]) -> None:
         if self.rt.store.ranker_recovered(self.exp_id, arm):
@@ -328,10 +334,11 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None, *,
         if imp is None:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
     first, drain = rt.store.end_impression(imp_id, imp.exp,
-                                           drain_ttl_s=rt.config.credit_retry_s)
+                                           drain_ttl_s=rt.config.drain_lease_s)
     if drain is not None and not rt.queue.drain(imp.exp, drain):
         # the broker is away: the impression is closed and due; give the lease back so
-        # that the next sweep queues its drain (the sweep's index marks it due now)
+        # that the next sweep queues its drain (the sweep's index marks it due now); if
+        # Redis is away too the lease lapses by itself within drain_lease_s
         with contextlib.suppress(redis.RedisError):
             rt.store.release_drain(imp.exp, drain)
     return {"impression_id": imp_id, "status": "closed", "already_closed": not first}

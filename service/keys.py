@@ -29,6 +29,7 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:pending          ZSET  impressions not yet credited, by the time they are due (a
                                   drain that claims one pushes it forward by its lease)
     rd:{e}:drains           ZSET  drain tasks queued or running, by the expiry of their lease
+    rd:{e}:follow           STR   (TTL) a drain is scheduled for the next impression due soon
     rd:{e}:history          LIST  (ts, comparisons, estimated regret) points sampled when a
                                   report is read (service.history), capped at MAX_POINTS
     rd:{e}:imp:<i>          HASH  exp, t (the selection's step), arms, record, shown,
@@ -131,6 +132,10 @@ def pending_key(exp_id: str) -> str:
 
 def drains_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:drains"
+
+
+def follow_key(exp_id: str) -> str:
+    return f"{_tag(exp_id)}:follow"
 
 
 def audit_key(exp_id: str) -> str:

@@ -58,12 +58,12 @@ class TaskQueue:
                                                 socket_connect_timeout=2)
         return self._broker
 
-    def send(self, name: str, *args: Any) -> bool:
-        """Queue task ``name`` with positional ``args``; False when the broker cannot be
-        reached (logged: what the task would have done is in Redis, and the sweep
-        queues it again)."""
+    def send(self, name: str, *args: Any, countdown: float | None = None) -> bool:
+        """Queue task ``name`` with positional ``args`` (to run ``countdown`` seconds from
+        now, if given); False when the broker cannot be reached (logged: what the task
+        would have done is in Redis, and the sweep queues it again)."""
         try:
-            self.app.send_task(name, args=list(args))
+            self.app.send_task(name, args=list(args), countdown=countdown)
         except OperationalError as exc:
             log.warning("could not queue %s: %s (the sweep will)", name, exc)
             return False
@@ -73,6 +73,11 @@ class TaskQueue:
         """Credit the due impressions of ``exp_id`` under the drain lease ``token``
         (:func:`workers.tasks.drain`); False when it could not be queued."""
         return self.send(DRAIN, exp_id, token)
+
+    def drain_later(self, exp_id: str, delay_s: float) -> bool:
+        """Credit the due impressions of ``exp_id`` in ``delay_s`` seconds (the drain takes
+        its own lease then)."""
+        return self.send(DRAIN, exp_id, None, countdown=delay_s)
 
     def judging_apply(self, campaign_id: str) -> bool:
         """Apply the submitted tasks of a judging campaign."""

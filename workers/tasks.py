@@ -7,13 +7,16 @@ policy's own ``update()``) is :mod:`service.crediting`; each task here is a few 
 that call it, as Celery's task guide has them. The design is argued in
 :mod:`service.credit`.
 
-A drain holds a lease in the experiment's drain set (``token``; TTL ``credit_retry_s``,
-refreshed per batch). ``/end`` queues a drain only when none holds a lease; a drain that
-claims a full batch queues one more, up to ``credit_parallelism`` per experiment, so a
-backlog is credited by as many workers as there are, each on its own impressions. If a
-worker dies mid-drain its lease and its impressions' claims expire, the next sweep queues
-a new drain, and the broker redelivers the unacknowledged task (``acks_late``). Running a
-drain twice, or after a crash at any point, is a no-op or a clean redo.
+A drain holds a lease in the experiment's drain set (``token``; TTL ``drain_lease_s``,
+a few seconds, renewed by a heartbeat while the drain works:
+:class:`service.crediting.Lease`). ``/end`` queues a drain only when none holds a lease;
+a drain that claims a full batch queues one more, up to ``credit_parallelism`` per
+experiment, so a backlog is credited by as many workers as there are, each on its own
+impressions. If a worker dies mid-drain, or a drain was never queued or its retry could
+not be published, its lease and its impressions' claims lapse within ``drain_lease_s``
+and the next sweep queues a new drain (the broker also redelivers the unacknowledged
+task, ``acks_late``). Running a drain twice, or after a crash at any point, is a no-op or
+a clean redo: claims and credited marks make each impression count once.
 
 ``rankduel.credit_impression(imp_id)`` credits one impression the same way (replays,
 manual re-queues).
@@ -51,7 +54,9 @@ def _crediting() -> Crediting:
     """This process's crediting: its store, its policy views, the worker's own app to
     queue more drains with."""
     return Crediting(_store(), TaskQueue(config, app=app), batch=config.credit_batch,
-                     lease_s=config.credit_retry_s, parallelism=config.credit_parallelism,
+                     lease_s=config.drain_lease_s, full_sweep_s=config.credit_retry_s,
+                     follow_s=config.sweep_interval_s,
+                     parallelism=config.credit_parallelism,
                      cache_size=config.state_cache_size)
 
 

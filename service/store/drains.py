@@ -10,6 +10,7 @@ from service.keys import (
     DUE,
     SWEEP_FULL,
     drains_key,
+    follow_key,
     pending_key,
     t_key,
 )
@@ -67,7 +68,8 @@ class DrainStore(StoreBase):
     def take_drain(self, exp_id: str, ttl_s: float, *, limit: int = 1,
                    token: str | None = None) -> str | None:
         """Take a drain lease for ``ttl_s`` if fewer than ``limit`` drains hold one (expired
-        leases do not count); the lease's token, or None."""
+        leases do not count), or renew ``token`` if it still holds a live lease; the
+        lease's token, or None."""
         token = token or secrets.token_hex(8)
         now = self.clock()
         ok = self._take_drain_script(keys=[drains_key(exp_id)],
@@ -77,6 +79,12 @@ class DrainStore(StoreBase):
     def refresh_drain(self, exp_id: str, token: str, ttl_s: float) -> None:
         """Extend (or take again) the lease ``token``."""
         self.r.zadd(drains_key(exp_id), {token: self.clock() + max(1.0, ttl_s)})
+
+    def extend_claims(self, exp_id: str, ids: list[str], lease_s: float) -> None:
+        """Keep the claims on ``ids`` for ``lease_s`` more: those still pending, and only
+        moved later (a click that pushed an idle impression's due time further wins)."""
+        until = self.clock() + lease_s
+        self.r.zadd(pending_key(exp_id), dict.fromkeys(ids, until), xx=True, gt=True)
 
     def release_drain(self, exp_id: str, token: str) -> None:
         self.r.zrem(drains_key(exp_id), token)
@@ -122,6 +130,16 @@ class DrainStore(StoreBase):
         if gone:
             self.r.zrem(DUE, *gone)
         return due
+
+    def next_due(self, exp_id: str) -> float | None:
+        """When the earliest pending impression of ``exp_id`` is due (None: none)."""
+        first = self.r.zrange(pending_key(exp_id), 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
+
+    def take_follow(self, exp_id: str, ttl_s: float) -> bool:
+        """Take the right to schedule ``exp_id``'s next drain (one at a time, ``ttl_s``)."""
+        return bool(self.r.set(follow_key(exp_id), 1, nx=True,
+                               px=max(1, int(ttl_s * 1000))))
 
     def take_full_sweep(self, every_s: float) -> bool:
         """Whether this sweep should read every experiment: True once per ``every_s``

@@ -23,8 +23,9 @@ def parse_health(raw: dict[Any, Any]) -> dict[int, dict[str, Any]]:
         slot = out.setdefault(int(arm), {"failures": 0, "quarantined_until": None})
         if kind == "f":
             slot["failures"] = int(value)
-        else:
+        elif kind == "q":
             slot["quarantined_until"] = float(value)
+        # "o": quarantines in a row (HealthStore.quarantines), not part of this view
     return out
 
 
@@ -42,11 +43,16 @@ class HealthStore(StoreBase):
                                       args=[int(arm), self.clock(), threshold, quarantine_s])
         return int(n), bool(opened)
 
+    def quarantines(self, exp_id: str, arm: int) -> int:
+        """Quarantines of ``arm`` in a row: the first, then one per failed probe (a
+        success resets it)."""
+        return int(self.r.hget(health_key(exp_id), f"o:{int(arm)}") or 0)
+
     def ranker_recovered(self, exp_id: str, arm: int) -> bool:
         """Forget the failures of ``arm``; True if it was quarantined."""
         pipe = self.r.pipeline(transaction=True)
         pipe.hexists(health_key(exp_id), f"q:{int(arm)}")
-        pipe.hdel(health_key(exp_id), f"f:{int(arm)}", f"q:{int(arm)}")
+        pipe.hdel(health_key(exp_id), f"f:{int(arm)}", f"q:{int(arm)}", f"o:{int(arm)}")
         was_quarantined, _ = pipe.execute()
         return bool(was_quarantined)
 

@@ -195,14 +195,15 @@ def test_ranker_failures_and_fallbacks(metrics_run, scraped):  # noqa: F811
     fallbacks = total(api, "rankduel_fallbacks_total", experiment=e)
     forfeits = total(api, "rankduel_ranker_forfeits_total", experiment=e, ranker="down")
     quarantines = total(api, "rankduel_ranker_quarantines_total", experiment=e, ranker="down")
-    # no search failed while r00 could answer: every search that called "down" (or
-    # skipped it, quarantined) was served from r00 alone, a fallback
+    # no search failed while r00 could answer: every search that called "down" was
+    # served from r00 alone, a fallback (once quarantined, "down" is not chosen at all:
+    # r00 is served alone as a single list)
     assert metrics_run.fault_searches.get(502, 0) == 0
     assert fallbacks >= failures >= 1
     # "down" forfeited to r00 whenever they were paired and it was called
     assert 1 <= forfeits <= failures
-    # five consecutive failures put it in quarantine (skipped searches: no failure)
-    assert quarantines >= 1 and fallbacks > failures
+    # five consecutive failures put it in quarantine
+    assert quarantines >= 1
     assert total(api, "rankduel_ranker_failures_total", ranker="r00") == 0
     assert total(api, "rankduel_impressions_total", experiment=e, kind="fallback") == fallbacks
 

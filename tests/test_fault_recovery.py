@@ -1,0 +1,279 @@
+"""Recovery from faults, the parts that need no platform (issue: crediting never stalls
+after a fault, quarantined rankers stop eating the traffic).
+
+1. Selection with unavailable (quarantined) arms: with none, ``select_available`` is
+   ``select_at`` bit for bit, for every policy; with some, the comparison is between
+   available arms whenever two are active.
+2. Drain leases on a real Redis: a lease whose drain never runs lapses within
+   ``drain_lease_s`` and the sweep queues a new drain; a drain that works longer than its
+   lease keeps it (the heartbeat) and releases it at the end; a drain that cannot be
+   queued gives its lease back.
+3. A ranker quarantined ``ranker_retire_after`` times in a row is retired, with an audit
+   entry that says the service did it and why.
+
+The same under load, on the whole platform at the default settings, is
+``tests/test_fault_recovery_load.py``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import bandits
+from bandits.base import ACTIVE, RETIRED
+from demo.stack import wait_until
+
+K = 6
+
+
+# ------------------------------------------------------------------ selection
+@pytest.mark.parametrize("name", sorted(bandits.ALGORITHMS))
+def test_select_available_without_unavailable_arms_is_select_at(name):
+    """No quarantine: the live service's selection is the policy's own, bit for bit (the
+    offline simulator, which never has unavailable arms, stays the same run)."""
+    a = bandits.make_bandit(name, K, seed=4)
+    b = bandits.make_bandit(name, K, seed=4)
+    rng = np.random.default_rng(9)
+    for t in range(1, 200):
+        seed = int(rng.integers(2**32))
+        x = a.select_at(t, np.random.default_rng(seed))
+        y = b.select_available(t, np.random.default_rng(seed), ())
+        assert tuple(x) == tuple(y), (name, t)
+        i, j = (x[0], x[-1])
+        outcome = float(rng.random() < (0.7 if i < j else 0.3)) if i != j else None
+        if outcome is not None and not a.multi:
+            for p in (a, b):
+                p.sync_step(t)
+                p.update(int(i), int(j), outcome)
+    assert a.state_dict() == b.state_dict()
+
+
+@pytest.mark.parametrize("name", sorted(bandits.ALGORITHMS))
+def test_quarantined_arms_are_never_selected(name):
+    """Arms 1 and 4 unavailable: every comparison is among the four others, and a duel
+    whenever the policy asked for one."""
+    p = bandits.make_bandit(name, K, seed=2)
+    out = {1, 4}
+    duels = 0
+    for t in range(1, 300):
+        rng = np.random.default_rng(t)
+        pick = p.select_available(t, rng, out)
+        assert out.isdisjoint(pick), (name, t, pick)
+        assert all(p.status[a] == ACTIVE for a in pick)
+        duels += len(set(pick)) > 1
+        want = p.select_at(t, np.random.default_rng(t))
+        assert (len(set(pick)) > 1) == (len(set(want)) > 1), (name, t, pick, want)
+    assert duels > 0
+
+
+def test_only_one_available_arm_is_served_alone():
+    p = bandits.make_bandit("uniform", 3, seed=1)
+    for t in range(1, 50):
+        pick = p.select_available(t, np.random.default_rng(t), {0, 2})
+        assert set(pick) == {1}
+
+
+# ------------------------------------------------------------------ leases on Redis
+@pytest.fixture(scope="module")
+def own_redis_url(tmp_path_factory):
+    """A Redis of this module's own (the session's has a worker sweeping it)."""
+    from demo.stack import Stack
+
+    with Stack(tmp_path_factory.mktemp("fault-recovery")) as stack:
+        yield stack.start_redis()
+
+
+@pytest.fixture
+def store(own_redis_url):
+    from service.redis_client import connect
+    from service.store import Store
+
+    return Store(connect(own_redis_url))
+
+
+class Queue:
+    """A task queue that records what it is asked to publish; ``up`` False: the broker
+    is away (publishing fails)."""
+
+    def __init__(self) -> None:
+        self.drains: list[tuple[str, str]] = []
+        self.later: list[tuple[str, float]] = []
+        self.up = True
+
+    def drain(self, exp_id: str, token: str) -> bool:
+        if self.up:
+            self.drains.append((exp_id, token))
+        return self.up
+
+    def judging_apply(self, campaign_id: str) -> bool:
+        return True
+
+    def drain_later(self, exp_id: str, delay_s: float) -> bool:
+        self.later.append((exp_id, delay_s))
+        return self.up
+
+
+def experiment(store, name: str = "uniform", k: int = 3) -> str:
+    exp_id = secrets.token_hex(6)
+    b = bandits.make_bandit(name, k, seed=1)
+    meta = {"id": exp_id, "name": "t", "algorithm": name, "params": {},
+            "interleaving": "team_draft", "seed": 1, "created_at": time.time()}
+    rankers = [{"name": f"r{a}", "url": "http://x", "timeout_ms": 1, "arm": a,
+                "status": "active", "added_at": 0.0, "retired_at": None} for a in range(k)]
+    store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
+                            audit="{}")
+    return exp_id
+
+
+def impression(store, exp_id: str, inactivity_s: float = 0.0) -> str:
+    """An impression of arms 0 and 1, due after ``inactivity_s``."""
+    from service.keys import new_impression_id
+
+    imp_id = new_impression_id(exp_id)
+    store.save_impression(imp_id, exp_id=exp_id, t=1, arms=[0, 1], shown=["a", "b"],
+                          record=None, duel=False, forfeits=[], token_expires=2**31,
+                          ttl_s=600, inactivity_s=inactivity_s, counters={"impressions": 1})
+    store.mark_due(exp_id, time.time())
+    return imp_id
+
+
+def crediting(store, queue, lease_s: float = 1.0, follow_s: float = 0.0):
+    from service.crediting import Crediting
+
+    return Crediting(store, queue, batch=50, lease_s=lease_s, parallelism=2, cache_size=8,
+                     full_sweep_s=60, follow_s=follow_s)
+
+
+def test_a_lease_without_a_drain_lapses_and_the_sweep_queues_one(store):
+    """``/end`` took the lease but its drain was never published (the broker away), and
+    giving the lease back failed too: the experiment is blocked only until the lease
+    lapses (``drain_lease_s``), not for ``credit_retry_s``."""
+    queue = Queue()
+    c = crediting(store, queue, lease_s=1.0)
+    exp_id = experiment(store)
+    impression(store, exp_id)
+    assert store.take_drain(exp_id, 1.0) is not None  # a lease nobody renews
+    c.sweep()
+    assert queue.drains == []  # held: the sweep skips it
+    t0 = time.monotonic()
+    wait_until(lambda: c.sweep() == 1, 30, "the sweep queues a drain once the lease lapsed")
+    assert queue.drains and queue.drains[0][0] == exp_id
+    assert time.monotonic() - t0 < 10
+    assert c.drain(*queue.drains[0]) == 1
+    assert store.pending_count(exp_id) == 0 and store.drains(exp_id) == 0
+
+
+def test_a_working_drain_keeps_its_lease_and_claims(store, monkeypatch):
+    """A batch that takes several lease lifetimes: the heartbeat keeps the lease and the
+    batch's claims, so the sweep queues no second drain and no other drain claims them;
+    once done the lease is given back."""
+    from service import crediting as mod
+
+    queue = Queue()
+    c = crediting(store, queue, lease_s=1.0)
+    exp_id = experiment(store)
+    impression(store, exp_id)
+    started, go = threading.Event(), threading.Event()
+    real = mod.credit_batch
+
+    def slow(*args, **kw):
+        started.set()
+        go.wait(30)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(mod, "credit_batch", slow)
+    done: list[int] = []
+    th = threading.Thread(target=lambda: done.append(c.drain(exp_id)))
+    th.start()
+    try:
+        assert started.wait(30)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3.5:  # three lease lifetimes: what is checked
+            assert store.drains(exp_id) == 1
+            assert store.due(exp_id, 10) == []  # still claimed
+            assert c.sweep() == 0
+            go.wait(0.2)
+    finally:
+        go.set()
+        th.join(30)
+    assert done == [1]
+    assert store.drains(exp_id) == 0 and store.pending_count(exp_id) == 0
+
+
+def test_a_drain_that_cannot_be_queued_gives_its_lease_back(store):
+    queue = Queue()
+    queue.up = False
+    c = crediting(store, queue, lease_s=30.0)
+    exp_id = experiment(store)
+    impression(store, exp_id)
+    assert c.sweep() == 0
+    assert store.drains(exp_id) == 0  # not held for 30 s: the next sweep tries again
+    queue.up = True
+    assert c.sweep() == 1
+
+
+def test_a_late_drain_beyond_the_parallelism_returns_at_once(store):
+    """A drain that waited in the broker past its lease, while the allowed number of
+    drains hold one, does nothing (and takes no lease)."""
+    c = crediting(store, Queue(), lease_s=30.0)
+    exp_id = experiment(store)
+    impression(store, exp_id)
+    held = [store.take_drain(exp_id, 30.0, limit=2) for _ in range(2)]
+    assert all(held)
+    assert c.drain(exp_id, "expired-token") == 0
+    assert store.drains(exp_id) == 2 and store.pending_count(exp_id) == 1
+    # the holder of a live lease renews it whatever the limit
+    assert store.take_drain(exp_id, 30.0, limit=1, token=held[0]) == held[0]
+
+
+def test_a_drain_schedules_the_next_for_an_impression_due_soon(store):
+    """Nothing due when the drain ends, but an idle impression due in 2 s: one drain is
+    scheduled for then (not left for the next sweep); one per experiment at a time, and
+    none for an impression due after ``follow_s``."""
+    queue = Queue()
+    c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
+    exp_id = experiment(store)
+    impression(store, exp_id, inactivity_s=2.0)
+    assert c.drain(exp_id) == 0
+    assert len(queue.later) == 1 and queue.later[0][0] == exp_id
+    assert 1.0 < queue.later[0][1] <= 2.1
+    assert c.drain(exp_id) == 0 and len(queue.later) == 1  # already scheduled
+    other = experiment(store)
+    impression(store, other, inactivity_s=60.0)
+    assert c.drain(other) == 0 and len(queue.later) == 1  # beyond follow_s: the sweep's
+
+
+# ------------------------------------------------------------------ retirement
+def test_a_ranker_that_keeps_failing_is_retired_with_an_audit_entry(store):
+    from service.experiments import retire_if_failing
+
+    exp_id = experiment(store, k=3)
+    now = [1000.0]
+    store.clock = lambda: now[0]  # the quarantines' time, moved by hand
+    after = 3
+    opened = 0
+    for _ in range(50):
+        _, now_open = store.ranker_failed(exp_id, 2, threshold=2, quarantine_s=30)
+        if now_open:
+            opened += 1
+            retired = retire_if_failing(store, exp_id, 2, "r2", after=after)
+            assert retired == (opened == after)
+            if retired:
+                break
+            now[0] += 31  # the quarantine over: the next failure is a failed probe
+    assert opened == after
+    snap = store.snapshot(exp_id)
+    assert snap.bandit.status[2] == RETIRED
+    entry = store.audit(exp_id, -1, -1)[-1]
+    assert entry["action"] == "ranker_retired" and entry["actor"] == "service"
+    assert entry["ranker"] == "r2" and entry["quarantines"] == after
+    # a success resets the count
+    store.ranker_failed(exp_id, 1, threshold=1, quarantine_s=30)
+    assert store.quarantines(exp_id, 1) == 1
+    store.ranker_recovered(exp_id, 1)
+    assert store.quarantines(exp_id, 1) == 0
