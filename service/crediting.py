@@ -40,9 +40,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import redis
 
-from bandits.base import DuelingBandit
+from bandits.base import RETIRED, DuelingBandit
 from service import credit, metrics
 from service.queue import TaskQueue
 from service.snapshot import ExperimentMissing, encode_structure
@@ -60,6 +61,12 @@ class View:
     bandit: DuelingBandit
     names: dict[int, str]
     dwell_unsatisfied_s: float | None = None  # the experiment's dwell rule
+
+    def plan_key(self) -> tuple:
+        """What :func:`service.credit.apply` (``update=False``) reads of the view: the
+        arms, which are retired, the dwell rule. A plan made with an equal key holds."""
+        retired = np.flatnonzero(self.bandit.status == RETIRED)
+        return self.bandit.K, retired.tobytes(), self.dwell_unsatisfied_s
 
 
 class Views:
@@ -172,7 +179,7 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
     results: dict[str, dict] = {}
     todo = list(imp_ids)
     read: dict[str, credit.Impression | None] = {}
-    plan, planned = credit.Credit(), None  # the plan and the view it was computed with
+    plan, planned = credit.Credit(), None  # the plan and View.plan_key it was made with
     reread = False
     stalled = 0
     for _round in range((STALL_ROUNDS + 2) * len(todo) + 20):
@@ -190,10 +197,10 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             # refuse the batch for its sv anyway): read the view again
             views.drop(exp_id)
             continue
-        if planned is not view:
+        if planned != view.plan_key():
             plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names,
                                 update=False, dwell_unsatisfied_s=view.dwell_unsatisfied_s)
-            planned = view
+            planned = view.plan_key()
         done = store.commit_credit(exp_id, sv=view.sv, guard=credit.Guard.of(view.bandit, t),
                                    ids=todo, impressions=imps, result=plan)
         for i, code in done.codes.items():
