@@ -9,7 +9,10 @@ script counts what the credit protocol did:
 
 * ``scripts``: credit scripts run, ``commuted``: impressions the script added to ``W``;
 * ``holds``: outcomes held, ``resolved``: impressions decided by the policy's own
-  ``update()`` in a hold's transaction (the held one and whatever else it took along);
+  ``update()`` in a hold's transaction (the held one and whatever else it took along),
+  ``moved``: the decisions that changed the structure (eliminations, merges, flags),
+  ``periodic``: those at a periodic non-Condorcet check, ``hold_cpu_ms`` the CPU spent
+  deciding holds;
 * ``views``: views (policy snapshots) read; CPU µs per impression of this process
   (``time.process_time``: the worker's side, not Redis').
 
@@ -36,6 +39,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from scale import MERGE, impressions  # noqa: E402
+
+SORT = "cumulative"
 
 
 class _NoQueue:
@@ -70,7 +75,8 @@ def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
 
     exp_id = _experiment(store, algorithm)
     impressions(store, [exp_id], n)
-    counts = {"scripts": 0, "commuted": 0, "holds": 0, "resolved": 0, "views": 0}
+    counts = {"scripts": 0, "commuted": 0, "holds": 0, "resolved": 0, "moved": 0,
+              "periodic": 0, "views": 0, "hold_cpu_ms": 0.0}
     commit, resolve, get = (store.commit_credit, crediting.resolve_hold,
                             crediting.Views.get)
 
@@ -83,8 +89,16 @@ def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
         return done
 
     def resolve_hold(*a, **kw):
+        sv = store.snapshot(exp_id).sv
+        cpu0 = time.process_time()
         out = resolve(*a, **kw)
-        counts["resolved"] += 0 if out is None else len(out.results)
+        counts["hold_cpu_ms"] += (time.process_time() - cpu0) * 1e3
+        if out is not None:
+            counts["resolved"] += len(out.results)
+            counts["moved"] += out.view.sv != sv
+            n = out.view.bandit.n_updates
+            counts["periodic"] += bool(getattr(out.view.bandit, "check_every", 0)
+                                       and n % out.view.bandit.check_every == 0)
         return out
 
     def views_get(self, st, e):
@@ -117,9 +131,10 @@ def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
     assert decisive == snap.bandit.W.sum(), (decisive, snap.bandit.W.sum())
     out = {"algorithm": algorithm, "cpu_us": round(cpu / n * 1e6, 1),
            "rate": round(n / wall), **counts}
+    out["hold_cpu_ms"] = round(out["hold_cpu_ms"], 1)
     if prof:
         s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(30)
+        pstats.Stats(prof, stream=s).sort_stats(SORT).print_stats(40)
         out["profile"] = s.getvalue()
     return out
 
@@ -132,7 +147,10 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=500, help="impressions per claim")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--sort", default="cumulative", help="the profile's order (pstats)")
     args = ap.parse_args()
+    global SORT
+    SORT = args.sort
 
     from demo.stack import Stack
     from service.redis_client import connect

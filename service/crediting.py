@@ -191,16 +191,17 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
         if not read:
             read = dict(zip(todo, store.read_impressions(exp_id, todo), strict=True))
         imps = [read[i] for i in todo]
-        if _newer_than(imps, view.bandit.K) and not reread:
-            reread = True
-            # an impression of a ranker added since the view was read (the script would
-            # refuse the batch for its sv anyway): read the view again
-            views.drop(exp_id)
-            continue
-        if planned != view.plan_key():
+        key = view.plan_key()
+        if planned != key:
+            if _newer_than(imps, view.bandit.K) and not reread:
+                reread = True
+                # an impression of a ranker added since the view was read (the script
+                # would refuse the batch for its sv anyway): read the view again
+                views.drop(exp_id)
+                continue
             plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names,
                                 update=False, dwell_unsatisfied_s=view.dwell_unsatisfied_s)
-            planned = view.plan_key()
+            planned = key
         done = store.commit_credit(exp_id, sv=view.sv, guard=credit.Guard.of(view.bandit, t),
                                    ids=todo, impressions=imps, result=plan)
         for i, code in done.codes.items():
@@ -221,6 +222,10 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
         # progress, the rest of ours with it); the rest goes back to the script
         rest = [i for i in todo if i not in done.codes]
         serial = view.bandit.serial_updates or stalled >= STALL_ROUNDS
+        if (done.status == "hold" and not serial and done.held
+                and _wait_hold(store, exp_id, done.held)):
+            stalled += 1  # its worker decided it: try the script again
+            continue
         try:
             resolved = resolve_hold(store, exp_id, more=rest if serial else ())
         except ExperimentMissing:  # deleted meanwhile: nothing left to credit
@@ -239,6 +244,25 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
         raise Contention(f"credit of {len(todo)} impressions of {exp_id} did not settle")
     observe(results)
     return results
+
+
+#: how long a batch that meets another batch's hold waits for that batch's worker to
+#: decide it (deciding it too would only duplicate the work and lose the race) before
+#: deciding it itself (its worker may have died)
+HOLD_WAIT_S = 0.25
+
+
+def _wait_hold(store: Store, exp_id: str, held: str) -> bool:
+    """Wait up to :data:`HOLD_WAIT_S` for the hold ``held`` of ``exp_id`` to be decided;
+    whether it was."""
+    deadline = time.monotonic() + HOLD_WAIT_S
+    pause = 0.0005
+    while time.monotonic() < deadline:
+        time.sleep(pause)
+        if store.hold(exp_id) != held:
+            return True
+        pause = min(2 * pause, 0.008)
+    return False
 
 
 def _newer_than(imps: Sequence[credit.Impression | None], k: int) -> bool:
