@@ -161,14 +161,21 @@ def credited(store, exp_ids: list[str]) -> int:
     return sum(int(store.r.hget(f"rd:{{{e}}}:counters", "credited") or 0) for e in exp_ids)
 
 
-def credit_bench(b: Backend, n: int) -> dict:
+def credit_bench(b: Backend, n: int, algorithms: list[str] | None = None,
+                 repeat: int = 1, workers_list: tuple[int, ...] = WORKERS) -> dict:
+    """The credit measurement. With several ``algorithms`` each case (worker count,
+    layout) runs each policy in turn, ``repeat`` times alternating, against the same
+    workers and Redis, so their figures compare within the run; the figures are then
+    under ``by_algorithm`` and a ``ratio`` (the second policy's rate and CPU per
+    impression against the first's, per case and repetition) is printed."""
     from service.config import load_config
     from service.queue import TaskQueue
 
+    algorithms = algorithms or [b.algorithm]
     queue = TaskQueue(load_config(env=b.env))
     workers = []
-    out: dict = {}
-    for count in WORKERS:
+    per: dict[str, dict] = {a: {} for a in algorithms}
+    for count in workers_list:
         while len(workers) < count:
             w = b.stack.start_worker(b.env_for(f"worker{len(workers)}"),
                                      name=f"{b.kind}-worker{len(workers)}", beat=False)
@@ -176,36 +183,63 @@ def credit_bench(b: Backend, n: int) -> dict:
         for w in workers:
             b.stack.wait_worker(w, b.url, cluster=b.cluster)
         for layout, n_exp in (("one experiment", 1), ("20 experiments", 20)):
-            exps = [b.experiment(f"credit-{count}-{n_exp}-{k}", seed=k,
-                                 algorithm=b.algorithm) for k in range(n_exp)]
-            impressions(b.store, exps, n)
-            cpu0, redis0 = group_cpu(workers), redis_cpu(b)[0]
-            t0 = time.monotonic()
-            for e in exps:
-                queue.drain(e, b.store.take_drain(e, 600, limit=8))
-            while credited(b.store, exps) < n:
-                if time.monotonic() - t0 > 600:
-                    raise TimeoutError("credit too slow")
-                time.sleep(0.02)
-            wall = time.monotonic() - t0
-            cpu = (group_cpu(workers) - cpu0) / n * 1e6
-            redis_us = (redis_cpu(b)[0] - redis0) / n * 1e6
-            W = sum(b.store.snapshot(e).bandit.W.sum() for e in exps)
-            decisive = sum(b.store.counters(e).get("decisive", 0) for e in exps)
-            assert decisive == W, (W, decisive)  # exactly once, also under the benchmark
-            rate = n / wall
-            out.setdefault(layout, {})[str(count)] = round(rate)
-            # CPU per impression (all worker processes; the state store's servers): a
-            # figure the other jobs on a shared machine do not distort
-            out.setdefault("worker_cpu_us", {}).setdefault(layout, {})[str(count)] = round(cpu)
-            out.setdefault("redis_cpu_us", {}).setdefault(layout, {})[str(count)] = round(
-                redis_us)
-            print(f"[{b.kind}] credit, {layout}, {count} worker(s): {n} impressions in "
-                  f"{wall:.2f} s = {rate:,.0f}/s; worker CPU {cpu:.0f} µs and Redis CPU "
-                  f"{redis_us:.0f} µs per impression", flush=True)
+            for rep in range(repeat):
+                for algorithm in algorithms:
+                    rate, cpu, redis_us = _credit_once(b, queue, workers, algorithm, count,
+                                                       n_exp, rep, n)
+                    out = per[algorithm]
+                    out.setdefault(layout, {}).setdefault(str(count), []).append(round(rate))
+                    # CPU per impression (all worker processes; the state store's
+                    # servers): a figure the other jobs on a shared machine do not distort
+                    out.setdefault("worker_cpu_us", {}).setdefault(layout, {}).setdefault(
+                        str(count), []).append(round(cpu))
+                    out.setdefault("redis_cpu_us", {}).setdefault(layout, {}).setdefault(
+                        str(count), []).append(round(redis_us))
+                    print(f"[{b.kind}] credit, {algorithm}, {layout}, {count} worker(s): "
+                          f"{n} impressions at {rate:,.0f}/s; worker CPU {cpu:.0f} µs and "
+                          f"Redis CPU {redis_us:.0f} µs per impression", flush=True)
+                if len(algorithms) > 1:
+                    base, other = per[algorithms[0]], per[algorithms[1]]
+                    r = other[layout][str(count)][-1] / base[layout][str(count)][-1]
+                    c = (base["worker_cpu_us"][layout][str(count)][-1]
+                         / other["worker_cpu_us"][layout][str(count)][-1])
+                    print(f"[{b.kind}] credit, {layout}, {count} worker(s): {algorithms[1]}"
+                          f" / {algorithms[0]}: rate {r:.2f}x, 1/CPU per impression "
+                          f"{c:.2f}x", flush=True)
     for w in workers:
         w.stop()
-    return out
+
+    def flat(d: dict) -> dict:  # one repetition: the figures as before (numbers)
+        return {k: flat(v) if isinstance(v, dict) else (v[0] if len(v) == 1 else v)
+                for k, v in d.items()}
+
+    if len(algorithms) == 1:
+        return flat(per[algorithms[0]])
+    return {"by_algorithm": {a: flat(v) for a, v in per.items()}}
+
+
+def _credit_once(b: Backend, queue, workers, algorithm: str, count: int, n_exp: int,
+                 rep: int, n: int) -> tuple[float, float, float]:
+    """Credit ``n`` impressions over ``n_exp`` fresh experiments of ``algorithm`` with the
+    running ``workers``: impressions per second, worker and Redis CPU µs per impression."""
+    exps = [b.experiment(f"credit-{algorithm}-{count}-{n_exp}-{rep}-{k}", seed=k,
+                         algorithm=algorithm) for k in range(n_exp)]
+    impressions(b.store, exps, n)
+    cpu0, redis0 = group_cpu(workers), redis_cpu(b)[0]
+    t0 = time.monotonic()
+    for e in exps:
+        queue.drain(e, b.store.take_drain(e, 600, limit=8))
+    while credited(b.store, exps) < n:
+        if time.monotonic() - t0 > 600:
+            raise TimeoutError("credit too slow")
+        time.sleep(0.02)
+    wall = time.monotonic() - t0
+    cpu = (group_cpu(workers) - cpu0) / n * 1e6
+    redis_us = (redis_cpu(b)[0] - redis0) / n * 1e6
+    W = sum(b.store.snapshot(e).bandit.W.sum() for e in exps)
+    decisive = sum(b.store.counters(e).get("decisive", 0) for e in exps)
+    assert decisive == W, (W, decisive)  # exactly once, also under the benchmark
+    return n / wall, cpu, redis_us
 
 
 # ---------------------------------------------------------------------- 2. search
@@ -382,7 +416,13 @@ def main() -> int:
     ap.add_argument("--users", type=int, default=8)
     ap.add_argument("--backends", default="redis,cluster")
     ap.add_argument("--algorithm", default="mergedts",
-                    help="policy of the credit measurement's experiments (default mergedts)")
+                    help="policy of the credit measurement's experiments (default "
+                    "mergedts); several, comma-separated (mergedts,recommended): each case "
+                    "runs each in turn and prints the second's rate against the first's")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="repetitions of each credit case (alternating the policies)")
+    ap.add_argument("--workers", default="1,2,4",
+                    help="worker counts of the credit measurement (default 1,2,4)")
     ap.add_argument("--skip", default="", help="parts to skip: credit,search,lag,scrape")
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()
@@ -393,10 +433,12 @@ def main() -> int:
     for kind in args.backends.split(","):
         with Stack(work / kind) as stack:
             b = Backend(stack, kind, work / kind, admin)
-            b.algorithm = args.algorithm
+            algorithms = args.algorithm.split(",")
+            b.algorithm = algorithms[0]
             r = results[kind] = {}
             if "credit" not in skip:
-                r["credit"] = credit_bench(b, args.impressions)
+                r["credit"] = credit_bench(b, args.impressions, algorithms, args.repeat,
+                                           tuple(int(w) for w in args.workers.split(",")))
             if "search" not in skip:
                 r["search"] = search_bench(b, args)
             if "lag" not in skip:

@@ -41,10 +41,11 @@ changes do not: an elimination depends on ``W`` and ``t`` at the comparison that
   below ½ with the bound's value at an earlier step (``u_ij`` only grows with ``t``, so
   that is a superset of the outcomes that do); for the policies whose ``update()``
   advances selection state, every outcome. The script stops at such an outcome and
-  holds it; it is then applied, with the rest of its batch, by ``apply(...,
-  update=True)``, which calls the policy's own ``update()`` on the full current state,
-  in order, in one optimistic transaction that writes the new structure (or none) with
-  it. Meanwhile no other credit enters ``W``,
+  holds it; it is then applied by ``apply(..., update=True)``, which calls the policy's
+  own ``update()`` on the full current state, in one optimistic transaction that writes
+  the new structure (or none) with it, and the rest of its batch goes back to the
+  script (for a policy with ``serial_updates``, whose outcomes never commute, the rest
+  is applied in the same transaction, in order). Meanwhile no other credit enters ``W``,
   so the outcome is decided at exactly its place in the order in which the shard applied
   every outcome, with the global ``t``: the same ``update()`` as the simulator's,
   eliminations at the comparison count the pseudo-code gives.

@@ -17,11 +17,15 @@ A batch of an experiment's impressions is credited in four steps:
    experiment's hold.
 
 A **held outcome** is decided here (:func:`resolve_hold`): the policy's own ``update()``
-on the current state, in order, with the rest of the batch, in one optimistic
-transaction whose reads and writes are plain storage operations
-(:meth:`~service.store.Store.read_hold`, :meth:`~service.store.Store.write_resolution`).
-So eliminations happen at exactly the comparison the serial ``update()`` gives. The
-design is argued in :mod:`service.credit`.
+on the current state, in one optimistic transaction whose reads and writes are plain
+storage operations (:meth:`~service.store.Store.read_hold`,
+:meth:`~service.store.Store.write_resolution`). So eliminations happen at exactly the
+comparison the serial ``update()`` gives. Only the held impression takes that path; the
+rest of its batch goes back to the credit script against the policy the decision left
+(which the deciding worker caches), so a policy with a structure credits in parallel
+except at the few outcomes that may change it. (A policy none of whose outcomes commutes,
+``serial_updates``, decides the rest of the batch in the same transaction.) The design
+is argued in :mod:`service.credit`.
 
 The Celery tasks (:mod:`workers.tasks`) are thin wrappers over :class:`Crediting`; the
 store never calls back into this module.
@@ -37,9 +41,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import redis
 
-from bandits.base import DuelingBandit
+from bandits.base import RETIRED, DuelingBandit
 from service import credit, metrics
 from service.queue import TaskQueue
 from service.snapshot import ExperimentMissing, encode_structure
@@ -57,6 +62,12 @@ class View:
     bandit: DuelingBandit
     names: dict[int, str]
     dwell_unsatisfied_s: float | None = None  # the experiment's dwell rule
+
+    def plan_key(self) -> tuple:
+        """What :func:`service.credit.apply` (``update=False``) reads of the view: the
+        arms, which are retired, the dwell rule. A plan made with an equal key holds."""
+        retired = np.flatnonzero(self.bandit.status == RETIRED)
+        return self.bandit.K, retired.tobytes(), self.dwell_unsatisfied_s
 
 
 class Views:
@@ -82,6 +93,17 @@ class Views:
                 self._views.popitem(last=False)
         return view
 
+    def put(self, exp_id: str, view: View) -> None:
+        """Cache ``view`` (a policy this process just wrote), unless a view of a later
+        structure is cached already."""
+        with self._lock:
+            old = self._views.get(exp_id)
+            if old is None or old.sv <= view.sv:
+                self._views[exp_id] = view
+                self._views.move_to_end(exp_id)
+            while len(self._views) > self.size:
+                self._views.popitem(last=False)
+
     def drop(self, exp_id: str) -> None:
         with self._lock:
             self._views.pop(exp_id, None)
@@ -91,16 +113,27 @@ class Views:
 _DEFAULT_VIEWS = Views(64)
 
 
-def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()
-                 ) -> dict[str, dict] | None:
+@dataclass
+class Resolved:
+    """What deciding a hold did: per impression decided its result, and the policy as
+    the decision left it (``view``: its structure at the new ``sv``, for the caller's
+    cache, so the credit script can go on without reading the snapshot again)."""
+
+    results: dict[str, dict]
+    view: View
+
+
+def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolved | None:
     """Decide the impression that holds ``exp_id``, if any, then the impressions ``more``
-    (the rest of the caller's batch), in order: the policy's own ``update()`` on the
-    current state at the global ``t``, in one optimistic transaction that commits ``W``,
-    ``n``, the structure, the marks, counters and audit and clears the hold. While the
-    hold is set no credit script runs, so applying the rest here too is as exact as the
-    script, and saves a round per held outcome (every outcome is held for a policy whose
-    ``update()`` advances selection state). Returns the results, or None when nothing was
-    held (or another worker resolved it meanwhile)."""
+    (in order): the policy's own ``update()`` on the current state at the global ``t``,
+    in one optimistic transaction that commits ``W``, ``n``, the structure, the marks,
+    counters and audit and clears the hold. While the hold is set no credit script runs,
+    so the held outcome is decided at exactly its place in the shard's order.
+    :func:`credit_batch` passes ``more`` (the rest of its batch) only for a policy none
+    of whose outcomes commutes (``serial_updates``), where it saves a round per outcome;
+    for the others the rest goes back to the credit script, which adds it to ``W`` in
+    parallel. Returns what it decided, or None when nothing was held (or another worker
+    resolved it meanwhile)."""
     held = store.hold(exp_id)
     if not held:
         return None
@@ -117,39 +150,59 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()
                                       names=snap.names, update=True,
                                       dwell_unsatisfied_s=snap.meta.get("dwell_unsatisfied_s"))
                 pipe.multi()
-                store.write_resolution(pipe, exp_id, bandit, result, ids,
-                                       structure_before=before)
+                moved = store.write_resolution(pipe, exp_id, bandit, result, ids,
+                                               structure_before=before)
                 pipe.execute()
-                return result.results
+                return Resolved(result.results,
+                                View(snap.sv + int(moved), bandit, snap.names,
+                                     snap.meta.get("dwell_unsatisfied_s")))
             except redis.WatchError:
                 store.count_conflict(exp_id)
     raise Contention(f"gave up resolving the hold of {exp_id} after {MAX_ATTEMPTS} attempts")
+
+
+#: consecutive rounds in which other workers' holds kept a batch from progressing, after
+#: which it goes through the serial path with the next hold (progress guaranteed)
+STALL_ROUNDS = 8
 
 
 def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
                  views: Views | None = None) -> dict[str, dict]:
     """Credit ``imp_ids`` of ``exp_id`` (``t``: its selection count, read at the claim or
     later); per impression credited (or found missing or credited before) its result.
-    An impression that got a click since it was read is left pending."""
+    An impression that got a click since it was read is left pending.
+
+    The batch goes to the credit script; when the script holds an outcome (this batch's
+    or another's), that impression alone is decided by :func:`resolve_hold` and the rest
+    goes back to the script, computed once per view (an impression's outcomes depend on
+    the view only through which rankers are retired)."""
     views = _DEFAULT_VIEWS if views is None else views
     results: dict[str, dict] = {}
     todo = list(imp_ids)
+    read: dict[str, credit.Impression | None] = {}
+    plan, planned = credit.Credit(), None  # the plan and View.plan_key it was made with
     reread = False
-    for _round in range(2 * len(todo) + 20):
+    stalled = 0
+    for _round in range((STALL_ROUNDS + 2) * len(todo) + 20):
         try:
             view = views.get(store, exp_id)
         except ExperimentMissing:
             results.update({i: {"status": "missing"} for i in todo})
             break
-        imps = store.read_impressions(exp_id, todo)
-        if _newer_than(imps, view.bandit.K) and not reread:
-            reread = True
-            # an impression of a ranker added since the view was read (the script would
-            # refuse the batch for its sv anyway): read the view again
-            views.drop(exp_id)
-            continue
-        plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names, update=False,
-                            dwell_unsatisfied_s=view.dwell_unsatisfied_s)
+        if not read:
+            read = dict(zip(todo, store.read_impressions(exp_id, todo), strict=True))
+        imps = [read[i] for i in todo]
+        key = view.plan_key()
+        if planned != key:
+            if _newer_than(imps, view.bandit.K) and not reread:
+                reread = True
+                # an impression of a ranker added since the view was read (the script
+                # would refuse the batch for its sv anyway): read the view again
+                views.drop(exp_id)
+                continue
+            plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names,
+                                update=False, dwell_unsatisfied_s=view.dwell_unsatisfied_s)
+            planned = key
         done = store.commit_credit(exp_id, sv=view.sv, guard=credit.Guard.of(view.bandit, t),
                                    ids=todo, impressions=imps, result=plan)
         for i, code in done.codes.items():
@@ -165,23 +218,52 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
         if done.status == "sv":  # an elimination, a merge or an operator changed it
             views.drop(exp_id)
             continue
-        # held by this batch or by another: decide that impression and the rest of ours
+        # held by this batch or by another: decide the held impression (and, for a
+        # policy whose outcomes never commute, or after STALL_ROUNDS rounds without
+        # progress, the rest of ours with it); the rest goes back to the script
         rest = [i for i in todo if i not in done.codes]
+        serial = view.bandit.serial_updates or stalled >= STALL_ROUNDS
+        if (done.status == "hold" and not serial and done.held
+                and _wait_hold(store, exp_id, done.held)):
+            stalled += 1  # its worker decided it: try the script again
+            continue
         try:
-            resolved = resolve_hold(store, exp_id, more=rest) or {}
+            resolved = resolve_hold(store, exp_id, more=rest if serial else ())
         except ExperimentMissing:  # deleted meanwhile: nothing left to credit
             results.update({i: {"status": "missing"} for i in todo if i not in done.codes})
             break
-        results.update(resolved)
-        todo = [i for i in todo if i not in done.codes and i not in resolved]
-        if resolved:
-            views.drop(exp_id)
+        decided = {} if resolved is None else resolved.results
+        results.update(decided)  # another batch's held impression too: counted here
+        left = [i for i in todo if i not in done.codes and i not in decided]
+        stalled = 0 if len(left) < len(todo) else stalled + 1
+        todo = left
+        if resolved is not None:
+            views.put(exp_id, resolved.view)
         if not todo:
             break
     else:
         raise Contention(f"credit of {len(todo)} impressions of {exp_id} did not settle")
     observe(results)
     return results
+
+
+#: how long a batch that meets another batch's hold waits for that batch's worker to
+#: decide it (deciding it too would only duplicate the work and lose the race) before
+#: deciding it itself (its worker may have died)
+HOLD_WAIT_S = 0.25
+
+
+def _wait_hold(store: Store, exp_id: str, held: str) -> bool:
+    """Wait up to :data:`HOLD_WAIT_S` for the hold ``held`` of ``exp_id`` to be decided;
+    whether it was."""
+    deadline = time.monotonic() + HOLD_WAIT_S
+    pause = 0.0005
+    while time.monotonic() < deadline:
+        time.sleep(pause)
+        if store.hold(exp_id) != held:
+            return True
+        pause = min(2 * pause, 0.008)
+    return False
 
 
 def _newer_than(imps: Sequence[credit.Impression | None], k: int) -> bool:

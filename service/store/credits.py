@@ -141,11 +141,13 @@ class CreditStore(StoreBase):
 
     def write_resolution(self, pipe, exp_id: str, bandit: DuelingBandit,
                          result: credit_step.Credit, ids: Sequence[str], *,
-                         structure_before: str) -> None:
+                         structure_before: str) -> bool:
         """Queue on ``pipe`` (in MULTI, after :meth:`read_hold`) what deciding a hold
         wrote: the policy's state if it changed (its structure, ``sv`` + 1, only if that
         differs from ``structure_before``), the audit events, each impression's mark and
-        counters; the impressions leave the pending set and the hold is cleared."""
+        counters; the impressions leave the pending set and the hold is cleared. Returns
+        whether the structure moved (``sv`` + 1)."""
+        moved = False
         if result.changed:
             moved = encode_structure(bandit)["state"] != structure_before
             self.write_state(pipe, exp_id, bandit, structure=moved)
@@ -165,6 +167,7 @@ class CreditStore(StoreBase):
             pipe.hincrby(counters_key(exp_id), name, n)
         pipe.zrem(pending_key(exp_id), *ids)
         pipe.hdel(exp_key(exp_id), "hold")
+        return moved
 
     def count_conflict(self, exp_id: str) -> None:
         self.r.hincrby(counters_key(exp_id), "credit_conflicts", 1)
