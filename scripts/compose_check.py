@@ -24,6 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,18 +241,14 @@ class HealthPump(threading.Thread):
 
     def run(self) -> None:
         def one(name: str) -> None:
-            try:
+            with suppress(Exception):  # a container going away mid-check, a timeout
                 podman("healthcheck", "run", name, check=False, quiet=True, timeout=20)
-            except Exception:  # a container going away mid-check, a timeout
-                pass
 
         # all containers at once: one at a time, a pass takes longer than 3 s when loaded
         with ThreadPoolExecutor(max_workers=8) as pool:
             while not self.stop.wait(3):
-                try:
+                with suppress(Exception):  # podman ps failing mid-teardown
                     list(pool.map(one, containers()))
-                except Exception:  # podman ps failing mid-teardown
-                    pass
 
 
 def health(name: str) -> str:
