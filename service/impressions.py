@@ -175,9 +175,11 @@ class RankerHealth:
 
     def substitutes(self, exclude: set[int]) -> list[tuple[int, dict[str, Any]]]:
         """Rankers to serve alone when every chosen one failed: the champion first, then
-        the other active rankers that are not in quarantine (at most two are tried)."""
+        the other active rankers, then the eliminated ones, all not in quarantine (at
+        most two are tried). The eliminated ones matter once an experiment has converged:
+        with one active ranker in quarantine, every search would otherwise be a 502."""
         bandit = self.choice.snapshot.bandit
-        order = [self.choice.champion, *bandit.active_arms()]
+        order = [self.choice.champion, *bandit.active_arms(), *sorted(self.choice.by_arm)]
         out = []
         for arm in dict.fromkeys(order):
             if arm in exclude or arm not in self.choice.by_arm or self._state(arm) != "closed":
