@@ -9,6 +9,12 @@ The target (issue: "within a factor of 2 of the truth in at least 80 % of runs")
 
     .venv/bin/python bench/estimate_validation.py --runs 10
     .venv/bin/python bench/estimate_validation.py --algorithms mergemed --runs 20 --at 0.2
+    .venv/bin/python bench/estimate_validation.py --timing   # seconds per estimate, K = 12, 136
+
+The run keeps a copy of the policy every ``--every`` comparisons and the estimate is
+computed afterwards on the copy at the checkpoint that matters (one estimate per run, and
+the run is the same whatever the estimator costs). ``bench/estimate_tuning.py`` saves
+these runs and compares other estimators on them.
 
 Instances (``bandits.matrices`` generators, as ``rankduel matrix`` writes them):
 Bradley–Terry with K = 8, 16, 32 and gaps 0.05 / 0.1, one with a quarter of the rankers
@@ -18,6 +24,7 @@ uninformative. Runs use the simulator's arm shuffle and seeds ``--seed + r``.
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import sys
 import time
@@ -28,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bandits import make_bandit
-from bandits.base import ACTIVE
+from bandits.base import ACTIVE, DuelingBandit
 from bandits.decision import decide
 from bandits.matrices import bradley_terry
 
@@ -43,16 +50,18 @@ INSTANCES = {
 
 
 def run(P: np.ndarray, algorithm: str, seed: int, every: int, max_steps: int
-        ) -> tuple[int | None, list[tuple[int, int | None]]]:
-    """One run to convergence: (the comparison count at convergence or None, the
-    estimates ``[(n, estimate)]`` recorded every ``every`` comparisons)."""
+        ) -> tuple[int | None, list[tuple[int, DuelingBandit]]]:
+    """One run to convergence: (the comparison count at convergence or None, copies of
+    the policy ``[(n, policy)]`` taken every ``every`` comparisons). The estimates are
+    computed afterwards on the copy at the checkpoint that matters (a copy, so the run
+    itself is the same whatever the estimator does)."""
     rng = np.random.default_rng(seed)
     K = P.shape[0]
     perm = rng.permutation(K)
     Pr = P[np.ix_(perm, perm)]
     b = make_bandit(algorithm, K, seed=int(rng.integers(2**31)))
     env = np.random.default_rng(int(rng.integers(2**31)))
-    records: list[tuple[int, int | None]] = []
+    records: list[tuple[int, DuelingBandit]] = []
     n = 0
     while n < max_steps:
         us = env.random(every)
@@ -62,8 +71,28 @@ def run(P: np.ndarray, algorithm: str, seed: int, every: int, max_steps: int
         n += every
         if int(np.count_nonzero(b.status == ACTIVE)) == 1:
             return n, records
-        records.append((n, decide(b).estimate))
+        records.append((n, copy.deepcopy(b)))
     return None, records
+
+
+def timing(algorithms: list[str], repeats: int = 3) -> None:
+    """Seconds per :func:`decide` at K = 12 and K = 136, on a policy run 20 comparisons
+    per ranker into a Bradley-Terry instance (undecided, so the estimate is computed)."""
+    for algorithm in algorithms:
+        for K in (12, 136):
+            P = bradley_terry(K, gap=0.05, spread=2.0, seed=7)
+            b = make_bandit(algorithm, K, seed=7)
+            env = np.random.default_rng(7)
+            for _ in range(20 * K):
+                i, j = b.select()
+                b.update(i, j, 1.0 if env.random() < P[i, j] else 0.0)
+            secs = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                d = decide(b)
+                secs.append(time.perf_counter() - t0)
+            print(f"{algorithm:<10} K={K:<4} decide {np.median(secs):.3f} s (median of "
+                  f"{repeats})  estimate {d.estimate}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--at", type=float, default=0.2, help="fraction of N (default 0.2)")
     ap.add_argument("--every", type=int, default=50, help="comparisons between estimates")
     ap.add_argument("--max-steps", type=int, default=3_000_000)
+    ap.add_argument("--timing", action="store_true",
+                    help="only time one estimate at K = 12 and K = 136")
     args = ap.parse_args(argv)
+    if args.timing:
+        timing(args.algorithms.split(","))
+        return 0
     print(f"estimate at {args.at:.0%} of the comparisons to convergence vs the truth; "
           f"{args.runs} runs per row")
     print(f"{'algorithm':<10} {'instance':<16} {'N median':>9} {'ratio median':>12} "
@@ -97,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                 if not at:
                     ratios.append(math.nan)
                     continue
-                n, est = at[-1]
+                n, snapshot = at[-1]
+                est = decide(snapshot).estimate
                 truth = N - n
                 ratio = math.inf if est is None else est / truth
                 ratios.append(ratio)

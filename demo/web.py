@@ -40,6 +40,7 @@ PAGE = """<!doctype html>
 <p id="status"></p>
 <p class="meta" id="meta"></p>
 <ol id="results"></ol>
+<p><a id="next" href="#" hidden>more results</a></p>
 <script src="{api}/static/rankduel.js"></script>
 <script>
 const API = {api_json}, EXPERIMENT = {experiment_json};
@@ -62,20 +63,36 @@ async function search(q) {{
     window.lastError = String(e.message);
     return;
   }}
-  results.innerHTML = page.results.map(r => {{
+  results.innerHTML = items(page);
+  document.getElementById("meta").textContent = "interleaved from " +
+    page.rankers.join(" and ") + " — impression " + page.impression_id;
+  const next = document.getElementById("next");
+  next.hidden = page.results.length < 10;
+  // "more results": rankduel.js fetches page N+1 of the same impression (ranks 11-20...)
+  handle = RankDuel.attach(results, {{api: API, impression_id: page.impression_id,
+                                      token: page.token, experiment: EXPERIMENT, q: q, k: 10,
+                                      next: next,
+                                      onPage: (more, n) => {{
+                                        results.insertAdjacentHTML("beforeend", items(more));
+                                        window.lastMore = {{page: n, answer: more}};
+                                      }},
+                                      onError: e => {{
+                                        document.getElementById("status").textContent =
+                                          "next page failed: " + e.message;
+                                      }}}});
+  window.lastPage = page;
+}}
+function items(page) {{
+  return page.results.map(r => {{
     const redirect = API + "/r?i=" + encodeURIComponent(page.impression_id) +
       "&t=" + encodeURIComponent(page.token) + "&d=" + encodeURIComponent(r.id) +
       "&p=" + r.rank + "&u=" + encodeURIComponent(r.url || "");
-    return '<li><a class="result" href="' + esc(r.url || "#") + '" data-rd-doc="' + esc(r.id) +
-      '" data-rd-rank="' + r.rank + '">' + esc(r.title || r.id) + '</a>' +
+    return '<li value="' + r.rank + '"><a class="result" href="' + esc(r.url || "#") +
+      '" data-rd-doc="' + esc(r.id) + '" data-rd-rank="' + r.rank + '">' +
+      esc(r.title || r.id) + '</a>' +
       '<a class="newtab" target="_blank" rel="noopener" href="' + esc(redirect) +
       '" data-rd-doc="' + esc(r.id) + '" data-rd-rank="' + r.rank + '">new tab ↗</a></li>';
   }}).join("");
-  document.getElementById("meta").textContent = "interleaved from " +
-    page.rankers.join(" and ") + " — impression " + page.impression_id;
-  handle = RankDuel.attach(results, {{api: API, impression_id: page.impression_id,
-                                      token: page.token}});
-  window.lastPage = page;
 }}
 document.getElementById("search").addEventListener("submit", e => {{
   e.preventDefault(); search(document.getElementById("q").value);

@@ -12,6 +12,10 @@ The live service and the simulators use this package through three functions:
     clicked 0-based positions of the shown list: ``s`` = 1 ``a`` won, 0 ``b`` won, ½
     a tie (clicks, equal credit); marginalizing methods give the expected outcome in
     [0, 1]. No clicks → ``[]`` (no duel). Pairwise methods give at most ``(0, 1, s)``.
+``extend(record, shown, rankings, k, rng) -> (shown, record)``
+    the next result page: continue the interleaving that showed ``shown`` to depth
+    ``k`` (see :meth:`Interleaver.extend`); keep the generator's state between pages
+    with :func:`rng_state` / :func:`rng_from_state`.
 ``seed_for(user, query, salt="") -> int``
     a stable seed, so a repeated view of the same (user, query) shows the same list.
 
@@ -45,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from interleaving.balanced import Balanced
-from interleaving.base import Interleaver, Outcome
+from interleaving.base import Interleaver, Outcome, rng_from_state, rng_state
 from interleaving.probabilistic import Probabilistic, ProbabilisticMultileave
 from interleaving.sosm import SOSM
 from interleaving.team_draft import TeamDraft, TeamDraftMultileave
@@ -85,6 +89,15 @@ def interleave(
 ) -> tuple[list[str], dict[str, Any]]:
     """Merge ``rankings`` with ``method``; return the shown list and the credit record."""
     return get_method(method).interleave(rankings, k, rng)
+
+
+def extend(
+    record: dict[str, Any], shown: Sequence[str], rankings: Sequence[Sequence[str]], k: int,
+    rng: np.random.Generator,
+) -> tuple[list[str], dict[str, Any]]:
+    """Continue a recorded interleaving to depth ``k`` (the next page); the whole list
+    and its record."""
+    return get_method(record.get("method", "")).extend(record, shown, rankings, k, rng)
 
 
 def credit(record: dict[str, Any], clicked: Iterable[int]) -> list[Outcome]:
@@ -127,7 +140,10 @@ __all__ = [
     "TeamDraft",
     "TeamDraftMultileave",
     "credit",
+    "extend",
     "get_method",
     "interleave",
+    "rng_from_state",
+    "rng_state",
     "seed_for",
 ]

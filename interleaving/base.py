@@ -7,11 +7,27 @@ different processes:
     merge the participants' lists into the list the user sees, and return it with a
     small JSON-able *record* of whatever the credit step will need;
 ``credit(record, clicked)``
-    turn the clicked positions of that list into pairwise outcomes between participants.
+    turn the clicked positions of that list into pairwise outcomes between participants;
+``extend(record, shown, rankings, k, rng)``
+    continue the interleaving to a greater depth ``k`` (the next result page): the list
+    shown so far stays as it is, the method carries on from where it stopped (team
+    draft continues its draft, probabilistic interleave its sampling), and the record
+    grows to describe the whole list, so the credit of the clicks on any page is the
+    credit of one list shown at once.
 
 The public methods do the shared work (checking and de-duplicating the input, the
 "no clicks, no duel" rule, range checks on click positions); each method implements the
-two private hooks ``_interleave`` and ``_credit``.
+private hooks ``_interleave``, ``_extend`` and ``_credit``.
+
+**Continuation.** ``extend`` consumes ``rng`` exactly as the one-shot ``interleave`` does
+for the slots it adds, so with the same generator (the service keeps its state with the
+impression, see :func:`rng_state`) and the same lists, pages 1..N concatenated are the
+first N·k documents of ``interleave(rankings, N·k, rng)``, record included (the tests
+check it per method). The lists may deepen between pages (a ranker asked for N·k
+results returns its top N·k): the rank-based methods (team draft, balanced, SOSM)
+draw the same first N·k documents from a ranker's top k as from its top N·k, so the
+identity holds for rankers that return consistent lists; probabilistic interleave
+samples page N from the softmax over the top N·k, see :mod:`interleaving.probabilistic`.
 
 Participants are indices into ``rankings``. Outcomes are triples ``(a, b, s)`` with
 ``a < b`` and ``s`` in [0, 1]: 1 means ``a`` won, 0 means ``b`` won, ½ a tie (there were
@@ -101,6 +117,44 @@ class Interleaver(abc.ABC):
         record = {"method": self.name, "n": len(lists), "len": len(shown), **record}
         return shown, record
 
+    def extend(
+        self,
+        record: dict[str, Any],
+        shown: Sequence[str],
+        rankings: Sequence[Sequence[str]],
+        k: int,
+        rng: np.random.Generator,
+    ) -> tuple[list[str], dict[str, Any]]:
+        """Continue the interleaving that showed ``shown`` (with ``record``) to depth ``k``.
+
+        ``rankings`` are the participants' lists now (in the same participant order),
+        typically each ranker's top ``k``. Returns the whole list (``shown`` followed by
+        at most ``k - len(shown)`` new documents, none already shown) and the record of
+        the whole list. A depth not beyond ``len(shown)`` returns them unchanged.
+        Raises ``ValueError`` when the record is of another method or of another number
+        of participants, or lacks what continuing needs (a record written before
+        continuation existed).
+        """
+        if record.get("method") != self.name:
+            raise ValueError(f"record is for {record.get('method')!r}, not {self.name!r}")
+        if isinstance(rankings, str | bytes):
+            raise TypeError("rankings must be a sequence of rankings, not a string")
+        lists = [dedupe(r) for r in rankings]
+        if len(lists) != int(record["n"]):
+            raise ValueError(f"the record has {record['n']} participants, got {len(lists)} "
+                             "rankings")
+        shown = [str(d) for d in shown]
+        if len(shown) != int(record["len"]):
+            raise ValueError(f"the record describes {record['len']} shown documents, "
+                             f"got {len(shown)}")
+        k = int(k)
+        if k <= len(shown):
+            return shown, dict(record)
+        full, extra = self._extend(record, shown, lists, k, rng)
+        if full[: len(shown)] != shown or len(set(full)) != len(full) or len(full) > k:
+            raise AssertionError(f"{self.name}: a continuation must keep the shown list")
+        return full, {"method": self.name, "n": len(lists), "len": len(full), **extra}
+
     def credit(self, record: dict[str, Any], clicked: Iterable[int]) -> list[Outcome]:
         """Pairwise outcomes from the clicked positions (0-based) of the shown list.
 
@@ -129,6 +183,14 @@ class Interleaver(abc.ABC):
         """Build the shown list from de-duplicated rankings; return it and the record."""
 
     @abc.abstractmethod
+    def _extend(
+        self, record: dict[str, Any], shown: list[str], rankings: list[list[str]], k: int,
+        rng: np.random.Generator,
+    ) -> tuple[list[str], dict[str, Any]]:
+        """Continue from ``record`` and ``shown`` to at most ``k`` documents; return the
+        whole list and its record (without ``method``, ``n`` and ``len``)."""
+
+    @abc.abstractmethod
     def _credit(self, record: dict[str, Any], clicked: list[int]) -> list[Outcome]:
         """Outcomes from a non-empty sorted list of valid clicked positions."""
 
@@ -155,3 +217,30 @@ def identical_prefix(rankings: Sequence[Sequence[str]], k: int) -> int:
     while p < n and all(r[p] == rankings[0][p] for r in rankings):
         p += 1
     return p
+
+
+def rng_state(rng: np.random.Generator) -> list[str]:
+    """The state of a PCG64 generator as two hex strings (JSON-able, 70 characters),
+    so that a continuation (:meth:`Interleaver.extend`) can draw exactly what a one-shot
+    interleaving would have drawn next.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(5); _ = rng.random()
+    >>> again = rng_from_state(rng_state(rng))
+    >>> again.random() == rng.random()
+    True
+    """
+    state = rng.bit_generator.state
+    if state.get("bit_generator") != "PCG64" or state.get("has_uint32"):
+        raise ValueError("only a PCG64 generator without a buffered 32-bit draw can be saved")
+    return [format(state["state"]["state"], "x"), format(state["state"]["inc"], "x")]
+
+
+def rng_from_state(saved: Sequence[str]) -> np.random.Generator:
+    """The generator :func:`rng_state` saved."""
+    bits = np.random.PCG64()
+    bits.state = {"bit_generator": "PCG64",
+                  "state": {"state": int(saved[0], 16), "inc": int(saved[1], 16)},
+                  "has_uint32": 0, "uinteger": 0}
+    return np.random.Generator(bits)

@@ -39,6 +39,16 @@ and cheap. With two rankers PM is exactly PI.
 behind an HTTP API; the estimator does the same), not every document of the collection
 as in Hofmann et al.'s offline setting. With τ = 3 the mass beyond rank 10 is under 0.4%.
 
+**The next page** continues the sampling: its slots are drawn from each ranker's
+softmax over the list it returned for that page (its top N·k), without the documents
+already shown, and their posteriors are appended to the record. The posteriors of the
+earlier slots are kept: they are those of the draws that happened, so the marginalized
+credit stays exact for the list shown. When the lists are the same on every page, the
+pages are exactly one interleaving of depth N·k; when they deepen, page 1 was drawn from
+the softmax over the top ``k`` rather than the top N·k, which differ by the tail's mass
+(under 0.4% at τ = 3 and k = 10), so the pages are one draw of a process that differs
+from the one-shot interleaving by that much.
+
 **Short or empty lists:** a ranker whose documents are all shown is out of the draw (the
 other rankers fill the page, the coin or die covers only rankers with documents left),
 and a slot only a single ranker could have filled is credited to it with certainty.
@@ -57,20 +67,25 @@ DEFAULT_TAU = 3.0
 
 
 def probabilistic_interleave(
-    rankings: list[list[str]], k: int, rng: np.random.Generator, tau: float = DEFAULT_TAU
+    rankings: list[list[str]], k: int, rng: np.random.Generator, tau: float = DEFAULT_TAU,
+    shown: list[str] | None = None, posterior: list[list[float]] | None = None,
 ) -> tuple[list[str], list[list[float]]]:
     """Sample a shown list; return it with the per-slot posterior over participants.
 
-    ``posterior[r][j]`` is ``P(slot r was filled by ranker j | shown list)``.
+    ``posterior[r][j]`` is ``P(slot r was filled by ranker j | shown list)``. Given the
+    ``shown`` list and ``posterior`` of an earlier page, sampling continues from the
+    rankers' softmaxes without the documents already shown.
     """
     m = len(rankings)
+    shown = list(shown or [])
+    posterior = [list(row) for row in posterior or []]
+    done = set(shown)
     # remaining (doc, weight) per ranker, in rank order
     remaining: list[dict[str, float]] = [
-        {d: (r + 1.0) ** -tau for r, d in enumerate(ranking)} for ranking in rankings
+        {d: (r + 1.0) ** -tau for r, d in enumerate(ranking) if d not in done}
+        for ranking in rankings
     ]
     totals = [sum(r.values()) for r in remaining]
-    shown: list[str] = []
-    posterior: list[list[float]] = []
     while len(shown) < k:
         live = [j for j in range(m) if remaining[j]]
         if not live:
@@ -190,6 +205,14 @@ class Probabilistic(Interleaver):
         self, rankings: list[list[str]], k: int, rng: np.random.Generator
     ) -> tuple[list[str], dict[str, Any]]:
         shown, posterior = probabilistic_interleave(rankings, k, rng, self.tau)
+        return shown, {"post": posterior}
+
+    def _extend(
+        self, record: dict[str, Any], shown: list[str], rankings: list[list[str]], k: int,
+        rng: np.random.Generator,
+    ) -> tuple[list[str], dict[str, Any]]:
+        shown, posterior = probabilistic_interleave(rankings, k, rng, self.tau, shown,
+                                                    record["post"])
         return shown, {"post": posterior}
 
     def _credit(self, record: dict[str, Any], clicked: list[int]) -> list[Outcome]:

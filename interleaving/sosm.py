@@ -25,6 +25,10 @@ probabilistic user model). The MDB paper gives only prose; the definition follow
   rankers for overlapping with the others: under random clicks a participant whose
   list covers more of the page wins.)
 
+**The next page** continues the team draft (the record keeps the teams for it, though
+they do not score) and scores the whole sample again with the deeper lists: the record
+of pages 1..N is that of one SOSM list of depth N·k.
+
 This is what makes SOSM robust to similar rankers (the failure of team-draft credit that
 Brost et al. describe): two rankers that order the sample the same way get the same
 score, whoever happened to draft the clicked document. **Departure to note:** the
@@ -99,8 +103,20 @@ class SOSM(Interleaver):
     def _interleave(
         self, rankings: list[list[str]], k: int, rng: np.random.Generator
     ) -> tuple[list[str], dict[str, Any]]:
-        shown, _ = team_draft(rankings, k, rng)
-        return shown, {"ranks": sample_ranks(rankings, shown)}
+        shown, teams = team_draft(rankings, k, rng)
+        # the teams do not score (sample only); they are kept so the draft can continue
+        return shown, {"ranks": sample_ranks(rankings, shown), "teams": teams}
+
+    def _extend(
+        self, record: dict[str, Any], shown: list[str], rankings: list[list[str]], k: int,
+        rng: np.random.Generator,
+    ) -> tuple[list[str], dict[str, Any]]:
+        if "teams" not in record:
+            raise ValueError("this SOSM record predates continuation (no teams): it cannot "
+                             "be continued")
+        shown, teams = team_draft(rankings, k, rng, shown, record["teams"])
+        # every shown document re-ranked within the whole sample, by the deeper lists
+        return shown, {"ranks": sample_ranks(rankings, shown), "teams": teams}
 
     def _credit(self, record: dict[str, Any], clicked: list[int]) -> list[Outcome]:
         n = int(record["len"])

@@ -21,6 +21,10 @@ Decisions, where the papers leave room:
   list is exhausted. An empty list never gets a team member.
 * **Seeding**: the random choices come from the ``rng`` argument; the service seeds it
   with :func:`interleaving.seed_for` so that a repeated view shows the same list.
+* **The next page** continues the draft (team sizes carry over, shown documents are
+  skipped), drawing from ``rng`` as the one-shot draft would: a ranker's first ``k``
+  picks are the same from its top ``k`` as from its top ``N·k``, so pages 1..N are the
+  first ``N·k`` of one draft of depth ``N·k``.
 """
 
 from __future__ import annotations
@@ -33,19 +37,27 @@ from interleaving.base import Interleaver, Outcome, identical_prefix, pairwise_f
 
 
 def team_draft(
-    rankings: list[list[str]], k: int, rng: np.random.Generator
+    rankings: list[list[str]], k: int, rng: np.random.Generator,
+    shown: list[str] | None = None, teams: list[int] | None = None,
 ) -> tuple[list[str], list[int]]:
     """The shown list and the team (participant index, ``-1`` for none) of each slot.
 
-    Shared by team-draft interleave and multileave and by SOSM's list creation.
+    Shared by team-draft interleave and multileave and by SOSM's list creation. Given
+    the ``shown`` list and ``teams`` of an earlier page, the draft continues from them
+    (the next page): team sizes are counted from ``teams``, and the identical prefix
+    grows only while everything shown so far is that prefix.
     """
     m = len(rankings)
+    shown = list(shown or [])
+    teams = list(teams or [])
     prefix = identical_prefix(rankings, k) if m > 1 else 0
-    shown = list(rankings[0][:prefix]) if prefix else []
-    teams = [-1] * prefix
+    if all(t == -1 for t in teams) and rankings and rankings[0][: len(shown)] == shown:
+        # the page so far is all identical prefix: it goes on as far as the lists agree
+        shown += rankings[0][len(shown):prefix]
+        teams += [-1] * (len(shown) - len(teams))
     in_list = set(shown)
-    pointer = [prefix] * m
-    size = [0] * m
+    pointer = [0] * m
+    size = [sum(1 for t in teams if t == j) for j in range(m)]
     while len(shown) < k:
         # advance each pointer past documents already shown; exhausted rankers drop out
         live = []
@@ -107,6 +119,13 @@ class TeamDraft(Interleaver):
         self, rankings: list[list[str]], k: int, rng: np.random.Generator
     ) -> tuple[list[str], dict[str, Any]]:
         shown, teams = team_draft(rankings, k, rng)
+        return shown, {"teams": teams}
+
+    def _extend(
+        self, record: dict[str, Any], shown: list[str], rankings: list[list[str]], k: int,
+        rng: np.random.Generator,
+    ) -> tuple[list[str], dict[str, Any]]:
+        shown, teams = team_draft(rankings, k, rng, shown, record["teams"])
         return shown, {"teams": teams}
 
     def _credit(self, record: dict[str, Any], clicked: list[int]) -> list[Outcome]:

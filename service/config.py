@@ -48,6 +48,7 @@ ENV: dict[str, str] = {
     "state_max_age_ms": "RANKDUEL_STATE_MAX_AGE_MS",
     "default_k": "RANKDUEL_DEFAULT_K",
     "max_k": "RANKDUEL_MAX_K",
+    "max_depth": "RANKDUEL_MAX_DEPTH",
     "visibility_timeout_s": "RANKDUEL_VISIBILITY_TIMEOUT_S",
     "ranker_failure_threshold": "RANKDUEL_RANKER_FAILURE_THRESHOLD",
     "ranker_quarantine_s": "RANKDUEL_RANKER_QUARANTINE_S",
@@ -114,6 +115,9 @@ class Config:
         An API process re-reads the bandit state at most this often (delayed feedback).
     default_k, max_k
         Result-page size when ``/search`` has no ``k``, and its upper limit.
+    max_depth
+        The deepest result a paged search may reach: page ``N`` of ``k`` results asks the
+        rankers for ``N·k`` results and is refused (400) when ``N·k`` exceeds it.
     visibility_timeout_s
         Redis-broker visibility timeout: an unacknowledged task is redelivered after it.
     ranker_failure_threshold
@@ -196,6 +200,7 @@ class Config:
     state_max_age_ms: float = 100.0
     default_k: int = 10
     max_k: int = 100
+    max_depth: int = 100
     visibility_timeout_s: int = 300
     ranker_failure_threshold: int = 5
     ranker_quarantine_s: float = 30.0
@@ -235,7 +240,7 @@ class Config:
             object.__setattr__(self, "broker_url", self.redis_url)
         positive = ("workers", "threads", "impression_ttl_s", "token_ttl_s", "inactivity_s",
                     "sweep_interval_s", "credit_retry_s", "ranker_timeout_ms", "default_k",
-                    "max_k", "visibility_timeout_s", "redis_timeout_ms",
+                    "max_k", "max_depth", "visibility_timeout_s", "redis_timeout_ms",
                     "ranker_failure_threshold", "ranker_quarantine_s", "sweep_stale_s",
                     "state_cache_size", "credit_batch", "credit_parallelism",
                     "clicks_per_impression")

@@ -22,6 +22,7 @@ Clicks and ends only touch the impression; crediting happens in a worker
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
 from typing import Any
 
@@ -61,6 +62,18 @@ def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...]
     return np.random.default_rng(seed)
 
 
+def query_digest(q: str) -> str:
+    """A short digest of the query, kept in a duel's record so that a next page can
+    check it is for page 1's query (the query itself is not stored)."""
+    return hashlib.blake2b(q.encode(), digest_size=8).hexdigest()
+
+
+def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
+    """What a duel's record keeps for its next pages (:mod:`service.paging`): the
+    generator's state after the interleaving drew, and the query's digest."""
+    return {"rng": _interleaving().rng_state(rng), "q": query_digest(q)}
+
+
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[str, Any]:
     """Serve one search of experiment ``exp_id``; see the module docstring."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.keys)
@@ -96,6 +109,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[s
         rng = _interleave_rng(exp_id, q, user, arms, seed)
         rankings = [[str(item["id"]) for item in res] for _, _, res in ok]
         shown, record = _interleaving().interleave(method, rankings, k, rng)
+        record["page"] = page_state(rng, q)  # for the next pages (service.paging)
         duel, kind = True, "duel"
     else:
         arms = (ok[0][0],)

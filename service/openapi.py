@@ -120,7 +120,17 @@ def operations(default_k: int, max_k: int) -> list[Op]:
     return [
         Op("get", "/search", "search", "Serve an interleaved result page",
            query=s.search_query(default_k, max_k),
-           responses={200: s.SearchResult, 400: None, 401: FRONTEND_KEY, 404: None, 502: None,
+           responses={200: s.SearchResult,
+                      400: "Malformed request, a page beyond RANKDUEL_MAX_DEPTH, or a "
+                           "next page without impression_id",
+                      401: FRONTEND_KEY,
+                      403: "A next page with a missing or wrong token, or of an impression "
+                           "of another experiment",
+                      404: None,
+                      409: "A next page of a closed (ended or credited) impression",
+                      422: "A next page for another q than page 1's, or one that would "
+                           "skip ranks never shown",
+                      502: None,
                       503: None},
            links={200: {
                "RecordClicks": {"operationId": "recordClicks", "requestBody": {
@@ -134,6 +144,11 @@ def operations(default_k: int, max_k: int) -> list[Op]:
                    "i": "$response.body#/impression_id", "t": "$response.body#/token",
                    "d": "$response.body#/results/0/id", "p": 1,
                    "u": "$response.body#/results/0/url"}},
+               "NextPage": {"operationId": "search", "parameters": {
+                   "experiment": "$response.body#/experiment", "q": "$request.query.q",
+                   "k": "$request.query.k", "page": 2,
+                   "impression_id": "$response.body#/impression_id",
+                   "token": "$response.body#/token"}},
            }}),
         Op("post", "/clicks", "recordClicks",
            "Report clicks (one or many; a repeated click counts once)", body=s.Clicks,

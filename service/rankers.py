@@ -207,7 +207,7 @@ class RankerClient:
             conn.close()
 
     def _fetch(self, ranker: dict[str, Any], q: str, k: int, deadline: float,
-               user: str | None = None) -> list[dict[str, Any]]:
+               user: str | None = None, offset: int = 0) -> list[dict[str, Any]]:
         parts = urlsplit(ranker["url"])
         template = ranker.get("request")
         method, body = "GET", None
@@ -216,10 +216,11 @@ class RankerClient:
             target = _target(parts, q, k)
         else:
             target = ranker_template.request_target(parts.path, parts.query, template,
-                                                    q=q, k=k, user=user)
-            headers.update(ranker_template.request_headers(template, q=q, k=k, user=user))
+                                                    q=q, k=k, user=user, offset=offset)
+            headers.update(ranker_template.request_headers(template, q=q, k=k, user=user,
+                                                           offset=offset))
             method = template.get("method", "GET")
-            body = ranker_template.request_body(template, q=q, k=k, user=user)
+            body = ranker_template.request_body(template, q=q, k=k, user=user, offset=offset)
             if body is not None:
                 headers["Content-Type"] = "application/json"
         for attempt in range(2):
@@ -259,9 +260,9 @@ class RankerClient:
         raise AssertionError("unreachable")
 
     def _timed_fetch(self, ranker: dict[str, Any], q: str, k: int, deadline: float,
-                     user: str | None) -> tuple[list[dict[str, Any]], float]:
+                     user: str | None, offset: int = 0) -> tuple[list[dict[str, Any]], float]:
         t0 = time.perf_counter()
-        return self._fetch(ranker, q, k, deadline, user), time.perf_counter() - t0
+        return self._fetch(ranker, q, k, deadline, user, offset), time.perf_counter() - t0
 
     def _admit(self, url: str) -> bool:
         with self._lock:
@@ -281,11 +282,12 @@ class RankerClient:
 
     def fetch_all(
         self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = "",
-        observe: bool = True, user: str | None = None,
+        observe: bool = True, user: str | None = None, offset: int = 0,
     ) -> list[list[dict[str, Any]] | RankerFailure]:
         """Fetch every ranker's list concurrently; a failure in place of a list when it
         errs or misses its ``timeout_ms``. Never raises for a ranker's fault. ``user``
-        fills a template's ``{user}`` (empty when None)."""
+        fills a template's ``{user}`` (empty when None), ``offset`` its ``{offset}`` (the
+        results already shown, on a next page: :mod:`service.paging`)."""
         start = time.perf_counter()
         now = time.monotonic()
         futures: list[Future | None] = []
@@ -294,7 +296,7 @@ class RankerClient:
                 futures.append(None)
                 continue
             fut = self._pool.submit(self._timed_fetch, r, q, k,
-                                    now + r["timeout_ms"] / 1000.0, user)
+                                    now + r["timeout_ms"] / 1000.0, user, offset)
             fut.add_done_callback(lambda f, u=r["url"]: self._release(u, f))
             futures.append(fut)
         out: list[list[dict[str, Any]] | RankerFailure] = []

@@ -153,6 +153,18 @@ def search_query(default_k: int, max_k: int) -> type[BaseModel]:
         user=(Annotated[str, Field(max_length=MAX_NAME_CHARS)] | None, Field(None, description=(
             "a stable user id: a repeated (user, query) view of the same comparison shows "
             "the same list"))),
+        page=(Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_query_int)],
+              Field(1, description=(
+                  "the result page: page N is ranks (N-1)*k+1..N*k of the same interleaved "
+                  "list, under the same impression (send impression_id and token of page "
+                  "1's answer; the rankers are asked for N*k results; N*k at most "
+                  "RANKDUEL_MAX_DEPTH, else 400)"))),
+        impression_id=(Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)] | None,
+                       Field(None, description="with page: the impression page 1 answered")),
+        token=(Annotated[str, Field(min_length=1, max_length=200)] | None,
+               Field(None, description="with page: the token page 1 answered (403 when "
+                                       "wrong, or when the impression is of another "
+                                       "experiment; 409 when it is closed)")),
     )
 
 

@@ -11,6 +11,15 @@
 
 Everything is session-scoped: the stack starts once (a few seconds) and each test works
 on its own experiment.
+
+The tests are in three tiers, one folder each, marked by folder (``-m unit`` etc.):
+
+* ``tests/unit/`` — pure: no server, no fixture above; seconds (``scripts/test unit``);
+* ``tests/service/`` — a real Redis, Celery worker or HTTP server on loopback;
+* ``tests/e2e/`` — headless Chromium, a real Prometheus, a Redis Cluster, the demo stack
+  or the deployment files.
+
+A unit test that asks for a server fixture fails at collection: the tier would lie.
 """
 
 from __future__ import annotations
@@ -25,6 +34,12 @@ import pytest
 ADMIN = "test-admin-token-0123456789"
 SECRET = "test-secret-key-0123456789"
 ROOT = Path(__file__).resolve().parent.parent
+TIERS = ("unit", "service", "e2e")
+#: the fixtures that start a server: a test that uses one is not a unit test
+SERVER_FIXTURES = frozenset({"stack", "redis_url", "rd", "service_env", "ranker_server", "api",
+                             "worker", "client"})
+# shared modules of the tiers (metrics_run.py, fault_worker.py) sit beside this file
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 #: the toy rankers live on loopback, which the ranker allow-list refuses by default
 LOOPBACK = "127.0.0.1,localhost"
 
@@ -206,3 +221,23 @@ def admin_headers() -> dict[str, str]:
 def _python_path():
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its tier (its folder under ``tests/``); a unit test may not use
+    a server fixture."""
+    tests_dir = Path(__file__).resolve().parent
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        try:
+            tier = path.relative_to(tests_dir).parts[0]
+        except ValueError:  # a doctest of a pure package (bandits/, interleaving/, judging/)
+            tier = "unit"
+        if tier not in TIERS:
+            continue
+        item.add_marker(getattr(pytest.mark, tier))
+        if tier == "unit":
+            servers = SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+            if servers:
+                raise pytest.UsageError(f"{item.nodeid} is in tests/unit but uses "
+                                        f"{sorted(servers)}: move it to tests/service")

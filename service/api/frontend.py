@@ -7,7 +7,7 @@ from importlib.resources import files
 
 from flask import Blueprint, Response, jsonify, redirect, request
 
-from service import impressions
+from service import impressions, paging
 from service.auth import require_bearer
 from service.errors import BadRequest, TooManyRequests
 from service.report_bodies import report_body
@@ -32,6 +32,12 @@ def search():
     frontend_key(rt)
     query = search_query(rt.config.default_k, rt.config.max_k)
     args = parse(query, request.args.to_dict(), query=True)
+    if args.page > 1 or args.impression_id is not None:  # a next page of an impression
+        if args.impression_id is None:
+            raise BadRequest(f"page {args.page} continues an impression: send the "
+                             "impression_id and token of page 1's answer")
+        return jsonify(paging.next_page(rt, args.experiment, args.q, args.k, args.page,
+                                        args.impression_id, args.token, args.user or None))
     return jsonify(impressions.search(rt, args.experiment, args.q, args.k, args.user or None))
 
 

@@ -22,6 +22,12 @@
  *
  * Bodies are sent as text/plain JSON, which needs no CORS preflight; the API must still
  * list the page's origin in RANKDUEL_CORS_ORIGINS.
+ *
+ * Next page (docs/pagination.md): give attach {experiment, q, k, next, onPage}. A click
+ * on the `next` element, or on a [data-rd-next] element in the container, calls
+ * nextPage(): GET /search?...&page=N+1&impression_id&token, handed to onPage(answer,
+ * page, more) to render (ranks are absolute; clicks and the one end cover every page).
+ * Do not navigate to it: leaving the page ends the impression (then 409).
  */
 (function (global) {
   "use strict";
@@ -54,6 +60,44 @@
     var api = String(options.api).replace(/\/+$/, "");
     var imp = options.impression_id, token = options.token;
     var ended = false, away = null, clicks = {};  // rank -> {id, rank, dwell_ms}
+    var page = 1, more = true, loading = null;
+
+    function nextPage() {
+      if (!options.experiment || !options.q) {
+        return Promise.reject(new Error("RankDuel.attach: nextPage needs {experiment, q, k}"));
+      }
+      if (ended) { return Promise.reject(new Error("the impression has ended")); }
+      if (loading) { return loading; }  // one fetch at a time: a double click loads once
+      var k = options.k || 10;
+      var url = api + "/search?experiment=" + encodeURIComponent(options.experiment) +
+        "&q=" + encodeURIComponent(options.q) + "&k=" + encodeURIComponent(k) +
+        "&page=" + (page + 1) + "&impression_id=" + encodeURIComponent(imp) +
+        "&token=" + encodeURIComponent(token);
+      loading = global.fetch(url, {mode: "cors", credentials: "omit"}).then(function (r) {
+        return r.json().then(function (body) {
+          if (!r.ok) {
+            var err = new Error(body && body.error ? body.error : "HTTP " + r.status);
+            err.status = r.status;
+            throw err;
+          }
+          page += 1;
+          more = body.results.length >= k;
+          if (!more && options.next) { options.next.setAttribute("hidden", ""); }
+          if (options.onPage) { options.onPage(body, page, more); }
+          return body;
+        });
+      });
+      var done = function () { loading = null; };
+      loading.then(done, done);
+      return loading;
+    }
+
+    function onNext(event) {
+      event.preventDefault();
+      nextPage().catch(function (e) {
+        if (options.onError) { options.onError(e); }
+      });
+    }
 
     function click(doc, rank, dwell) {
       var c = clicks[rank] || (clicks[rank] = {id: doc, rank: rank});
@@ -71,6 +115,12 @@
     function onClick(event) {
       if (event.type === "auxclick" && event.button !== 1) { return; }
       var el = event.target;
+      for (var n = el; n && n !== container; n = n.parentNode) {
+        if (n.getAttribute && n.getAttribute("data-rd-next") !== null) {
+          if (event.type === "click") { onNext(event); }
+          return;
+        }
+      }
       while (el && el !== container && !(el.getAttribute && el.getAttribute("data-rd-doc") !== null)) {
         el = el.parentNode;
       }
@@ -108,9 +158,14 @@
     container.addEventListener("auxclick", onClick, true);
     global.addEventListener("pagehide", end);
     global.document.addEventListener("visibilitychange", onVisibility);
+    if (options.next) { options.next.addEventListener("click", onNext); }
     return {
       end: end,
+      nextPage: nextPage,
+      page: function () { return page; },
+      more: function () { return more; },
       detach: function () {
+        if (options.next) { options.next.removeEventListener("click", onNext); }
         container.removeEventListener("click", onClick, true);
         container.removeEventListener("auxclick", onClick, true);
         global.removeEventListener("pagehide", end);
@@ -119,5 +174,5 @@
     };
   }
 
-  global.RankDuel = {attach: attach, version: "2"};
+  global.RankDuel = {attach: attach, version: "3"};
 })(window);

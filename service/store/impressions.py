@@ -30,7 +30,8 @@ class ImpressionStore(StoreBase):
     """Impressions: saved by ``/search``, clicked, ended, read."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {
-        "_save_script": "save", "_click_script": "click", "_end_script": "end"}
+        "_save_script": "save", "_click_script": "click", "_end_script": "end",
+        "_extend_script": "extend"}
 
     def save_impression(
         self,
@@ -148,6 +149,26 @@ class ImpressionStore(StoreBase):
             raise ImpressionClosed(f"impression {imp_id!r} is closed; clicks are no longer "
                                    "accepted")
         return int(out)
+
+    def extend_impression(self, imp_id: str, exp_id: str, *, expect: list[str],
+                          shown: list[str], record: Any, urls: list[str | None],
+                          inactivity_s: float) -> bool:
+        """Replace an open impression's shown list, record and URLs by longer ones (its
+        next result page, :mod:`service.paging`) unless it changed since it was read as
+        ``expect`` (False then: another page came first). One script: it counts as a
+        report (a credit read before it is read again, so it credits the longer record)
+        and pushes back the inactivity deadline, like a click. Raises
+        :class:`ImpressionMissing` or :class:`ImpressionClosed`."""
+        out = self._extend_script(
+            keys=[imp_key(exp_id, imp_id), pending_key(exp_id)],
+            args=[self.clock() + inactivity_s, imp_id, json.dumps(expect), json.dumps(shown),
+                  json.dumps(record), json.dumps(urls) if any(urls) else ""])
+        if out == -1:
+            raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+        if out == -2:
+            raise ImpressionClosed(f"impression {imp_id!r} is closed: its clicks are being "
+                                   "credited, so it cannot grow; start a new search (page 1)")
+        return out == 1
 
     def end_impression(self, imp_id: str, exp_id: str, *,
                        drain_ttl_s: float) -> tuple[bool, str | None]:

@@ -19,7 +19,7 @@ import pytest
 
 import bandits
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def rankduel(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

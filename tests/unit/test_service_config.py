@@ -14,7 +14,7 @@ import pytest
 
 from service.config import load_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_precedence_file_env_overrides(tmp_path):
@@ -83,7 +83,7 @@ def test_worker_refuses_a_bad_configuration():
 
 
 @pytest.mark.parametrize("module", ["service.config", "service.tokens", "service.errors",
-                                    "service.validation", "service.experiments",
+                                    "service.validation", "service.credit",
                                     "service.controller", "service.ranker_template"])
 def test_service_doctests(module):
     result = doctest.testmod(importlib.import_module(module))

@@ -43,7 +43,7 @@ def compose_healthcheck(service: str, port: int) -> int:
 
     import yaml
 
-    compose = yaml.safe_load((Path(__file__).parent.parent / "docker-compose.yml").read_text())
+    compose = yaml.safe_load((Path(__file__).parents[2] / "docker-compose.yml").read_text())
     test = compose["services"][service]["healthcheck"]["test"]
     assert test[:2] == ["CMD", "python"], test
     argv = [sys.executable, *(a.replace(":9101/", f":{port}/") for a in test[2:])]

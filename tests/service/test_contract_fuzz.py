@@ -12,8 +12,9 @@ response against the document.
 
 Every check of schemathesis is on: no 5xx (``/search``'s documented 502, every ranker
 failed, is allowed), every status documented, every body conforming to its schema, a
-schema-valid request never refused with 400 or 422 (except for the 422s no schema can
-express, listed in :data:`SEMANTIC_422`), a schema-invalid one never accepted.
+schema-valid request never refused with 400 or 422 (except for the refusals no schema can
+express, listed in :data:`SEMANTIC_422` and :data:`SEMANTIC_400`), a schema-invalid one
+never accepted.
 
 Generated ranker URLs are pointed at the test's own toy rankers (a valid URL stays
 valid), so the fuzzer never calls an outside host.
@@ -64,8 +65,15 @@ SEMANTIC_422 = {
                           "C(eps)", "did not answer the test query"),
     "POST /experiments/{exp_id}/rankers": ("did not answer the test query",),
     "GET /r": ("not shown at rank", "not the one shown"),
+    "GET /search": ("is not the query of page 1", "were never shown"),
     "POST /judging/campaigns": ("fewer than two distinct items", "appears twice"),
     "POST /judging/tasks/{task_id}/judgments": ("each of its pairs", "judged once"),
+}
+#: 400s a schema-valid request can get: a next result page deeper than
+#: RANKDUEL_MAX_DEPTH (page·k, a product no schema bounds), or without the impression it
+#: continues (a dependency between parameters)
+SEMANTIC_400 = {
+    "GET /search": ("beyond the deepest result served", "continues an impression"),
 }
 TOY_RANKERS = ("good", "bad", "mid", "alt")
 _URL = re.compile(RANKER_URL_PATTERN)
@@ -158,13 +166,15 @@ def _semantic_refusal(case, response, failure) -> bool:
 
 
 def _semantic_422(label: str, response) -> bool:
-    if response.status_code != 422 or label not in SEMANTIC_422:
+    """A 422 of ``SEMANTIC_422`` (or a 400 of ``SEMANTIC_400``)."""
+    table = {422: SEMANTIC_422, 400: SEMANTIC_400}.get(response.status_code, {})
+    if label not in table:
         return False
     try:
         message = response.json()["error"]
     except (ValueError, KeyError, TypeError):
         return False
-    return any(fragment in message for fragment in SEMANTIC_422[label])
+    return any(fragment in message for fragment in table[label])
 
 
 # ---------------------------------------------------------------------- the schema

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 SECRETS = ("REDIS_PASSWORD", "RANKDUEL_ADMIN_TOKEN", "RANKDUEL_SECRET_KEY",

@@ -96,7 +96,7 @@ def test_cli_contract_runs_as_a_console_command(tmp_path: Path):
     cmd = [sys.executable, "-m", "cli.main", "matrix", "estimate", "--world", "1:4",
            "--method", "sosm", "--click-model", "perfect", "--comparisons", "50",
            "--seed", "0", "--out", str(out)]
-    subprocess.run(cmd, check=True, capture_output=True, cwd=Path(__file__).parents[1])
+    subprocess.run(cmd, check=True, capture_output=True, cwd=Path(__file__).parents[2])
     assert np.loadtxt(out).shape == (4, 4)
 
 

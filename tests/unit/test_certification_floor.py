@@ -13,7 +13,7 @@ import pytest
 
 from bandits.matrices import bradley_terry
 
-_PATH = Path(__file__).resolve().parent.parent / "bench" / "certification_floor.py"
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "certification_floor.py"
 
 
 @pytest.fixture(scope="module")

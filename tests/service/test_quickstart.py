@@ -25,7 +25,7 @@ import pytest
 
 from demo.stack import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PORTS = ("6379", "8000", "8001")
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from demo.client import http_ok
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("cluster", [[], ["--redis-cluster", "3"]], ids=["redis", "cluster"])

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = json.loads((ROOT / "tests" / "data" / "old_layout.json").read_text())
 OPEN = {i for ids in FIXTURE["open_impressions"].values() for i in ids}
 

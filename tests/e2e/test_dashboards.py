@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from metrics_run import metrics_run  # noqa: F401 - the shared run fixture
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "deploy/grafana/dashboards").glob("*.json"))
 #: series Prometheus makes itself
 PROMETHEUS_BUILTIN = {"up"}

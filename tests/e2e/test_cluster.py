@@ -22,7 +22,7 @@ import pytest
 from demo.client import ApiResponseError, Client
 from demo.world_rankers import demo_world, ranker_name
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ADMIN, SECRET = "cluster-admin-token-0123", "cluster-secret-key-0123"
 WORLD_SEED, WORLD_RANKERS = 1, 8
 EXPERIMENTS, PER_EXPERIMENT = 20, 5

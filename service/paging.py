@@ -1,0 +1,141 @@
+"""The next result page of an impression: ``GET /search?...&page=N&impression_id=I&token=T``.
+
+Page ``N`` of ``k`` results is ranks ``(N-1)·k+1 .. N·k`` of the *same* interleaved list,
+under the same impression: pages 1..N together are the first ``N·k`` documents of one
+interleaving of depth ``N·k``, and the impression's clicks are credited once, as if that
+long list had been shown at once. How:
+
+1. **Check.** ``N·k`` must not exceed ``RANKDUEL_MAX_DEPTH`` (400); the token must be the
+   one page 1 issued for this impression (403), the impression must belong to the
+   experiment named (403), be open (409: closed or credited) and be for the same query
+   (422).
+2. **Fetch.** The impression's participants (the rankers that page 1 interleaved, in
+   the same order) are asked for ``N·k`` results, ``{k}`` = ``N·k`` and ``{offset}`` =
+   ``(N-1)·k`` in a templated request. A ranker that fails now contributes no new
+   document (like a list that runs out; its page-1 failure would have been a forfeit).
+3. **Continue.** :func:`interleaving.extend` continues the method from the stored record
+   with the generator state saved with it (``record["page"]``, written by
+   :func:`service.impressions.page_state`), so team draft
+   continues its draft and probabilistic interleave its sampling; a single-ranker
+   impression (no duel) continues that ranker's list.
+4. **Store.** The impression's shown list, record and result URLs are replaced by the
+   longer ones in one script that refuses when the impression closed or another page
+   extended it meanwhile (compare-and-set on the shown list); it counts as a report on
+   the impression (so a credit read before it is read again) and pushes back its
+   inactivity deadline, like a click.
+
+A page already reached is served again from the stored list (ranks shown once stay
+where they were); a page that would skip ranks never shown (page 3 right after page 1)
+is refused (422), since credit would count ranks nobody saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
+from service.impressions import _interleaving, _load_verified, _url, query_digest
+from service.rankers import RankerFailure
+from service.records import Impression
+from service.runtime import Runtime
+from service.store import ImpressionClosed
+
+
+class PageConflict(Conflict):
+    """Another request extended the impression between our read and our write."""
+
+
+def check_depth(rt: Runtime, k: int, page: int) -> int:
+    """``page·k``, or 400 when it is beyond ``RANKDUEL_MAX_DEPTH``."""
+    depth = page * k
+    if depth > rt.config.max_depth:
+        raise BadRequest(
+            f"page {page} of k={k} reaches rank {depth}, beyond the deepest result served "
+            f"(RANKDUEL_MAX_DEPTH={rt.config.max_depth}): ask for a page at most "
+            f"{max(1, rt.config.max_depth // k)}")
+    return depth
+
+
+def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
+              token: object, user: str | None) -> dict[str, Any]:
+    """Serve page ``page`` of impression ``imp_id``; see the module docstring."""
+    depth = check_depth(rt, k, page)
+    imp = _load_verified(rt, imp_id, token)
+    if imp.exp != exp_id:
+        raise Forbidden(f"impression {imp_id!r} belongs to another experiment, not "
+                        f"{exp_id!r}")
+    for attempt in range(2):
+        if imp.closed or imp.credited:
+            raise ImpressionClosed(f"impression {imp_id!r} is closed: its clicks are being "
+                                   "credited, so it cannot grow; start a new search (page 1)")
+        try:
+            return _serve(rt, imp, q, k, page, depth, user, token)
+        except PageConflict:
+            if attempt:
+                raise
+            imp = _load_verified(rt, imp_id, token)  # another page came first: read it again
+    raise AssertionError("unreachable")
+
+
+def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
+           user: str | None, token: object) -> dict[str, Any]:
+    record = dict(imp.record) if isinstance(imp.record, dict) else None
+    cont = record.pop("page", None) if record is not None else None
+    if record is not None:
+        if cont is None:
+            raise Conflict(f"impression {imp.id!r} was served before result pages "
+                           "existed: it has no next page; start a new search")
+        if cont["q"] != query_digest(q):
+            raise Unprocessable("q is not the query of page 1 of this impression: a next "
+                                "page continues the same search")
+    by_arm = {r["arm"]: r for r in rt.store.snapshot(imp.exp).rankers}
+    arms = [int(a) for a in imp.arms]
+    called = [a for a in arms if a in by_arm]
+    start = (page - 1) * k
+    answers = rt.rankers.fetch_all([by_arm[a] for a in called], q, depth,
+                                   experiment=imp.exp, user=user, offset=start)
+    lists = {a: res for a, res in zip(called, answers, strict=True)
+             if not isinstance(res, RankerFailure)}
+    if not lists:
+        raise BadGateway(f"no ranker of impression {imp.id!r} could answer")
+    by_id: dict[str, dict[str, Any]] = {}
+    for res in lists.values():
+        for item in res:
+            by_id.setdefault(str(item["id"]), item)
+    shown = [str(d) for d in imp.shown]
+    rankings = [[str(item["id"]) for item in lists.get(a, [])] for a in arms]
+    if record is not None:
+        rng = _interleaving().rng_from_state(cont["rng"])
+        full, new_record = _interleaving().extend(record, shown, rankings, depth, rng)
+        new_record["page"] = {"rng": _interleaving().rng_state(rng), "q": cont["q"]}
+    else:  # one ranker served alone: its list goes on
+        seen = set(shown)
+        full = shown + [d for d in rankings[0] if d not in seen][: max(0, depth - len(shown))]
+        new_record = None
+    urls = (list(imp.urls) + [None] * len(shown))[: len(shown)]
+    if len(full) > len(shown):
+        if start > len(shown):
+            raise Unprocessable(
+                f"page {page} of k={k} would skip ranks {len(shown) + 1}..{start}, which "
+                f"were never shown: ask for page {len(shown) // k + 1} first")
+        urls += [_url(by_id[d]) for d in full[len(shown):]]
+        if not rt.store.extend_impression(imp.id, imp.exp, expect=shown, shown=full,
+                                          record=new_record, urls=urls,
+                                          inactivity_s=rt.config.inactivity_s):
+            raise PageConflict(f"impression {imp.id!r} was extended by another request "
+                               "meanwhile; retry")
+    results = []
+    for rank in range(start + 1, min(depth, len(full)) + 1):
+        doc = full[rank - 1]
+        item = dict(by_id.get(doc) or {"id": doc})
+        if doc not in by_id and urls[rank - 1]:
+            item["url"] = urls[rank - 1]
+        item["rank"] = rank
+        results.append(item)
+    return {
+        "impression_id": imp.id,
+        "token": str(token),
+        "experiment": imp.exp,
+        "rankers": [by_arm[a]["name"] for a in called],
+        "results": results,
+    }
