@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conftest import ADMIN
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def closed_port() -> int:
