@@ -80,6 +80,13 @@ class Client:
                 self._local.conn = None
                 if attempt:
                     raise
+            except (OSError, http.client.HTTPException):
+                # refused, timed out...: a connection left mid-request would refuse every
+                # later request of this thread (CannotSendRequest), so the next one opens
+                # a new connection
+                conn.close()
+                self._local.conn = None
+                raise
         try:
             decoded = json.loads(payload) if payload else None
         except ValueError:

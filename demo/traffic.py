@@ -12,12 +12,14 @@ metrics tests call them directly.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from demo.client import Client
+from demo.client import ApiResponseError, Client
 from demo.run import Demo, DemoOptions
 
 
@@ -33,16 +35,50 @@ class Run:
     sent: int = 0
 
 
+def transient(exc: Exception) -> bool:
+    """Whether creating the experiment may succeed later: the API unreachable or not ready
+    (a connection error, 502/503/504), or a ranker that did not answer the API's test query
+    in time (422 from the probe: the rankers still starting, or a loaded machine)."""
+    if isinstance(exc, OSError):
+        return True
+    if not isinstance(exc, ApiResponseError):
+        return False
+    return exc.status in (502, 503, 504) or (
+        exc.status == 422 and "did not answer the test query" in str(exc))
+
+
 def start(api_url: str, admin_token: str, rankers_url: str, opts: DemoOptions,
-          *, name: str | None = None, frontend_token: str | None = None) -> Run:
+          *, name: str | None = None, frontend_token: str | None = None,
+          wait: float = 0, say: Callable[[str], None] | None = None) -> Run:
     """Create the experiment over the world's ``opts.rankers`` rankers; return the run.
     The users' searches, clicks and ends send ``frontend_token`` (a front-end key of
-    ``RANKDUEL_FRONTEND_TOKENS``) when given."""
+    ``RANKDUEL_FRONTEND_TOKENS``) when given.
+
+    With ``wait`` > 0, a :func:`transient` failure (the API or the rankers still starting)
+    is retried, with a growing pause of up to 10 s and a line to ``say`` each time, for up
+    to ``wait`` seconds; then ``ValueError`` says what was last wrong. Any other failure
+    (a wrong token, a refused body) is raised at once."""
     demo = Demo(opts)
     P = demo.true_preferences()
     client = Client(api_url, admin_token, frontend_token=frontend_token)
-    exp_id = demo.create_experiment(client, rankers_url, P,
-                                    name or f"simulated traffic, world {opts.seed}")
+    deadline = time.monotonic() + wait
+    pause = 1.0
+    while True:
+        try:
+            exp_id = demo.create_experiment(client, rankers_url, P,
+                                            name or f"simulated traffic, world {opts.seed}")
+            break
+        except (OSError, ApiResponseError) as exc:
+            if wait <= 0 or not transient(exc):
+                raise
+            reason = (f"cannot reach the API at {api_url}: {exc}" if isinstance(exc, OSError)
+                      else f"the API at {api_url} answered {exc}")
+            if time.monotonic() + pause > deadline:
+                raise ValueError(f"{reason} (still failing after {wait:g} s)") from None
+            if say:
+                say(f"waiting for the API and the rankers ({reason}); retrying in {pause:g} s")
+            time.sleep(pause)
+            pause = min(pause * 2, 10.0)
     return Run(demo=demo, client=client, exp_id=exp_id, P=P, best=demo.world.true_best)
 
 

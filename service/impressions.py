@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import redis
 
+from bandits.base import ELIMINATED
 from service import metrics
 from service.controller import Choice
 from service.errors import BadGateway, Forbidden, Unprocessable
@@ -193,9 +194,13 @@ class RankerHealth:
 
     def substitutes(self, exclude: set[int]) -> list[tuple[int, dict[str, Any]]]:
         """Rankers to serve alone when every chosen one failed: the champion first, then
-        the other active rankers that are not in quarantine (at most two are tried)."""
+        the other active rankers, then the eliminated ones (never a retired one), all not
+        in quarantine (at most two are tried). The eliminated ones matter once the
+        experiment has converged: with its one active ranker in quarantine, every search
+        would otherwise be a 502."""
         bandit = self.choice.snapshot.bandit
-        order = [self.choice.champion, *bandit.active_arms()]
+        eliminated = [a for a in sorted(self.choice.by_arm) if bandit.status[a] == ELIMINATED]
+        order = [self.choice.champion, *bandit.active_arms(), *eliminated]  # never retired
         out = []
         for arm in dict.fromkeys(order):
             if arm in exclude or arm not in self.choice.by_arm or self._state(arm) != "closed":

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 from cli.help_text import plain
 
 
 def _run(args: argparse.Namespace) -> int:
+    from demo.client import ApiResponseError
     from demo.run import DemoOptions
     from demo.traffic import send, start
     from demo.world_rankers import ranker_name
@@ -36,30 +38,37 @@ def _run(args: argparse.Namespace) -> int:
     opts = DemoOptions(queries=args.queries, rankers=args.rankers, algorithm=args.algorithm,
                        interleaving=args.interleaving, click_model=args.click_model,
                        seed=args.seed, concurrency=args.concurrency, quiet=True)
-    deadline = time.monotonic() + args.wait
-    while True:  # in compose, the API may still be starting
-        try:
-            run = start(args.api, token, args.rankers_url, opts,
-                        frontend_token=args.frontend_token
-                        or os.environ.get("RANKDUEL_FRONTEND_TOKEN") or None)
-            break
-        except OSError as exc:
-            if time.monotonic() > deadline:
-                raise ValueError(f"cannot reach the API at {args.api}: {exc}") from None
-            time.sleep(2)
+    # in compose, the API and the rankers may still be starting: retried up to --wait
+    try:
+        run = start(args.api, token, args.rankers_url, opts,
+                    frontend_token=args.frontend_token
+                    or os.environ.get("RANKDUEL_FRONTEND_TOKEN") or None,
+                    wait=max(args.wait, 0.001),
+                    say=lambda msg: print(f"rankduel traffic: {msg}", file=sys.stderr,
+                                          flush=True))
+    except ApiResponseError as exc:
+        hint = (" (is RANKDUEL_ADMIN_TOKEN the API's operator token?)"
+                if exc.status in (401, 403) else "")
+        raise ValueError(f"the API at {args.api} refused the experiment: {exc}{hint}") \
+            from None
     print(f"experiment {run.exp_id}: {opts.algorithm} over {opts.rankers} rankers at "
           f"{args.rankers_url}; true best {ranker_name(run.best)}", flush=True)
     n = 0
     while args.rounds == 0 or n < args.rounds:
         t0 = time.monotonic()
         send(run, args.queries)
-        state = run.client.experiment(run.exp_id)
-        active = sum(r["status"] == "active" for r in state["rankers"])
         t = run.demo.tally
-        print(f"round {n + 1}: {t.queries} queries ({args.queries / (time.monotonic() - t0):.0f}"
-              f" q/s), {t.errors} errors, comparisons {state['comparisons']}, active "
-              f"{active}/{len(state['rankers'])}, champion {state['champion']}, true regret "
-              f"{t.regret:.1f}", flush=True)
+        line = (f"round {n + 1}: {t.queries} queries ({args.queries / (time.monotonic() - t0):.0f}"
+                f" q/s), {t.errors} errors")
+        try:  # the API briefly away (a Redis restart): the next round reports again
+            state = run.client.experiment(run.exp_id)
+        except (ApiResponseError, OSError) as exc:
+            print(f"{line}; experiment state unavailable ({exc})", flush=True)
+        else:
+            active = sum(r["status"] == "active" for r in state["rankers"])
+            print(f"{line}, comparisons {state['comparisons']}, active "
+                  f"{active}/{len(state['rankers'])}, champion {state['champion']}, true "
+                  f"regret {t.regret:.1f}", flush=True)
         n += 1
         if args.heartbeat:  # the compose healthcheck looks at its age
             with open(args.heartbeat, "w") as f:
@@ -94,6 +103,8 @@ def add_parser(subparsers) -> None:
                         "$RANKDUEL_FRONTEND_TOKEN; none: the per-address click limit "
                         "applies)")
     p.add_argument("--wait", type=float, default=120,
-                   help="seconds to wait for the API to come up (default 120)")
+                   help="seconds to wait for the API and the rankers to come up: an unreachable "
+                        "API, a 502/503/504 or a ranker that misses the API's test query is "
+                        "retried that long (default 120)")
     p.set_defaults(func=_run)
 
