@@ -69,7 +69,11 @@ def test_a_keyed_front_end_is_not_throttled_and_a_browser_is(keyed_app, ranker_s
     elapsed = time.monotonic() - t0
     assert len(statuses) == 3000 and set(statuses) == {202}, {s: statuses.count(s)
                                                               for s in set(statuses)}
-    assert elapsed < 60, elapsed  # all within the limit's one-minute window
+    # the limit counts in fixed one-minute windows: the reports span at most this many, so
+    # one of them held more than the browser limit of 600 (within 60 s on an idle machine;
+    # a busy one may take up to about 3 minutes and the claim still holds)
+    windows = int(elapsed // 60) + 2
+    assert 3000 / windows > 600, elapsed
     # the same from the same address without a key: the browser's limit of 600 a minute
     anonymous = Client(keyed_app.url, ADMIN)
     statuses = _reports(anonymous, exp_id, impressions=10, per_impression=70)
