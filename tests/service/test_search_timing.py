@@ -132,3 +132,30 @@ def test_search_parameters_are_still_checked_by_the_schema(api, client, experime
     status, page = client.request("GET", "/search?" + urlencode(
         {"experiment": exp, "q": "q", "k": "2", "other": "ignored"}))
     assert status == 200 and len(page["results"]) == 2
+
+
+def test_next_page_parameters_go_through_the_schema(client, experiments):
+    """``page``, ``impression_id`` and ``token`` are not on the fast path: they are read
+    and refused exactly as the schema says."""
+    exp = experiments["ok"]
+    cases = [({"page": "0"}, "page must be at least 1"),
+             ({"page": "two"}, "page must be an integer"),
+             ({"page": "2"}, "impression_id and token"),
+             ({"impression_id": ""}, "impression_id must have at least 1 character")]
+    for extra, message in cases:
+        status, body = client.request("GET", "/search?" + urlencode(
+            {"experiment": exp, "q": "q", "k": "2", **extra}))
+        assert status == 400 and message in body["error"], (extra, body)
+
+
+def test_a_next_page_says_where_its_time_went(api, client, experiments):
+    exp = experiments["ok"]
+    status, first = client.request("GET", "/search?" + urlencode(
+        {"experiment": exp, "q": "q", "k": "2"}))
+    assert status == 200
+    status, headers = get(api, "/search?" + urlencode(
+        {"experiment": exp, "q": "q", "k": "2", "page": "2",
+         "impression_id": first["impression_id"], "token": first["token"]}))
+    assert status == 200
+    ranker_ms, ours_ms = timing(headers)
+    assert ranker_ms > 0 and ours_ms > 0
