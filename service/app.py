@@ -79,6 +79,7 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(ui.bp)
 
     cors.install(app, cors.parse_origins(config.cors_origins))
+    app.wsgi_app = _arrival_stamp(app.wsgi_app)  # Server-Timing counts from here
     app.before_request(_start_timer)
     app.after_request(_observe)
     app.register_error_handler(ApiError, _api_error)
@@ -99,6 +100,17 @@ STORAGE_ERRORS: dict[type[Exception], int] = {
     TooManyClicks: 429,
     Contention: 503,
 }
+
+
+def _arrival_stamp(wsgi_app):
+    """Note the request's arrival in the application (``environ["rankduel.t0"]``,
+    ``time.perf_counter()``) before Flask routes it."""
+
+    def app(environ, start_response):
+        environ["rankduel.t0"] = time.perf_counter()
+        return wsgi_app(environ, start_response)
+
+    return app
 
 
 def _start_timer() -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -75,13 +76,24 @@ def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
     return {"rng": _interleaving().rng_state(rng), "q": query_digest(q)}
 
 
-def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None) -> dict[str, Any]:
-    """Serve one search of experiment ``exp_id``; see the module docstring."""
+@dataclass
+class SearchTiming:
+    """Where a search's wall time went: ``rankers_s``, the seconds spent waiting for
+    rankers (per fetch, its slowest call; a search that falls back to a substitute makes
+    two fetches). The rest of the request is rankduel's own time (``Server-Timing``)."""
+
+    rankers_s: float = 0.0
+
+
+def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
+           timing: SearchTiming | None = None) -> dict[str, Any]:
+    """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
+    receives the time spent waiting for rankers."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.keys)
     choice = rt.controller.choose(exp_id)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
     method = choice.snapshot.meta["interleaving"]
-    health = RankerHealth(rt, exp_id, choice)
+    health = RankerHealth(rt, exp_id, choice, timing)
     called = [(arm, r) for arm, r in zip(choice.arms, choice.rankers, strict=True)
               if health.may_call(arm)]
     ok, failed = health.fetch(called, q, k, user=user)
@@ -173,8 +185,10 @@ class RankerHealth:
     counted.
     """
 
-    def __init__(self, rt: Runtime, exp_id: str, choice: Choice) -> None:
+    def __init__(self, rt: Runtime, exp_id: str, choice: Choice,
+                 timing: SearchTiming | None = None) -> None:
         self.rt, self.exp_id, self.choice = rt, exp_id, choice
+        self.timing = timing if timing is not None else SearchTiming()
         self.now = time.time()
 
     def _state(self, arm: int) -> str:
@@ -216,8 +230,9 @@ class RankerHealth:
         """Fetch ``called`` concurrently; ``(answers, failures)``, health updated."""
         if not called:
             return [], []
-        lists = self.rt.rankers.fetch_all([r for _, r in called], q, k, experiment=self.exp_id,
-                                          user=user)
+        lists, waited = self.rt.rankers.fetch_timed([r for _, r in called], q, k,
+                                                    experiment=self.exp_id, user=user)
+        self.timing.rankers_s += waited
         ok: list[Answer] = []
         failed: list[tuple[int, RankerFailure]] = []
         for (arm, r), res in zip(called, lists, strict=True):

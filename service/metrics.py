@@ -41,6 +41,13 @@ HTTP_LATENCY = Histogram(
     ["endpoint", "status"],
     buckets=LATENCY_BUCKETS,
 )
+SEARCH_OVERHEAD = Histogram(
+    "rankduel_search_overhead_seconds",
+    "Wall time of a /search answer spent outside ranker calls: what rankduel adds to a "
+    "search (the request's time minus its slowest ranker call; Server-Timing: rankduel).",
+    buckets=(0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1,
+             0.25, 1.0),
+)
 SELECTION_CPU = Histogram(
     "rankduel_selection_cpu_seconds",
     "CPU time of the controller's choice of a comparison (cache lookup + bandit select).",

@@ -34,7 +34,13 @@ from __future__ import annotations
 from typing import Any
 
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
-from service.impressions import _interleaving, _load_verified, _url, query_digest
+from service.impressions import (
+    SearchTiming,
+    _interleaving,
+    _load_verified,
+    _url,
+    query_digest,
+)
 from service.rankers import RankerFailure
 from service.records import Impression
 from service.runtime import Runtime
@@ -57,8 +63,11 @@ def check_depth(rt: Runtime, k: int, page: int) -> int:
 
 
 def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
-              token: object, user: str | None) -> dict[str, Any]:
-    """Serve page ``page`` of impression ``imp_id``; see the module docstring."""
+              token: object, user: str | None,
+              timing: SearchTiming | None = None) -> dict[str, Any]:
+    """Serve page ``page`` of impression ``imp_id``; see the module docstring. ``timing``
+    receives the time spent waiting for rankers (``Server-Timing``)."""
+    timing = timing if timing is not None else SearchTiming()
     depth = check_depth(rt, k, page)
     imp = _load_verified(rt, imp_id, token)
     if imp.exp != exp_id:
@@ -69,7 +78,7 @@ def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
             raise ImpressionClosed(f"impression {imp_id!r} is closed: its clicks are being "
                                    "credited, so it cannot grow; start a new search (page 1)")
         try:
-            return _serve(rt, imp, q, k, page, depth, user, token)
+            return _serve(rt, imp, q, k, page, depth, user, token, timing)
         except PageConflict:
             if attempt:
                 raise
@@ -78,7 +87,7 @@ def next_page(rt: Runtime, exp_id: str, q: str, k: int, page: int, imp_id: str,
 
 
 def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
-           user: str | None, token: object) -> dict[str, Any]:
+           user: str | None, token: object, timing: SearchTiming) -> dict[str, Any]:
     record = dict(imp.record) if isinstance(imp.record, dict) else None
     cont = record.pop("page", None) if record is not None else None
     if record is not None:
@@ -92,8 +101,9 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
     arms = [int(a) for a in imp.arms]
     called = [a for a in arms if a in by_arm]
     start = (page - 1) * k
-    answers = rt.rankers.fetch_all([by_arm[a] for a in called], q, depth,
-                                   experiment=imp.exp, user=user, offset=start)
+    answers, waited = rt.rankers.fetch_timed([by_arm[a] for a in called], q, depth,
+                                             experiment=imp.exp, user=user, offset=start)
+    timing.rankers_s += waited
     lists = {a: res for a, res in zip(called, answers, strict=True)
              if not isinstance(res, RankerFailure)}
     if not lists:

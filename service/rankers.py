@@ -288,6 +288,18 @@ class RankerClient:
         errs or misses its ``timeout_ms``. Never raises for a ranker's fault. ``user``
         fills a template's ``{user}`` (empty when None), ``offset`` its ``{offset}`` (the
         results already shown, on a next page: :mod:`service.paging`)."""
+        return self.fetch_timed(rankers, q, k, experiment=experiment, observe=observe,
+                                user=user, offset=offset)[0]
+
+    def fetch_timed(
+        self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = "",
+        observe: bool = True, user: str | None = None, offset: int = 0,
+    ) -> tuple[list[list[dict[str, Any]] | RankerFailure], float]:
+        """:meth:`fetch_all`, and the seconds of its slowest ranker call: each call is
+        timed inside its pool task (request to parsed answer), a failed one until it was
+        given up. That is the rankers' share of a search's time (``Server-Timing:
+        rankers``)."""
+        slowest = 0.0
         start = time.perf_counter()
         now = time.monotonic()
         futures: list[Future | None] = []
@@ -339,12 +351,13 @@ class RankerClient:
                     # the watchdog cut the socket at the deadline, mid-read
                     result = out[-1] = RankerFailure("timeout", f"no answer within "
                                                      f"{r['timeout_ms']} ms")
+            slowest = max(slowest, elapsed)
             if not observe:
                 continue
             metrics.RANKER_LATENCY.labels(experiment, r["name"]).observe(elapsed)
             if isinstance(result, RankerFailure):
                 metrics.RANKER_FAILURES.labels(experiment, r["name"], result.reason).inc()
-        return out
+        return out, slowest
 
 
 class _Overloaded(Exception):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from importlib.resources import files
 
-from flask import Blueprint, Response, jsonify, redirect, request
+from flask import Blueprint, Response, g, jsonify, redirect, request
 
-from service import impressions, paging
+from service import impressions, metrics, paging
 from service.auth import require_bearer
 from service.errors import BadRequest, TooManyRequests
+from service.json_response import json_response
 from service.report_bodies import report_body
 from service.runtime import Runtime, runtime
 from service.schemas import (
@@ -19,8 +21,8 @@ from service.schemas import (
     EndForm,
     EndImpression,
     RedirectQuery,
-    search_query,
 )
+from service.search_params import parse_search_query
 from service.validation import parse
 
 bp = Blueprint("frontend", __name__)
@@ -30,15 +32,39 @@ bp = Blueprint("frontend", __name__)
 def search():
     rt = runtime()
     frontend_key(rt)
-    query = search_query(rt.config.default_k, rt.config.max_k)
-    args = parse(query, request.args.to_dict(), query=True)
+    args = parse_search_query(request.args, rt.config.default_k, rt.config.max_k)
+    timing = g.search_timing = impressions.SearchTiming()
     if args.page > 1 or args.impression_id is not None:  # a next page of an impression
         if args.impression_id is None:
             raise BadRequest(f"page {args.page} continues an impression: send the "
                              "impression_id and token of page 1's answer")
-        return jsonify(paging.next_page(rt, args.experiment, args.q, args.k, args.page,
-                                        args.impression_id, args.token, args.user or None))
-    return jsonify(impressions.search(rt, args.experiment, args.q, args.k, args.user or None))
+        return json_response(paging.next_page(rt, args.experiment, args.q, args.k, args.page,
+                                              args.impression_id, args.token,
+                                              args.user or None, timing))
+    return json_response(impressions.search(rt, args.experiment, args.q, args.k,
+                                            args.user or None, timing))
+
+
+@bp.after_request
+def server_timing(response: Response) -> Response:
+    """Every ``/search`` answer (errors too) says where its time went:
+    ``Server-Timing: rankers;dur=<ms of the slowest ranker call>, rankduel;dur=<ms
+    spent in rankduel>`` (milliseconds, from the request's arrival in the application
+    to its answer, encoded), and the rankduel part goes into
+    ``rankduel_search_overhead_seconds``."""
+    if request.endpoint != "frontend.search":
+        return response
+    t0 = request.environ.get("rankduel.t0")
+    if t0 is None:
+        return response
+    total = time.perf_counter() - t0
+    timing = g.get("search_timing")
+    rankers = min(timing.rankers_s, total) if timing is not None else 0.0
+    ours = total - rankers
+    response.headers["Server-Timing"] = (f"rankers;dur={rankers * 1e3:.2f}, "
+                                         f"rankduel;dur={ours * 1e3:.2f}")
+    metrics.SEARCH_OVERHEAD.observe(ours)
+    return response
 
 
 def client_address(trusted_proxies: int) -> str:
