@@ -29,6 +29,7 @@ OUTSIDE_SETTINGS = {
     "RANKDUEL_METRICS_TOKEN_FILE",  # the podman override: the metrics secret's file
     "RANKDUEL_COMPOSE_CHECK_DIR",   # scripts/compose-check's state folder
     "RANKDUEL_FRONTEND_TOKEN",   # rankduel traffic's front-end key (a client, not the API)
+    "RANKDUEL_BENCH_CODE",       # bench/search_cpu.py: the checkout to measure
 }
 
 

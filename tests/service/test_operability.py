@@ -88,8 +88,9 @@ def test_access_log_is_redirected_or_off(stack, service_env, tmp_path, redis_url
 
 
 def test_the_worker_log_filter_drops_only_the_sweeps_routine_lines():
-    """What an idle worker would log every sweep_interval_s is dropped; real work, and
-    anything about the sweep above INFO, is kept."""
+    """What an idle worker would log every sweep_interval_s is dropped; the other tasks'
+    "received"/"succeeded" lines become DEBUG (kept only when DEBUG is on); anything above
+    INFO, and the service's own lines, are kept."""
     import logging
 
     from workers.health import QuietSweep
@@ -104,6 +105,13 @@ def test_the_worker_log_filter_drops_only_the_sweeps_routine_lines():
     assert not quiet.filter(record(logging.INFO, "Task %(name)s succeeded", sweep))
     assert not quiet.filter(record(logging.INFO, "Discarding revoked task: %s[%s]",
                                    "rankduel.sweep", "x"))
-    assert quiet.filter(record(logging.INFO, "Task %(name)s[%(id)s] received", drain))
+    received = record(logging.INFO, "Task %(name)s[%(id)s] received", drain)
+    logging.getLogger("celery").setLevel(logging.INFO)
+    assert not quiet.filter(received) and received.levelno == logging.DEBUG
+    logging.getLogger("celery").setLevel(logging.DEBUG)
+    try:
+        assert quiet.filter(record(logging.INFO, "Task %(name)s[%(id)s] received", drain))
+    finally:
+        logging.getLogger("celery").setLevel(logging.NOTSET)
     assert quiet.filter(record(logging.ERROR, "Task %(name)s raised", sweep))
     assert quiet.filter(record(logging.INFO, "sweep queued %d drains", 3))
