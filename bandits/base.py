@@ -121,6 +121,9 @@ class DuelingBandit(abc.ABC):
     serial_updates: ClassVar[bool] = False
     #: True for policies with a non-Condorcet guard (:meth:`non_condorcet` reports it).
     condorcet_guard: ClassVar[bool] = False
+    #: True for policies that eliminate arms by a test of their own (the Merge family's
+    #: ``_beaten``): the report can then say what the test still needs.
+    elimination_test: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ parameters
     #: the policy's parameters besides ``n_arms`` and ``seed``, declared once

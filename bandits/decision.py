@@ -102,7 +102,7 @@ class Decision:
 
 def has_test(bandit: DuelingBandit) -> bool:
     """Whether the policy eliminates by a test of its own (the Merge family)."""
-    return callable(getattr(bandit, "_beaten", None)) and hasattr(bandit, "_batches")
+    return bandit.elimination_test
 
 
 def bradley_terry_scores(W: np.ndarray, arms: np.ndarray, iters: int = 50) -> np.ndarray:

@@ -130,6 +130,7 @@ class MergeBandit(DuelingBandit):
                          default_doc=f"{DEFAULT_HORIZON:,} when line 2 computes C"),
     }
     #: ``b_1 = ceil(K/M)`` (MergeDTS) or ``floor(K/M)`` (MergeRUCB)
+    elimination_test = True
     _round_up: ClassVar[bool] = True
     #: the per-batch record, with the subclass's caches
     _batch_type: ClassVar[type[Batch]] = Batch
