@@ -31,7 +31,7 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:drains           ZSET  drain tasks queued or running, by the expiry of their lease
     rd:{e}:follow           STR   (TTL) a drain is scheduled for the next impression due soon
     rd:{e}:history          LIST  (ts, comparisons, estimated regret) points sampled when a
-                                  report is read (service.history), capped at MAX_POINTS
+                                  report is read (service.store.history), capped at MAX_POINTS
     rd:{e}:imp:<i>          HASH  exp, t (the selection's step), arms, record, shown,
                                   duel, forfeits, closed, credited (JSON result, with
                                   the step t it was credited at), ...              (TTL)
@@ -143,7 +143,7 @@ def audit_key(exp_id: str) -> str:
 
 
 def history_key(exp_id: str) -> str:
-    """The report's time series of experiment ``exp_id`` (:mod:`service.history`)."""
+    """The report's time series of experiment ``exp_id`` (:mod:`service.store.history`)."""
     return f"{_tag(exp_id)}:history"
 
 

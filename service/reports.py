@@ -4,7 +4,7 @@ The decision itself (champion, certification, each ranker against the champion, 
 estimate of the comparisons still needed) is :func:`bandits.decision.decide`, a pure
 function of the policy; this module reads the experiment once (:meth:`Store.scrape`:
 snapshot, per-ranker exposure, the optional truth), its audit log and its sampled history
-(:mod:`service.history`), and shapes the answer: the verdict in words, the ranker table,
+(:mod:`service.store.history`), and shapes the answer: the verdict in words, the ranker table,
 the regret, the timeline and the series the operator page draws.
 
 The timeline comes from the audit log (eliminations carry the comparison count at which
@@ -25,8 +25,7 @@ from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
 from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
-from service import history
-from service.store import Store
+from service.store import Store, history
 
 #: audit actions that go on the timeline
 TIMELINE_ACTIONS = ("created", "eliminated", "stage_changed", "ranker_added",
