@@ -8,6 +8,8 @@ sweep-index tests on a Redis of their own, whose command counts nothing else tou
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
 from conftest import ADMIN
@@ -102,6 +104,13 @@ def test_every_connection_is_checked_not_only_the_added_url(app_with, ranker_ser
 
 
 # ---------------------------------------------------------------------- /clicks limits
+def _early_in_a_window(margin_s: float = 15.0) -> None:
+    """Wait until the current fixed one-minute window of the click limit has at least
+    ``margin_s`` left, so a short sequence of reports falls in one window (a boundary in
+    the middle would reset the count and make the test's claim false by chance)."""
+    wait_until(lambda: time.time() % 60 < 60 - margin_s, 20, "the start of a fresh window")
+
+
 def test_click_reports_per_client_are_limited(app_with, ranker_server):
     client = app_with(clicks_per_client_per_minute=5, trusted_proxies=1)
     exp = _exp(client, ranker_server)
@@ -109,6 +118,7 @@ def test_click_reports_per_client_are_limited(app_with, ranker_server):
     body = {"impression_id": page["impression_id"], "token": page["token"],
             "clicks": [{"id": page["results"][0]["id"], "rank": 1}]}
     me = {"X-Forwarded-For": "198.51.100.7"}
+    _early_in_a_window()
     statuses = [client.request("POST", "/clicks", body, headers=me)[0] for _ in range(5)]
     assert statuses == [202] * 5
     status, err = client.request("POST", "/clicks", body, headers=me)
@@ -133,6 +143,7 @@ def test_retry_after_is_sent_with_429(app_with, ranker_server):
                        "clicks": [{"id": page["results"][0]["id"], "rank": 1}]})
     parts = urlsplit(client.base_url)
     seen = []
+    _early_in_a_window()
     for _ in range(2):
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         conn.request("POST", "/clicks", body, {"Content-Type": "application/json"})
