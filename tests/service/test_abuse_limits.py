@@ -112,13 +112,15 @@ def _early_in_a_window(margin_s: float = 15.0) -> None:
 
 
 def test_click_reports_per_client_are_limited(app_with, ranker_server):
-    client = app_with(clicks_per_client_per_minute=5, trusted_proxies=1)
+    # the impression stays open while its clicks are sent (the session's inactivity is
+    # 1.5 s, and a busy machine can take longer between the search and the reports)
+    client = app_with(clicks_per_client_per_minute=5, trusted_proxies=1, inactivity_s=600.0)
     exp = _exp(client, ranker_server)
+    _early_in_a_window()
     page = client.search(exp["id"], "q", k=4)
     body = {"impression_id": page["impression_id"], "token": page["token"],
             "clicks": [{"id": page["results"][0]["id"], "rank": 1}]}
     me = {"X-Forwarded-For": "198.51.100.7"}
-    _early_in_a_window()
     statuses = [client.request("POST", "/clicks", body, headers=me)[0] for _ in range(5)]
     assert statuses == [202] * 5
     status, err = client.request("POST", "/clicks", body, headers=me)
@@ -136,14 +138,14 @@ def test_retry_after_is_sent_with_429(app_with, ranker_server):
     import json
     from urllib.parse import urlsplit
 
-    client = app_with(clicks_per_client_per_minute=1)
+    client = app_with(clicks_per_client_per_minute=1, inactivity_s=600.0)
     exp = _exp(client, ranker_server)
+    _early_in_a_window()
     page = client.search(exp["id"], "q", k=2)
     body = json.dumps({"impression_id": page["impression_id"], "token": page["token"],
                        "clicks": [{"id": page["results"][0]["id"], "rank": 1}]})
     parts = urlsplit(client.base_url)
     seen = []
-    _early_in_a_window()
     for _ in range(2):
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         conn.request("POST", "/clicks", body, {"Content-Type": "application/json"})
