@@ -62,8 +62,10 @@ def states_along_a_run(name: str, steps: int = 1500, every: int = 50):
 @pytest.mark.parametrize("name", NAMES)
 def test_select_changes_nothing_stored_but_t_and_rng(name):
     # After every recorded outcome (the moment a paper's selection-time state would
-    # move: RUCB's B, CCB's sets, a new RMED1 round), and far ahead every 100 steps.
-    for b in states_along_a_run(name, every=1):
+    # move: RUCB's B, CCB's sets, a new RMED1 round), and far ahead every 100 steps;
+    # 1,000 steps pass RMED1's initial phase (28 pairs) and the retirement and addition
+    # at step 500 (an added arm restarts that phase).
+    for b in states_along_a_run(name, steps=1000, every=1):
         before = stored(b)
         far = b.t % 100 == 0
         for _ in range(40 if far else 2):  # more than a round, a batch cycle, a phase
