@@ -62,9 +62,10 @@ def _experiment(store, algorithm: str, k: int = 12, seed: int = 1) -> str:
     now = time.time()
     meta = {"id": exp_id, "name": "profile", "algorithm": algorithm, "params": params,
             "interleaving": "team_draft", "seed": seed, "created_at": now}
-    rankers = [{"name": f"r{a}", "url": f"http://127.0.0.1:9/rankers/{a}",
-                "timeout_ms": 2000, "arm": a, "status": "active", "added_at": now,
-                "retired_at": None} for a in range(k)]
+    from service.records import Ranker
+
+    rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:9/rankers/{a}", timeout_ms=2000,
+                      arm=a, added_at=now) for a in range(k)]
     store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
                             audit=audit_entry(now, "created", actor="bench"))
     return exp_id

@@ -114,9 +114,10 @@ class Backend:
         now = time.time()
         meta = {"id": exp_id, "name": name, "algorithm": algorithm, "params": params,
                 "interleaving": "team_draft", "seed": seed, "created_at": now}
-        rankers = [{"name": ranker_name(a), "url": f"{self.rankers_url}/rankers/{a}",
-                    "timeout_ms": 2000, "arm": a, "status": "active", "added_at": now,
-                    "retired_at": None} for a in range(k)]
+        from service.records import Ranker
+
+        rankers = [Ranker(name=ranker_name(a), url=f"{self.rankers_url}/rankers/{a}",
+                          timeout_ms=2000, arm=a, added_at=now) for a in range(k)]
         self.store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b,
                                      truth=None, audit=audit_entry(now, "created",
                                                                    actor="bench"))

@@ -317,7 +317,7 @@ class StateCollector:
         now = time.time()
         bandit = snap.bandit
         K = bandit.K
-        names = {r["arm"]: r["name"] for r in snap.rankers}
+        names = snap.names
         name = [names.get(a, str(a)) for a in range(K)]
         e = [exp_id]
         meta = snap.meta

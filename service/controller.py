@@ -39,6 +39,7 @@ import numpy as np
 from bandits.base import ACTIVE, DuelingBandit
 from service import metrics
 from service.errors import Conflict
+from service.records import Ranker
 from service.snapshot import Snapshot
 from service.store import Store
 
@@ -95,7 +96,7 @@ class Entry:
     snapshot: Snapshot
     loaded_at: float
     bandit: DuelingBandit
-    by_arm: dict[int, dict[str, Any]]
+    by_arm: dict[int, Ranker]
     champion: int
     lock: threading.Lock = field(default_factory=threading.Lock)
     rng: np.random.Generator = field(
@@ -108,12 +109,12 @@ class Choice:
 
     t: int
     arms: tuple[int, ...]
-    rankers: tuple[dict[str, Any], ...]
+    rankers: tuple[Ranker, ...]
     duel: bool
     snapshot: Snapshot
     #: the current champion, served when the chosen rankers all fail
     champion: int
-    by_arm: dict[int, dict[str, Any]]
+    by_arm: dict[int, Ranker]
     #: ``{arm: {"failures": n, "quarantined_until": ts | None}}`` of failing rankers
     health: dict[int, dict[str, Any]]
 
@@ -149,7 +150,7 @@ class Controller:
             snapshot=snap,
             loaded_at=time.monotonic(),
             bandit=bandit,
-            by_arm={r["arm"]: r for r in snap.rankers},
+            by_arm={r.arm: r for r in snap.rankers},
             champion=bandit.best_arm(),
         )
         with self._lock:

@@ -11,6 +11,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from service import ranker_template
 from service.errors import Conflict, Unprocessable
 from service.ranker_policy import RankerPolicy
 from service.rankers import RankerClient, RankerFailure, validate_url
+from service.records import Ranker
 from service.schemas import NewExperiment, NewRanker, RankerIn
 from service.snapshot import ExperimentMissing, Snapshot
 from service.store import Contention, Store, audit_entry
@@ -37,8 +39,8 @@ TRANSITIONS = {
 
 
 def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
-                 policy: RankerPolicy | None = None) -> dict[str, Any]:
-    """A validated ranker as stored: ``{"name", "url", "timeout_ms"}``, plus its
+                 policy: RankerPolicy | None = None) -> Ranker:
+    """A validated ranker, not yet given an arm: its name, URL and timeout, plus its
     ``request`` template and ``response`` mapping when it has them (checked here:
     placeholders, header secrets set in this process, paths; :mod:`service.
     ranker_template`); with ``policy``, its URL must be one the allow-list allows
@@ -50,29 +52,30 @@ def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
     except ValueError as exc:
         raise Unprocessable(f"field {where}url: {exc}") from None
     timeout = default_timeout_ms if ranker.timeout_ms is None else ranker.timeout_ms
-    entry: dict[str, Any] = {"name": ranker.name, "url": url, "timeout_ms": timeout}
     problems = []
+    request = response = None
     if ranker.request is not None:
-        entry["request"] = ranker.request.model_dump(exclude_none=True)
+        request = ranker.request.model_dump(exclude_none=True)
         problems += [f"field {where}request.{f}: {m}"
-                     for f, m in ranker_template.check_request(entry["request"])]
+                     for f, m in ranker_template.check_request(request)]
     if ranker.response is not None:
-        entry["response"] = ranker.response.model_dump(exclude_none=True)
+        response = ranker.response.model_dump(exclude_none=True)
         problems += [f"field {where}response.{f}: {m}"
-                     for f, m in ranker_template.check_response(entry["response"])]
+                     for f, m in ranker_template.check_response(response)]
     if problems:
         raise Unprocessable("; ".join(problems), errors=problems)
-    return entry
+    return Ranker(name=ranker.name, url=url, timeout_ms=timeout, request=request,
+                  response=response)
 
 
-Prober = Callable[[list[dict[str, Any]]], None]
+Prober = Callable[[list[Ranker]], None]
 
 
-def probe_rankers(client: RankerClient, rankers: list[dict[str, Any]], query: str) -> None:
+def probe_rankers(client: RankerClient, rankers: list[Ranker], query: str) -> None:
     """Send each ranker a test query; 422 naming every one that does not answer with a
     valid result list (an operator may skip this with ``"probe": false``)."""
     answers = client.fetch_all(rankers, query, 10, experiment="", observe=False)
-    bad = [f"{r['name']} ({res.reason}{': ' + res.detail if res.detail else ''})"
+    bad = [f"{r.name} ({res.reason}{': ' + res.detail if res.detail else ''})"
            for r, res in zip(rankers, answers, strict=True) if isinstance(res, RankerFailure)]
     if bad:
         raise Unprocessable(f"ranker did not answer the test query {query!r}: "
@@ -97,7 +100,7 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     if problems:
         raise Unprocessable("; ".join(problems),
                             errors=problems if len(problems) > 1 else None)
-    names = [r["name"] for r in rankers]
+    names = [r.name for r in rankers]
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
     truth = parse_truth(body.true_preferences, body.true_best, names)
@@ -113,7 +116,7 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     meta = {"id": exp_id, "name": body.name, "algorithm": algorithm, "params": params,
             "interleaving": body.interleaving, "seed": seed, "created_at": now,
             "dwell_unsatisfied_s": body.dwell_unsatisfied_s}
-    table = [{**r, "arm": a, "status": "active", "added_at": now, "retired_at": None}
+    table = [replace(r, arm=a, status="active", added_at=now, retired_at=None)
              for a, r in enumerate(rankers)]
     store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
                             audit=audit_entry(now, "created", actor="operator", name=body.name,
@@ -170,7 +173,7 @@ def rename(store: Store, exp_id: str, name: str) -> None:
 
 def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms: int,
                probe: Prober | None = None, actor: str = "operator",
-               policy: RankerPolicy | None = None) -> dict[str, Any]:
+               policy: RankerPolicy | None = None) -> Ranker:
     """Add a ranker mid-run: a new arm with zero counts (the policy places it). With
     ``probe``, it must answer a test query first (unless ``"probe": false``)."""
     ranker = ranker_entry(spec, default_timeout_ms=default_timeout_ms, policy=policy)
@@ -178,46 +181,46 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
     def check(snap: Snapshot) -> None:
         if snap.lifecycle == "stopped":
             raise Conflict(f"experiment {exp_id!r} is stopped")
-        if any(r["name"] == ranker["name"] for r in snap.rankers):
-            raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker['name']!r}")
+        if any(r.name == ranker.name for r in snap.rankers):
+            raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker.name!r}")
 
     check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
     if spec.probe and probe is not None:
         probe([ranker])
 
-    def write(snap: Snapshot, pipe) -> dict[str, Any]:
+    def write(snap: Snapshot, pipe) -> Ranker:
         check(snap)
         bandit = snap.bandit
         arm = bandit.add_arm()
         now = time.time()
-        entry = {**ranker, "arm": arm, "status": "active", "added_at": now, "retired_at": None}
+        entry = replace(ranker, arm=arm, status="active", added_at=now, retired_at=None)
         store.write_state(pipe, exp_id, bandit, rankers=[*snap.rankers, entry])
         store.add_audit(exp_id, audit_entry(now, "ranker_added", actor=actor,
-                                            ranker=ranker["name"], arm=arm), pipe=pipe)
+                                            ranker=ranker.name, arm=arm), pipe=pipe)
         return entry
 
     return update_experiment(store, exp_id, write)
 
 
 def retire_ranker(store: Store, exp_id: str, name: str,
-                  actor: str = "operator", **detail: Any) -> dict[str, Any]:
+                  actor: str = "operator", **detail: Any) -> Ranker:
     """Retire a ranker for good: never chosen again, its counts stay in ``W``.
     ``detail``: more fields of the audit entry (why the service retired it)."""
 
-    def write(snap: Snapshot, pipe) -> dict[str, Any]:
-        entry = dict(snap.ranker(name))
-        if entry["status"] == "retired":
+    def write(snap: Snapshot, pipe) -> Ranker:
+        entry = snap.ranker(name)
+        if entry.status == "retired":
             raise Conflict(f"ranker {name!r} is already retired")
         bandit = snap.bandit
-        if bandit.active_arms() == [entry["arm"]]:
+        if bandit.active_arms() == [entry.arm]:
             raise Conflict(f"cannot retire {name!r}: it is the last active ranker")
-        bandit.retire_arm(entry["arm"])
+        bandit.retire_arm(entry.arm)
         now = time.time()
-        entry.update(status="retired", retired_at=now)
-        table = [entry if r["name"] == name else r for r in snap.rankers]
+        entry = replace(entry, status="retired", retired_at=now)
+        table = [entry if r.name == name else r for r in snap.rankers]
         store.write_state(pipe, exp_id, bandit, rankers=table)
         store.add_audit(exp_id, audit_entry(now, "ranker_retired", actor=actor, ranker=name,
-                                            arm=entry["arm"], **detail), pipe=pipe)
+                                            arm=entry.arm, **detail), pipe=pipe)
         return entry
 
     return update_experiment(store, exp_id, write)
@@ -282,7 +285,7 @@ def _round(a: np.ndarray, nd: int = 4) -> list:
 def summary(store: Store, snap: Snapshot) -> dict[str, Any]:
     """The short description listed by ``GET /experiments``."""
     bandit = snap.bandit
-    names = {r["arm"]: r["name"] for r in snap.rankers}
+    names = snap.names
     return {
         "id": snap.exp_id,
         "name": snap.meta["name"],
@@ -318,18 +321,18 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         snap = store.snapshot(snap.exp_id, full=True)
     bandit = snap.bandit
     W = bandit.W
-    names = {r["arm"]: r["name"] for r in snap.rankers}
+    names = snap.names
     n = W + W.T
     p = preferences(W)
     lo, hi = wilson(W, n)
     rankers = []
     for r in snap.rankers:
-        a = r["arm"]
+        a = r.arm
         code = int(bandit.status[a])
         status = "retired" if code == RETIRED else "eliminated" if code == ELIMINATED else "active"
         elim = bandit.eliminated.get(a)
         rankers.append({
-            **r,
+            **r.to_json(),
             "status": status,
             "eliminated": None if elim is None else {
                 "step": elim["step"], "by": names.get(elim["by"], elim["by"])},

@@ -37,7 +37,7 @@ from service.errors import BadGateway, Forbidden, Unprocessable
 from service.experiments import retire_if_failing
 from service.keys import new_impression_id
 from service.rankers import RankerFailure
-from service.records import Impression
+from service.records import Impression, Ranker
 from service.runtime import Runtime
 from service.store import (
     ImpressionClosed,
@@ -109,7 +109,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     # a ranker that failed while an opponent answered loses to each opponent that did
     forfeits = [(w, loser) for w, _, _ in ok for loser, _ in failed]
     for loser, failure in failed:
-        metrics.FORFEITS.labels(exp_id, choice.by_arm[loser]["name"], failure.reason).inc()
+        metrics.FORFEITS.labels(exp_id, choice.by_arm[loser].name, failure.reason).inc()
     by_id: dict[str, dict[str, Any]] = {}
     for _, _, res in ok:
         for item in res:
@@ -150,12 +150,12 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         "impression_id": imp_id,
         "token": issue_token(rt.secret, imp_id, exp_id, expires),
         "experiment": exp_id,
-        "rankers": [choice.by_arm[a]["name"] for a in arms],
+        "rankers": [choice.by_arm[a].name for a in arms],
         "results": results,
     }
 
 
-Answer = tuple[int, dict[str, Any], list[dict[str, Any]]]
+Answer = tuple[int, Ranker, list[dict[str, Any]]]
 
 #: the longest result URL kept for the click redirect
 MAX_URL_CHARS = 2048
@@ -203,10 +203,10 @@ class RankerHealth:
             return True
         if state == "open":
             return False
-        timeout_s = self.choice.by_arm[arm]["timeout_ms"] / 1000.0
+        timeout_s = self.choice.by_arm[arm].timeout_s
         return self.rt.store.take_probe(self.exp_id, arm, ttl_s=2 * timeout_s + 1.0)
 
-    def substitutes(self, exclude: set[int]) -> list[tuple[int, dict[str, Any]]]:
+    def substitutes(self, exclude: set[int]) -> list[tuple[int, Ranker]]:
         """Rankers to serve alone when every chosen one failed: the champion first, then
         the other active rankers, then the eliminated ones (never a retired one), all not
         in quarantine (at most two are tried). The eliminated ones matter once the
@@ -224,7 +224,7 @@ class RankerHealth:
                 break
         return out
 
-    def fetch(self, called: list[tuple[int, dict[str, Any]]], q: str, k: int, *,
+    def fetch(self, called: list[tuple[int, Ranker]], q: str, k: int, *,
               first_only: bool = False, user: str | None = None,
               ) -> tuple[list[Answer], list[tuple[int, RankerFailure]]]:
         """Fetch ``called`` concurrently; ``(answers, failures)``, health updated."""
@@ -246,23 +246,23 @@ class RankerHealth:
                     self._recovered(arm, r)
         return (ok[:1] if first_only else ok), failed
 
-    def _failed(self, arm: int, ranker: dict[str, Any]) -> None:
+    def _failed(self, arm: int, ranker: Ranker) -> None:
         cfg = self.rt.config
         n, opened = self.rt.store.ranker_failed(
             self.exp_id, arm, threshold=cfg.ranker_failure_threshold,
             quarantine_s=cfg.ranker_quarantine_s)
         if opened:
-            metrics.QUARANTINES.labels(self.exp_id, ranker["name"]).inc()
+            metrics.QUARANTINES.labels(self.exp_id, ranker.name).inc()
             self.rt.store.add_audit(self.exp_id, audit_entry(
-                time.time(), "ranker_quarantined", actor="service", ranker=ranker["name"],
+                time.time(), "ranker_quarantined", actor="service", ranker=ranker.name,
                 failures=n, seconds=cfg.ranker_quarantine_s))
-            retire_if_failing(self.rt.store, self.exp_id, arm, ranker["name"],
+            retire_if_failing(self.rt.store, self.exp_id, arm, ranker.name,
                               after=cfg.ranker_retire_after)
 
-    def _recovered(self, arm: int, ranker: dict[str, Any]) -> None:
+    def _recovered(self, arm: int, ranker: Ranker) -> None:
         if self.rt.store.ranker_recovered(self.exp_id, arm):
             self.rt.store.add_audit(self.exp_id, audit_entry(
-                time.time(), "ranker_recovered", actor="service", ranker=ranker["name"]))
+                time.time(), "ranker_recovered", actor="service", ranker=ranker.name))
 
 
 def _load_verified(rt: Runtime, imp_id: str, token: object) -> Impression:

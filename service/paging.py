@@ -97,7 +97,7 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
         if cont["q"] != query_digest(q):
             raise Unprocessable("q is not the query of page 1 of this impression: a next "
                                 "page continues the same search")
-    by_arm = {r["arm"]: r for r in rt.store.snapshot(imp.exp).rankers}
+    by_arm = {r.arm: r for r in rt.store.snapshot(imp.exp).rankers}
     arms = [int(a) for a in imp.arms]
     called = [a for a in arms if a in by_arm]
     start = (page - 1) * k
@@ -146,6 +146,6 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
         "impression_id": imp.id,
         "token": str(token),
         "experiment": imp.exp,
-        "rankers": [by_arm[a]["name"] for a in called],
+        "rankers": [by_arm[a].name for a in called],
         "results": results,
     }

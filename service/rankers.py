@@ -33,6 +33,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from urllib.parse import SplitResult, quote, urlsplit
 from service import metrics, ranker_template
 from service.limits import MAX_DOC_ID_CHARS
 from service.ranker_policy import RankerPolicy, RankerRefused
+from service.records import Ranker
 
 
 @dataclass(frozen=True)
@@ -206,10 +208,10 @@ class RankerClient:
         if conn is not None:
             conn.close()
 
-    def _fetch(self, ranker: dict[str, Any], q: str, k: int, deadline: float,
+    def _fetch(self, ranker: Ranker, q: str, k: int, deadline: float,
                user: str | None = None, offset: int = 0) -> list[dict[str, Any]]:
-        parts = urlsplit(ranker["url"])
-        template = ranker.get("request")
+        parts = urlsplit(ranker.url)
+        template = ranker.request
         method, body = "GET", None
         headers = {"Accept": "application/json"}
         if template is None:
@@ -256,10 +258,10 @@ class RankerClient:
                 raise TimeoutError("deadline passed")
             if resp.status != 200:
                 raise _HttpStatus(resp.status)
-            return parse_results(answer, self.max_results, ranker.get("response"))
+            return parse_results(answer, self.max_results, ranker.response)
         raise AssertionError("unreachable")
 
-    def _timed_fetch(self, ranker: dict[str, Any], q: str, k: int, deadline: float,
+    def _timed_fetch(self, ranker: Ranker, q: str, k: int, deadline: float,
                      user: str | None, offset: int = 0) -> tuple[list[dict[str, Any]], float]:
         t0 = time.perf_counter()
         return self._fetch(ranker, q, k, deadline, user, offset), time.perf_counter() - t0
@@ -281,7 +283,7 @@ class RankerClient:
                 self._inflight.pop(url, None)
 
     def fetch_all(
-        self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = "",
+        self, rankers: Sequence[Ranker], q: str, k: int, *, experiment: str = "",
         observe: bool = True, user: str | None = None, offset: int = 0,
     ) -> list[list[dict[str, Any]] | RankerFailure]:
         """Fetch every ranker's list concurrently; a failure in place of a list when it
@@ -292,7 +294,7 @@ class RankerClient:
                                 user=user, offset=offset)[0]
 
     def fetch_timed(
-        self, rankers: list[dict[str, Any]], q: str, k: int, *, experiment: str = "",
+        self, rankers: Sequence[Ranker], q: str, k: int, *, experiment: str = "",
         observe: bool = True, user: str | None = None, offset: int = 0,
     ) -> tuple[list[list[dict[str, Any]] | RankerFailure], float]:
         """:meth:`fetch_all`, and the seconds of its slowest ranker call: each call is
@@ -304,16 +306,16 @@ class RankerClient:
         now = time.monotonic()
         futures: list[Future | None] = []
         for r in rankers:
-            if not self._admit(r["url"]):
+            if not self._admit(r.url):
                 futures.append(None)
                 continue
             fut = self._pool.submit(self._timed_fetch, r, q, k,
-                                    now + r["timeout_ms"] / 1000.0, user, offset)
-            fut.add_done_callback(lambda f, u=r["url"]: self._release(u, f))
+                                    now + r.timeout_s, user, offset)
+            fut.add_done_callback(lambda f, u=r.url: self._release(u, f))
             futures.append(fut)
         out: list[list[dict[str, Any]] | RankerFailure] = []
         for r, fut in zip(rankers, futures, strict=True):
-            remaining = start + r["timeout_ms"] / 1000.0 - time.perf_counter()
+            remaining = start + r.timeout_s - time.perf_counter()
             elapsed = None
             try:
                 if fut is None:
@@ -324,7 +326,7 @@ class RankerClient:
                 out.append(RankerFailure("overloaded", "too many fetches in flight to "
                                          "this ranker", blame=False))
             except TimeoutError:
-                out.append(RankerFailure("timeout", f"no answer within {r['timeout_ms']} ms"))
+                out.append(RankerFailure("timeout", f"no answer within {r.timeout_ms} ms"))
             except _HttpStatus as exc:
                 out.append(RankerFailure(f"http_{exc.status}", f"HTTP {exc.status}"))
             except RankerRefused as exc:
@@ -338,7 +340,7 @@ class RankerClient:
                 out.append(RankerFailure("bad_response", str(exc)))
             except OSError as exc:
                 reason = "timeout" if isinstance(exc, TimeoutError) else "connection"
-                if time.perf_counter() - start >= r["timeout_ms"] / 1000.0:
+                if time.perf_counter() - start >= r.timeout_s:
                     reason = "timeout"  # the watchdog closed it at the deadline
                 out.append(RankerFailure(reason, str(exc) or type(exc).__name__))
             except Exception as exc:  # an upstream fault must never fail the request
@@ -347,16 +349,16 @@ class RankerClient:
             if elapsed is None:  # failed: time until we gave up on it
                 elapsed = time.perf_counter() - start
                 if (result.reason in ("connection", "error")
-                        and elapsed >= r["timeout_ms"] / 1000.0):
+                        and elapsed >= r.timeout_s):
                     # the watchdog cut the socket at the deadline, mid-read
                     result = out[-1] = RankerFailure("timeout", f"no answer within "
-                                                     f"{r['timeout_ms']} ms")
+                                                     f"{r.timeout_ms} ms")
             slowest = max(slowest, elapsed)
             if not observe:
                 continue
-            metrics.RANKER_LATENCY.labels(experiment, r["name"]).observe(elapsed)
+            metrics.RANKER_LATENCY.labels(experiment, r.name).observe(elapsed)
             if isinstance(result, RankerFailure):
-                metrics.RANKER_FAILURES.labels(experiment, r["name"], result.reason).inc()
+                metrics.RANKER_FAILURES.labels(experiment, r.name, result.reason).inc()
         return out, slowest
 
 

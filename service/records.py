@@ -45,3 +45,71 @@ class Impression:
     expires: int = 0
     #: closed to new clicks (ended, or credited)
     closed: bool = False
+
+
+#: a stored ranker's keys, in the order they are written (what :meth:`Ranker.to_json`
+#: gives back; ``request`` and ``response`` only when the ranker has them)
+_RANKER_KEYS = ("name", "url", "timeout_ms", "request", "response", "arm", "status",
+                "added_at", "retired_at")
+
+
+@dataclass(frozen=True)
+class Ranker:
+    """One ranker of an experiment (an entry of the ``rankers`` field of ``rd:{e}``).
+
+    The API builds it when a ranker is added (:func:`service.experiments.ranker_entry`)
+    and shows it (``GET /experiments/ID``); the search path calls it
+    (:class:`service.rankers.RankerClient`); the worker names arms by it. Parsed once from
+    the stored JSON (:meth:`from_json`, in :func:`service.snapshot.parse_snapshot`) and
+    written back exactly as it was read (:meth:`to_json`).
+
+    Examples
+    --------
+    >>> r = Ranker.from_json({"name": "bm25", "url": "http://s/r", "timeout_ms": 800,
+    ...                       "arm": 0, "status": "active", "added_at": 1.5,
+    ...                       "retired_at": None})
+    >>> r.name, r.timeout_s, r.request is None
+    ('bm25', 0.8, True)
+    >>> r.to_json()["status"], list(r.to_json())[:3]
+    ('active', ['name', 'url', 'timeout_ms'])
+    """
+
+    name: str
+    url: str
+    timeout_ms: int
+    #: its index in ``W``; -1 until the experiment gives it one
+    arm: int = -1
+    #: ``active`` or ``retired`` as stored (elimination is the policy's, not stored here)
+    status: str = "active"
+    added_at: float | None = None
+    retired_at: float | None = None
+    #: its request template and response mapping (:mod:`service.ranker_template`)
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+    #: keys of a stored entry this version does not know, kept to be written back
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def timeout_s(self) -> float:
+        return self.timeout_ms / 1000.0
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> Ranker:
+        """The ranker of one stored entry (a dict of the ``rankers`` JSON list)."""
+        known = {k: entry[k] for k in _RANKER_KEYS if k in entry}
+        extra = {k: v for k, v in entry.items() if k not in known}
+        return cls(**known, extra=extra)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored entry, keys in the order they were always written."""
+        out: dict[str, Any] = {"name": self.name, "url": self.url,
+                               "timeout_ms": self.timeout_ms}
+        if self.request is not None:
+            out["request"] = self.request
+        if self.response is not None:
+            out["response"] = self.response
+        if self.arm >= 0:
+            out.update(arm=self.arm, status=self.status, added_at=self.added_at,
+                       retired_at=self.retired_at)
+        out.update(self.extra)
+        return out

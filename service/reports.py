@@ -225,11 +225,11 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     k = int(np.count_nonzero(bandit.status != RETIRED))
     rankers = []
     for r in snap.rankers:
-        a = r["arm"]
+        a = r.arm
         elim = bandit.eliminated.get(a) if int(bandit.status[a]) == ELIMINATED else None
         vs = d.vs_champion.get(a)
         rankers.append({
-            "name": r["name"],
+            "name": r.name,
             "status": _status(int(bandit.status[a])),
             "impressions": int(impressions[a]),
             "vs_champion": None if vs is None else {

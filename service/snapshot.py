@@ -19,6 +19,7 @@ it is loaded. Selection caches that a live selection never persists are dropped 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ import numpy as np
 
 import bandits
 from bandits.base import DuelingBandit
+from service.records import Ranker
 
 #: the hash fields one snapshot read takes, in this order (``W`` is read beside them)
 SNAPSHOT_FIELDS = ("meta", "lifecycle", "rankers", "version", "state", "n", "sv", "hold")
@@ -84,6 +86,17 @@ def decode_bandit(w_bytes: bytes, state: str | bytes | dict[str, Any], n_updates
     return bandits.bandit_from_state(state)
 
 
+def encode_rankers(rankers: Iterable[Ranker]) -> str:
+    """The ``rankers`` field: the experiment's rankers as a JSON list, in arm order."""
+    return json.dumps([r.to_json() for r in rankers])
+
+
+def decode_rankers(value: str | bytes) -> list[Ranker]:
+    """The experiment's rankers from the ``rankers`` field (inverse of
+    :func:`encode_rankers`)."""
+    return [Ranker.from_json(r) for r in json.loads(value)]
+
+
 def text(value: bytes | str | None) -> str | None:
     """A Redis reply as ``str`` (replies are bytes: ``W`` is binary)."""
     return value.decode() if isinstance(value, bytes) else value
@@ -96,7 +109,7 @@ class Snapshot:
     exp_id: str
     meta: dict[str, Any]
     lifecycle: str
-    rankers: list[dict[str, Any]]
+    rankers: list[Ranker]
     version: int
     w_bytes: bytes
     state_json: str
@@ -124,11 +137,11 @@ class Snapshot:
     @property
     def names(self) -> dict[int, str]:
         """Arm index -> ranker name."""
-        return {r["arm"]: r["name"] for r in self.rankers}
+        return {r.arm: r.name for r in self.rankers}
 
-    def ranker(self, name: str) -> dict[str, Any]:
+    def ranker(self, name: str) -> Ranker:
         for r in self.rankers:
-            if r["name"] == name:
+            if r.name == name:
                 return r
         raise RankerMissing(f"experiment {self.exp_id!r} has no ranker {name!r}")
 
@@ -143,7 +156,7 @@ def parse_snapshot(exp_id: str, values: list[Any], w_bytes: bytes | None) -> Sna
         exp_id=exp_id,
         meta=json.loads(meta),
         lifecycle=text(lifecycle),
-        rankers=json.loads(rankers),
+        rankers=decode_rankers(rankers),
         version=int(version),
         w_bytes=w_bytes,
         state_json=text(state_json),

@@ -12,14 +12,16 @@
 Everything is session-scoped: the stack starts once (a few seconds) and each test works
 on its own experiment.
 
-The tests are in three tiers, one folder each, marked by folder (``-m unit`` etc.):
+The tests are in four tiers, one folder each, marked by folder (``-m unit`` etc.):
 
 * ``tests/unit/`` — pure: no server, no fixture above; seconds (``scripts/test unit``);
+* ``tests/stats/`` — pure too, but long seeded statistical runs (does a policy find the
+  winner, do two loops draw alike); about a minute (``scripts/test stats``);
 * ``tests/service/`` — a real Redis, Celery worker or HTTP server on loopback;
 * ``tests/e2e/`` — headless Chromium, a real Prometheus, a Redis Cluster, the demo stack
   or the deployment files.
 
-A unit test that asks for a server fixture fails at collection: the tier would lie.
+A unit or stats test that asks for a server fixture fails at collection: the tier would lie.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ import pytest
 ADMIN = "test-admin-token-0123456789"
 SECRET = "test-secret-key-0123456789"
 ROOT = Path(__file__).resolve().parent.parent
-TIERS = ("unit", "service", "e2e")
+TIERS = ("unit", "stats", "service", "e2e")
+#: the tiers that may start no server
+PURE_TIERS = ("unit", "stats")
 #: the fixtures that start a server: a test that uses one is not a unit test
 SERVER_FIXTURES = frozenset({"stack", "redis_url", "rd", "service_env", "ranker_server", "api",
                              "worker", "client"})
@@ -239,8 +243,8 @@ def pytest_collection_modifyitems(config, items):
         if tier not in TIERS:
             continue
         item.add_marker(getattr(pytest.mark, tier))
-        if tier == "unit":
+        if tier in PURE_TIERS:
             servers = SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ()))
             if servers:
-                raise pytest.UsageError(f"{item.nodeid} is in tests/unit but uses "
+                raise pytest.UsageError(f"{item.nodeid} is in tests/{tier} but uses "
                                         f"{sorted(servers)}: move it to tests/service")

@@ -91,12 +91,12 @@ def add_ranker(exp_id: str):
     entry = experiments.add_ranker(rt.store, exp_id, ranker,
                                    default_timeout_ms=rt.config.ranker_timeout_ms,
                                    probe=_prober(rt), policy=rt.rankers.policy)
-    return jsonify(entry), 201
+    return jsonify(entry.to_json()), 201
 
 
 @bp.delete("/<exp_id>/rankers/<name>")
 def retire_ranker(exp_id: str, name: str):
-    return jsonify(experiments.retire_ranker(runtime().store, exp_id, name))
+    return jsonify(experiments.retire_ranker(runtime().store, exp_id, name).to_json())
 
 
 @bp.post("/<exp_id>/<any(pause, resume, stop):action>")

@@ -25,10 +25,12 @@ from service.keys import (
     t_key,
     w_key,
 )
+from service.records import Ranker
 from service.snapshot import (
     SNAPSHOT_FIELDS,
     ExperimentMissing,
     Snapshot,
+    encode_rankers,
     encode_structure,
     encode_w,
     parse_snapshot,
@@ -129,7 +131,7 @@ class ExperimentStore(StoreBase):
         return int(out[0]), int(out[1]), parse_health(_pairs(out[2]))
 
     def create_experiment(self, exp_id: str, *, meta: dict[str, Any],
-                          rankers: list[dict[str, Any]], bandit: DuelingBandit,
+                          rankers: Sequence[Ranker], bandit: DuelingBandit,
                           truth: dict[str, Any] | None, audit: str) -> None:
         """Store a new experiment (validated and built by the caller). The experiment
         list is written after the experiment's own keys (another shard on a cluster)."""
@@ -138,7 +140,7 @@ class ExperimentStore(StoreBase):
         pipe.hset(exp_key(exp_id), mapping={
             "meta": json.dumps(meta),
             "lifecycle": "running",
-            "rankers": json.dumps(rankers),
+            "rankers": encode_rankers(rankers),
             "version": 1,
             "sv": 1,
             "n": bandit.n_updates,
@@ -150,7 +152,7 @@ class ExperimentStore(StoreBase):
         self.r.zadd(EXPERIMENTS, {exp_id: meta["created_at"]})
 
     def write_state(self, pipe, exp_id: str, bandit: DuelingBandit, *,
-                    rankers: list[dict] | None = None, structure: bool = True,
+                    rankers: Sequence[Ranker] | None = None, structure: bool = True,
                     **fields: Any) -> None:
         """Queue the policy's new state — ``W``, ``n`` and (``structure``) its structure
         with ``sv`` + 1 — and optionally the rankers or other snapshot fields, with
@@ -160,7 +162,7 @@ class ExperimentStore(StoreBase):
         if structure:
             mapping.update(encode_structure(bandit))
         if rankers is not None:
-            mapping["rankers"] = json.dumps(rankers)
+            mapping["rankers"] = encode_rankers(rankers)
         pipe.set(w_key(exp_id), encode_w(bandit))
         pipe.hset(exp_key(exp_id), mapping=mapping)
         if structure:

@@ -31,8 +31,10 @@ def test_exposition_equals_generate_latest(tmp_path):
             exp_id = f"e{n}"
             meta = {"id": exp_id, "name": name, "algorithm": algo, "params": {},
                     "interleaving": "team_draft", "seed": n, "created_at": time.time()}
-            rankers = [{"name": f'r"{a}', "url": "http://x", "timeout_ms": 1, "arm": a,
-                        "status": "active"} for a in range(k)]
+            from service.records import Ranker
+
+            rankers = [Ranker(name=f'r"{a}', url="http://x", timeout_ms=1, arm=a)
+                       for a in range(k)]
             truth = {"preferences": np.full((k, k), 0.5).tolist(), "best": 0}
             store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b,
                                     truth=truth, audit="{}")

@@ -213,8 +213,9 @@ def make_experiment(store, name: str, seed: int) -> str:
     exp_id = secrets.token_hex(6)
     meta = {"id": exp_id, "name": "t", "algorithm": name, "params": PARAMS.get(name, {}),
             "interleaving": "team_draft", "seed": seed, "created_at": time.time()}
-    rankers = [{"name": f"r{a}", "url": "http://x", "timeout_ms": 1, "arm": a,
-                "status": "active"} for a in range(K)]
+    from service.records import Ranker
+
+    rankers = [Ranker(name=f"r{a}", url="http://x", timeout_ms=1, arm=a) for a in range(K)]
     store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
                             audit="{}")
     return exp_id

@@ -123,8 +123,10 @@ def experiment(store, name: str = "uniform", k: int = 3) -> str:
     b = bandits.make_bandit(name, k, seed=1)
     meta = {"id": exp_id, "name": "t", "algorithm": name, "params": {},
             "interleaving": "team_draft", "seed": 1, "created_at": time.time()}
-    rankers = [{"name": f"r{a}", "url": "http://x", "timeout_ms": 1, "arm": a,
-                "status": "active", "added_at": 0.0, "retired_at": None} for a in range(k)]
+    from service.records import Ranker
+
+    rankers = [Ranker(name=f"r{a}", url="http://x", timeout_ms=1, arm=a, added_at=0.0)
+               for a in range(k)]
     store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
                             audit="{}")
     return exp_id

@@ -10,13 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 from test_workers_credit import rankers_for
 
 from service.rankers import RankerClient, RankerFailure
+from service.records import Ranker
 
 
 def test_timeout_bounds_the_whole_request_not_each_read(ranker_server):
     client = RankerClient()
     t0 = time.monotonic()
     [res] = client.fetch_all([
-        {"name": "trickle", "url": f"{ranker_server.url}/r/trickle", "timeout_ms": 300}],
+        Ranker(name="trickle", url=f"{ranker_server.url}/r/trickle", timeout_ms=300)],
         "q", 5, observe=False)
     elapsed = time.monotonic() - t0
     assert isinstance(res, RankerFailure) and res.reason == "timeout", res
@@ -27,7 +28,7 @@ def test_timeout_bounds_the_whole_request_not_each_read(ranker_server):
 def test_answers_are_bounded_in_size(ranker_server):
     client = RankerClient(max_bytes=1 << 20)
     huge, longid = client.fetch_all(
-        [{"name": n, "url": f"{ranker_server.url}/r/{n}", "timeout_ms": 3000}
+        [Ranker(name=n, url=f"{ranker_server.url}/r/{n}", timeout_ms=3000)
          for n in ("huge", "longid")], "q", 5, observe=False)
     assert isinstance(huge, RankerFailure) and huge.reason == "too_large", huge
     assert isinstance(longid, RankerFailure) and longid.reason == "bad_response", longid

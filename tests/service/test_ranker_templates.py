@@ -30,6 +30,7 @@ from test_workers_credit import wait_for
 from demo.run import Demo, DemoOptions
 from demo.world_rankers import demo_world, ranker_name
 from service.rankers import RankerClient, RankerFailure
+from service.records import Ranker
 
 SECRET = "s3cr3t-search-auth-7f1e2d9c"
 ENV = "RANKDUEL_TEST_SEARCH_AUTH"
@@ -98,6 +99,11 @@ def engine_app(seed: int = SEED) -> Flask:
     return app
 
 
+def called(entries: list[dict]) -> list[Ranker]:
+    """The rankers of request bodies as the client takes them."""
+    return [Ranker.from_json(e) for e in entries]
+
+
 def templated_rankers(base: str) -> list[dict]:
     """The three rankers, each by its engine's template (as docs/integrating-rankers.md)."""
     return [
@@ -162,7 +168,7 @@ def test_each_engine_shape_is_called_and_mapped(engines, secret_env):
     text = world.query_text(0)
     client = RankerClient(max_workers=4)
     engines.server.app.config["SEEN"].clear()
-    lists = client.fetch_all(templated_rankers(engines.url), text, 4, observe=False,
+    lists = client.fetch_all(called(templated_rankers(engines.url)), text, 4, observe=False,
                              user="u42")
     for n, res in enumerate(lists):
         assert not isinstance(res, RankerFailure), res
@@ -185,7 +191,7 @@ def test_user_text_is_inserted_verbatim_and_user_may_be_empty(engines, secret_en
     client = RankerClient(max_workers=4)
     engines.server.app.config["SEEN"].clear()
     tricky = 'a {k} "b" {user} \\ {q}'
-    [es, vespa] = client.fetch_all([templated_rankers(engines.url)[i] for i in (0, 2)],
+    [es, vespa] = client.fetch_all(called([templated_rankers(engines.url)[i] for i in (0, 2)]),
                                    tricky, 3, observe=False)
     assert es == [] and vespa == []  # an unknown query: no results (Vespa omits the list)
     seen = {s["path"]: s for s in engines.server.app.config["SEEN"]}
@@ -200,7 +206,7 @@ def test_an_answer_that_does_not_fit_is_a_bad_response_naming_the_path(engines, 
     es = templated_rankers(engines.url)[0]
     wrong_id = {**es, "response": {"results": "hits.hits", "id": "_source.sku"}}
     not_list = {**es, "response": {"results": "hits.total", "id": "_id"}}
-    a, b = client.fetch_all([wrong_id, not_list], text, 3, observe=False)
+    a, b = client.fetch_all(called([wrong_id, not_list]), text, 3, observe=False)
     assert isinstance(a, RankerFailure) and a.reason == "bad_response", a
     assert "'_source.sku'" in a.detail
     assert isinstance(b, RankerFailure) and b.reason == "bad_response", b
@@ -209,8 +215,8 @@ def test_an_answer_that_does_not_fit_is_a_bad_response_naming_the_path(engines, 
 
 def test_a_secret_unset_at_request_time_fails_without_showing_values(engines, monkeypatch):
     monkeypatch.delenv(ENV, raising=False)
-    [res] = RankerClient(max_workers=1).fetch_all([templated_rankers(engines.url)[0]], "x", 3,
-                                                  observe=False)
+    [res] = RankerClient(max_workers=1).fetch_all(called(templated_rankers(engines.url)[:1]),
+                                                  "x", 3, observe=False)
     assert isinstance(res, RankerFailure) and res.reason == "missing_secret", res
     assert ENV in res.detail
 

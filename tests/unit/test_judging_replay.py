@@ -11,6 +11,7 @@ is still out when that happens; it comes back after the rebuild.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -201,9 +202,16 @@ def run(algorithm: str = "recommended", *, roundtrip: bool = False, check: bool 
     return c, seen
 
 
+@functools.cache
+def checked_run(algorithm: str) -> tuple[Campaign, dict]:
+    """:func:`run` with every step checked, once per algorithm for the module (the tests
+    only read it: what they change, they copy first)."""
+    return run(algorithm)
+
+
 @pytest.mark.parametrize("algorithm", ["recommended", "prefbest"])
 def test_an_excluded_assessors_judgments_leave_every_judge(algorithm):
-    c, seen = run(algorithm)
+    c, seen = checked_run(algorithm)
     before, after, res = seen["before"], seen["after"], seen["exposed"]
     t_before = before["assessors"][TURNCOAT]
     # the turncoat passed two tasks and their (always wrong) judgments were in the judges
@@ -248,7 +256,7 @@ def test_an_excluded_assessors_judgments_leave_every_judge(algorithm):
 
 
 def test_a_task_made_before_a_rebuild_is_banked_and_used_when_asked_for():
-    _, seen = run("recommended")
+    _, seen = checked_run("recommended")
     before, after, res = seen["bank_before_held"], seen["after_held"], seen["held_result"]
     held = seen["held"]
     assert res["status"] == "kept" and res["recorded"] == 0 and res["banked"] >= 1
@@ -307,7 +315,7 @@ def test_a_task_made_before_a_rebuild_is_banked_and_used_when_asked_for():
 def test_a_restart_mid_campaign_changes_nothing(algorithm):
     """State and tasks through JSON between every two calls (as the service keeps them
     in Redis; any process may continue) end exactly where the run kept in memory ends."""
-    whole, _ = run(algorithm, check=False)
+    whole, _ = checked_run(algorithm)  # checking reads the state, never changes it
     restarted, _ = run(algorithm, roundtrip=True, check=False)
     assert json.dumps(restarted.state, sort_keys=True) == json.dumps(whole.state,
                                                                      sort_keys=True)

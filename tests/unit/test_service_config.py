@@ -85,7 +85,8 @@ def test_worker_refuses_a_bad_configuration():
 @pytest.mark.parametrize("module", ["service.config", "service.tokens", "service.errors",
                                     "service.validation", "service.credit",
                                     "service.controller", "service.ranker_template",
-                                    "service.search_params", "service.json_response"])
+                                    "service.search_params", "service.json_response",
+                                    "service.records"])
 def test_service_doctests(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0

@@ -244,6 +244,18 @@ SUMMARY_FIELDS = {
 RUN_FIELDS = {"seed", "final_regret", "identified", "correct", "steps_per_second"}
 
 
+@pytest.fixture
+def no_plots(monkeypatch):
+    """The simulate command without its plots, for tests that check only the summaries
+    (drawing costs more than the runs; the plots have their own tests above and below).
+    Yields the plots it was asked for."""
+    import cli.commands.simulate as simulate
+
+    asked: list = []
+    monkeypatch.setattr(simulate, "plot_regret", lambda curves, path, **kw: asked.append(path))
+    return asked
+
+
 def _without_speed(summary):
     s = {k: v for k, v in summary.items() if k != "steps_per_second"}
     s["per_run"] = [{k: v for k, v in r.items() if k != "steps_per_second"}
@@ -315,7 +327,7 @@ def test_cli_without_matplotlib_writes_the_summaries_and_says_what_to_install(
     assert len(err.splitlines()) == 1 and "pip install 'rankduel[demo]'" in err
 
 
-def test_cli_same_seed_same_summary(tmp_path):
+def test_cli_same_seed_same_summary(tmp_path, no_plots):
     P_path = tmp_path / "P.csv"
     np.savetxt(P_path, M.cycle2(), delimiter=",")
     args = ["simulate", "--matrix", str(P_path), "--algorithm", "uniform", "--steps", "1e3",
@@ -325,6 +337,7 @@ def test_cli_same_seed_same_summary(tmp_path):
     a = json.loads((tmp_path / "a" / "summary.json").read_text())
     b = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert a["steps"] == 1000 and _without_speed(a) == _without_speed(b)
+    assert no_plots  # the command asked for its plot
 
 
 @pytest.mark.parametrize(
@@ -402,10 +415,10 @@ def test_delayed_feedback_arguments_are_checked():
             simulate_run(P3, "uniform", 10, seed=0, **bad)
 
 
-def test_cli_delay_flags(tmp_path):
+def test_cli_delay_flags(tmp_path, no_plots):
     P_path = tmp_path / "P.csv"
     np.savetxt(P_path, M.bradley_terry(5, gap=0.1, seed=1), delimiter=",")
-    args = ["simulate", "--matrix", str(P_path), "--algorithm", "rmed1,rucb", "--steps", "1500",
+    args = ["simulate", "--matrix", str(P_path), "--algorithm", "rmed1,rucb", "--steps", "600",
             "--runs", "2", "--seed", "3"]
     live = ["--delay", "20", "--feedback-batch", "4", "--reload-every", "5"]
     assert cli([*args, "--out", str(tmp_path / "plain")]) == 0
