@@ -58,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
                           f"{row['flat_s']:5.2f}s (after back {row['flat_after_back_s']:5.2f}s)"
                           f"  drain {row['drain_s']:5.2f}s  W {row['w_total']:.0f} = decisive "
                           f"{row['decisive']}  {'ok' if good else 'FAILED'}", flush=True)
+                    tl = row["drain_timeline"]
+                    print(f"{'':26s} drain: last impression due {tl['floor_s']:.2f}s after "
+                          f"the pause, credited {tl['after_floor_s']:.2f}s after that; due "
+                          f"with no drain (from, for): {tl['due_waits']}", flush=True)
             if not args.skip_quarantine:
                 q = run_quarantine(p, searches_after=1000, users=args.users, timeout=900)
                 rows.append(q)

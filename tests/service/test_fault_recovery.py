@@ -248,6 +248,48 @@ def test_a_drain_schedules_the_next_for_an_impression_due_soon(store):
     assert c.drain(other) == 0 and len(queue.later) == 1  # beyond follow_s: the sweep's
 
 
+def _claim_misses_once(store, monkeypatch):
+    """The drain's first claim finds nothing: the impression falls due right after it
+    (idle impressions fall due all the time under load)."""
+    real, calls = store.claim, []
+
+    def claim(*args, **kw):
+        calls.append(1)
+        return (1, []) if len(calls) == 1 else real(*args, **kw)
+
+    monkeypatch.setattr(store, "claim", claim)
+
+
+def test_an_impression_due_after_the_last_claim_is_drained_at_once(store, monkeypatch):
+    """The race that left idle impressions to the next sweep (5 s): one fell due between
+    a drain's last claim and its end. The drain takes its lease back and credits it."""
+    queue = Queue()
+    c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
+    exp_id = experiment(store)
+    impression(store, exp_id, inactivity_s=0.0)
+    _claim_misses_once(store, monkeypatch)
+    assert c.drain(exp_id) == 1
+    assert store.pending_count(exp_id) == 0 and queue.later == []
+
+
+def test_a_due_impression_gets_a_drain_at_once_when_the_lease_is_taken(store, monkeypatch):
+    """The same race while another drain holds a lease (so ours cannot be taken back):
+    a follow-up drain is scheduled at once, not for the next sweep (the other lease may
+    be one that will lapse: a drain that died)."""
+    from service.crediting import FOLLOW_LAG_S
+
+    queue = Queue()
+    c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
+    exp_id = experiment(store)
+    impression(store, exp_id, inactivity_s=0.0)
+    assert store.take_drain(exp_id, 5.0, limit=2) is not None  # another drain's lease
+    _claim_misses_once(store, monkeypatch)
+    assert c.drain(exp_id) == 0
+    assert queue.later == [(exp_id, FOLLOW_LAG_S)]
+    assert c.drain(exp_id) == 1  # what that follow-up drain does when it runs
+    assert store.pending_count(exp_id) == 0
+
+
 # ------------------------------------------------------------------ retirement
 def test_a_ranker_that_keeps_failing_is_retired_with_an_audit_entry(store):
     from service.experiments import retire_if_failing
