@@ -242,15 +242,17 @@ class RankerHealth:
 
     def fetch(self, called: list[tuple[int, dict[str, Any]]], q: str, k: int, *,
               first_only: bool = False, user: str | None = None,
-              probes: Sequence[tuple[int, dict[str, Any]]] = (),
+              probes: Sequence[tuple[int, dict[str, Any]]] = (), offset: int = 0,
               ) -> tuple[list[Answer], list[tuple[int, RankerFailure]]]:
         """Fetch ``called`` and ``probes`` concurrently; ``(answers, failures)`` of
-        ``called``, health updated for all (a probe's answer only tells its health)."""
+        ``called``, health updated for all (a probe's answer only tells its health).
+        ``offset``: the results already shown (a next page's ``{offset}``)."""
         every = [*called, *probes]
         if not every:
             return [], []
         lists, waited = self.rt.rankers.fetch_timed([r for _, r in every], q, k,
-                                                    experiment=self.exp_id, user=user)
+                                                    experiment=self.exp_id, user=user,
+                                                    offset=offset)
         self.timing.rankers_s += waited
         ok: list[Answer] = []
         failed: list[tuple[int, RankerFailure]] = []
