@@ -159,8 +159,9 @@ def test_refusals(client, ranker_server, api):
     status, message = _status(lambda: _page(client, first, "pond", 10, 11))
     assert status == 400 and "RANKDUEL_MAX_DEPTH=100" in message and "at most 10" in message
     # a wrong token: 403; another experiment's impression: 403
-    status, _ = _status(lambda: _page(client, first, "pond", 10, 2,
-                                      token=first["token"][:-1] + "0"))
+    # (a token ending in "0" would be left unchanged by "+ '0'": a 1-in-16 flake)
+    wrong = first["token"][:-1] + ("1" if first["token"].endswith("0") else "0")
+    status, _ = _status(lambda: _page(client, first, "pond", 10, 2, token=wrong))
     assert status == 403
     status, message = _status(lambda: _page(client, first, "pond", 10, 2, experiment=other))
     assert status == 403 and "another experiment" in message
