@@ -146,8 +146,11 @@ class SparringCertifier(DuelingBandit):
         self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
         self._due = None
 
-    def _moment(self, a: int) -> None:
-        s, f = self._wins[a], self._losses[a]
+    def _add(self, a: int, won: float) -> None:
+        """One more duel of the active arm ``a`` against an active arm, ``won`` of it."""
+        s = self._wins.item(a) + won
+        f = self._losses.item(a) + 1.0 - won
+        self._wins[a], self._losses[a] = s, f
         n = s + f + 2.0
         self._mu[a] = (s + 1.0) / n
         self._sd[a] = math.sqrt((s + 1.0) * (f + 1.0) / (n * n * (n + 1.0)))
@@ -245,12 +248,8 @@ class SparringCertifier(DuelingBandit):
             self._version += 1
             wij, wji = self.W.item(i, j), self.W.item(j, i)
             if self.status[i] == ACTIVE and self.status[j] == ACTIVE:
-                self._wins[i] += outcome
-                self._losses[i] += 1.0 - outcome
-                self._wins[j] += 1.0 - outcome
-                self._losses[j] += outcome
-                self._moment(i)
-                self._moment(j)
+                self._add(i, outcome)
+                self._add(j, 1.0 - outcome)
                 if self._beaten(wij, wij + wji):
                     self._drop(i, j)
                 elif self._beaten(wji, wij + wji):
