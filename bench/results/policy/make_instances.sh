@@ -17,3 +17,7 @@ cp ../merge_med/P700.txt P700.txt
 # tuning instance: another world (seed 2), navigational; tuning also uses T136 and seeds >= 1001
 [ -f TN136.txt ] || $R matrix estimate --world 2:136 --method probabilistic --click-model navigational --comparisons 2000 --seed 2 --jobs 2 --out TN136.txt
 cp ../merge_med/T136.txt T136.txt
+# (added while the K = 136 estimates above were still queued, to fit the session's CPU:)
+# the other click models at K = 64 on world 1 (2,000 comparisons per pair)
+[ -f I64.txt ] || $R matrix estimate --world 1:64 --method probabilistic --click-model informational --comparisons 2000 --seed 1 --out I64.txt
+[ -f F64.txt ] || $R matrix estimate --world 1:64 --method probabilistic --click-model perfect --comparisons 2000 --seed 1 --out F64.txt
