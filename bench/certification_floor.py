@@ -34,7 +34,7 @@ converged.
 
     .venv/bin/python bench/certification_floor.py bench/results/floor/P136.txt --runs 100
     .venv/bin/python bench/certification_floor.py P700.txt --runs 20 --alphas 0.236,0.2
-    .venv/bin/python bench/certification_floor.py N136.txt --runs 8 --seed 1 --alphas 0.236 --steps 1e6
+    .venv/bin/python bench/certification_floor.py N136.txt --runs 8 --seed 1 --steps 1e6
 
 Instances must have a Condorcet winner.
 """
