@@ -60,24 +60,33 @@ def start_api(stack: Stack, name: str, code: Path, env: dict[str, str], args) ->
 def measure(base: str, pids: list[int], searches: list[str], delay_searches: list[str],
             args) -> dict[str, float]:
     """One round of one API."""
-    out: dict[str, float] = {}
-    bare = load(base, ["/bare"], clients=args.clients, procs=args.procs, seconds=args.seconds)
-    cpu0 = proc_cpu_seconds(pids)
-    search = load(base, searches, clients=args.clients, procs=args.procs, seconds=args.seconds)
-    cpu1 = proc_cpu_seconds(pids)
-    out["bare_req_s"] = bare["req_per_s"]
-    out["search_req_s"] = search["req_per_s"]
-    out["search_vs_bare_throughput"] = round(search["req_per_s"] / bare["req_per_s"], 3)
-    out["api_cpu_us_per_search"] = round((cpu1 - cpu0) / max(search["requests"], 1) * 1e6)
-    fast = open_load(base, searches, rate=args.rate, seconds=args.seconds, procs=args.procs)
-    out["added_p50_ms"], out["added_p99_ms"] = fast["added_p50_ms"], fast["added_p99_ms"]
-    out["lag_p99_ms"] = fast["send_lag_p99_ms"]
-    delay = open_load(base, delay_searches, rate=args.delay_rate, seconds=args.seconds,
-                      procs=args.procs)
-    out["delay_added_p50_ms"] = delay["added_p50_ms"]
-    out["delay_added_p99_ms"] = delay["added_p99_ms"]
-    out["delay_lag_p99_ms"] = delay["send_lag_p99_ms"]
-    out["errors"] = bare["errors"] + search["errors"] + fast["errors"] + delay["errors"]
+    out: dict[str, float] = {"errors": 0}
+    if "closed" in args.parts:
+        bare = load(base, ["/bare"], clients=args.clients, procs=args.procs,
+                    seconds=args.seconds)
+        cpu0 = proc_cpu_seconds(pids)
+        search = load(base, searches, clients=args.clients, procs=args.procs,
+                      seconds=args.seconds)
+        cpu1 = proc_cpu_seconds(pids)
+        out["bare_req_s"] = bare["req_per_s"]
+        out["search_req_s"] = search["req_per_s"]
+        out["search_vs_bare_throughput"] = round(search["req_per_s"] / bare["req_per_s"], 3)
+        out["api_cpu_us_per_search"] = round((cpu1 - cpu0) / max(search["requests"], 1) * 1e6)
+        out["errors"] += bare["errors"] + search["errors"]
+    if "open" in args.parts:
+        fast = open_load(base, searches, rate=args.rate, seconds=args.seconds,
+                         procs=args.procs)
+        out["added_p50_ms"], out["added_p99_ms"] = fast["added_p50_ms"], fast["added_p99_ms"]
+        out["lag_p99_ms"] = fast["send_lag_p99_ms"]
+        out["errors"] += fast["errors"]
+    if "delay" in args.parts:
+        delay = open_load(base, delay_searches, rate=args.delay_rate, seconds=args.seconds,
+                          procs=args.procs)
+        out["delay_added_p50_ms"] = delay["added_p50_ms"]
+        out["delay_added_p99_ms"] = delay["added_p99_ms"]
+        out["delay_rankers_p50_ms"] = delay["rankers_p50_ms"]
+        out["delay_lag_p99_ms"] = delay["send_lag_p99_ms"]
+        out["errors"] += delay["errors"]
     return out
 
 
@@ -95,6 +104,8 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=50.0, help="open-loop searches/s, fast rankers")
     ap.add_argument("--delay-ms", type=float, default=20.0)
     ap.add_argument("--delay-rate", type=float, default=100.0)
+    ap.add_argument("--parts", default="closed,open,delay",
+                    help="which loads: closed (bare and search), open (fast rankers), delay")
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()
 

@@ -364,8 +364,8 @@ class RankerClient:
         t0 = time.perf_counter()
         return self._fetch(ranker, req, deadline, fresh), time.perf_counter() - t0
 
-    def _send_inline(self, index: int, req: _Request,
-                     deadline: float) -> _Inline | None:
+    def _send_inline(self, index: int, req: _Request, deadline: float,
+                     timeout_s: float) -> _Inline | None:
         """Send ``req`` on an idle connection from this thread; None when there is none
         (or the one taken turned out closed by its server: the pool retries)."""
         conn = self._idle.take(req.origin)
@@ -378,7 +378,11 @@ class RankerClient:
         t0 = time.perf_counter()
         token = self._watchdog.watch(deadline, conn.sock)
         try:
-            conn.sock.settimeout(remaining)
+            # each socket operation may wait up to the call's whole timeout (the watchdog
+            # ends the call at its deadline): changed only when shorter, as settimeout
+            # is a system call, made without the GIL, that a busy process pays for
+            if (conn.sock.gettimeout() or 0.0) < remaining:
+                conn.sock.settimeout(timeout_s)
             conn.request(req.method, req.target, body=req.body, headers=req.headers)
         except _STALE:
             self._watchdog.cancel(token)
@@ -437,7 +441,7 @@ class RankerClient:
             deadline = now + r["timeout_ms"] / 1000.0
             try:
                 req = self._prepare(r, q, k, user, offset)
-                call = self._send_inline(i, req, deadline)
+                call = self._send_inline(i, req, deadline, r["timeout_ms"] / 1000.0)
             except Exception as exc:
                 self._release(r["url"])
                 slots[i] = exc
@@ -484,12 +488,20 @@ class RankerClient:
                  slots: list[Any]) -> None:
         """Read the answers of the calls sent from this thread, in the order they arrive
         (each timed to its own answer), into ``slots``. A call whose idle connection
-        turns out closed by its server is sent again on a new one, by the pool."""
+        turns out closed by its server is sent again on a new one, by the pool.
+
+        Every system call here releases the GIL, and under load each one can wait for
+        it again up to the switch interval: so there are few of them (one ``poll`` per
+        answer but the last, which is read directly)."""
         poller = select.poll()
         waiting = {call.conn.sock.fileno(): call for call in inline}
         for fd in waiting:
             poller.register(fd, select.POLLIN | select.POLLPRI)
         while waiting:
+            if len(waiting) == 1:  # the last one: read it (the watchdog keeps its deadline)
+                fd, call = waiting.popitem()
+                self._finish(rankers, call, slots)
+                return
             wait = min(c.deadline for c in waiting.values()) - time.monotonic()
             ready = poller.poll(max(0, math.ceil(wait * 1000))) if wait > 0 else []
             if not ready:  # past a deadline with no answer: those calls time out
