@@ -16,6 +16,8 @@ Each round and API:
 The medians over the rounds are printed last, with the load average.
 
     .venv/bin/python bench/proxy_ab.py --before /work/main [--rounds 3] [--seconds 5]
+    # one checkout, two gunicorn settings (before: --api-workers/--api-threads)
+    .venv/bin/python bench/proxy_ab.py --before . --after-workers 4 --after-threads 4
 """
 
 from __future__ import annotations
@@ -40,14 +42,15 @@ from demo.stack import Child, Stack, child_pids, free_port  # noqa: E402
 from demo.world_rankers import demo_world, ranker_name  # noqa: E402
 
 
-def start_api(stack: Stack, name: str, code: Path, env: dict[str, str], args) -> tuple[Child, str]:
+def start_api(stack: Stack, name: str, code: Path, env: dict[str, str], workers: int,
+              threads: int) -> tuple[Child, str]:
     """``rankduel serve`` of checkout ``code`` (its .venv, cwd and PYTHONPATH)."""
     port = free_port()
     prom = stack.workdir / f"prom-{name}"
     prom.mkdir()
     argv = [str(code / ".venv/bin/python"), "-m", "cli.main", "serve", "--bind",
-            f"127.0.0.1:{port}", "--workers", str(args.api_workers), "--threads",
-            str(args.api_threads), "--app", "bench.service_load:create_bench_app"]
+            f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads),
+            "--app", "bench.service_load:create_bench_app"]
     child = Child(name, argv, env=dict(env, PYTHONPATH=str(code),
                                        PROMETHEUS_MULTIPROC_DIR=str(prom)),
                   log_path=stack.workdir / "logs" / f"{name}.log", cwd=str(code))
@@ -100,6 +103,8 @@ def main() -> int:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--api-workers", type=int, default=2)
     ap.add_argument("--api-threads", type=int, default=8)
+    ap.add_argument("--after-workers", type=int, help="the after API's (default: the same)")
+    ap.add_argument("--after-threads", type=int, help="the after API's (default: the same)")
     ap.add_argument("--rankers", type=int, default=12)
     ap.add_argument("--rate", type=float, default=50.0, help="open-loop searches/s, fast rankers")
     ap.add_argument("--delay-ms", type=float, default=20.0)
@@ -137,7 +142,11 @@ def main() -> int:
         world = demo_world(1, args.rankers)
         apis = {}
         for name, code in codes.items():
-            child, base = start_api(stack, name, code, env, args)
+            workers, threads = args.api_workers, args.api_threads
+            if name == "after":
+                workers = args.after_workers or workers
+                threads = args.after_threads or threads
+            child, base = start_api(stack, name, code, env, workers, threads)
             client = Client(base, admin)
             paths = []
             for url in (rank_url, delay_url):
