@@ -87,7 +87,8 @@ def main() -> int:
         for i in range(args.n):
             one(i)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-        print(f"{ROOT}: {args.n} {unit}s: CPU {cpu / args.n * 1e6:.0f} µs per {unit} "
+        plural = "sessions" if args.session else "searches"
+        print(f"{ROOT}: {args.n} {plural}: CPU {cpu / args.n * 1e6:.0f} µs per {unit} "
               f"(wall {wall / args.n * 1e3:.2f} ms)", flush=True)
         if not args.top:
             return 0
