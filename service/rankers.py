@@ -458,7 +458,11 @@ class RankerClient:
         slowest = 0.0
         for r, slot in zip(rankers, slots, strict=True):
             elapsed = None
+            given_up = None  # when a call made from this thread failed
             try:
+                if isinstance(slot, _Failed):
+                    given_up = slot.at
+                    raise slot.exc
                 if isinstance(slot, BaseException):
                     raise slot
                 if isinstance(slot, Future):
@@ -467,10 +471,10 @@ class RankerClient:
                 results, elapsed = slot
                 out.append(results)
             except Exception as exc:
-                out.append(self._failure(exc, r, start))
+                out.append(self._failure(exc, r, (given_up or time.perf_counter()) - start))
             result = out[-1]
             if elapsed is None:  # failed: time until we gave up on it
-                elapsed = time.perf_counter() - start
+                elapsed = (given_up or time.perf_counter()) - start
                 if (result.reason in ("connection", "error")
                         and elapsed >= r["timeout_ms"] / 1000.0):
                     # the watchdog cut the socket at the deadline, mid-read
@@ -535,15 +539,15 @@ class RankerClient:
                 fut.add_done_callback(lambda f, u=r["url"]: self._release(u, f))
                 slots[call.index] = fut
                 return
-            slots[call.index] = exc
+            slots[call.index] = _Failed(exc, time.perf_counter())
         except Exception as exc:
-            slots[call.index] = exc
+            slots[call.index] = _Failed(exc, time.perf_counter())
         finally:
             self._watchdog.cancel(call.token)
         self._release(r["url"])
 
-    def _failure(self, exc: Exception, r: dict[str, Any], start: float) -> RankerFailure:
-        """The :class:`RankerFailure` for what a call raised."""
+    def _failure(self, exc: Exception, r: dict[str, Any], waited: float) -> RankerFailure:
+        """The :class:`RankerFailure` for what a call raised after ``waited`` seconds."""
         try:
             raise exc
         except _Overloaded:
@@ -563,7 +567,7 @@ class RankerClient:
             return RankerFailure("bad_response", str(e))
         except OSError as e:
             reason = "timeout" if isinstance(e, TimeoutError) else "connection"
-            if time.perf_counter() - start >= r["timeout_ms"] / 1000.0:
+            if waited >= r["timeout_ms"] / 1000.0:
                 reason = "timeout"  # the watchdog closed it at the deadline
             return RankerFailure(reason, str(e) or type(e).__name__)
         except Exception as e:  # an upstream fault must never fail the request
@@ -572,6 +576,14 @@ class RankerClient:
 
 class _Overloaded(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A call made from the search's thread that failed, and when (``perf_counter``)."""
+
+    exc: Exception
+    at: float
 
 
 class _TooLarge(Exception):
