@@ -5,7 +5,7 @@ served by gunicorn in another process. Prints the CPU per search (``process_time
 thread of the API process) and the top functions by cumulative and by own time: where
 the API's own CPU goes, without the noise of a loaded machine's scheduling.
 
-    .venv/bin/python bench/search_cpu.py [--n 1000] [--top 30]
+    .venv/bin/python bench/search_cpu.py [--n 1000] [--top 30] [--session]
     # another checkout's code (its own interpreter), e.g. main as "before":
     RANKDUEL_BENCH_CODE=/work/main /work/main/.venv/bin/python bench/search_cpu.py
 """
@@ -37,6 +37,9 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--rankers", type=int, default=12)
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--session", action="store_true",
+                    help="a user session per request: the search, a click and the end "
+                    "(the capacity model's unit)")
     args = ap.parse_args()
     admin = secrets.token_urlsafe(16)
     work = tempfile.mkdtemp(prefix="rankduel-cpu-")
@@ -45,6 +48,7 @@ def main() -> int:
         env = dict(os.environ, REDIS_URL=redis_url, RANKDUEL_ADMIN_TOKEN=admin,
                    RANKDUEL_SECRET_KEY=secrets.token_urlsafe(16),
                    RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
+                   RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0",
                    PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         env.pop("RANKDUEL_CONFIG", None)
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
@@ -63,20 +67,35 @@ def main() -> int:
                          "timeout_ms": 1000} for n in range(args.rankers)]}).get_json()
         paths = ["/search?" + urlencode({"experiment": exp["id"], "q": world.query_text(q),
                                          "k": 10}) for q in range(world.n_queries)]
+        def one(i: int) -> None:
+            page = client.get(paths[i % len(paths)])
+            if not args.session:
+                return
+            body = page.get_json()
+            doc = body["results"][0]["id"]
+            clicked = client.post("/clicks", json={"impression_id": body["impression_id"],
+                                                   "token": body["token"],
+                                                   "clicks": [{"id": doc, "rank": 1}]})
+            ended = client.post(f"/impressions/{body['impression_id']}/end",
+                                json={"token": body["token"]})
+            assert clicked.status_code == ended.status_code == 202, (clicked.json, ended.json)
+
+        unit = "session" if args.session else "search"
         for i in range(200):  # warm: connections, caches
             assert client.get(paths[i % len(paths)]).status_code == 200
         cpu0, wall0 = time.process_time(), time.perf_counter()
         for i in range(args.n):
-            client.get(paths[i % len(paths)])
+            one(i)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-        print(f"{ROOT}: {args.n} searches: CPU {cpu / args.n * 1e6:.0f} µs per search "
+        plural = "sessions" if args.session else "searches"
+        print(f"{ROOT}: {args.n} {plural}: CPU {cpu / args.n * 1e6:.0f} µs per {unit} "
               f"(wall {wall / args.n * 1e3:.2f} ms)", flush=True)
         if not args.top:
             return 0
         prof = cProfile.Profile()
         prof.enable()
         for i in range(args.n):
-            client.get(paths[i % len(paths)])
+            one(i)
         prof.disable()
         for order in ("cumulative", "tottime"):
             out = io.StringIO()

@@ -22,6 +22,9 @@ here), and measures, in the same run:
    * ``search_vs_bare_throughput``: ``/search`` req/s over ``/bare`` req/s (1.);
    * ``api_cpu_us_per_search``: the API processes' CPU (gunicorn master and workers, from
      ``/proc``) over the searches they served during the closed-loop ``/search`` load;
+     ``cpu_us_per_search`` and ``cpu_us_per_bare`` split the machine's CPU per request
+     between the API, the world rankers' server, Redis and the load generator: what
+     bounds ``search_vs_bare_throughput`` when all of them share the machine's cores;
    * ``search_added_p50_ms`` / ``search_added_p99_ms``: an **open-loop** load at half the
      measured ``/search`` capacity (requests sent on a fixed schedule, whatever the
      answers' latency), each search's latency seen by the client minus its slowest ranker
@@ -274,6 +277,24 @@ def proc_cpu_seconds(pids: list[int]) -> float:
     return total / tick
 
 
+def cpu_split(groups: dict[str, list[int]]) -> dict[str, float]:
+    """CPU seconds so far of each group of processes, and of this process's finished
+    children (``load``: the load generator's pool processes, reaped when it ends)."""
+    out = {name: proc_cpu_seconds(pids) for name, pids in groups.items()}
+    t = os.times()
+    out["load_generator"] = t.children_user + t.children_system
+    return out
+
+
+def cpu_per_request(before: dict[str, float], after: dict[str, float],
+                    requests: int) -> dict[str, float]:
+    """Microseconds of CPU per request, per process group, over one load; ``total`` is
+    the machine's CPU per request over the groups measured."""
+    out = {k: round((after[k] - before[k]) / max(requests, 1) * 1e6, 1) for k in after}
+    out["total"] = round(sum(out.values()), 1)
+    return out
+
+
 def metric_value(text: str, name: str) -> float:
     total = 0.0
     for line in text.splitlines():
@@ -434,8 +455,8 @@ def main() -> int:
                    RANKDUEL_CREDIT_RETRY_S="600",
                    PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         env.pop("RANKDUEL_CONFIG", None)
-        _, rank_url = stack.start_rankers(env, seed=1, n_rankers=args.rankers,
-                                          workers=args.ranker_workers)
+        rank_child, rank_url = stack.start_rankers(env, seed=1, n_rankers=args.rankers,
+                                                   workers=args.ranker_workers)
         delay_port = free_port()
         delay_child = stack.python("delay-rankers", [
             "-m", "gunicorn", "--bind", f"127.0.0.1:{delay_port}", "--workers", "2",
@@ -464,18 +485,25 @@ def main() -> int:
         # warm up connections and caches, then measure both endpoints the same way
         load(base, ["/bare"], clients=args.clients, procs=args.procs, seconds=1)
         load(base, searches, clients=args.clients, procs=args.procs, seconds=1)
+        groups = {"api": [api.proc.pid, *child_pids(api.proc.pid)],
+                  "rankers": [rank_child.proc.pid, *child_pids(rank_child.proc.pid)],
+                  "redis": [stack.redis_child.proc.pid]}
+        before = cpu_split(groups)
         results["bare"] = load(base, ["/bare"], clients=args.clients, procs=args.procs,
                                seconds=args.seconds)
+        results["cpu_us_per_bare"] = cpu_per_request(before, cpu_split(groups),
+                                                     results["bare"]["requests"])
         print("bare   ", results["bare"], flush=True)
-        api_pids = [api.proc.pid, *child_pids(api.proc.pid)]
-        cpu0 = proc_cpu_seconds(api_pids)
+        before = cpu_split(groups)
         results["search"] = load(base, searches, clients=args.clients, procs=args.procs,
                                  seconds=args.seconds)
-        cpu1 = proc_cpu_seconds(api_pids)
-        results["api_cpu_us_per_search"] = round(
-            (cpu1 - cpu0) / max(results["search"]["requests"], 1) * 1e6, 1)
+        results["cpu_us_per_search"] = cpu_per_request(before, cpu_split(groups),
+                                                       results["search"]["requests"])
+        results["api_cpu_us_per_search"] = results["cpu_us_per_search"]["api"]
         print("search ", results["search"], flush=True)
         print(f"API CPU per search: {results['api_cpu_us_per_search']} µs", flush=True)
+        print(f"CPU per bare request (µs): {results['cpu_us_per_bare']}", flush=True)
+        print(f"CPU per search (µs): {results['cpu_us_per_search']}", flush=True)
         rank_paths = [f"/rankers/{q % args.rankers}?" + urlencode(
             {"q": world.query_text(q), "k": 10}) for q in range(world.n_queries)]
         results["ranker_direct"] = load(rank_url, rank_paths,
@@ -531,6 +559,7 @@ def main() -> int:
     headline = {k: results[k] for k in (
         "search_vs_bare_throughput", "search_added_p50_ms", "search_added_p99_ms",
         "api_cpu_us_per_search", "delay_added_p50_ms", "delay_added_p99_ms")}
+    headline["load_average"] = os.getloadavg()
     results["headline"] = headline
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")

@@ -4,9 +4,12 @@ A ranker is an HTTP endpoint called as ``GET URL?q=TEXT&k=K`` that returns
 ``{"results": [{"id": ..., ...}, ...]}``, or, with a ``request`` template and a
 ``response`` mapping, a search engine called in its own shape
 (:mod:`service.ranker_template`). :class:`RankerClient` fetches all rankers of a
-comparison at once on a thread pool; each thread keeps one persistent
-``http.client`` connection per host, so a steady stream of searches reuses its TCP
-connections (the standard library is enough here: no extra dependency). A ranker that
+comparison at once. The process keeps idle keep-alive ``http.client`` connections per
+origin, so a steady stream of searches reuses its TCP connections, and a call on one of
+them is made by the search's own thread (the requests are sent, then the answers read as
+they arrive): no thread hand-off on the request path. Only a call that needs a new
+connection goes to a thread pool (the standard library is enough here: no extra
+dependency). A ranker that
 errs, answers garbage or misses its deadline yields a :class:`RankerFailure` instead of
 a list; the caller decides what to serve.
 
@@ -18,18 +21,22 @@ Limits, so that one ranker cannot hurt anything but its own duels:
 * **size**: at most ``max_bytes`` of body and ``max_results`` results are read; an id
   longer than ``MAX_DOC_ID_CHARS`` makes the answer invalid;
 * **concurrency**: the fetches in flight to one ranker URL are capped (``per_ranker``, half
-  the pool by default); a fetch over the cap fails at once as ``overloaded`` (counted,
-  but no forfeit and no strike: a burst of traffic is not the ranker's fault). With the
-  deadlines, a slow ranker holds at most its cap of threads for at most its timeout, so
-  the rankers of other experiments always find threads.
+  the pool by default), whichever thread makes them; a fetch over the cap fails at once
+  as ``overloaded`` (counted, but no forfeit and no strike: a burst of traffic is not the
+  ranker's fault). With the deadlines, a slow ranker holds at most its cap of pool
+  threads for at most its timeout, so the rankers of other experiments always find
+  threads.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import http.client
 import json
+import math
+import select
 import socket
 import threading
 import time
@@ -41,6 +48,7 @@ from urllib.parse import SplitResult, quote, urlsplit
 
 from service import metrics, ranker_template
 from service.limits import MAX_DOC_ID_CHARS
+from service.ranker_http import RankerResponse
 from service.ranker_policy import RankerPolicy, RankerRefused
 from service.records import Ranker
 
@@ -121,7 +129,8 @@ class _Watchdog:
             self._next += 1
             heapq.heappush(self._heap, (deadline, self._next, sock))
             self._live.add(self._next)
-            self._cond.notify()
+            if self._heap[0][1] == self._next:  # the earliest deadline: wake the loop
+                self._cond.notify()
             return self._next
 
     def cancel(self, token: int) -> None:
@@ -146,13 +155,94 @@ class _Watchdog:
                     sock.shutdown(socket.SHUT_RDWR)
 
 
+Origin = tuple[str, str, int | None]  # scheme, host, port
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(url: str) -> tuple[SplitResult, Origin]:
+    """``url``'s parts and origin, parsed once per URL (a few per experiment)."""
+    parts = urlsplit(url)
+    return parts, (parts.scheme, parts.hostname or "", parts.port)
+
+
+@dataclass
+class _Request:
+    """One ranker call, ready to send: its origin, method, target, headers and body."""
+
+    parts: SplitResult
+    origin: Origin
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes | None
+
+
+@dataclass(eq=False)
+class _Inline:
+    """A call sent on an idle keep-alive connection by the search's own thread, waiting
+    for its answer (:meth:`RankerClient.fetch_timed`)."""
+
+    index: int
+    req: _Request
+    conn: http.client.HTTPConnection
+    deadline: float
+    t0: float
+    token: int
+
+
+class _IdleConnections:
+    """The process's idle keep-alive connections to rankers, per origin, shared by its
+    threads: a connection is taken for one exchange and given back once its answer was
+    read to the end."""
+
+    def __init__(self, per_origin: int = 64) -> None:
+        self.per_origin = per_origin
+        self._idle: dict[tuple, list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, origin: tuple) -> http.client.HTTPConnection | None:
+        with self._lock:
+            idle = self._idle.get(origin)
+            return idle.pop() if idle else None
+
+    def give(self, origin: tuple, conn: http.client.HTTPConnection) -> None:
+        if conn.sock is None:  # the server ended it (Connection: close)
+            return
+        with self._lock:
+            idle = self._idle.setdefault(origin, [])
+            if len(idle) < self.per_origin:
+                idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            conns = [c for idle in self._idle.values() for c in idle]
+            self._idle.clear()
+        for c in conns:
+            c.close()
+
+
+#: what a reused keep-alive connection raises when its server closed it while idle
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
 class RankerClient:
     """Fetch several rankers concurrently.
+
+    A call whose origin has an idle keep-alive connection is made by the search's own
+    thread: every such request is sent first, then the answers are read as they arrive
+    (one ``poll`` over their sockets), so the calls overlap without a thread hand-off.
+    A call that needs a new connection (the first to an origin, one more than the idle
+    ones, or a retry after the server closed an idle one) goes to a thread pool, which
+    connects (name resolution, connect, TLS, the allow-list check) under the same
+    deadline, as all calls did before; its connection then joins the idle ones. The
+    watchdog bounds both kinds by their deadline.
 
     Parameters
     ----------
     max_workers
-        Threads for outbound calls (per process).
+        Threads for outbound calls that need a new connection (per process).
     per_ranker
         Fetches one ranker URL may have in flight at once (per process; default half the
         pool).
@@ -168,7 +258,7 @@ class RankerClient:
                  policy: RankerPolicy | None = None) -> None:
         self.policy = policy
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ranker")
-        self._local = threading.local()
+        self._idle = _IdleConnections()
         self._watchdog = _Watchdog()
         self._per_ranker = per_ranker or max(1, max_workers // 2)
         self._inflight: dict[str, int] = {}
@@ -177,40 +267,27 @@ class RankerClient:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._idle.close()
 
-    def _conn(self, parts: SplitResult, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
-        conns = getattr(self._local, "conns", None)
-        if conns is None:
-            conns = self._local.conns = {}
-        key = (parts.scheme, parts.hostname, parts.port)
-        conn = conns.get(key)
-        reused = conn is not None and conn.sock is not None
-        if conn is None:
-            https = parts.scheme == "https"
-            cls = http.client.HTTPSConnection if https else http.client.HTTPConnection
-            conn = cls(parts.hostname, parts.port, timeout=timeout)
-            conns[key] = conn
-        conn.timeout = timeout
-        if conn.sock is None:
-            conn.connect()
-            if self.policy is not None:
-                try:
-                    self.policy.check_connected(parts.hostname or "", conn.sock)
-                except RankerRefused:
-                    conn.close()
-                    raise
-        conn.sock.settimeout(timeout)
-        return conn, reused
+    def _connect(self, req: _Request, timeout: float) -> http.client.HTTPConnection:
+        """A new connection to ``req``'s origin, checked against the allow-list."""
+        parts = req.parts
+        cls = (http.client.HTTPSConnection if parts.scheme == "https"
+               else http.client.HTTPConnection)
+        conn = cls(parts.hostname, parts.port, timeout=timeout)
+        conn.response_class = RankerResponse
+        conn.connect()
+        if self.policy is not None:
+            try:
+                self.policy.check_connected(parts.hostname or "", conn.sock)
+            except RankerRefused:
+                conn.close()
+                raise
+        return conn
 
-    def _drop(self, parts: SplitResult) -> None:
-        conns = getattr(self._local, "conns", {})
-        conn = conns.pop((parts.scheme, parts.hostname, parts.port), None)
-        if conn is not None:
-            conn.close()
-
-    def _fetch(self, ranker: Ranker, q: str, k: int, deadline: float,
-               user: str | None = None, offset: int = 0) -> list[dict[str, Any]]:
-        parts = urlsplit(ranker.url)
+    def _prepare(self, ranker: Ranker, q: str, k: int, user: str | None = None,
+                 offset: int = 0) -> _Request:
+        parts, origin = _split(ranker.url)
         template = ranker.request
         method, body = "GET", None
         headers = {"Accept": "application/json"}
@@ -225,46 +302,99 @@ class RankerClient:
             body = ranker_template.request_body(template, q=q, k=k, user=user, offset=offset)
             if body is not None:
                 headers["Content-Type"] = "application/json"
+        return _Request(parts, origin, method, target, headers, body)
+
+    def _read(self, req: _Request, conn: http.client.HTTPConnection,
+              ranker: Ranker) -> list[dict[str, Any]]:
+        """Read the answer to the request just sent on ``conn`` (at most ``max_bytes``),
+        give the connection back when it was read to its end, and parse it. Raises
+        what :meth:`fetch_timed` turns into a :class:`RankerFailure`."""
+        try:
+            resp = conn.getresponse()
+            length = resp.getheader("Content-Length")
+            if length and length.isdigit() and int(length) > self.max_bytes:
+                raise _TooLarge(int(length))
+            answer = resp.read(self.max_bytes + 1)
+            if len(answer) > self.max_bytes:
+                raise _TooLarge(len(answer))
+        except BaseException:
+            conn.close()
+            raise
+        if resp.isclosed():
+            self._idle.give(req.origin, conn)
+        else:  # a body we did not read to its end
+            conn.close()
+        if resp.status != 200:
+            raise _HttpStatus(resp.status)
+        return parse_results(answer, self.max_results, ranker.response)
+
+    def _fetch(self, ranker: Ranker, req: _Request, deadline: float,
+               fresh: bool = False) -> list[dict[str, Any]]:
+        """One call on a pool thread: an idle connection (unless ``fresh``) or a new one."""
         for attempt in range(2):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError("deadline passed")
+            conn = None if fresh or attempt else self._idle.take(req.origin)
+            reused = conn is not None
             token = None
             try:
-                conn, reused = self._conn(parts, remaining)
+                if conn is None:
+                    conn = self._connect(req, remaining)
+                conn.sock.settimeout(remaining)
                 token = self._watchdog.watch(deadline, conn.sock)
-                conn.request(method, target, body=body, headers=headers)
-                resp = conn.getresponse()
-                length = resp.getheader("Content-Length")
-                if length and length.isdigit() and int(length) > self.max_bytes:
-                    raise _TooLarge(int(length))
-                answer = resp.read(self.max_bytes + 1)
-                if len(answer) > self.max_bytes:
-                    raise _TooLarge(len(answer))
-                if not resp.isclosed():  # a body we did not read to its end
-                    self._drop(parts)
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                self._drop(parts)
+                try:
+                    conn.request(req.method, req.target, body=req.body, headers=req.headers)
+                except BaseException:
+                    conn.close()
+                    raise
+                results = self._read(req, conn, ranker)
+            except _STALE:
                 if reused and attempt == 0 and time.monotonic() < deadline:
                     continue  # a keep-alive connection the server closed
-                raise
-            except Exception:
-                self._drop(parts)
                 raise
             finally:
                 if token is not None:
                     self._watchdog.cancel(token)
             if time.monotonic() > deadline:
                 raise TimeoutError("deadline passed")
-            if resp.status != 200:
-                raise _HttpStatus(resp.status)
-            return parse_results(answer, self.max_results, ranker.response)
+            return results
         raise AssertionError("unreachable")
 
-    def _timed_fetch(self, ranker: Ranker, q: str, k: int, deadline: float,
-                     user: str | None, offset: int = 0) -> tuple[list[dict[str, Any]], float]:
+    def _timed_fetch(self, ranker: Ranker, req: _Request, deadline: float,
+                     fresh: bool = False) -> tuple[list[dict[str, Any]], float]:
         t0 = time.perf_counter()
-        return self._fetch(ranker, q, k, deadline, user, offset), time.perf_counter() - t0
+        return self._fetch(ranker, req, deadline, fresh), time.perf_counter() - t0
+
+    def _send_inline(self, index: int, req: _Request, deadline: float,
+                     timeout_s: float) -> _Inline | None:
+        """Send ``req`` on an idle connection from this thread; None when there is none
+        (or the one taken turned out closed by its server: the pool retries)."""
+        conn = self._idle.take(req.origin)
+        if conn is None:
+            return None
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            self._idle.give(req.origin, conn)
+            raise TimeoutError("deadline passed")
+        t0 = time.perf_counter()
+        token = self._watchdog.watch(deadline, conn.sock)
+        try:
+            # each socket operation may wait up to the call's whole timeout (the watchdog
+            # ends the call at its deadline): changed only when shorter, as settimeout
+            # is a system call, made without the GIL, that a busy process pays for
+            if (conn.sock.gettimeout() or 0.0) < remaining:
+                conn.sock.settimeout(timeout_s)
+            conn.request(req.method, req.target, body=req.body, headers=req.headers)
+        except _STALE:
+            self._watchdog.cancel(token)
+            conn.close()
+            return None
+        except BaseException:
+            self._watchdog.cancel(token)
+            conn.close()
+            raise
+        return _Inline(index, req, conn, deadline, t0, token)
 
     def _admit(self, url: str) -> bool:
         with self._lock:
@@ -298,56 +428,55 @@ class RankerClient:
         observe: bool = True, user: str | None = None, offset: int = 0,
     ) -> tuple[list[list[dict[str, Any]] | RankerFailure], float]:
         """:meth:`fetch_all`, and the seconds of its slowest ranker call: each call is
-        timed inside its pool task (request to parsed answer), a failed one until it was
-        given up. That is the rankers' share of a search's time (``Server-Timing:
-        rankers``)."""
-        slowest = 0.0
+        timed from its request to its parsed answer (in this thread, or inside its pool
+        task), a failed one until it was given up. That is the rankers' share of a
+        search's time (``Server-Timing: rankers``)."""
         start = time.perf_counter()
         now = time.monotonic()
-        futures: list[Future | None] = []
-        for r in rankers:
+        # per ranker: (results, elapsed), an exception, a pool future, or an inline call
+        slots: list[Any] = [None] * len(rankers)
+        inline: list[_Inline] = []
+        for i, r in enumerate(rankers):
             if not self._admit(r.url):
-                futures.append(None)
+                slots[i] = _Overloaded()
                 continue
-            fut = self._pool.submit(self._timed_fetch, r, q, k,
-                                    now + r.timeout_s, user, offset)
-            fut.add_done_callback(lambda f, u=r.url: self._release(u, f))
-            futures.append(fut)
-        out: list[list[dict[str, Any]] | RankerFailure] = []
-        for r, fut in zip(rankers, futures, strict=True):
-            remaining = start + r.timeout_s - time.perf_counter()
-            elapsed = None
+            deadline = now + r.timeout_s
             try:
-                if fut is None:
-                    raise _Overloaded
-                results, elapsed = fut.result(timeout=max(remaining, 0.0))
+                req = self._prepare(r, q, k, user, offset)
+                call = self._send_inline(i, req, deadline, r.timeout_s)
+            except Exception as exc:
+                self._release(r.url)
+                slots[i] = exc
+                continue
+            if call is not None:
+                inline.append(call)
+                continue
+            fut = self._pool.submit(self._timed_fetch, r, req, deadline)
+            fut.add_done_callback(lambda f, u=r.url: self._release(u, f))
+            slots[i] = fut
+        if inline:
+            self._receive(rankers, inline, slots)
+        out: list[list[dict[str, Any]] | RankerFailure] = []
+        slowest = 0.0
+        for r, slot in zip(rankers, slots, strict=True):
+            elapsed = None
+            given_up = None  # when a call made from this thread failed
+            try:
+                if isinstance(slot, _Failed):
+                    given_up = slot.at
+                    raise slot.exc
+                if isinstance(slot, BaseException):
+                    raise slot
+                if isinstance(slot, Future):
+                    remaining = start + r.timeout_s - time.perf_counter()
+                    slot = slot.result(timeout=max(remaining, 0.0))
+                results, elapsed = slot
                 out.append(results)
-            except _Overloaded:
-                out.append(RankerFailure("overloaded", "too many fetches in flight to "
-                                         "this ranker", blame=False))
-            except TimeoutError:
-                out.append(RankerFailure("timeout", f"no answer within {r.timeout_ms} ms"))
-            except _HttpStatus as exc:
-                out.append(RankerFailure(f"http_{exc.status}", f"HTTP {exc.status}"))
-            except RankerRefused as exc:
-                out.append(RankerFailure("refused", str(exc)))
-            except ranker_template.MissingSecret as exc:
-                out.append(RankerFailure("missing_secret", str(exc)))
-            except _TooLarge as exc:
-                out.append(RankerFailure("too_large", f"body over {self.max_bytes} bytes "
-                                         f"({exc.size})"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                out.append(RankerFailure("bad_response", str(exc)))
-            except OSError as exc:
-                reason = "timeout" if isinstance(exc, TimeoutError) else "connection"
-                if time.perf_counter() - start >= r.timeout_s:
-                    reason = "timeout"  # the watchdog closed it at the deadline
-                out.append(RankerFailure(reason, str(exc) or type(exc).__name__))
-            except Exception as exc:  # an upstream fault must never fail the request
-                out.append(RankerFailure("error", f"{type(exc).__name__}: {exc}"))
+            except Exception as exc:
+                out.append(self._failure(exc, r, (given_up or time.perf_counter()) - start))
             result = out[-1]
             if elapsed is None:  # failed: time until we gave up on it
-                elapsed = time.perf_counter() - start
+                elapsed = (given_up or time.perf_counter()) - start
                 if (result.reason in ("connection", "error")
                         and elapsed >= r.timeout_s):
                     # the watchdog cut the socket at the deadline, mid-read
@@ -361,9 +490,102 @@ class RankerClient:
                 metrics.RANKER_FAILURES.labels(experiment, r.name, result.reason).inc()
         return out, slowest
 
+    def _receive(self, rankers: Sequence[Ranker], inline: list[_Inline],
+                 slots: list[Any]) -> None:
+        """Read the answers of the calls sent from this thread, in the order they arrive
+        (each timed to its own answer), into ``slots``. A call whose idle connection
+        turns out closed by its server is sent again on a new one, by the pool.
+
+        Every system call here releases the GIL, and under load each one can wait for
+        it again up to the switch interval: so there are few of them (one ``poll`` per
+        answer but the last, which is read directly)."""
+        poller = select.poll()
+        waiting = {call.conn.sock.fileno(): call for call in inline}
+        for fd in waiting:
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+        while waiting:
+            if len(waiting) == 1:  # the last one: read it (the watchdog keeps its deadline)
+                fd, call = waiting.popitem()
+                self._finish(rankers, call, slots)
+                return
+            wait = min(c.deadline for c in waiting.values()) - time.monotonic()
+            ready = poller.poll(max(0, math.ceil(wait * 1000))) if wait > 0 else []
+            if not ready:  # past a deadline with no answer: those calls time out
+                now = time.monotonic()
+                for fd, call in list(waiting.items()):
+                    if call.deadline <= now:
+                        poller.unregister(fd)
+                        del waiting[fd]
+                        self._finish(rankers, call, slots, TimeoutError("deadline passed"))
+                continue
+            for fd, _ in ready:
+                call = waiting.pop(fd, None)
+                if call is not None:
+                    poller.unregister(fd)
+                    self._finish(rankers, call, slots)
+
+    def _finish(self, rankers: Sequence[Ranker], call: _Inline, slots: list[Any],
+                failure: BaseException | None = None) -> None:
+        r = rankers[call.index]
+        try:
+            if failure is not None:
+                call.conn.close()
+                raise failure
+            results = self._read(call.req, call.conn, r)
+            if time.monotonic() > call.deadline:
+                raise TimeoutError("deadline passed")
+            slots[call.index] = (results, time.perf_counter() - call.t0)
+        except _STALE as exc:
+            if time.monotonic() < call.deadline:  # the server closed the idle connection
+                fut = self._pool.submit(self._timed_fetch, r, call.req, call.deadline, True)
+                fut.add_done_callback(lambda f, u=r.url: self._release(u, f))
+                slots[call.index] = fut
+                return
+            slots[call.index] = _Failed(exc, time.perf_counter())
+        except Exception as exc:
+            slots[call.index] = _Failed(exc, time.perf_counter())
+        finally:
+            self._watchdog.cancel(call.token)
+        self._release(r.url)
+
+    def _failure(self, exc: Exception, r: Ranker, waited: float) -> RankerFailure:
+        """The :class:`RankerFailure` for what a call raised after ``waited`` seconds."""
+        try:
+            raise exc
+        except _Overloaded:
+            return RankerFailure("overloaded", "too many fetches in flight to this ranker",
+                                 blame=False)
+        except TimeoutError:
+            return RankerFailure("timeout", f"no answer within {r.timeout_ms} ms")
+        except _HttpStatus as e:
+            return RankerFailure(f"http_{e.status}", f"HTTP {e.status}")
+        except RankerRefused as e:
+            return RankerFailure("refused", str(e))
+        except ranker_template.MissingSecret as e:
+            return RankerFailure("missing_secret", str(e))
+        except _TooLarge as e:
+            return RankerFailure("too_large", f"body over {self.max_bytes} bytes ({e.size})")
+        except (ValueError, UnicodeDecodeError) as e:
+            return RankerFailure("bad_response", str(e))
+        except OSError as e:
+            reason = "timeout" if isinstance(e, TimeoutError) else "connection"
+            if waited >= r.timeout_s:
+                reason = "timeout"  # the watchdog closed it at the deadline
+            return RankerFailure(reason, str(e) or type(e).__name__)
+        except Exception as e:  # an upstream fault must never fail the request
+            return RankerFailure("error", f"{type(e).__name__}: {e}")
+
 
 class _Overloaded(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A call made from the search's thread that failed, and when (``perf_counter``)."""
+
+    exc: Exception
+    at: float
 
 
 class _TooLarge(Exception):

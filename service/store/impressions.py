@@ -78,7 +78,10 @@ class ImpressionStore(StoreBase):
             args=[imp_id, int(ttl_s), repr(now + inactivity_s),
                   ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
                   ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
-                  *(x for kv in fields.items() for x in kv)])
+                  # the field/value pairs as one JSON array of strings: one argument to
+                  # encode instead of two dozen (the values stored are the same strings)
+                  json.dumps([str(x) for kv in fields.items() for x in kv],
+                             ensure_ascii=False)])
         if out == -1:
             raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
         self.mark_due(exp_id, now + inactivity_s)

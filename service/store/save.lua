@@ -1,9 +1,10 @@
 -- KEYS: imp, pending, counters, shown, exp; ARGV: imp_id, ttl, due, "name:n,...",
--- "arm,...", exposure share per arm, then the impression's field/value pairs -> 1 stored,
+-- "arm,...", exposure share per arm, the impression's field/value pairs (a JSON array of
+-- strings) -> 1 stored,
 -- 0 already there (a retried call), -1 the experiment is gone (nothing written)
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if redis.call('EXISTS', KEYS[5]) == 0 then return -1 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 7))
+redis.call('HSET', KEYS[1], unpack(cjson.decode(ARGV[7])))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 for name, n in string.gmatch(ARGV[4], '([^:,]+):(%d+)') do
