@@ -34,6 +34,7 @@ converged.
 
     .venv/bin/python bench/certification_floor.py bench/results/floor/P136.txt --runs 100
     .venv/bin/python bench/certification_floor.py P700.txt --runs 20 --alphas 0.236,0.2
+    .venv/bin/python bench/certification_floor.py N136.txt --runs 8 --seed 1 --steps 1e6
 
 Instances must have a Condorcet winner.
 """
@@ -141,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deltas", default="0.1,0.01,0.001", help="δ values for the floor")
     ap.add_argument("--find", action="store_true",
                     help="start from a random ranker (king of the hill), not the winner")
+    ap.add_argument("--steps", type=float, default=1e8,
+                    help="stop a run after this many steps (default 1e8); the regret "
+                         "column is then the regret at that step for runs that had not "
+                         "converged (near-ties that need more comparisons)")
     args = ap.parse_args(argv)
     P = load_matrix(args.matrix)
     const, winner = floor_constant(P)
@@ -157,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         thr = 2.0 * alpha * math.log(1 + C)
         kept, steps, lost = [], [], 0
         for r in range(args.runs):
-            reg, t, was_lost = oracle_run(P, winner, alpha, args.seed + r, args.find)
+            reg, t, was_lost = oracle_run(P, winner, alpha, args.seed + r, args.find,
+                                          max_steps=int(args.steps))
             steps.append(t)
             if was_lost:
                 lost += 1
@@ -169,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
             cell = f"{m:,.0f} ± {se:,.0f}"
         else:
             cell = "-"
+        capped = sum(s >= int(args.steps) for s in steps)
+        note = f"  ({capped} runs stopped at {int(args.steps):,})" if capped else ""
         print(f"{alpha:7.3f} {thr:9.2f} {const * thr:10,.0f} {cell:>16} "
-              f"{lost:>5d}/{args.runs:<5d} {int(np.median(steps)):>22,}", flush=True)
+              f"{lost:>5d}/{args.runs:<5d} {int(np.median(steps)):>22,}{note}", flush=True)
     return 0
 
 

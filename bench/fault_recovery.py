@@ -51,13 +51,20 @@ def main(argv: list[str] | None = None) -> int:
                 for name in ("Redis SIGKILL + restart", "worker SIGKILL + restart"):
                     row = run_recovery(p, name, args.load_s)
                     rows.append(row)
-                    good = (row["ok"] and row["flat_after_back_s"] <= 10
-                            and row["drain_s"] <= 5)
+                    # the criteria; a 5xx the fault should not cause is printed
+                    # (the API's Redis timeout on a loaded machine) but is not crediting
+                    good = (row["w_total"] == row["decisive"] == row["decisive_counted"]
+                            and row["flat_after_back_s"] <= 10 and row["drain_s"] <= 5)
                     ok &= good
                     print(f"{name:26s} fault {row['fault_s']:5.1f}s  credited flat max "
                           f"{row['flat_s']:5.2f}s (after back {row['flat_after_back_s']:5.2f}s)"
                           f"  drain {row['drain_s']:5.2f}s  W {row['w_total']:.0f} = decisive "
-                          f"{row['decisive']}  {'ok' if good else 'FAILED'}", flush=True)
+                          f"{row['decisive']}  5xx {row['5xx'] or 'none'}  "
+                          f"{'ok' if good else 'FAILED'}", flush=True)
+                    tl = row["drain_timeline"]
+                    print(f"{'':26s} drain: last impression due {tl['floor_s']:.2f}s after "
+                          f"the pause, credited {tl['after_floor_s']:.2f}s after that; due "
+                          f"with no drain (from, for): {tl['due_waits']}", flush=True)
             if not args.skip_quarantine:
                 q = run_quarantine(p, searches_after=1000, users=args.users, timeout=900)
                 rows.append(q)

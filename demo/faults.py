@@ -410,16 +410,100 @@ def run_fault(p: Platform, name: str, load_s: float,
         p.users.wait_for_more(1)
     p.users.paused.set()
     t_pause = time.monotonic()
-    wait_until(lambda: drained(p.rd, p.exp_id), 300, f"pending drained after {name}")
-    drain = time.monotonic() - t_pause
+    timeline = DrainTimeline(p.redis_url, p.exp_id)
+    try:
+        wait_until(lambda: drained(p.rd, p.exp_id), 300, f"pending drained after {name}")
+        drain = time.monotonic() - t_pause
+    finally:
+        timeline.close()
     errors = p.users.errors_between(t_fault, time.monotonic())
     inv = check_invariant(p.rd, p.client, p.exp_id)
     undocumented = {str(k): v for k, v in errors.items() if k not in allowed}
     return {"fault": name, "fault_s": round(t_over - t_fault, 2),
             "searches": p.users.searches - searches0,
             "5xx": {str(k): v for k, v in errors.items()}, "undocumented_5xx": undocumented,
-            "recovery_s": round(recovery, 2), "drain_s": round(drain, 2), **inv,
+            "recovery_s": round(recovery, 2), "drain_s": round(drain, 2),
+            "drain_timeline": timeline.summary(t_pause, drain), **inv,
             "ok": inv["ok"] and not undocumented}
+
+
+class DrainTimeline:
+    """Where a drain's seconds go, once the load paused: samples (every ``every_s``) the
+    experiment's pending set (how many, how many due, the latest due time: an idle
+    impression's inactivity deadline, or a claim's lease), the live drain leases and
+    ``credited``. :meth:`summary` gives the floor (when the last impression became due,
+    from the pause) and what crediting added after it."""
+
+    def __init__(self, redis_url: str, exp_id: str, every_s: float = 0.05) -> None:
+        import redis
+
+        from service.keys import counters_key, drains_key, follow_key, pending_key
+
+        self.rd = redis.Redis.from_url(redis_url, socket_timeout=1, socket_connect_timeout=1)
+        self.keys = (counters_key(exp_id), pending_key(exp_id), drains_key(exp_id),
+                     follow_key(exp_id))
+        self.every = every_s
+        #: (monotonic, credited, pending, due, latest due as monotonic, leases, follow)
+        self.samples: list[tuple[float, int, int, int, float | None, int, bool]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        import redis
+
+        counters, pending, drains, follow = self.keys
+        while not self.stop.wait(self.every):
+            try:
+                now_wall, now = time.time(), time.monotonic()
+                pipe = self.rd.pipeline(transaction=False)
+                pipe.hget(counters, "credited")
+                pipe.zcard(pending)
+                pipe.zcount(pending, "-inf", now_wall)
+                pipe.zrange(pending, -1, -1, withscores=True)
+                pipe.zcount(drains, now_wall, "+inf")
+                pipe.exists(follow)
+                credited, n, due, last, leases, fol = pipe.execute()
+            except redis.RedisError:
+                continue
+            latest = (float(last[0][1]) - now_wall + now) if last else None
+            self.samples.append((now, int(float(credited or 0)), int(n), int(due), latest,
+                                 int(leases), bool(fol)))
+
+    def summary(self, t_pause: float, drain_s: float) -> dict[str, Any]:
+        """``floor_s``: from the pause to the moment the last impression became due (the
+        latest due time seen while any was pending and no drain held a lease);
+        ``after_floor_s``: ``drain_s`` minus that; ``due_waits``: stretches (start from
+        the pause, length) during which impressions were due and no drain lease was
+        held, the time a drain took to be queued or picked up."""
+        # a claim pushes its impression's due time a lease ahead; a claim is held only
+        # with a lease, so the samples without one give the inactivity deadlines
+        latest = [s[4] for s in self.samples if s[2] > 0 and s[4] is not None and not s[5]]
+        floor = (max(latest) - t_pause) if latest else 0.0
+        waits, start = [], None
+        for at, _c, _n, due, _l, leases, _f in self.samples:
+            idle = due > 0 and leases == 0
+            if idle and start is None:
+                start = at
+            elif not idle and start is not None:
+                waits.append((round(start - t_pause, 2), round(at - start, 2)))
+                start = None
+        first_due_idle = [w for w in waits if w[1] >= 0.2]
+        trace, last = [], -1.0
+        for at, credited, n, due, lat, leases, fol in self.samples:
+            if at - last >= 0.25:
+                trace.append([round(at - t_pause, 2), credited, n, due,
+                              None if lat is None else round(lat - t_pause, 2), leases,
+                              int(fol)])
+                last = at
+        return {"floor_s": round(floor, 2), "after_floor_s": round(drain_s - floor, 2),
+                "due_waits": first_due_idle[:8], "samples": len(self.samples),
+                "trace": trace}
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.rd.close()
 
 
 class CreditWatch:

@@ -346,6 +346,11 @@ class Lease:
                 self.renew()
 
 
+#: how long after an impression falls due its follow-up drain runs (the clocks of the
+#: worker and of Redis may differ by this much before the impression is seen as due)
+FOLLOW_LAG_S = 0.05
+
+
 class Crediting:
     """A worker process's crediting: its store, its views and where it queues more drains.
 
@@ -413,10 +418,12 @@ class Crediting:
                 if not ids:
                     lease.release()
                     # an /end between our claim and the release saw our lease and queued
-                    # nothing: look once more, and keep draining if we can take a lease back
-                    if store.due(exp_id, 1) and lease.take_back():
+                    # nothing, and idle impressions fall due all the time: look once
+                    # more, and keep draining if we can take a lease back
+                    at = store.next_due(exp_id)
+                    if at is not None and at <= store.clock() and lease.take_back():
                         continue
-                    self._follow(exp_id)
+                    self._follow(exp_id, at)
                     return done
                 if len(ids) == self.batch:  # a backlog: let one more drain help
                     more = store.take_drain(exp_id, ttl, limit=self.parallelism)
@@ -427,17 +434,18 @@ class Crediting:
                 lease.renew()
                 done += len(ids)
 
-    def _follow(self, exp_id: str) -> None:
-        """Schedule a drain for when the earliest pending impression of ``exp_id`` is due,
-        if that is within ``follow_s`` (one scheduled drain per experiment at a time)."""
-        if self.follow_s <= 0:
+    def _follow(self, exp_id: str, at: float | None) -> None:
+        """Schedule a drain for ``at``, when the earliest pending impression of ``exp_id``
+        is due, if that is within ``follow_s`` (one scheduled drain per experiment at a
+        time). An impression already due (it fell due after our last claim, and another
+        drain's lease kept us from taking ours back) gets a drain at once: the chain of
+        follow-up drains never breaks, so an idle impression is credited when it falls
+        due, not at the next sweep."""
+        if self.follow_s <= 0 or at is None:
             return
-        at = self.store.next_due(exp_id)
-        if at is None:
-            return
-        delay = at - self.store.clock()
-        if 0 < delay <= self.follow_s and self.store.take_follow(exp_id, delay):
-            self.queue.drain_later(exp_id, delay + 0.05)
+        delay = max(at - self.store.clock(), 0.0)
+        if delay <= self.follow_s and self.store.take_follow(exp_id, max(delay, FOLLOW_LAG_S)):
+            self.queue.drain_later(exp_id, delay + FOLLOW_LAG_S)
 
     def sweep(self) -> int:
         """Queue a drain for each experiment with due impressions and no drain in flight

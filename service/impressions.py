@@ -10,7 +10,9 @@ interleaving record the credit step needs) and returns the page with a click tok
   **forfeits**: the opponent's list is served and the impression records the failed
   ranker's loss to it, credited by the worker like any outcome (counted by reason in
   ``rankduel_ranker_forfeits_total``). A quarantined ranker (:class:`RankerHealth`) is not
-  called: its opponent is served alone, no outcome.
+  called: its opponent is served alone, no outcome. A ranker whose quarantine ended is
+  probed by the next search, whether selection chose it or not (an unchosen one's answer
+  is not shown).
 * Every chosen ranker failed or is quarantined: the champion, or another healthy ranker,
   is served alone without a duel; 502 only when no ranker of the experiment answers.
   The 502 names no internal error (it must not tell a client which addresses answer).
@@ -24,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import redis
 
-from bandits.base import ELIMINATED
+from bandits.base import ELIMINATED, RETIRED
 from service import metrics
 from service.controller import Choice
 from service.errors import BadGateway, Forbidden, Unprocessable
@@ -96,7 +99,8 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     health = RankerHealth(rt, exp_id, choice, timing)
     called = [(arm, r) for arm, r in zip(choice.arms, choice.rankers, strict=True)
               if health.may_call(arm)]
-    ok, failed = health.fetch(called, q, k, user=user)
+    ok, failed = health.fetch(called, q, k, user=user,
+                              probes=health.unchosen_probes(set(choice.arms)))
     if not ok:  # serve the champion, or another healthy ranker, without a duel
         ok, _ = health.fetch(health.substitutes(exclude={a for a, _ in called}), q, k,
                              first_only=True, user=user)
@@ -224,24 +228,44 @@ class RankerHealth:
                 break
         return out
 
+    def unchosen_probes(self, chosen: set[int]) -> list[tuple[int, Ranker]]:
+        """Rankers whose quarantine ended that selection did not choose, each with its
+        probe right taken: probed beside the chosen ones (their answers never shown), so
+        a ranker the policy stops choosing is still brought back or retired within
+        ``ranker_retire_after`` probes, one per ``ranker_quarantine_s`` (a retired ranker
+        is never probed)."""
+        status = self.choice.snapshot.bandit.status
+        return [(arm, self.choice.by_arm[arm]) for arm in sorted(self.choice.health)
+                if arm not in chosen and arm in self.choice.by_arm
+                and status[arm] != RETIRED and self._state(arm) == "half_open"
+                and self.may_call(arm)]
+
     def fetch(self, called: list[tuple[int, Ranker]], q: str, k: int, *,
               first_only: bool = False, user: str | None = None,
+              probes: Sequence[tuple[int, Ranker]] = (), offset: int = 0,
               ) -> tuple[list[Answer], list[tuple[int, RankerFailure]]]:
-        """Fetch ``called`` concurrently; ``(answers, failures)``, health updated."""
-        if not called:
+        """Fetch ``called`` and ``probes`` concurrently; ``(answers, failures)`` of
+        ``called``, health updated for all (a probe's answer only tells its health).
+        ``offset``: the results already shown (a next page's ``{offset}``)."""
+        every = [*called, *probes]
+        if not every:
             return [], []
-        lists, waited = self.rt.rankers.fetch_timed([r for _, r in called], q, k,
-                                                    experiment=self.exp_id, user=user)
+        lists, waited = self.rt.rankers.fetch_timed([r for _, r in every], q, k,
+                                                    experiment=self.exp_id, user=user,
+                                                    offset=offset)
         self.timing.rankers_s += waited
         ok: list[Answer] = []
         failed: list[tuple[int, RankerFailure]] = []
-        for (arm, r), res in zip(called, lists, strict=True):
+        for n, ((arm, r), res) in enumerate(zip(every, lists, strict=True)):
+            shown = n < len(called)
             if isinstance(res, RankerFailure):
                 if res.blame:  # our concurrency cap is no fault of the ranker's
-                    failed.append((arm, res))
+                    if shown:
+                        failed.append((arm, res))
                     self._failed(arm, r)
             else:
-                ok.append((arm, r, res))
+                if shown:
+                    ok.append((arm, r, res))
                 if arm in self.choice.health:
                     self._recovered(arm, r)
         return (ok[:1] if first_only else ok), failed

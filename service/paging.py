@@ -13,6 +13,13 @@ long list had been shown at once. How:
    the same order) are asked for ``N·k`` results, ``{k}`` = ``N·k`` and ``{offset}`` =
    ``(N-1)·k`` in a templated request. A ranker that fails now contributes no new
    document (like a list that runs out; its page-1 failure would have been a forfeit).
+   The participants go through the same circuit breaker as a search
+   (:class:`service.impressions.RankerHealth`): one in quarantine *now* is not called
+   and contributes no new document, as if it had failed, so page 2 does not wait out
+   the timeout of a ranker known to be down (what a user paging on expects: the page at
+   once, from the rankers that answer); a failure counts towards its quarantine and a
+   success ends one, as on page 1. When no participant may be called or answers, 502
+   says to start a new search, which selection serves with healthy rankers.
 3. **Continue.** :func:`interleaving.extend` continues the method from the stored record
    with the generator state saved with it (``record["page"]``, written by
    :func:`service.impressions.page_state`), so team draft
@@ -33,15 +40,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.controller import Choice
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
 from service.impressions import (
+    RankerHealth,
     SearchTiming,
     _interleaving,
     _load_verified,
     _url,
     query_digest,
 )
-from service.rankers import RankerFailure
 from service.records import Impression
 from service.runtime import Runtime
 from service.store import ImpressionClosed
@@ -97,17 +105,22 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
         if cont["q"] != query_digest(q):
             raise Unprocessable("q is not the query of page 1 of this impression: a next "
                                 "page continues the same search")
-    by_arm = {r.arm: r for r in rt.store.snapshot(imp.exp).rankers}
+    snap = rt.store.snapshot(imp.exp)
+    by_arm = {r.arm: r for r in snap.rankers}
     arms = [int(a) for a in imp.arms]
-    called = [a for a in arms if a in by_arm]
+    present = [a for a in arms if a in by_arm]
+    health = RankerHealth(rt, imp.exp, Choice(
+        t=imp.t, arms=tuple(present), rankers=tuple(by_arm[a] for a in present),
+        duel=len(present) > 1, snapshot=snap, champion=present[0] if present else 0,
+        by_arm=by_arm, health=rt.store.ranker_health(imp.exp)), timing)
+    called = [(a, by_arm[a]) for a in present if health.may_call(a)]
     start = (page - 1) * k
-    answers, waited = rt.rankers.fetch_timed([by_arm[a] for a in called], q, depth,
-                                             experiment=imp.exp, user=user, offset=start)
-    timing.rankers_s += waited
-    lists = {a: res for a, res in zip(called, answers, strict=True)
-             if not isinstance(res, RankerFailure)}
+    ok, _failed = health.fetch(called, q, depth, user=user, offset=start)
+    lists = {a: res for a, _, res in ok}
     if not lists:
-        raise BadGateway(f"no ranker of impression {imp.id!r} could answer")
+        why = "could answer" if called else "may be called: they are in quarantine"
+        raise BadGateway(f"no ranker of impression {imp.id!r} {why}; start a new search "
+                         "(page 1), which healthy rankers serve")
     by_id: dict[str, dict[str, Any]] = {}
     for res in lists.values():
         for item in res:
@@ -146,6 +159,6 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
         "impression_id": imp.id,
         "token": str(token),
         "experiment": imp.exp,
-        "rankers": [by_arm[a].name for a in called],
+        "rankers": [by_arm[a].name for a in present],
         "results": results,
     }

@@ -154,7 +154,7 @@ def build_summary(
     _, winner, kind = arm_regret(P)
     agg = aggregate(results)
     effective = {**params, **results[0].params}
-    guarded = "on_non_condorcet" in effective
+    guarded = get_algorithm(name).condorcet_guard
     return _jsonable(
         {
             "algorithm": name,
@@ -324,7 +324,7 @@ def print_table(summaries: list[dict[str, Any]], file=None) -> None:
         )
         flags = [(r["seed"], r["flagged_at"])
                  for r in s["per_run"] if r.get("flagged_non_condorcet")]
-        if "on_non_condorcet" in s["params"]:
+        if get_algorithm(s["algorithm"]).condorcet_guard:
             print(f"  {s['algorithm']}: flagged_non_condorcet in {len(flags)}/{s['runs']} "
                   f"runs; flagged_at (seed, update): {flags}", file=file)
 

@@ -43,6 +43,10 @@ class HealthStore(StoreBase):
                                       args=[int(arm), self.clock(), threshold, quarantine_s])
         return int(n), bool(opened)
 
+    def ranker_health(self, exp_id: str) -> dict[int, dict[str, Any]]:
+        """The health of the failing rankers of ``exp_id`` (:func:`parse_health`)."""
+        return parse_health(self.r.hgetall(health_key(exp_id)))
+
     def quarantines(self, exp_id: str, arm: int) -> int:
         """Quarantines of ``arm`` in a row: the first, then one per failed probe (a
         success resets it)."""

@@ -31,7 +31,8 @@ PARAMS = {"mergedts": {"alpha": 0.5, "c": 1.0, "batch_size": 3},
           # the periodic non-Condorcet check every 50 comparisons, so a workload holds some
           "mergeguard": {"alpha": 0.5, "c": 1.0, "batch_size": 3, "check_every": 50},
           "mergemed": {"alpha": 0.5, "c": 1.0, "batch_size": 3, "check_every": 50},
-          "recommended": {"alpha": 0.5, "c": 1.0, "batch_size": 3, "check_every": 50}}
+          "recommended": {"alpha": 0.5, "c": 1.0, "check_every": 50},
+          "sparring_certifier": {"alpha": 0.5, "c": 1.0, "check_every": 50}}
 #: policies with a structure that the credit path updates in parallel
 MERGE = sorted(PARAMS)
 K = 7

@@ -250,6 +250,48 @@ def test_a_drain_schedules_the_next_for_an_impression_due_soon(store):
     assert c.drain(other) == 0 and len(queue.later) == 1  # beyond follow_s: the sweep's
 
 
+def _claim_misses_once(store, monkeypatch):
+    """The drain's first claim finds nothing: the impression falls due right after it
+    (idle impressions fall due all the time under load)."""
+    real, calls = store.claim, []
+
+    def claim(*args, **kw):
+        calls.append(1)
+        return (1, []) if len(calls) == 1 else real(*args, **kw)
+
+    monkeypatch.setattr(store, "claim", claim)
+
+
+def test_an_impression_due_after_the_last_claim_is_drained_at_once(store, monkeypatch):
+    """The race that left idle impressions to the next sweep (5 s): one fell due between
+    a drain's last claim and its end. The drain takes its lease back and credits it."""
+    queue = Queue()
+    c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
+    exp_id = experiment(store)
+    impression(store, exp_id, inactivity_s=0.0)
+    _claim_misses_once(store, monkeypatch)
+    assert c.drain(exp_id) == 1
+    assert store.pending_count(exp_id) == 0 and queue.later == []
+
+
+def test_a_due_impression_gets_a_drain_at_once_when_the_lease_is_taken(store, monkeypatch):
+    """The same race while another drain holds a lease (so ours cannot be taken back):
+    a follow-up drain is scheduled at once, not for the next sweep (the other lease may
+    be one that will lapse: a drain that died)."""
+    from service.crediting import FOLLOW_LAG_S
+
+    queue = Queue()
+    c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
+    exp_id = experiment(store)
+    impression(store, exp_id, inactivity_s=0.0)
+    assert store.take_drain(exp_id, 5.0, limit=2) is not None  # another drain's lease
+    _claim_misses_once(store, monkeypatch)
+    assert c.drain(exp_id) == 0
+    assert queue.later == [(exp_id, FOLLOW_LAG_S)]
+    assert c.drain(exp_id) == 1  # what that follow-up drain does when it runs
+    assert store.pending_count(exp_id) == 0
+
+
 # ------------------------------------------------------------------ retirement
 def test_a_ranker_that_keeps_failing_is_retired_with_an_audit_entry(store):
     from service.experiments import retire_if_failing
@@ -279,3 +321,98 @@ def test_a_ranker_that_keeps_failing_is_retired_with_an_audit_entry(store):
     assert store.quarantines(exp_id, 1) == 1
     store.ranker_recovered(exp_id, 1)
     assert store.quarantines(exp_id, 1) == 0
+
+
+# ------------------------------------------------------------------ probes nobody chose
+@pytest.fixture
+def never_chosen(monkeypatch):
+    """Selection that never chooses arm 2 (as a policy may stop choosing a ranker, say
+    one MergeDTS has left behind in an earlier batch), in this process."""
+    from bandits.base import DuelingBandit
+
+    real = DuelingBandit.select_available
+
+    def select_available(self, t, rng, unavailable=()):
+        return real(self, t, rng, {*unavailable, 2})
+
+    monkeypatch.setattr(DuelingBandit, "select_available", select_available)
+
+
+@pytest.fixture
+def in_process_api(own_redis_url, ranker_server):
+    """The API in this process (so :func:`never_chosen` applies), quarantines of 0.3 s,
+    a ranker quarantined after one failure and retired at its third quarantine."""
+    from demo.client import Client
+    from demo.stack import ThreadedServer
+    from service.app import create_app
+    from service.config import Config
+
+    config = Config(redis_url=own_redis_url, admin_token="a" * 20, secret_key="s" * 20,
+                    ranker_allow="127.0.0.1,localhost", clicks_per_client_per_minute=0,
+                    ranker_failure_threshold=1, ranker_quarantine_s=0.3,
+                    ranker_retire_after=3, state_max_age_ms=0)
+    server = ThreadedServer(create_app(config))
+    try:
+        yield Client(server.url, "a" * 20), ranker_server.url
+    finally:
+        server.close()
+
+
+def test_a_failing_ranker_selection_never_chooses_is_probed_and_retired(
+        in_process_api, never_chosen, own_redis_url):
+    """A ranker whose quarantine ended but which selection never chooses was never
+    probed, so never retired: it stayed undecided in the experiment for good. Now the
+    next search probes it beside its own comparison (the probe's answer is not shown);
+    each failed probe is a new quarantine, and the third retires it with an audit
+    entry. Every search meanwhile is a duel of the healthy rankers."""
+    from service.redis_client import connect
+    from service.store import Store
+
+    client, url = in_process_api
+    e = client.create_experiment(name="unchosen", algorithm="uniform",
+                                 interleaving="team_draft", seed=1, rankers=[
+                                     {"name": n, "url": f"{url}/r/{n}", "timeout_ms": 1000}
+                                     for n in ("good", "mid")])["id"]
+    client._ok("POST", f"/experiments/{e}/rankers",
+               {"name": "broken", "url": f"{url}/r/broken", "probe": False}, admin=True)
+    store = Store(connect(own_redis_url))
+    store.ranker_failed(e, 2, threshold=1, quarantine_s=0.3)  # it failed once: quarantined
+    served: list[list[str]] = []
+
+    def retired() -> bool:
+        page = client.search(e, f"q{len(served)}", k=5)
+        served.append(page["rankers"])
+        status = {r["name"]: r["status"] for r in client.experiment(e)["rankers"]}
+        return status["broken"] == "retired"
+
+    wait_until(retired, 60, "the unchosen failing ranker retired")
+    assert all(sorted(r) == ["good", "mid"] for r in served), served
+    entry = [a for a in client.audit(e) if a["action"] == "ranker_retired"]
+    assert len(entry) == 1 and entry[0]["ranker"] == "broken", entry
+    assert entry[0]["actor"] == "service" and entry[0]["quarantines"] == 3
+
+
+def test_a_recovered_ranker_selection_never_chooses_is_brought_back(
+        in_process_api, never_chosen, own_redis_url):
+    """The same with a ranker that answers again: the first probe after its quarantine
+    closes it (health cleared, a ``ranker_recovered`` audit entry)."""
+    from service.redis_client import connect
+    from service.store import Store
+
+    client, url = in_process_api
+    e = client.create_experiment(name="unchosen-ok", algorithm="uniform",
+                                 interleaving="team_draft", seed=1, rankers=[
+                                     {"name": n, "url": f"{url}/r/{n}", "timeout_ms": 1000}
+                                     for n in ("good", "mid", "alt")])["id"]
+    store = Store(connect(own_redis_url))
+    store.ranker_failed(e, 2, threshold=1, quarantine_s=0.3)
+
+    def recovered() -> bool:
+        client.search(e, "q", k=5)
+        return any(a["action"] == "ranker_recovered" and a["ranker"] == "alt"
+                   for a in client.audit(e))
+
+    wait_until(recovered, 60, "the unchosen ranker probed and brought back")
+    alt = next(r for r in client.experiment(e)["rankers"] if r["name"] == "alt")
+    assert alt["status"] == "active" and alt["health"]["quarantined_until"] is None
+

@@ -8,7 +8,10 @@ restart, :class:`demo.faults.CreditWatch` checks that ``credited`` never stood s
 more than 10 s while impressions were due, counted from the moment the component was
 back (with a lease of ``credit_retry_s`` it stood still ~60 s); that the pending set
 drains within 5 s of the load stopping (generous slack on a busy 2-core machine: the
-bench prints the figure); and that W equals the decisive impressions.
+bench prints the figure), and that no impression waits due with no drain at work for
+more than 2.5 s meanwhile (:class:`demo.faults.DrainTimeline`: the follow-up drains, not
+the 5 s sweep, pick each one up as it falls due); and that W equals the decisive
+impressions.
 
 Two failing rankers (one hanging, one answering garbage; added with ``"probe": false``)
 join a MergeDTS experiment mid-run: once both are quarantined, at least 80 % of searches
@@ -30,6 +33,9 @@ LOAD_S = 12.0
 #: the figures the issue asks for, and the slack a busy shared machine needs for drain
 FLAT_MAX_S = 10.0
 DRAIN_MAX_S = 15.0
+#: the longest stretch, once the load paused, with impressions due and no drain at work
+#: (a drain is scheduled for each impression as it falls due; before, the sweep's 5 s)
+DUE_IDLE_MAX_S = 2.5
 QUARANTINE_S = 3.0
 
 
@@ -52,6 +58,8 @@ def test_crediting_resumes_within_seconds(platform, fault):
     assert row["w_total"] == row["decisive"] == row["decisive_counted"], row
     assert row["flat_after_back_s"] <= FLAT_MAX_S, row
     assert row["drain_s"] <= DRAIN_MAX_S, row
+    waits = row["drain_timeline"]["due_waits"]
+    assert all(length <= DUE_IDLE_MAX_S for _start, length in waits), waits
 
 
 def test_failing_rankers_leave_the_comparisons_to_healthy_ones(platform):

@@ -21,8 +21,8 @@ RUNS = 6
 #: is in the bench but not here: once (of five runs) on a machine loaded by other test
 #: suites its pairs lay 0.43 from offline against 0.14 of noise, with every credit held and
 #: applied serially (the live delay then has a long tail the median does not replay)
-#: recommended (MergeMED) credits in parallel like MergeDTS, holding only what may
-#: change its structure
+#: recommended (the Sparring Certifier) credits in parallel like MergeDTS, holding only
+#: what may change its structure
 POLICIES = ["mergedts", "recommended", "ccb", "rmed1", "uniform"]
 
 

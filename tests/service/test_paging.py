@@ -159,8 +159,9 @@ def test_refusals(client, ranker_server, api):
     status, message = _status(lambda: _page(client, first, "pond", 10, 11))
     assert status == 400 and "RANKDUEL_MAX_DEPTH=100" in message and "at most 10" in message
     # a wrong token: 403; another experiment's impression: 403
-    status, _ = _status(lambda: _page(client, first, "pond", 10, 2,
-                                      token=first["token"][:-1] + "0"))
+    # (a token ending in "0" would be left unchanged by "+ '0'": a 1-in-16 flake)
+    wrong = first["token"][:-1] + ("1" if first["token"].endswith("0") else "0")
+    status, _ = _status(lambda: _page(client, first, "pond", 10, 2, token=wrong))
     assert status == 403
     status, message = _status(lambda: _page(client, first, "pond", 10, 2, experiment=other))
     assert status == 403 and "another experiment" in message
@@ -219,3 +220,38 @@ def test_the_store_extends_only_what_it_was_shown(client, ranker_server, api, rd
     client.end(first)
     with pytest.raises(ImpressionClosed):
         store.extend_impression(imp, exp, expect=longer, shown=[*longer, "x2"], **args)
+
+
+def test_a_ranker_in_quarantine_now_adds_nothing_to_the_next_page(client, fixed_rankers,
+                                                                   redis_url):
+    """Page 2 of a duel whose opponent went into quarantine after page 1: the user gets
+    the page at once from the ranker that answers (the quarantined one is not called, so
+    nobody waits out its timeout), as if it had failed now: it adds no new document. With
+    every participant in quarantine, 502 says to start a new search (which selection
+    serves with healthy rankers)."""
+    from service.redis_client import connect
+    from service.store import Store
+
+    exp = client.create_experiment(
+        name="q", algorithm="uniform", interleaving="team_draft", seed=3,
+        rankers=[{"name": n, "url": f"{fixed_rankers.url}/f/{n}", "timeout_ms": 2000}
+                 for n in ("up", "down")])["id"]
+    arm = {r["name"]: r["arm"] for r in client.experiment(exp)["rankers"]}
+    first = client.search(exp, "fjord", k=4)
+    assert sorted(first["rankers"]) == ["down", "up"]
+    store = Store(connect(redis_url))
+    store.ranker_failed(exp, arm["down"], threshold=1, quarantine_s=60)
+    fixed_rankers.asked.clear()
+    second = _page(client, first, "fjord", 4, 2)
+    assert [name for name, _, _ in fixed_rankers.asked] == ["up"]  # down not called
+    shown = [r["id"] for r in first["results"]]
+    new = [r["id"] for r in second["results"]]
+    assert [r["rank"] for r in second["results"]] == [5, 6, 7, 8]
+    up = [f"f{i:02d}" for i in range(20)]
+    assert new == [d for d in up if d not in shown][:4]  # up's next documents only
+    assert sorted(second["rankers"]) == ["down", "up"]  # the impression's participants
+    store.ranker_failed(exp, arm["up"], threshold=1, quarantine_s=60)
+    fixed_rankers.asked.clear()
+    status, message = _status(lambda: _page(client, first, "fjord", 4, 3))
+    assert status == 502 and "quarantine" in message and "new search" in message
+    assert fixed_rankers.asked == []

@@ -10,7 +10,7 @@ import pytest
 
 from bandits import make_bandit
 from bandits.common import wilson_interval as wilson
-from bandits.decision import comparisons_needed, decide
+from bandits.decision import comparisons_needed, decide, remaining_needed
 from bandits.matrices import bradley_terry
 
 
@@ -30,6 +30,23 @@ def test_needed_is_where_the_policys_own_test_first_fires(algorithm):
         b.t = 1000
         assert b._beaten(p * n, n) and not b._beaten(p * (n - 1), n - 1)
     assert comparisons_needed(b, 0.5, 1000) is None
+
+
+@pytest.mark.parametrize("algorithm", ["mergedts", "mergemed"])
+def test_remaining_counts_the_evidence_the_pair_has(algorithm):
+    """What a pair still needs starts from its record: the smallest ``m`` at which the
+    record plus ``m`` comparisons at ``p`` fails the policy's own test; a worse record
+    needs fewer; a pair that fails it already needs none; a pair at ½ has no estimate."""
+    b = make_bandit(algorithm, 4, seed=1)
+    b.t = 1000
+    for w, n, p in ((10.0, 40.0, 0.3), (30.0, 60.0, 0.4), (0.0, 0.0, 0.45)):
+        m = remaining_needed(b, w, n, p, 1000)
+        assert b._beaten(w + p * m, n + m) and not b._beaten(w + p * (m - 1), n + m - 1)
+    assert remaining_needed(b, 0.0, 0.0, 0.3, 1000) == comparisons_needed(b, 0.3, 1000)
+    assert (remaining_needed(b, 5.0, 40.0, 0.3, 1000)
+            < remaining_needed(b, 15.0, 40.0, 0.3, 1000))
+    assert remaining_needed(b, 0.0, 400.0, 0.3, 1000) == 0
+    assert remaining_needed(b, 20.0, 40.0, 0.5, 1000) is None
 
 
 def test_converged_merge_policy_is_certified_with_its_confidence():

@@ -1,5 +1,5 @@
-"""MergeGuard, MergeMED (alias ``recommended``) and the non-Condorcet guard of
-:mod:`bandits.condorcet_check`.
+"""MergeGuard, MergeMED and the non-Condorcet guard of :mod:`bandits.condorcet_check`
+(the guard of ``recommended``, the Sparring Certifier, too).
 
 Statistical checks use fixed seeds, small K and short horizons; the tolerances are
 stated at each test. The full-size rates belong in BENCHMARKS.md.
@@ -18,13 +18,12 @@ from bandits.merge_med import MergeMED, kl_half
 from bandits.simulator import simulate_run
 
 
-def test_registered_under_its_name_and_recommended():
-    assert get_algorithm("recommended") is MergeMED
+def test_registered_under_its_name():
     assert get_algorithm("mergemed") is MergeMED
     assert get_algorithm("mergeguard") is MergeGuard
-    assert make_bandit("recommended", 20).params()["on_non_condorcet"] == "flag"
+    assert make_bandit("mergemed", 20).params()["on_non_condorcet"] == "flag"
     with pytest.raises(ValueError, match="on_non_condorcet"):
-        make_bandit("recommended", 20, on_non_condorcet="panic")
+        make_bandit("mergemed", 20, on_non_condorcet="panic")
 
 
 def test_check_never_flags_a_condorcet_matrix_with_exact_counts():
@@ -35,21 +34,23 @@ def test_check_never_flags_a_condorcet_matrix_with_exact_counts():
     assert check(W, list(range(12)))["flagged"] is False
 
 
+@pytest.mark.parametrize("name", ["mergemed", "recommended"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_flag_raised_on_non_condorcet(seed):
+def test_flag_raised_on_non_condorcet(seed, name):
     # 8 arms, upsets of 0.3: the guard must flag within 60,000 steps in each of these
     # three seeded runs (at full size BENCHMARKS.md gives the rate)
     P = non_condorcet(8, gap=0.05, upset=0.3, seed=seed)
-    r = simulate_run(P, "recommended", 60_000, seed=seed, params={"check_every": 200})
+    r = simulate_run(P, name, 60_000, seed=seed, params={"check_every": 200})
     assert r.flagged_non_condorcet and r.flagged_at is not None
 
 
-def test_no_flag_on_condorcet_runs():
+@pytest.mark.parametrize("name", ["mergemed", "recommended"])
+def test_no_flag_on_condorcet_runs(name):
     # δ = 0.01 per run; 6 seeded runs must all stay unflagged (a false flag here would
     # be a 1-in-100 event per run, so a failure points at a broken bound)
     P = bradley_terry(10, seed=5)
     flags = [
-        simulate_run(P, "recommended", 40_000, seed=s, params={"check_every": 200})
+        simulate_run(P, name, 40_000, seed=s, params={"check_every": 200})
         .flagged_non_condorcet
         for s in range(6)
     ]
@@ -86,12 +87,12 @@ def test_defaults_are_mergedts_tuned_values_plus_the_guard():
                  "verify_scale": 1.0}
 
 
-def test_recommended_defaults_are_its_tuned_values():
-    p = make_bandit("recommended", 40, seed=1).params()
+def test_mergemed_defaults_are_its_tuned_values():
+    p = make_bandit("mergemed", 40, seed=1).params()
     assert p == {"preset": "tuned", "alpha": 0.236, "batch_size": 24, "c": 4e6,
                  "delta": 0.01, "on_non_condorcet": "flag", "check_every": 1000,
                  "verify_scale": 0.5}
-    assert bandit_from_state(make_bandit("recommended", 40, seed=1).state_dict()).params() == p
+    assert bandit_from_state(make_bandit("mergemed", 40, seed=1).state_dict()).params() == p
 
 
 def test_divergence_test_eliminates_whenever_the_hoeffding_test_does():

@@ -1,0 +1,376 @@
+"""The Sparring Certifier: find the leader as Self-Sparring does, certify it as an oracle
+would; rankduel's ``recommended`` policy.
+
+What it builds on
+-----------------
+* Independent Self-Sparring (Sui, Zhuang, Burdick & Yue 2017, Algorithm 2, ``m = 2``;
+  :mod:`bandits.self_sparring`): each arm has a posterior on its chance to win a duel,
+  ``S_i = Σ_j w_ij`` successes and ``F_i = Σ_j w_ji`` failures; each step draws it twice
+  and duels the two arms whose draws are highest.
+* The divergence elimination test of RMED (Komiyama et al. 2015, §3) as MergeMED uses it
+  (:mod:`bandits.merge_med`): arm ``i`` is eliminated by ``j`` when ``p̂_ij < ½`` and
+  ``n_ij · kl(p̂_ij, ½) > 2α log(t + 1 + C)``, with MergeMED's α = 0.236, C = 4·10⁶.
+* The non-Condorcet guard, the champion's verification and readmission of
+  :mod:`bandits.merge_guard` (the anytime schedule of RUCB, Zoghi et al. 2014, Algorithm 1,
+  applied to the champion's row), unchanged in substance.
+* What a certificate costs: the oracle certifier of ``bench/certification_floor.py``,
+  told the winner, compares it in turn with every ranker still in play until the test
+  removes each; the lower bound is Kaufmann, Cappé & Garivier 2016, Lemma 1.
+
+How it selects
+--------------
+Among the active arms, draw ``θ_a`` twice from each arm's posterior (``x₁ = argmax θ``,
+``x₂ = argmax θ'``). When the draws disagree the step duels ``(x₁, x₂)`` as Self-Sparring
+does. When they agree — Self-Sparring would show ``x₁`` against itself and learn nothing —
+the step is a *certification* duel of ``x₁`` (the leader) against a challenger drawn
+uniformly from the other active arms, as the oracle certifier does once it knows the
+winner. Every outcome between two active arms is tested; the loser of a pair that passes
+the test is eliminated. Once one arm is left it plays itself, apart from verification.
+
+Where it departs from the papers
+--------------------------------
+* Self-Sparring never eliminates and plays ``(x₁, x₁)`` when its draws agree; here that
+  step certifies ``x₁`` instead, and arms beaten by the test leave the draw.
+* The draws are Gaussian with the Beta posterior's mean and variance
+  (``(S + 1)/(S + F + 2)``, ``(S + 1)(F + 1)/((S + F + 2)²(S + F + 3))``): a normal draw
+  costs a fraction of a Beta draw, which matters at 136–700 arms and 10⁵ steps per
+  second, and the argmax of two draws is what the rule needs, not the Beta's tails.
+* The oracle compares the winner with the field in turn; here the challenger is drawn at
+  random (live, many selections are made from one stored state before their outcomes
+  arrive, and a turn order would give them all to one arm), and any active arm that
+  loses the test to any other is eliminated, not only to the leader.
+
+After convergence (one active arm ``c``) the policy is MergeGuard's: an eliminated arm
+``e`` is *due* for a duel with ``c`` while ``c`` has not refuted it at ``verify_scale``
+times the threshold (Hoeffding form, ``n · 2(½ − p̂)²``), never once the pair is settled
+at the guard's confidence; an eliminated arm that beats ``c`` by the elimination test
+itself is readmitted in place of ``c`` (this undoes the rare elimination of the Condorcet
+winner), and the first readmission that would bring back an earlier champion stops
+readmission (``cycled``). Every ``check_every`` comparisons the guard
+(:mod:`bandits.condorcet_check`) flags the data when every arm, or every active arm, is
+beaten with confidence by some arm (no Condorcet winner, or not among the survivors).
+
+Parameters were chosen on tuning instances and seeds never used for evaluation
+(bench/results/policy/README.md, "Tuning").
+
+Examples
+--------
+>>> import numpy as np
+>>> from bandits.matrices import bradley_terry
+>>> P = bradley_terry(20, gap=0.05, seed=2)
+>>> env = np.random.default_rng(0)
+>>> b = SparringCertifier(20, seed=1)
+>>> for _ in range(30000):
+...     i, j = b.select()
+...     b.update(i, j, float(env.random() < P[i, j]))
+>>> b.best_arm() == int(np.argmax((P > 0.5).sum(axis=1))), len(b.active_arms())
+(True, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from bandits import condorcet_check
+from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit, Volatility
+from bandits.merge_med import MED_ALPHA
+from bandits.params import Param
+
+
+class SparringCertifier(DuelingBandit):
+    """Self-Sparring's search with an oracle-style certification and MergeGuard's guard
+    (see the module docstring).
+
+    Parameters
+    ----------
+    n_arms
+        Number of arms K.
+    alpha, c
+        The elimination test ``n · kl(p̂, ½) > 2α log(t + 1 + C)``.
+    delta, check_every, verify_scale
+        The non-Condorcet guard and the verification after convergence, as MergeGuard's.
+    seed
+        Seed or ``numpy.random.Generator``.
+    """
+
+    name = "sparring_certifier"
+    condorcet_guard = True
+    elimination_test = True
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "alpha": Param(float, MED_ALPHA, "confidence α of the elimination test "
+                       "n·kl(p̂, ½) > 2α log(t + 1 + C)", gt=0, le=1000),
+        "c": Param(float, 4e6, "offset C in the elimination threshold's log(t + 1 + C)",
+                   ge=0, le=1e15),
+        "delta": Param(float, condorcet_check.DEFAULT_DELTA, "false-flag rate of the "
+                       "non-Condorcet guard over the whole run", ge=1e-12, le=0.5),
+        "check_every": Param(int, 1000, "comparisons between two guard checks", ge=1,
+                             le=10**9),
+        "verify_scale": Param(float, 0.5, "verification after convergence: the champion "
+                              "compares an eliminated ranker while it has not refuted it "
+                              "at this fraction of the elimination threshold", gt=0,
+                              le=1000),
+    }
+
+    def __init__(self, n_arms: int, *, seed: int | np.random.Generator | None = None,
+                 **params: Any) -> None:
+        super().__init__(n_arms, seed=seed)
+        p = self.resolve_params(params)
+        self.alpha, self.c = float(p["alpha"]), float(p["c"])
+        self.delta, self.check_every = float(p["delta"]), int(p["check_every"])
+        self.verify_scale = float(p["verify_scale"])
+        self.flagged = False
+        self.flagged_at: int | None = None
+        self.evidence: dict[str, Any] = {}
+        #: readmissions: ``[arm, champion it replaced, n_updates]`` each
+        self.readmitted: list[list[int]] = []
+        self.cycled = False
+        self._due: np.ndarray | None = None  # verification cache (see _due_min_now)
+        self._due_champ = -1
+        self._due_min = math.inf
+        self._version = 0
+        self._checked = 0
+        self._rebuild()
+
+    # ------------------------------------------------------------------ caches
+    def _rebuild(self) -> None:
+        """The active list and the posterior moments, from ``W`` and the status: each
+        arm's wins and losses against the arms still active."""
+        self._arms = act = np.flatnonzero(self.status == ACTIVE)
+        s = self.W[:, act].sum(axis=1)
+        f = self.W[act, :].sum(axis=0)
+        self._wins, self._losses = s, f
+        self._mu = (s + 1.0) / (s + f + 2.0)
+        self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
+        self._due = None
+
+    def _add(self, a: int, won: float) -> None:
+        """One more duel of the active arm ``a`` against an active arm, ``won`` of it."""
+        s = self._wins.item(a) + won
+        f = self._losses.item(a) + 1.0 - won
+        self._wins[a], self._losses[a] = s, f
+        n = s + f + 2.0
+        self._mu[a] = (s + 1.0) / n
+        self._sd[a] = math.sqrt((s + 1.0) * (f + 1.0) / (n * n * (n + 1.0)))
+
+    # ------------------------------------------------------------------ public
+    def params(self) -> dict[str, Any]:
+        return {"alpha": self.alpha, "c": self.c, "delta": self.delta,
+                "check_every": self.check_every, "verify_scale": self.verify_scale}
+
+    def threshold(self, t: int | None = None) -> float:
+        """The elimination test's threshold ``2α log(t + 1 + C)`` (nats) at step ``t``."""
+        return 2.0 * self.alpha * math.log((self.t if t is None else int(t)) + 1 + self.c)
+
+    def volatility(self, t: int) -> Volatility | None:
+        """Outcomes between two active arms that pass the test at step ``t`` (or later:
+        the threshold only grows) may eliminate; once converged, an eliminated arm
+        beating the champion may readmit it; the outcome that runs the guard's check may
+        flag. Everything else only adds to ``W``."""
+        q = self.threshold(t) * (1.0 - 1e-9)
+        champion, challengers = -1, frozenset[int]()
+        if self._arms.size == 1 and not self.flagged and not self.cycled:
+            champion = int(self._arms[0])
+            challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED))
+        groups = {} if self._arms.size < 2 else {int(a): 0 for a in self._arms}
+        return Volatility(q=q, groups=groups, period=0 if self.flagged else self.check_every,
+                          champion=champion, challengers=challengers, divergence=True)
+
+    def non_condorcet(self) -> dict[str, Any] | None:
+        return {"flagged": bool(self.flagged), "flagged_at": self.flagged_at,
+                "evidence": self.evidence, "delta": self.delta}
+
+    def structure(self) -> dict[str, Any]:
+        return {"active": self._arms.tolist(), "readmitted": [list(x) for x in self.readmitted],
+                "non_condorcet": self.non_condorcet()}
+
+    def best_arm(self) -> int:
+        """The active arm with the highest posterior mean (the one searched and
+        certified); the only active arm once converged."""
+        if self._arms.size == 0:
+            return super().best_arm()
+        return int(self._arms[int(np.argmax(self._mu[self._arms]))])
+
+    def steady(self) -> bool:
+        return self.quiet_steps() == math.inf
+
+    def quiet_steps(self) -> float:
+        """Steps that are certainly the champion against itself with nothing to learn:
+        converged, no arm due before then, and the last check saw the current counts."""
+        if self._arms.size != 1 or self._checked != self._version:
+            return 0
+        due = self._due_min_now()
+        if due == math.inf:
+            return math.inf
+        return max(0, math.ceil(due) - self.t - 1)
+
+    # ------------------------------------------------------------------ the test
+    def _beaten(self, w: float, n: float) -> bool:
+        """``w`` wins in ``n`` lose with confidence: ``n · kl(w/n, ½) > 2α log(t+1+C)``
+        (MergeMED's test, with its shortcuts ``2(½−p)² ≤ kl(p, ½) ≤ 4(½−p)²``)."""
+        if 2.0 * w >= n:
+            return False
+        thr = 2.0 * self.alpha * math.log(self.t + 1 + self.c)
+        g = 0.5 - w / n
+        if 2.0 * n * g * g > thr:
+            return True
+        if 4.0 * n * g * g <= thr:
+            return False
+        p = w / n
+        kl = (p * math.log(2.0 * p) if p > 0.0 else 0.0) + (1.0 - p) * math.log(2.0 * (1.0 - p))
+        return n * kl > thr
+
+    # ------------------------------------------------------------------ hooks
+    def _select(self) -> Comparison:
+        arms = self._arms
+        n = arms.size
+        if n == 0:
+            raise RuntimeError("no active arms")
+        if n == 1:
+            c = int(arms[0])
+            if self.t >= self._due_min_now():
+                due = np.flatnonzero(self._due <= self.t)
+                return (c, int(due[self.t % due.size]))
+            return (c, c)
+        mu, sd = self._mu[arms], self._sd[arms]
+        z = self.rng.standard_normal((2, n))
+        x1 = int((mu + sd * z[0]).argmax())
+        x2 = int((mu + sd * z[1]).argmax())
+        if x1 == x2:  # certification: the leader against a random challenger
+            x2 = int(self.rng.integers(n - 1))
+            x2 += x2 >= x1
+        return (int(arms[x1]), int(arms[x2]))
+
+    def _update(self, i: int, j: int, outcome: float) -> None:
+        if i != j:
+            self._version += 1
+            wij, wji = self.W.item(i, j), self.W.item(j, i)
+            if self.status[i] == ACTIVE and self.status[j] == ACTIVE:
+                self._add(i, outcome)
+                self._add(j, 1.0 - outcome)
+                if self._beaten(wij, wij + wji):
+                    self._drop(i, j)
+                elif self._beaten(wji, wij + wji):
+                    self._drop(j, i)
+            elif self._arms.size == 1 and self._due is not None and self._due_champ in (i, j):
+                c = self._due_champ
+                e = j if i == c else i
+                wce, wec = (wij, wji) if i == c else (wji, wij)
+                if (not self.flagged and not self.cycled and self.status[e] == ELIMINATED
+                        and self._beaten(wce, wce + wec)):
+                    self._readmit(e, c)
+                else:
+                    self._due[e] = self._due_of(np.array([e]), c)[0]
+                    self._due_min = float(self._due.min())
+        if self.n_updates % self.check_every == 0:
+            self._run_check()
+
+    def _drop(self, loser: int, by: int) -> None:
+        self.eliminate(loser, by)
+        self._rebuild()
+
+    def _readmit(self, e: int, c: int) -> None:
+        """``e`` beat the champion ``c`` by the elimination test: ``e`` comes back and
+        ``c`` goes (MergeGuard's readmission); a cycle stops it and restores the first
+        champion."""
+        if any(e == old for _, old, _ in self.readmitted):
+            self.cycled = True
+            self._restore()
+            return
+        self.readmitted.append([int(e), int(c), int(self.n_updates)])
+        self._swap(e, c)
+
+    def _swap(self, e: int, c: int) -> None:
+        self.status[e] = ACTIVE
+        self.eliminated.pop(int(e), None)
+        self._drop(c, e)  # (rebuilds the moments over the new field)
+
+    def _restore(self) -> None:
+        if self.readmitted and self._arms.size == 1:
+            first, c = self.readmitted[0][1], int(self._arms[0])
+            if first != c and self.status[first] == ELIMINATED:
+                self._swap(first, c)
+        self._due = None
+
+    def _add_arm(self, arm: int) -> None:
+        self._rebuild()
+
+    def _retire_arm(self, arm: int) -> None:
+        self._rebuild()
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"guard": {"flagged": bool(self.flagged), "flagged_at": self.flagged_at,
+                          "evidence": self.evidence,
+                          "readmitted": [list(x) for x in self.readmitted],
+                          "cycled": bool(self.cycled)}}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        g = state.get("guard", {})
+        self.flagged = bool(g.get("flagged", False))
+        self.flagged_at = None if g.get("flagged_at") is None else int(g["flagged_at"])
+        self.evidence = dict(g.get("evidence", {}))
+        self.readmitted = [[int(v) for v in x] for x in g.get("readmitted", [])]
+        self.cycled = bool(g.get("cycled", False))
+        self._version, self._checked = 0, -1  # the next check runs before any skip
+        self._rebuild()
+
+    # ------------------------------------------------------------------ verification
+    def _due_min_now(self) -> float:
+        """The first step at which an eliminated arm is due against the champion
+        (``math.inf``: never); builds the cache if needed. Only when converged."""
+        c = int(self._arms[0])
+        if self._due is None or self._due_champ != c or self._due.size != self.K:
+            self._due_champ = c
+            self._due = self._due_of(np.arange(self.K), c)
+            self._due_min = float(self._due.min())
+        return self._due_min
+
+    def _due_of(self, arms: np.ndarray, c: int) -> np.ndarray:
+        """For each of ``arms``, the first step from which it is due against ``c``:
+        while ``n · 2(½ − p̂_ec)² ≤ 2 s α log(t + 1 + C)`` (MergeGuard's rule)."""
+        w = self.W[arms, c]
+        n = w + self.W[c, arms]
+        safe = np.maximum(n, 1.0)
+        gap = 0.5 - w / safe
+        a = 2.0 * self.verify_scale * self.alpha
+        with np.errstate(over="ignore"):
+            ev = n * 2.0 * np.maximum(gap, 0.0) ** 2
+            due = np.where((n > 0) & (gap > 0), np.exp(np.minimum(ev / a, 700.0)) - self.c - 1,
+                           0.0)
+        k = int(np.count_nonzero(self.status != RETIRED))
+        r = condorcet_check.radius(n, k * (k - 1) // 2, self.delta)
+        settled = (np.abs(gap) - r > 0) & (n > 0)
+        due[settled | (self.status[arms] != ELIMINATED) | (arms == c)] = math.inf
+        return np.maximum(due, 0.0)
+
+    # ------------------------------------------------------------------ guard
+    def _run_check(self) -> None:
+        arms = np.flatnonzero(self.status != RETIRED)
+        if arms.size < 2 or self.flagged:
+            self._checked = self._version
+            return
+        # the O(K²) cycle test runs every (K/136)² checks: the same cost per step at any K
+        every = max(1, (arms.size // 136) ** 2)
+        full = (self.n_updates // self.check_every) % every == 0
+        res = (condorcet_check.check(self.W, arms, self.delta) if full
+               else {"flagged": False, "cycle": []})
+        over: list[int] = []
+        champ = -1
+        active = self._arms
+        if not res["flagged"] and 0 < active.size <= 24:
+            beaten = [condorcet_check.beats_champion(self.W, int(a), arms[arms != a].tolist(),
+                                                     int(arms.size), self.delta)
+                      for a in active]
+            if all(beaten):
+                champ = self.best_arm()
+                over = beaten[int(np.flatnonzero(active == champ)[0])]
+        if full:
+            self._checked = self._version
+        if res["flagged"] or over:
+            self.flagged = True
+            self.flagged_at = int(self.n_updates)
+            self.evidence = {"cycle": res["cycle"], "champion": int(champ),
+                             "beat_champion": over}
+            self._restore()

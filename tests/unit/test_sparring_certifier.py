@@ -1,0 +1,101 @@
+"""The Sparring Certifier (``recommended``): registry, defaults, certification, readmission
+and the state round trip. The guard's flag rates are in test_merge_guard.py; full-size
+regret in bench/results/policy/README.md."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bandits import bandit_from_state, get_algorithm, make_bandit
+from bandits.base import ACTIVE, ELIMINATED
+from bandits.matrices import bradley_terry, condorcet_winner
+from bandits.merge_med import MED_ALPHA
+from bandits.simulator import simulate_run
+from bandits.sparring_certifier import SparringCertifier
+
+
+def test_registered_under_its_name_and_recommended():
+    assert get_algorithm("recommended") is SparringCertifier
+    assert get_algorithm("sparring_certifier") is SparringCertifier
+    assert SparringCertifier.condorcet_guard and SparringCertifier.elimination_test
+    with pytest.raises(ValueError, match="batch_size"):
+        make_bandit("recommended", 20, batch_size=4)
+
+
+def test_defaults_and_round_trip():
+    b = make_bandit("recommended", 30, seed=1)
+    assert b.params() == {"alpha": MED_ALPHA, "c": 4e6, "delta": 0.01, "check_every": 1000,
+                          "verify_scale": 0.5}
+    assert bandit_from_state(b.state_dict()).params() == b.params()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_certifies_the_condorcet_winner(seed):
+    # 12 arms, gaps >= 0.05: every run must end with the winner alone, certified (all
+    # others eliminated), and flat: less than 1 % more regret from 100,000 to 200,000
+    # steps, most of them skipped as the champion against itself
+    P = bradley_terry(12, gap=0.05, seed=seed)
+    r = simulate_run(P, "recommended", 200_000, seed=seed)
+    assert r.correct and not r.flagged_non_condorcet
+    assert r.regret[-1] < 1.01 * r.regret[np.searchsorted(r.checkpoints, 100_000)]
+    assert r.looped_steps < 100_000
+
+
+def test_state_round_trip_mid_run_continues_identically():
+    P = bradley_terry(10, gap=0.03, seed=7)
+    env1, env2 = np.random.default_rng(5), np.random.default_rng(5)
+    a = SparringCertifier(10, seed=3)
+    for _ in range(3000):
+        i, j = a.select()
+        a.update(i, j, float(env1.random() < P[i, j]))
+    b = bandit_from_state(a.state_dict())
+    env2.bit_generator.state = env1.bit_generator.state
+    for _ in range(3000):
+        p, q = a.select(), b.select()
+        assert p == q
+        u = env1.random()
+        assert u == env2.random()
+        a.update(*p, float(u < P[p]))
+        b.update(*q, float(u < P[q]))
+    assert a.state_dict() == b.state_dict()
+
+
+def test_an_eliminated_winner_is_readmitted_after_convergence():
+    # a state converged on arm 1 with the Condorcet winner 0 eliminated by a fluke: the
+    # verification compares 0 with 1 until 0 beats it by the elimination test, then 0
+    # is the champion again and 1 is eliminated by it
+    P = bradley_terry(6, gap=0.05, seed=2)
+    w = condorcet_winner(P)
+    other = (w + 1) % 6
+    b = SparringCertifier(6, seed=1, check_every=200)
+    st = b.state_dict()
+    W = P * 300.0
+    np.fill_diagonal(W, 0.0)
+    W[w, other], W[other, w] = 140.0, 160.0  # the fluke (not refuted at half the test)
+    st["W"] = W.tolist()
+    st["status"] = [ELIMINATED] * 6
+    st["status"][other] = ACTIVE
+    st["eliminated"] = {str(a): {"step": 1, "by": other} for a in range(6) if a != other}
+    b = SparringCertifier.from_state(st)
+    env = np.random.default_rng(0)
+    for _ in range(200_000):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < P[i, j]))
+        if b.status[w] == ACTIVE:
+            break
+    assert b.active_arms() == [w] and b.eliminated[other]["by"] == w
+    assert [x[:2] for x in b.structure()["readmitted"]] == [[w, other]]
+
+
+def test_select_is_spread_over_challengers_live():
+    # copies of one stored state select (for different t) the leader against several
+    # different challengers, not all against one
+    P = bradley_terry(20, gap=0.01, seed=1)
+    b = SparringCertifier(20, seed=2)
+    env = np.random.default_rng(1)
+    for _ in range(150):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < P[i, j]))
+    picks = {b.select_at(b.t + k, np.random.default_rng([3, k])) for k in range(1, 60)}
+    assert len(b.active_arms()) > 5 and len({p[1] for p in picks}) >= 5
