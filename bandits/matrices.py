@@ -27,8 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit, logit
-from scipy.stats import norm
+from scipy.special import expit, logit, ndtr  # ndtr: the normal CDF Φ (scipy.stats's norm.cdf)
 
 from bandits.base import make_rng
 
@@ -258,7 +257,7 @@ def utility_matrix(utilities: np.ndarray | list[float]) -> np.ndarray:
     0.6643
     """
     u = np.asarray(utilities, dtype=float)
-    return _symmetrise(norm.cdf((u[:, None] - u[None, :]) / math.sqrt(2.0)))
+    return _symmetrise(ndtr((u[:, None] - u[None, :]) / math.sqrt(2.0)))
 
 
 def _good_poor(n07: int, n02: int) -> np.ndarray:

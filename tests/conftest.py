@@ -14,10 +14,13 @@ on its own experiment.
 
 The tests are in four tiers, one folder each, marked by folder (``-m unit`` etc.):
 
-* ``tests/unit/`` — pure: no server, no fixture above; seconds (``scripts/test unit``);
+* ``tests/unit/`` — pure: no server, no fixture above, no command or fresh interpreter
+  started; about half a minute in all (``scripts/test unit``);
 * ``tests/stats/`` — pure too, but long seeded statistical runs (does a policy find the
-  winner, do two loops draw alike); about a minute (``scripts/test stats``);
-* ``tests/service/`` — a real Redis, Celery worker or HTTP server on loopback;
+  winner, do two loops draw alike, do the fast paths keep the papers' laws); about 75 s
+  (``scripts/test stats``);
+* ``tests/service/`` — a real Redis, Celery worker or HTTP server on loopback, or another
+  process (tests/service/test_commands.py runs the console commands);
 * ``tests/e2e/`` — headless Chromium, a real Prometheus, a Redis Cluster, the demo stack
   or the deployment files.
 

@@ -16,8 +16,6 @@ literal name.
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -155,18 +153,6 @@ def test_cycles_finds_a_cycle():
 def test_no_import_cycles():
     found = cycles(GRAPH)
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
-
-
-def test_the_command_line_loads_no_metrics_before_serve_prepares_them():
-    # prometheus-client picks its value store (in memory, or per-process files under
-    # PROMETHEUS_MULTIPROC_DIR) when first imported: `rankduel serve` sets the folder after
-    # parsing, so parsing must not import it
-    code = ("import sys\nfrom cli.main import build_parser\nbuild_parser()\n"
-            "loaded = [m for m in ('prometheus_client', 'service.metrics', 'demo', "
-            "'matplotlib') if m in sys.modules]\nassert not loaded, loaded\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_the_store_is_small_modules_and_the_tasks_are_thin():

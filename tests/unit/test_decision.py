@@ -1,8 +1,8 @@
-"""The pure decision module (``bandits.decision``) and ``rankduel simulate --estimate``."""
+"""The pure decision module (``bandits.decision``); ``rankduel simulate --estimate``'s
+seeded runs are in tests/stats/test_decision_estimates.py."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -12,7 +12,6 @@ from bandits import make_bandit
 from bandits.common import wilson_interval as wilson
 from bandits.decision import comparisons_needed, decide, remaining_needed
 from bandits.matrices import bradley_terry
-from bandits.simulator import simulate_run
 
 
 def _play(b, P, steps, seed=0):
@@ -104,19 +103,3 @@ def test_wilson_bounds():
     assert lo < 0.5 < hi and math.isclose(0.5 - lo, hi - 0.5, abs_tol=1e-12)
 
 
-def test_simulate_records_the_estimate_at_each_checkpoint(tmp_path):
-    P = bradley_terry(6, gap=0.1, seed=3)
-    res = simulate_run(P, "mergemed", 20000, seed=1, estimate=True)
-    assert len(res.estimates) == res.checkpoints.size
-    assert res.estimates[-1] == 0 and any(e and e > 0 for e in res.estimates)
-    plain = simulate_run(P, "mergemed", 20000, seed=1)
-    assert plain.estimates is None and plain.regret.tolist() == res.regret.tolist()
-    from cli.main import main
-
-    np.savetxt(tmp_path / "P.txt", P)
-    out = tmp_path / "out"
-    assert main(["simulate", "--matrix", str(tmp_path / "P.txt"), "--algorithm", "mergemed",
-                 "--steps", "20000", "--out", str(out), "--estimate"]) == 0
-    run0 = json.loads((out / "summary.json").read_text())["per_run"][0]
-    assert len(run0["estimated_comparisons_to_decide"]) == len(
-        json.loads((out / "summary.json").read_text())["checkpoints"])

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import interleaving as il
-from interleaving.batch import ENGINES
 from interleaving.clicks import CLICK_MODELS, PositionBasedModel
 from interleaving.estimate import estimate_matrix
 from interleaving.world import World
@@ -23,91 +22,8 @@ RANDOM_CLICKS = PositionBasedModel("random", [0.3] * 5, examination=[1.0] * 10)
 
 
 # ---------------------------------------------------------------------- brute force
-def _pi_joint(rankings, shown, tau=3.0):
-    """P(shown, assignment) for every assignment, by following the generative process.
-
-    Enumerates all ``m^len`` assignments without using the factorization.
-    """
-    m = len(rankings)
-    out = {}
-    for assignment in itertools.product(range(m), repeat=len(shown)):
-        remaining = [list(r) for r in rankings]
-        prob = 1.0
-        for doc, j in zip(shown, assignment, strict=True):
-            live = [i for i in range(m) if remaining[i]]
-            if j not in live or doc not in remaining[j]:
-                prob = 0.0
-                break
-            weights = {d: (r + 1.0) ** -tau for r, d in enumerate(rankings[j]) if d in
-                       remaining[j]}
-            prob *= (1.0 / len(live)) * weights[doc] / sum(weights.values())
-            for rem in remaining:
-                if doc in rem:
-                    rem.remove(doc)
-        out[assignment] = prob
-    return out
-
-
-def _brute_force_outcomes(rankings, shown, clicked):
-    """Expected outcome of every pair, enumerating the posterior over assignments."""
-    joint = _pi_joint(rankings, shown)
-    z = sum(joint.values())
-    m = len(rankings)
-    res = []
-    for a, b in itertools.combinations(range(m), 2):
-        e = 0.0
-        for assignment, p in joint.items():
-            ca = sum(1 for c in clicked if assignment[c] == a)
-            cb = sum(1 for c in clicked if assignment[c] == b)
-            e += p / z * (1.0 if ca > cb else 0.5 if ca == cb else 0.0)
-        res.append((a, b, e))
-    return res
-
-
-CASES = [
-    [["a", "b", "c", "d"], ["b", "d", "a", "e"]],
-    [["a", "b", "c"], ["a", "b", "c"]],  # identical
-    [["a", "b"], ["c", "d", "e"]],  # disjoint, unequal length
-    [["a", "b", "c", "d"], []],  # one empty
-    [["a", "b", "c", "d"], ["d", "c", "b", "a"], ["b", "x", "a"]],  # three rankers
-    [["a", "b", "c"], ["c"], ["b", "c", "a", "y"]],
-]
-
-
-@pytest.mark.parametrize("rankings", CASES)
-def test_marginalized_pi_equals_brute_force_enumeration(rankings):
-    method = "probabilistic" if len(rankings) == 2 else "probabilistic_multileave"
-    rng = np.random.default_rng(17)
-    for _ in range(8):
-        shown, record = il.interleave(method, rankings, 5, rng)
-        for r in range(1, len(shown) + 1):
-            for clicked in itertools.combinations(range(len(shown)), r):
-                fast = il.credit(record, list(clicked))
-                slow = _brute_force_outcomes(rankings, shown, clicked)
-                for (a, b, s), (a2, b2, s2) in zip(fast, slow, strict=True):
-                    assert (a, b) == (a2, b2)
-                    assert s == pytest.approx(s2, abs=1e-12)
-
-
-def test_pi_samples_lists_with_the_generative_probabilities():
-    # every possible shown list of two 3-document rankings, with its exact probability
-    rankings = [["a", "b", "c"], ["c", "a", "d"]]
-    docs = ["a", "b", "c", "d"]
-    exact = {}
-    for shown in itertools.permutations(docs, 3):
-        p = sum(_pi_joint(rankings, list(shown)).values())
-        if p > 0:
-            exact[shown] = p
-    assert sum(exact.values()) == pytest.approx(1.0)
-    rng = np.random.default_rng(0)
-    n = 20000
-    counts = dict.fromkeys(exact, 0)
-    for _ in range(n):
-        shown, _ = il.interleave("probabilistic", rankings, 3, rng)
-        counts[tuple(shown)] += 1
-    # each frequency has SE <= 0.5/sqrt(20000) = 0.0035; 0.015 is > 4 SE
-    for shown, p in exact.items():
-        assert counts[shown] / n == pytest.approx(p, abs=0.015)
+# The marginalized credit against the enumeration of every assignment, and the shown
+# lists' probabilities: in the stats tier, tests/stats/test_probabilistic_interleaving_law.py.
 
 
 # ---------------------------------------------------------------------- no preference
@@ -239,38 +155,5 @@ def test_multileave_pairwise_outcomes_agree_with_pairwise_interleaving(multi, pa
 
 
 # ---------------------------------------------------------------------- vectorized engines
-@pytest.mark.parametrize("method", il.METHODS)
-def test_vectorized_engine_matches_the_per_request_code(method):
-    world = World(3, 4, n_queries=40, docs_per_query=(4, 14))  # some lists shorter than k
-    a, b, k = 0, 3, 10
-    model = CLICK_MODELS["informational"]
-    rng = np.random.default_rng(6)
-    per_request, n = 0.0, 0
-    first_doc = {}
-    for _ in range(3000):
-        q = world.sample_query(rng)
-        rankings = [world.ranking(a, q, k), world.ranking(b, q, k)]
-        shown, record = il.interleave(method, rankings, k, rng)
-        first_doc[shown[0] == rankings[0][0]] = first_doc.get(shown[0] == rankings[0][0], 0) + 1
-        clicked = np.flatnonzero(model.clicks(world.grades(q, shown), rng))
-        if len(clicked):
-            per_request += il.credit(record, clicked)[0][2]
-            n += 1
-    mix, credit = ENGINES[method]
-    top = world.top_k(k)
-    q = rng.integers(world.n_queries, size=30000)
-    A, B = top[a, q], top[b, q]
-    shown, info = mix(A, B, rng)
-    assert ((shown >= 0).sum(axis=1) == np.minimum(k, world.n_docs[q])).all()
-    assert all(len(set(row[row >= 0])) == (row >= 0).sum() for row in shown[:500])
-    grades = np.where(shown >= 0, world.grade_table[q[:, None], np.maximum(shown, 0)], -1)
-    clicks = model.clicks_batch(grades, rng)
-    has = clicks.any(axis=1)
-    batch = credit(info, clicks)[has].mean()
-    # per-request mean over ~2,900 duels (SE <= 0.0093) vs batch over ~29,000
-    # (SE <= 0.003): 0.04 is > 4 combined SE
-    assert per_request / n == pytest.approx(batch, abs=0.04)
-    # the shown lists agree too: how often A's top document leads the page
-    p_request = first_doc.get(True, 0) / 3000
-    p_batch = (shown[:, 0] == A[:, 0]).mean()
-    assert p_request == pytest.approx(p_batch, abs=0.04)
+# Each engine against the per-request code (seeded runs of 30,000 searches): in the
+# stats tier, tests/stats/test_interleaving_batches_agree.py.

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from policy_references import reference_dts_pair
 
 from bandits import (
     ACTIVE,
@@ -266,58 +267,8 @@ def test_select_in_batch_matches_select_rucb():
         b.update(i, j, float(env.random() < P[i, j]))
 
 
-def reference_dts_pair(W: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    """Algorithms 2 and 3 of Li et al. 2020 written literally (Beta draws for every pair)."""
-    n = W.shape[0]
-    theta = np.full((n, n), 0.5)
-    for i in range(n):
-        for j in range(i + 1, n):
-            theta[i, j] = rng.beta(W[i, j] + 1, W[j, i] + 1)
-            theta[j, i] = 1 - theta[i, j]
-    kappa = (theta > 0.5).sum(axis=1) / (n - 1)
-    top = np.flatnonzero(kappa == kappa.max())
-    c = int(rng.choice(top))
-    phi = np.array([rng.beta(W[j, c] + 1, W[c, j] + 1) for j in range(n)])
-    phi[c] = 1.0
-    return c, int(phi.argmin())
-
-
-@pytest.mark.parametrize(("n_batches", "size"), [(1, 6), (1, 12), (3, 6), (6, 6)])
-def test_mergedts_pairs_follow_algorithms_2_and_3(n_batches, size):
-    """MergeDTS draws its pairs with shortcuts (Bernoulli indicators for Phase I, gamma
-    ratios, vectorized rounds over the batches, scalar code for a small lone batch); the
-    pair distribution
-    must be that of the literal pseudo-code. On fixed counts (no updates, so every draw
-    is from the same distribution) we compare 3000 pairs of the batch with a literal
-    implementation's 3000: the total variation distance between the two empirical
-    distributions stays below 0.06 (its sampling noise here is about 0.02-0.03)."""
-    K = size * n_batches
-    b = MergeDTS(K, alpha=0.51, batch_size=size, c=1e9, seed=7)
-    assert len(b.batches) == n_batches
-    gen = np.random.default_rng(1)
-    # fixed, informative counts inside the first batch (ties included)
-    arms = b.batches[0]
-    for _ in range(400):
-        i, j = gen.choice(arms, 2, replace=False)
-        b.update(int(i), int(j), [0.0, 0.5, 1.0][int(gen.integers(3)) if i < j else 2])
-    assert not b.eliminated
-    W = b.W[np.ix_(arms, arms)]
-    ours, ref, service = {}, {}, {}
-    for _ in range(3000):
-        while (pair := b.select()) and pair[0] not in arms:
-            pass
-        ours[pair] = ours.get(pair, 0) + 1
-        c, d = reference_dts_pair(W, gen)
-        key = (arms[c], arms[d])
-        ref[key] = ref.get(key, 0) + 1
-        key = b.select_in_batch(arms, W, b.t, gen)
-        service[key] = service.get(key, 0) + 1
-    keys = set(ours) | set(ref) | set(service)
-    tv = sum(abs(ours.get(k, 0) - ref.get(k, 0)) for k in keys) / 2 / 3000
-    tv_service = sum(abs(service.get(k, 0) - ref.get(k, 0)) for k in keys) / 2 / 3000
-    assert tv < 0.06, tv
-    assert tv_service < 0.06, tv_service
-    assert len(keys) > 5  # the distribution is not degenerate
+# MergeDTS's pairs against a literal Algorithms 2 and 3 (3,000 seeded draws per case): in
+# the stats tier, tests/stats/test_policies_follow_the_papers.py.
 
 
 def test_default_c_from_horizon():

@@ -1,13 +1,11 @@
 """Configuration: file < environment < overrides, validation, secrets never shown;
-commands refuse to start without secrets; the service modules' doctests."""
+the service modules' doctests. That the commands refuse to start without secrets (a
+process each) is checked in tests/service/test_commands.py."""
 
 from __future__ import annotations
 
 import doctest
 import importlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -60,28 +58,6 @@ def test_secrets_are_masked():
     assert "redis://user:***@db:6379/0" in text
 
 
-def _run_cli(*args: str, env_extra: dict[str, str] | None = None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("RANKDUEL_") and k != "REDIS_URL"}
-    env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
-
-
-def test_serve_refuses_to_start_without_secrets():
-    proc = _run_cli("serve", "--bind", "127.0.0.1:1")
-    assert proc.returncode == 2
-    assert "RANKDUEL_ADMIN_TOKEN and RANKDUEL_SECRET_KEY" in proc.stderr
-    proc = _run_cli("serve", env_extra={"RANKDUEL_ADMIN_TOKEN": "tok-VISIBLE-123"})
-    assert proc.returncode == 2 and "RANKDUEL_SECRET_KEY" in proc.stderr
-    assert "tok-VISIBLE-123" not in proc.stderr + proc.stdout
-
-
-def test_worker_refuses_a_bad_configuration():
-    proc = _run_cli("worker", env_extra={"RANKDUEL_SWEEP_INTERVAL_S": "never"})
-    assert proc.returncode == 2 and "sweep_interval_s" in proc.stderr
-
-
 @pytest.mark.parametrize("module", ["service.config", "service.tokens", "service.errors",
                                     "service.validation", "service.credit",
                                     "service.controller", "service.ranker_template",
@@ -92,12 +68,3 @@ def test_service_doctests(module):
     assert result.attempted > 0 and result.failed == 0
 
 
-def test_deploy_gunicorn_config_loads_the_app(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKDUEL_")}
-    env.update(RANKDUEL_ADMIN_TOKEN="a", RANKDUEL_SECRET_KEY="b",
-               PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prom" / "fresh"))
-    proc = subprocess.run([sys.executable, "-m", "gunicorn", "--check-config", "-c",
-                           "deploy/gunicorn.conf.py", "service.app:create_app()"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (tmp_path / "prom" / "fresh").is_dir()

@@ -9,11 +9,10 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from simulator_toys import SUMMARY_FIELDS, FixedPair, FixedSet, Knockout, without_speed
 
-import bandits
 from bandits import matrices as M
 from bandits.base import DuelingBandit
-from bandits.params import Param
 from bandits.simulator import aggregate, log_checkpoints, simulate_run
 from cli.commands.simulate import parse_params, parse_value
 from cli.main import main as cli
@@ -23,67 +22,7 @@ P3 = np.array([[0.5, 0.7, 0.8], [0.3, 0.5, 0.6], [0.2, 0.4, 0.5]])
 
 
 # ---------------------------------------------------------------------- toy policies
-class FixedPair(DuelingBandit):
-    """Always the same comparison (the winner against itself by default)."""
-
-    name = "fixedpair"
-
-    def __init__(self, n_arms, *, seed=None, i=0, j=0):
-        super().__init__(n_arms, seed=seed)
-        self.i, self.j = int(i), int(j)
-
-    def _select(self):
-        return (self.i, self.j)
-
-    def params(self):
-        return {"i": self.i, "j": self.j}
-
-
-class Knockout(DuelingBandit):
-    """The first two active arms meet ``rounds`` times; the one with fewer wins is
-    eliminated. Ends with one active arm played against itself: fast-forward territory."""
-
-    name = "knockout"
-    PARAMS: ClassVar[dict[str, Param]] = {
-        "rounds": Param(int, 40, "meetings before the loser is out", ge=1)}
-
-    def __init__(self, n_arms, *, seed=None, **params):
-        super().__init__(n_arms, seed=seed)
-        self.rounds = self.resolve_params(params)["rounds"]
-        self.count = 0
-
-    def _select(self):
-        act = self.active_arms()
-        return (act[0], act[0]) if len(act) == 1 else (act[0], act[1])
-
-    def _update(self, i, j, outcome):
-        if i == j:
-            return
-        self.count += 1
-        if self.count == self.rounds:
-            self.count = 0
-            loser, by = (j, i) if self.W[i, j] >= self.W[j, i] else (i, j)
-            self.eliminate(loser, by)
-
-    def params(self):
-        return {"rounds": self.rounds}
-
-
-class FixedSet(DuelingBandit):
-    """A multi-dueling policy that always multileaves arms 0, 1 and 2."""
-
-    name = "fixedset"
-    multi = True
-
-    def _select(self):
-        return (0, 1, 2)
-
-
-@pytest.fixture
-def toy_registry(monkeypatch):
-    """Register the toy policies under CLI names (forked --jobs workers inherit this)."""
-    for cls in (FixedPair, Knockout):
-        monkeypatch.setitem(bandits.ALGORITHMS, cls.name, f"{__name__}:{cls.__name__}")
+# FixedPair, Knockout and FixedSet are in tests/simulator_toys.py (tests/service uses them too)
 
 
 # ---------------------------------------------------------------------- checkpoints
@@ -237,10 +176,7 @@ def test_param_values_and_scoping():
 
 
 # ---------------------------------------------------------------------- CLI end to end
-SUMMARY_FIELDS = {
-    "algorithm", "params", "K", "steps", "runs", "winner", "winner_kind", "checkpoints",
-    "regret_mean", "regret_stderr", "per_run", "steps_per_second",
-}
+# ``--jobs`` (worker processes) is checked in tests/service/test_commands.py
 RUN_FIELDS = {"seed", "final_regret", "identified", "correct", "steps_per_second"}
 
 
@@ -254,13 +190,6 @@ def no_plots(monkeypatch):
     asked: list = []
     monkeypatch.setattr(simulate, "plot_regret", lambda curves, path, **kw: asked.append(path))
     return asked
-
-
-def _without_speed(summary):
-    s = {k: v for k, v in summary.items() if k != "steps_per_second"}
-    s["per_run"] = [{k: v for k, v in r.items() if k != "steps_per_second"}
-                    for r in summary["per_run"]]
-    return s
 
 
 def test_cli_generate_then_simulate(tmp_path, capsys):
@@ -292,25 +221,6 @@ def test_cli_generate_then_simulate(tmp_path, capsys):
     assert "uniform" in capsys.readouterr().out
 
 
-def test_cli_several_algorithms_and_jobs(tmp_path, toy_registry):
-    P_path = tmp_path / "P.npy"
-    np.save(P_path, M.bradley_terry(7, gap=0.05, seed=4))
-    common = ["simulate", "--matrix", str(P_path), "--algorithm", "knockout,uniform",
-              "--param", "knockout.rounds=25", "--steps", "5000", "--runs", "3",
-              "--seed", "5"]
-    assert cli([*common, "--out", str(tmp_path / "j1")]) == 0
-    assert cli([*common, "--out", str(tmp_path / "j2"), "--jobs", "2"]) == 0
-    for name in ("knockout", "uniform"):
-        one = json.loads((tmp_path / "j1" / name / "summary.json").read_text())
-        two = json.loads((tmp_path / "j2" / name / "summary.json").read_text())
-        assert set(one) == SUMMARY_FIELDS and one["algorithm"] == name
-        assert _without_speed(one) == _without_speed(two)
-    knockout = json.loads((tmp_path / "j1" / "knockout" / "summary.json").read_text())
-    assert knockout["params"] == {"rounds": 25}
-    assert (tmp_path / "j1" / "regret.png").exists()
-    assert not (tmp_path / "j1" / "summary.json").exists()
-
-
 def test_cli_without_matplotlib_writes_the_summaries_and_says_what_to_install(
         tmp_path, capsys, monkeypatch):
     # matplotlib is the demo extra's: without it the results are still written
@@ -336,7 +246,7 @@ def test_cli_same_seed_same_summary(tmp_path, no_plots):
     assert cli([*args, "--out", str(tmp_path / "b")]) == 0
     a = json.loads((tmp_path / "a" / "summary.json").read_text())
     b = json.loads((tmp_path / "b" / "summary.json").read_text())
-    assert a["steps"] == 1000 and _without_speed(a) == _without_speed(b)
+    assert a["steps"] == 1000 and without_speed(a) == without_speed(b)
     assert no_plots  # the command asked for its plot
 
 
@@ -429,6 +339,6 @@ def test_cli_delay_flags(tmp_path, no_plots):
             json.loads((tmp_path / d / name / "summary.json").read_text())
             for d in ("plain", "zero", "live")
         )
-        assert _without_speed(plain) == _without_speed(zero)
+        assert without_speed(plain) == without_speed(zero)
         assert live_["regret_mean"] != plain["regret_mean"]
         assert set(live_) == SUMMARY_FIELDS
