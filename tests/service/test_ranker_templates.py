@@ -283,8 +283,11 @@ def test_three_engines_in_one_experiment(client, engines, worker, rd, api, secre
     state = wait_for(lambda: (s := client.experiment(exp["id"]))["counters"].get(
         "credited", 0) >= s["counters"]["impressions"] and s, timeout=90, what="credit")
     c = state["counters"]
-    assert c["impressions"] == 400 and c.get("duel", 0) > 100, c
-    assert np.array(state["W"]).sum() == c["decisive"] == state["comparisons"] > 100
+    # MergeDTS stops duelling once it has eliminated the two losers, so how many of the
+    # 400 searches are duels depends on how soon credit reaches W (99-240 seen on one
+    # machine): > 50 duels is enough for every engine's template to be compared
+    assert c["impressions"] == 400 and c.get("duel", 0) > 50, c
+    assert np.array(state["W"]).sum() == c["decisive"] == state["comparisons"] > 50
     assert state["champion"] == ranker_name(world.true_best), (state["champion"], state["W"])
     assert [r["request"]["headers"]["Authorization"] for r in state["rankers"][:1]] == [
         f"env:{ENV}"]
