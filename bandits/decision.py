@@ -144,27 +144,10 @@ def preference_estimate(W: np.ndarray, arms: np.ndarray, prior: float | None = N
 
 def comparisons_needed(bandit: DuelingBandit, p: float, t: float) -> int | None:
     """The smallest ``n`` at which ``p·n`` wins in ``n`` comparisons fail the policy's own
-    test at step ``t`` (None when ``p ≥ ½`` or beyond ``MAX_NEED``)."""
-    if p >= 0.5:
-        return None
-    saved = bandit.t
-    bandit.t = int(t)
-    try:
-        hi = 1
-        while not bandit._beaten(p * hi, hi):
-            hi *= 2
-            if hi > MAX_NEED:
-                return None
-        lo = hi // 2
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if bandit._beaten(p * mid, mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
-    finally:
-        bandit.t = saved
+    test at step ``t`` (None when ``p ≥ ½`` or beyond ``MAX_NEED``): :func:`remaining_needed`
+    from no evidence."""
+    need = remaining_needed(bandit, 0.0, 0.0, p, t)
+    return None if need is None else max(need, 1)
 
 
 def remaining_needed(bandit: DuelingBandit, w: float, n: float, p: float, t: float

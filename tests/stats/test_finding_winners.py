@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from policy_references import play
 
 from bandits import get_algorithm, make_bandit
 from bandits.ccb import CCB
@@ -18,26 +19,6 @@ from bandits.mdb import MDB
 from bandits.merge_base import MergeBandit
 
 PAIRWISE = ["rucb", "rcs", "ccb", "dts", "self_sparring", "rmed1"]
-
-
-def play(bandit, P: np.ndarray, steps: int, env: np.random.Generator) -> list[tuple[int, ...]]:
-    """Drive ``bandit`` on preference matrix ``P`` (the simulator's proxy method)."""
-    chosen = []
-    for _ in range(steps):
-        arms = bandit.select()
-        chosen.append(arms)
-        if bandit.multi:
-            bandit.update_many(
-                [
-                    (i, j, float(env.random() < P[i, j]))
-                    for x, i in enumerate(arms)
-                    for j in arms[x + 1 :]
-                ]
-            )
-        else:
-            i, j = arms
-            bandit.update(i, j, float(env.random() < P[i, j]))
-    return chosen
 
 
 # ---------------------------------------------------------------------- the baselines
