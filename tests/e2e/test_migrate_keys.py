@@ -23,14 +23,26 @@ FIXTURE = json.loads((ROOT / "tests" / "data" / "old_layout.json").read_text())
 OPEN = {i for ids in FIXTURE["open_impressions"].values() for i in ids}
 
 
-def load_fixture(client) -> None:
-    """Write every key of the fixture (with its remaining TTL) into ``client``."""
+#: where the fixture's toy rankers answered when it was made
+FIXTURE_RANKERS = b"http://127.0.0.1:45633/"
+
+
+def load_fixture(client, rankers_url: str | None = None) -> None:
+    """Write every key of the fixture (with its remaining TTL) into ``client``. With
+    ``rankers_url``, the stored ranker URLs point there instead of at the fixture's port
+    (which another process may hold now)."""
+    def field(key: str, name: str, raw: str) -> bytes:
+        value = base64.b64decode(raw)
+        if rankers_url and name == "rankers" and key.startswith("rd:exp:"):
+            value = value.replace(FIXTURE_RANKERS, rankers_url.rstrip("/").encode() + b"/")
+        return value
+
     for key, spec in FIXTURE["keys"].items():
         kind, value = spec["type"], spec["value"]
         if kind == "string":
             client.set(key, base64.b64decode(value))
         elif kind == "hash":
-            client.hset(key, mapping={k: base64.b64decode(v) for k, v in value.items()})
+            client.hset(key, mapping={k: field(key, k, v) for k, v in value.items()})
         elif kind == "list":
             client.rpush(key, *value)
         elif kind == "set":
@@ -66,10 +78,21 @@ def migrate_cli(env: dict[str, str], *args: str) -> str:
     return out.stdout
 
 
-@pytest.mark.parametrize("target", ["in place", "onto a cluster"])
-def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target):
+@pytest.fixture
+def rankers():
+    """The toy rankers the fixture was made with, on a port the kernel picks (the fixture's
+    own port may be taken by another process on a busy machine)."""
     from conftest import make_toy_rankers
 
+    from demo.stack import ThreadedServer
+
+    server = ThreadedServer(make_toy_rankers())
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("target", ["in place", "onto a cluster"])
+def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target, rankers):
     from demo.client import Client
     from demo.stack import Stack, ThreadedServer
     from service.app import create_app
@@ -83,7 +106,7 @@ def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target):
     with Stack(tmp_path) as stack:
         old_url = stack.start_redis()
         old = connect(old_url)
-        load_fixture(old)
+        load_fixture(old, rankers.url)
         env = dict(os.environ, PYTHONPATH=str(ROOT), REDIS_URL=old_url)
         env.pop("RANKDUEL_CONFIG", None)
         if target == "in place":
@@ -131,14 +154,8 @@ def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target):
                 out = client.click(page, [(doc, rank)])  # new, or a repeat of theirs
                 assert out["accepted"] + out["duplicates"] == 1
                 assert client.end(page)["status"] == "closed"
-            # ... and a new impression has an id of the current layout (the toy rankers the
-            # fixture was made with, served again on their port)
-            port = int(state["rankers"][0]["url"].split(":")[2].split("/")[0])
-            rankers = ThreadedServer(make_toy_rankers(), port=port)
-            try:
-                page = client.search(exps[1], "after", k=4)
-            finally:
-                rankers.close()
+            # ... and a new impression has an id of the current layout
+            page = client.search(exps[1], "after", k=4)
             assert page["impression_id"].startswith(exps[1] + ".")
             client.click(page, [(page["results"][0]["id"], 1)])
             client.end(page)
