@@ -17,6 +17,9 @@ are part of the key), ``<i>`` an impression id::
                                   credits wait until it is decided, see service.store)
     rd:{e}:W                STR   W, K*K float64 little-endian, row-major; incremented in
                                   place by the credit script (SETRANGE)
+    rd:{e}:ties             HASH  "i:j" (arms, i < j) -> outcomes of exactly ½ between
+                                  them (W holds each as ½ a win to both sides; the report
+                                  splits them out); written beside W by the same writes
     rd:{e}:t                STR   selection counter t, INCR'd by every /search
     rd:{e}:counters         HASH  impressions, duels, decisive, ties, no_clicks, ...
     rd:{e}:audit            LIST  operator actions, eliminations, stage changes, ranker
@@ -106,6 +109,21 @@ def w_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:W"
 
 
+def ties_key(exp_id: str) -> str:
+    """The per-pair tie counts of experiment ``exp_id`` (see :func:`tie_field`)."""
+    return f"{_tag(exp_id)}:ties"
+
+
+def tie_field(i: int, j: int) -> str:
+    """The field of pair ``(i, j)`` in :func:`ties_key`, either order.
+
+    >>> tie_field(3, 1), tie_field(1, 3)
+    ('1:3', '1:3')
+    """
+    a, b = sorted((int(i), int(j)))
+    return f"{a}:{b}"
+
+
 def t_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:t"
 
@@ -175,7 +193,7 @@ def experiment_keys(exp_id: str) -> list[str]:
     """
     return [exp_key(exp_id), w_key(exp_id), t_key(exp_id), counters_key(exp_id),
             shown_key(exp_id), health_key(exp_id), pending_key(exp_id), drains_key(exp_id),
-            audit_key(exp_id), history_key(exp_id)]
+            audit_key(exp_id), history_key(exp_id), ties_key(exp_id)]
 
 
 def rate_key(client: str, window: int) -> str:

@@ -9,14 +9,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class VsChampion(BaseModel):
-    """A ranker against the champion: ``W`` counts a tie ½ to each side, so ``wins`` and
-    ``losses`` include the halves and ``ties`` is null (not stored per pair); ``p`` is
-    ``wins / (wins + losses)`` with its 95 % Wilson interval."""
+    """A ranker against the champion: ``wins`` and ``losses`` are its decisive outcomes
+    (a fractional outcome, from probabilistic interleaving's marginalized credit, counts
+    its share), ``ties`` its outcomes of exactly ½; ``p`` is its win rate with ties
+    counted ½, ``(wins + ties/2) / (wins + losses + ties)``, with its 95 % Wilson
+    interval."""
 
     model_config = ConfigDict(extra="forbid")
     wins: float
     losses: float
-    ties: int | None
+    ties: int
     p: float
     lower: float
     upper: float

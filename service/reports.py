@@ -189,6 +189,21 @@ def timeline(audit: list[dict[str, Any]], bandit, names: dict[int, str],
     return out
 
 
+def _vs_champion(vs: tuple[float, float, float, float, float], ties: int
+                 ) -> dict[str, Any]:
+    """A ranker against the champion from :attr:`Decision.vs_champion` (``W``'s counts,
+    in which each tie is ½ a win to both sides) and the pair's tie count: ``wins`` and
+    ``losses`` without the ties' halves, ``ties`` apart, ``p`` with ties counted ½.
+
+    >>> _vs_champion((10.5, 20.5, 0.339, 0.19, 0.52), 1)["wins"]
+    10.0
+    """
+    w, lo, p, lower, upper = vs
+    return {"wins": round(max(w - ties / 2, 0.0), 4),
+            "losses": round(max(lo - ties / 2, 0.0), 4), "ties": int(ties),
+            "p": round(p, 4), "lower": round(lower, 4), "upper": round(upper, 4)}
+
+
 def build(store: Store, exp_id: str, *, now: float | None = None,
           record: bool = True) -> dict[str, Any]:
     """The report of experiment ``exp_id`` (and, with ``record``, one more history point).
@@ -223,6 +238,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     if d.estimate == 0:
         seconds = 0.0
     k = int(np.count_nonzero(bandit.status != RETIRED))
+    ties = store.ties(exp_id)
     rankers = []
     for r in snap.rankers:
         a = r.arm
@@ -232,9 +248,8 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
             "name": r.name,
             "status": _status(int(bandit.status[a])),
             "impressions": int(impressions[a]),
-            "vs_champion": None if vs is None else {
-                "wins": round(vs[0], 4), "losses": round(vs[1], 4), "ties": None,
-                "p": round(vs[2], 4), "lower": round(vs[3], 4), "upper": round(vs[4], 4)},
+            "vs_champion": None if vs is None else _vs_champion(
+                vs, ties.get((min(a, d.champion), max(a, d.champion)), 0)),
             "eliminated_by": None if elim is None else names.get(elim["by"], elim["by"]),
             "eliminated_at_comparison": None if elim is None else int(elim["step"]),
         })

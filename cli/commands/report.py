@@ -39,17 +39,17 @@ def fetch(api: str, token: str, exp_id: str) -> dict[str, Any]:
 def table(rep: dict[str, Any]) -> str:
     """The verdict and the ranker table as text."""
     lines = [rep["verdict"], ""]
-    head = (f"{'ranker':<16} {'status':<10} {'impressions':>11} {'vs champion':>13} "
+    head = (f"{'ranker':<16} {'status':<10} {'impressions':>11} {'vs champion W-L-T':>17} "
             f"{'p [95% interval]':>22}  eliminated")
     lines.append(head)
     for r in rep["rankers"]:
         vs = r["vs_champion"]
         status = "champion" if r["name"] == rep["champion"] else r["status"]
-        wl = f"{vs['wins']:g}-{vs['losses']:g}" if vs else "-"
+        wl = f"{vs['wins']:g}-{vs['losses']:g}-{vs['ties']}" if vs else "-"
         p = f"{vs['p']:.3f} [{vs['lower']:.3f}, {vs['upper']:.3f}]" if vs else "-"
         elim = (f"by {r['eliminated_by']} at {r['eliminated_at_comparison']:,}"
                 if r["eliminated_by"] is not None else "")
-        lines.append(f"{r['name']:<16} {status:<10} {r['impressions']:>11,} {wl:>13} "
+        lines.append(f"{r['name']:<16} {status:<10} {r['impressions']:>11,} {wl:>17} "
                      f"{p:>22}  {elim}")
     est = rep["estimated_comparisons_to_decide"]
     lines += ["", f"estimate: {'none' if est is None else f'{est:,} comparisons'}"

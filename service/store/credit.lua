@@ -1,5 +1,5 @@
 -- The credit script (see the module docstring and service.credit).
--- KEYS: exp, W, counters, pending, then per impression: imp, clicks
+-- KEYS: exp, W, counters, pending, ties, then per impression: imp, clicks
 -- ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
 --   watched pair with d² > q·n, or n·kl(p, ½) > q with kl, is held, and so is the
 --   impression whose outcomes make n a multiple of period), then per impression: id,
@@ -35,8 +35,8 @@ local function trips(wij, wji)
 end
 local counts, codes = {}, {}
 local updates, applied, held = 0, 0, ''
-for k = 0, (#KEYS - 4) / 2 - 1 do
-  local imp, clicks = KEYS[5 + 2 * k], KEYS[6 + 2 * k]
+for k = 0, (#KEYS - 5) / 2 - 1 do
+  local imp, clicks = KEYS[6 + 2 * k], KEYS[7 + 2 * k]
   local id, mark, spec = ARGV[3 + 3 * k], ARGV[4 + 3 * k], ARGV[5 + 3 * k]
   local nreports, counted, outcomes = string.match(spec, '^(%d+)|([^|]*)|(.*)$')
   local code
@@ -62,7 +62,7 @@ for k = 0, (#KEYS - 4) / 2 - 1 do
             trip = true
           end
         end
-        writes[#writes + 1] = {oij, wij, oji, wji}
+        writes[#writes + 1] = {oij, wij, oji, wji, s == 0.5 and math.min(i, j) .. ':' .. math.max(i, j)}
       end
     end
     if no > 0 and period > 0 and (n0 + updates + 1) % period == 0 then trip = true end
@@ -73,6 +73,7 @@ for k = 0, (#KEYS - 4) / 2 - 1 do
     for _, w in ipairs(writes) do
       redis.call('SETRANGE', W, w[1], struct.pack('<d', w[2]))
       redis.call('SETRANGE', W, w[3], struct.pack('<d', w[4]))
+      if w[5] then redis.call('HINCRBY', KEYS[5], w[5], 1) end
     end
     if no > 0 then updates = updates + 1 end
     redis.call('HSET', imp, 'closed', '1', 'credited', mark)

@@ -17,6 +17,8 @@ from service.keys import (
     exp_key,
     imp_key,
     pending_key,
+    tie_field,
+    ties_key,
     w_key,
 )
 from service.records import Impression
@@ -95,7 +97,8 @@ class CreditStore(StoreBase):
         """Run the credit script for what :func:`service.credit.apply` (``update=False``)
         decided about ``impressions`` (named ``ids``), computed at structure version ``sv``
         (see the module docstring)."""
-        keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id)]
+        keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id),
+                ties_key(exp_id)]
         args: list[Any] = [sv, "" if guard is None else guard.arg()]
         sent, gone = [], {}
         for imp_id, imp in zip(ids, impressions, strict=True):
@@ -121,6 +124,15 @@ class CreditStore(StoreBase):
         codes = {i: text(c) for i, c in zip(sent, out[2:], strict=False)}
         codes.update(gone)
         return Committed(status, codes, text(out[1]) or None)
+
+    def ties(self, exp_id: str) -> dict[tuple[int, int], int]:
+        """Outcomes of exactly ½ per pair of arms ``(i, j)``, ``i < j`` (pairs with none
+        are absent)."""
+        out = {}
+        for field_, n in self.r.hgetall(ties_key(exp_id)).items():
+            i, j = text(field_).split(":")
+            out[int(i), int(j)] = int(n)
+        return out
 
     def hold(self, exp_id: str) -> str | None:
         """The impression that holds ``exp_id`` (None: no hold)."""
@@ -156,6 +168,7 @@ class CreditStore(StoreBase):
         else:
             pipe.hincrby(exp_key(exp_id), "version", 1)
         counts: dict[str, int] = {}
+        ties: dict[str, int] = {}
         for i in ids:
             res = result.results[i]
             if res["status"] in ("missing", "already"):
@@ -163,8 +176,13 @@ class CreditStore(StoreBase):
             pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": json.dumps(res)})
             for name in result.counted.get(i, []):
                 counts[name] = counts.get(name, 0) + 1
+            for a, b, s in res.get("outcomes", ()) if result.changed else ():
+                if s == 0.5 and a != b:
+                    ties[tie_field(a, b)] = ties.get(tie_field(a, b), 0) + 1
         for name, n in counts.items():
             pipe.hincrby(counters_key(exp_id), name, n)
+        for pair, n in ties.items():
+            pipe.hincrby(ties_key(exp_id), pair, n)
         pipe.zrem(pending_key(exp_id), *ids)
         pipe.hdel(exp_key(exp_id), "hold")
         return moved

@@ -77,6 +77,14 @@ def test_converged_report_certifies_the_true_best(api, converged):
     for r in others:
         vs = r["vs_champion"]
         assert 0 <= vs["lower"] <= vs["p"] <= vs["upper"] <= 1
+        # ties apart from wins and losses, and counted ½ in p (p is W's, ties included)
+        n = vs["wins"] + vs["losses"] + vs["ties"]  # 0: eliminated by another ranker
+        assert n == 0 or vs["p"] == pytest.approx((vs["wins"] + vs["ties"] / 2) / n, abs=1e-3)
+    # each tie against the champion is one of the experiment's ties (team draft: a duel
+    # whose clicks credit both sides equally), and this demo has some
+    state = requests.get(f"{api.url}/experiments/{converged.exp_id}",
+                         headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30).json()
+    assert 0 < sum(r["vs_champion"]["ties"] for r in others) <= state["counters"]["ties"]
     elims = [e for e in rep["timeline"] if e["event"] == "eliminated"]
     assert sorted(e["ranker"] for e in elims) == sorted(r["name"] for r in others)
     assert rep["timeline"][0]["event"] == "created"

@@ -71,6 +71,17 @@ def workload(name: str, n: int, seed: int) -> list[tuple[int, list[tuple[int, in
     return out
 
 
+def tie_counts(work) -> dict[tuple[int, int], int]:
+    """Outcomes of exactly ½ per pair ``(i < j)`` in a :func:`workload`."""
+    out: dict[tuple[int, int], int] = {}
+    for _, outcomes in work:
+        for i, j, s in outcomes:
+            if s == 0.5 and i != j:
+                pair = (min(i, j), max(i, j))
+                out[pair] = out.get(pair, 0) + 1
+    return out
+
+
 def apply_outcomes(b: DuelingBandit, t: int, outcomes) -> None:
     b.sync_step(t)
     if b.multi:
@@ -264,6 +275,8 @@ def test_script_and_holds_on_redis_equal_the_serial_run(store, monkeypatch, name
     got = decode_bandit(snap.w_bytes, snap.state_json, snap.n_updates, ref.t)
     assert comparable(got) == comparable(ref)
     assert snap.counters["credited"] == len(work) and store.pending_count(exp_id) == 0
+    # the per-pair tie counts (the report's vs_champion.ties), by the script and the holds
+    assert store.ties(exp_id) == tie_counts(work)
     if name in PARAMS:
         assert len(ref.eliminated) >= 2 and got.eliminated == ref.eliminated
         audit = [a for a in store.audit(exp_id) if a.get("action") == "eliminated"]
@@ -307,6 +320,7 @@ def test_concurrent_batches_on_one_experiment_count_each_impression_once(store, 
     snap = store.snapshot(exp_id, full=True)
     b = snap.bandit
     assert b.W.sum() == len(work) == b.n_updates == snap.counters["decisive"]
+    assert tie_counts(work) and store.ties(exp_id) == tie_counts(work)  # each tie once
     assert snap.counters["credited"] == len(work) and store.pending_count(exp_id) == 0
     audit = [a for a in store.audit(exp_id) if a.get("action") == "eliminated"]
     assert len(audit) == len(b.eliminated) >= 1

@@ -191,7 +191,7 @@
         el("td", {}, el("span", { class: "badge " + (r.name === rep.champion ? "champion" : r.status) },
           r.name === rep.champion ? "champion" : r.status)),
         el("td", {}, r.impressions.toLocaleString("en")),
-        el("td", {}, vs ? `${vs.wins}–${vs.losses}` : "–"),
+        el("td", {}, vs ? `${vs.wins}–${vs.losses}–${vs.ties}` : "–"),
         el("td", {}, vs ? `${vs.p} [${vs.lower}, ${vs.upper}]` : "–"),
         el("td", {}, r.eliminated_by || ""),
         el("td", {}, r.eliminated_at_comparison === null ? "" : r.eliminated_at_comparison.toLocaleString("en"))));
@@ -199,7 +199,7 @@
     root.appendChild(el("h2", {}, "Rankers"));
     root.appendChild(el("table", { id: "rankers" }, el("thead", {}, el("tr", {},
       el("th", {}, "ranker"), el("th", {}, "status"), el("th", {}, "impressions"),
-      el("th", {}, "vs champion (wins–losses)"), el("th", {}, "p [95% interval]"),
+      el("th", {}, "vs champion (wins–losses–ties)"), el("th", {}, "p [95% interval]"),
       el("th", {}, "eliminated by"), el("th", {}, "at comparison"))), tbody));
     const grid = el("div", { class: "grid" });
     grid.appendChild(el("div", {}, el("h2", {}, "Pairwise preferences"),
