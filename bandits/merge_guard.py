@@ -81,8 +81,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits import condorcet_check
-from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, Volatility
+from bandits import condorcet_check, verification
+from bandits.base import ACTIVE, ELIMINATED, Comparison, Volatility
 from bandits.merge_dts import MergeDTS
 from bandits.params import Param
 
@@ -383,56 +383,28 @@ class MergeGuard(MergeDTS):
 
     def _due_of(self, arms: np.ndarray, c: int) -> np.ndarray:
         """For each of ``arms``, the first step ``t`` at which it is due for a comparison
-        with the champion ``c`` (0: now; ``inf``: never; see the module docstring)."""
-        w = self.W[arms, c]
-        n = w + self.W[c, arms]
-        safe = np.maximum(n, 1.0)
-        gap = 0.5 - w / safe
-        with np.errstate(over="ignore"):
-            # e is refuted while n D(p̂_ec) > 2 s α log(t + C) (the elimination test at
-            # s times its threshold; for MergeDTS's D this is u_ec < ½), so it is due
-            # from t = exp(n D / (2 s α)) - C on
-            a = 2.0 * self.verify_scale * self.alpha
-            ev = n * self._divergence(np.minimum(w / safe, 0.5))
-            due = np.where((n > 0) & (gap > 0), np.exp(np.minimum(ev / a, 700.0)) - self.c,
-                           0.0)
-        k = int(np.count_nonzero(self.status != RETIRED))
-        r = condorcet_check.radius(n, k * (k - 1) // 2, self.delta)
-        settled = (np.abs(gap) - r > 0) & (n > 0)  # c beats e, or e beats c, with confidence
-        due[settled | (self.status[arms] != ELIMINATED) | (arms == c)] = math.inf
-        return np.maximum(due, 0.0)
+        with the champion ``c`` (0: now; ``inf``: never; see the module docstring): ``e``
+        is refuted while ``n D(p̂_ec) > 2 s α log(t + C)`` (the elimination test at ``s``
+        times its threshold; for MergeDTS's ``D`` this is ``u_ec < ½``)."""
+        return verification.due_steps(
+            self.W, self.status, arms, c, alpha=self.alpha, verify_scale=self.verify_scale,
+            c=self.c, t_offset=0.0, delta=self.delta, divergence=self._divergence)
 
     def _run_check(self) -> None:
-        arms = np.flatnonzero(self.status != RETIRED)
-        if arms.size < 2 or self.flagged:
+        if self.flagged:
             self._checked = self._version
             return
-        # the cycle test is O(K²): above 136 arms it runs every (K/136)² checks, so it
-        # costs about the same per step at any K
-        every = max(1, (arms.size // 136) ** 2)
-        full = (self.n_updates // self.check_every) % every == 0
-        if full:
-            res = condorcet_check.check(self.W, arms, self.delta)
-        else:
-            res = {"flagged": False, "cycle": []}
-        over: list[int] = []
-        champ = -1
         active = np.flatnonzero(self.status == ACTIVE)
-        if not res["flagged"] and 0 < active.size <= self.batch_size:
-            # every survivor beaten with confidence: the Condorcet winner (if any) is gone
-            beaten = [condorcet_check.beats_champion(self.W, int(a), arms[arms != a].tolist(),
-                                                     int(arms.size), self.delta)
-                      for a in active]
-            if all(beaten):
-                champ = int(active[0]) if active.size == 1 else self.best_arm()
-                over = beaten[int(np.flatnonzero(active == champ)[0])]
+        full, evidence = verification.guard_check(
+            self.W, self.status, active, n_updates=self.n_updates,
+            check_every=self.check_every, delta=self.delta, max_active=self.batch_size,
+            champion=lambda: int(active[0]) if active.size == 1 else self.best_arm())
         if full:
             self._checked = self._version
-        if res["flagged"] or over:
+        if evidence is not None:
             self.flagged = True
             self.flagged_at = int(self.n_updates)
-            self.evidence = {"cycle": res["cycle"], "champion": int(champ),
-                             "beat_champion": over}
+            self.evidence = evidence
             if self.on_non_condorcet == "switch":
                 self._switch()
             else:

@@ -74,8 +74,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits import condorcet_check
-from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit, Volatility
+from bandits import condorcet_check, verification
+from bandits.base import ACTIVE, ELIMINATED, Comparison, DuelingBandit, Volatility
 from bandits.merge_med import MED_ALPHA
 from bandits.params import Param
 
@@ -329,48 +329,25 @@ class SparringCertifier(DuelingBandit):
 
     def _due_of(self, arms: np.ndarray, c: int) -> np.ndarray:
         """For each of ``arms``, the first step from which it is due against ``c``:
-        while ``n · 2(½ − p̂_ec)² ≤ 2 s α log(t + 1 + C)`` (MergeGuard's rule)."""
-        w = self.W[arms, c]
-        n = w + self.W[c, arms]
-        safe = np.maximum(n, 1.0)
-        gap = 0.5 - w / safe
-        a = 2.0 * self.verify_scale * self.alpha
-        with np.errstate(over="ignore"):
-            ev = n * 2.0 * np.maximum(gap, 0.0) ** 2
-            due = np.where((n > 0) & (gap > 0), np.exp(np.minimum(ev / a, 700.0)) - self.c - 1,
-                           0.0)
-        k = int(np.count_nonzero(self.status != RETIRED))
-        r = condorcet_check.radius(n, k * (k - 1) // 2, self.delta)
-        settled = (np.abs(gap) - r > 0) & (n > 0)
-        due[settled | (self.status[arms] != ELIMINATED) | (arms == c)] = math.inf
-        return np.maximum(due, 0.0)
+        while ``n · 2(½ − p̂_ec)² ≤ 2 s α log(t + 1 + C)`` (MergeGuard's rule, with this
+        policy's ``t + 1``)."""
+        return verification.due_steps(
+            self.W, self.status, arms, c, alpha=self.alpha, verify_scale=self.verify_scale,
+            c=self.c, t_offset=1.0, delta=self.delta)
 
     # ------------------------------------------------------------------ guard
     def _run_check(self) -> None:
-        arms = np.flatnonzero(self.status != RETIRED)
-        if arms.size < 2 or self.flagged:
+        if self.flagged:
             self._checked = self._version
             return
-        # the O(K²) cycle test runs every (K/136)² checks: the same cost per step at any K
-        every = max(1, (arms.size // 136) ** 2)
-        full = (self.n_updates // self.check_every) % every == 0
-        res = (condorcet_check.check(self.W, arms, self.delta) if full
-               else {"flagged": False, "cycle": []})
-        over: list[int] = []
-        champ = -1
-        active = self._arms
-        if not res["flagged"] and 0 < active.size <= 24:
-            beaten = [condorcet_check.beats_champion(self.W, int(a), arms[arms != a].tolist(),
-                                                     int(arms.size), self.delta)
-                      for a in active]
-            if all(beaten):
-                champ = self.best_arm()
-                over = beaten[int(np.flatnonzero(active == champ)[0])]
+        full, evidence = verification.guard_check(
+            self.W, self.status, self._arms, n_updates=self.n_updates,
+            check_every=self.check_every, delta=self.delta, max_active=24,
+            champion=self.best_arm)
         if full:
             self._checked = self._version
-        if res["flagged"] or over:
+        if evidence is not None:
             self.flagged = True
             self.flagged_at = int(self.n_updates)
-            self.evidence = {"cycle": res["cycle"], "champion": int(champ),
-                             "beat_champion": over}
+            self.evidence = evidence
             self._restore()
