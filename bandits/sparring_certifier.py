@@ -137,10 +137,13 @@ class SparringCertifier(DuelingBandit):
     # ------------------------------------------------------------------ caches
     def _rebuild(self) -> None:
         """The active list and the posterior moments, from ``W`` and the status: each
-        arm's wins and losses against the arms still active."""
+        active arm's wins and losses against the arms still active. The moments are kept
+        per slot of the active list (``_slot``: arm -> slot), so a selection reads them
+        without gathering."""
         self._arms = act = np.flatnonzero(self.status == ACTIVE)
-        s = self.W[:, act].sum(axis=1)
-        f = self.W[act, :].sum(axis=0)
+        self._slot = {int(a): k for k, a in enumerate(act)}
+        s = self.W[:, act].sum(axis=1)[act]
+        f = self.W[act, :].sum(axis=0)[act]
         self._wins, self._losses = s, f
         self._mu = (s + 1.0) / (s + f + 2.0)
         self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
@@ -148,12 +151,13 @@ class SparringCertifier(DuelingBandit):
 
     def _add(self, a: int, won: float) -> None:
         """One more duel of the active arm ``a`` against an active arm, ``won`` of it."""
-        s = self._wins.item(a) + won
-        f = self._losses.item(a) + 1.0 - won
-        self._wins[a], self._losses[a] = s, f
+        k = self._slot[a]
+        s = self._wins.item(k) + won
+        f = self._losses.item(k) + 1.0 - won
+        self._wins[k], self._losses[k] = s, f
         n = s + f + 2.0
-        self._mu[a] = (s + 1.0) / n
-        self._sd[a] = math.sqrt((s + 1.0) * (f + 1.0) / (n * n * (n + 1.0)))
+        self._mu[k] = (s + 1.0) / n
+        self._sd[k] = math.sqrt((s + 1.0) * (f + 1.0) / (n * n * (n + 1.0)))
 
     # ------------------------------------------------------------------ public
     def params(self) -> dict[str, Any]:
@@ -191,7 +195,7 @@ class SparringCertifier(DuelingBandit):
         certified); the only active arm once converged."""
         if self._arms.size == 0:
             return super().best_arm()
-        return int(self._arms[int(np.argmax(self._mu[self._arms]))])
+        return int(self._arms[int(np.argmax(self._mu))])
 
     def steady(self) -> bool:
         return self.quiet_steps() == math.inf
@@ -234,10 +238,11 @@ class SparringCertifier(DuelingBandit):
                 due = np.flatnonzero(self._due <= self.t)
                 return (c, int(due[self.t % due.size]))
             return (c, c)
-        mu, sd = self._mu[arms], self._sd[arms]
+        # θ = μ + σ·z for both draws at once (the same values as one draw at a time)
         z = self.rng.standard_normal((2, n))
-        x1 = int((mu + sd * z[0]).argmax())
-        x2 = int((mu + sd * z[1]).argmax())
+        z *= self._sd
+        z += self._mu
+        x1, x2 = z.argmax(axis=1).tolist()
         if x1 == x2:  # certification: the leader against a random challenger
             x2 = int(self.rng.integers(n - 1))
             x2 += x2 >= x1
