@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="stop a run after this many steps (default 1e8); the regret "
                          "column is then the regret at that step for runs that had not "
                          "converged (near-ties that need more comparisons)")
+    ap.add_argument("--per-run", action="store_true",
+                    help="also print each run's seed, regret, last step and lost winner")
     ap.add_argument("--non-condorcet", action="store_true",
                     help="for a matrix without a Condorcet winner: the floor of showing "
                          "that (at --delta) and what the guard needs; no oracle runs")
@@ -303,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.runs):
             reg, t, was_lost = oracle_run(P, winner, alpha, args.seed + r, args.find,
                                           max_steps=int(args.steps))
+            if args.per_run:
+                print(f"  run seed {args.seed + r}: regret {reg:,.1f}, last step {t:,}, "
+                      f"lost winner {was_lost}", flush=True)
             steps.append(t)
             if was_lost:
                 lost += 1
