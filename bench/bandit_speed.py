@@ -30,6 +30,11 @@ holds), each kernel forced in turn through ``MergeDTS.small_batch`` /
     .venv/bin/python bench/bandit_speed.py
     .venv/bin/python bench/bandit_speed.py --ks 136 --algorithms mergedts,mergerucb
     .venv/bin/python bench/bandit_speed.py --kernels
+    .venv/bin/python bench/bandit_speed.py --matrix bench/results/policy/P136.txt \
+        --algorithms recommended,mergedts --repeat 2
+
+``--matrix FILE`` times the policies on a stored preference matrix (its own K) instead of
+the generated Bradley–Terry ones; ``--ks`` is then ignored.
 """
 
 from __future__ import annotations
@@ -257,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
+        "--matrix", default=None,
+        help="time on this stored preference matrix (its own K) instead of --ks",
+    )
+    ap.add_argument(
         "--kernels", action="store_true",
         help="time MergeDTS's sampling kernels by regime instead (uses --steps)",
     )
@@ -278,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         available.append(name)
 
+    if args.matrix is not None:
+        print(f"# matrix {args.matrix}")
     print(
         f"# first {args.steps} steps of each run (measured time capped at "
         f"{args.max_seconds:g} s), {args.repeat} runs per policy, all interleaved"
@@ -290,8 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{'algorithm':<17} {'K':>4} {'steps':>6} {'wall/s':>9} {'cpu/s':>9} {'x uniform':>9} "
         f"{'x literal':>9} {'cpu x lit':>9} {'active':>6}  params"
     )
-    for K in args.ks:
-        P = bradley_terry(K, gap=0.01, seed=args.seed)
+    if args.matrix is not None:
+        from cli.matrix_files import load_matrix
+
+        P0 = load_matrix(args.matrix)
+        instances = [(P0.shape[0], P0)]
+    else:
+        instances = [(K, bradley_terry(K, gap=0.01, seed=args.seed)) for K in args.ks]
+    for K, P in instances:
         runs = {
             name: [
                 Runner(name, P, args.steps, args.max_seconds, args.seed + 10 * r)

@@ -36,7 +36,32 @@ converged.
     .venv/bin/python bench/certification_floor.py P700.txt --runs 20 --alphas 0.236,0.2
     .venv/bin/python bench/certification_floor.py N136.txt --runs 8 --seed 1 --steps 1e6
 
-Instances must have a Condorcet winner.
+Instances must have a Condorcet winner, except with ``--non-condorcet``.
+
+*The non-Condorcet floor* (``--non-condorcet``, for a matrix without a Condorcet
+winner). Flagging "no Condorcet winner" at confidence ``δ`` means flagging with
+probability at most ``δ`` on every instance that has one. For each ranker ``i`` take the
+alternative instance in which ``i`` is a Condorcet winner: every ``p_ji > ½`` is moved to
+½ (just below), nothing else changes. A test that flags on ``P`` (with probability → 1)
+and on that alternative with probability ≤ ``δ`` must, by the change of measure
+(Kaufmann, Cappé & Garivier 2016, Lemma 1), collect ``Σ_j N_ij kl(p_ji, ½) ≥ kl(1 − δ',
+δ) ≈ log(1/δ)``, so at least ``log(1/δ) / max_j kl(p_ji, ½)`` comparisons of ``i`` with
+the rankers that beat it. A comparison of ``i`` with ``j`` enters only the constraint of
+its loser (the alternative for ``j`` changes no pair that ``j`` already wins), so the
+constraints use disjoint comparisons and add up:
+
+    nc_floor(δ) = Σ_i min_{j: p_ji > ½} log(1/δ) / kl(p_ji, ½)   comparisons.
+
+It is a floor in comparisons (steps of ``rankduel simulate``), for any test and any
+sampling rule, whatever the horizon. Beside it the script prints what the guard of
+:mod:`bandits.condorcet_check` needs with its anytime Hoeffding radius (union bound over
+the ``K(K−1)/2`` pairs and over ``n``): per ranker the fewest comparisons ``n`` with one
+of its beaters at which ``p_ji − r(n) > ½`` (the observed frequency taken at its mean),
+summed; and the same for the ranker that is hardest to refute alone (after convergence
+the guard flags as soon as every ranker still in play is beaten with confidence, so one
+ranker's cost is what a policy converged on it must spend).
+
+    .venv/bin/python bench/certification_floor.py bench/results/policy/I64.txt --non-condorcet
 """
 
 from __future__ import annotations
@@ -71,6 +96,112 @@ def floor_constant(P: np.ndarray) -> tuple[float, int]:
         cost = (delta[i] + delta[js]) / 2.0 / np.asarray(kl_half(P[i, js]))
         total += float(cost.min())
     return total, int(c)
+
+
+def non_condorcet_floor(P: np.ndarray, delta: float = 0.01,
+                        rhs: float | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+    """The fewest comparisons that can show at confidence ``δ`` that ``P`` has no
+    Condorcet winner (module docstring, "The non-Condorcet floor"): ``(total, cost,
+    witness)`` with ``cost[i] = rhs / max_j kl(p_ji, ½)`` over the rankers ``j`` with
+    ``p_ji > ½`` (``rhs`` defaults to ``log(1/δ)``), ``witness[i]`` that cheapest ``j``,
+    and ``total = Σ_i cost[i]``. A ranker that nobody beats (a Condorcet winner, or one
+    only tied) costs ``inf``, witness -1.
+
+    Examples
+    --------
+    >>> P = np.array([[0.5, 0.6, 0.4], [0.4, 0.5, 0.6], [0.6, 0.4, 0.5]])
+    >>> total, cost, witness = non_condorcet_floor(P, 0.01)
+    >>> round(total), witness.tolist()
+    (686, [2, 0, 1])
+    """
+    P = np.asarray(P, dtype=float)
+    K = P.shape[0]
+    r = math.log(1.0 / delta) if rhs is None else float(rhs)
+    cost = np.full(K, math.inf)
+    witness = np.full(K, -1, dtype=int)
+    for i in range(K):
+        js = np.flatnonzero(P[:, i] > 0.5)
+        js = js[js != i]
+        if js.size == 0:
+            continue
+        kl = np.asarray(kl_half(P[js, i]), dtype=float)
+        b = int(np.argmax(kl))
+        cost[i] = r / float(kl[b])
+        witness[i] = int(js[b])
+    return float(cost.sum()), cost, witness
+
+
+def guard_comparisons(p: float, n_pairs: int, delta: float = 0.01) -> int:
+    """The fewest comparisons ``n`` of a pair with ``p > ½`` at which the guard's anytime
+    Hoeffding radius (:func:`bandits.condorcet_check.radius` over ``n_pairs`` pairs)
+    gives ``p − r(n) > ½``: what the guard needs when the observed frequency sits at its
+    mean. ``0`` for ``p ≤ ½`` would be wrong, so that raises.
+
+    Examples
+    --------
+    >>> guard_comparisons(0.6, 3, 0.01)
+    1012
+    """
+    from bandits.condorcet_check import radius
+
+    gap = p - 0.5
+    if gap <= 0:
+        raise ValueError("p must be above 1/2")
+
+    def ok(n: int) -> bool:
+        return bool(radius(np.array([float(n)]), n_pairs, delta)[0] < gap)
+
+    hi = 1
+    while not ok(hi):
+        hi *= 2
+    lo = hi // 2  # not ok (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def non_condorcet_report(P: np.ndarray, delta: float = 0.01) -> int:
+    """Print the non-Condorcet floor of ``P`` and what the guard needs (``--non-condorcet``)."""
+    from bandits.matrices import condorcet_winner, copeland_winners
+
+    K = P.shape[0]
+    c = condorcet_winner(P)
+    score = (P > 0.5).sum(axis=1)  # rankers each one beats
+    print(f"K = {K}; Condorcet winner: {c}; Copeland winners: {copeland_winners(P)} "
+          f"(beat {int(score.max())} of {K - 1})")
+    if c is not None:
+        print(f"ranker {c} beats every other: no test can show there is no Condorcet winner")
+        return 0
+    lg = math.log(1.0 / delta)
+    total, cost, witness = non_condorcet_floor(P, delta)
+    total95, _, _ = non_condorcet_floor(P, delta, rhs=float(_kl(0.95, delta)))
+    npairs = K * (K - 1) // 2
+    guard = np.array([guard_comparisons(float(P[witness[i], i]), npairs, delta)
+                      for i in range(K)], dtype=float)
+    print(f"non-Condorcet floor at δ = {delta:g}: Σ_i min_j log(1/δ) / kl(p_ji, ½) = "
+          f"{total:,.0f} comparisons (log(1/δ) = {lg:.3f}; with kl(0.95, δ) = "
+          f"{_kl(0.95, delta):.3f} for 95 % detection: {total95:,.0f})")
+    print(f"the guard (anytime Hoeffding over {npairs:,} pairs, δ = {delta:g}), "
+          f"each ranker against its cheapest beater: Σ_i = {guard.sum():,.0f} comparisons "
+          f"({guard.sum() / total:.1f}× the floor)")
+    order = np.argsort(-cost)
+    print("the rankers hardest to refute (floor and guard cost, comparisons with the witness):")
+    print(f"{'ranker':>6} {'beats':>8} {'witness':>7} {'p_ji':>7} {'gap':>7} "
+          f"{'floor':>12} {'guard':>12} {'share':>6}")
+    for i in order[:10]:
+        j = witness[i]
+        print(f"{i:>6} {int(score[i]):>8} {j:>7} {P[j, i]:>7.4f} {P[j, i] - 0.5:>7.4f} "
+              f"{cost[i]:>12,.0f} {guard[i]:>12,.0f} {cost[i] / total:>6.1%}")
+    return 0
+
+
+def _kl(p: float, q: float) -> float:
+    """Bernoulli ``kl(p, q)``."""
+    return p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
 
 
 def _beaten(w: float, n: float, thr: float) -> bool:
@@ -146,8 +277,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="stop a run after this many steps (default 1e8); the regret "
                          "column is then the regret at that step for runs that had not "
                          "converged (near-ties that need more comparisons)")
+    ap.add_argument("--per-run", action="store_true",
+                    help="also print each run's seed, regret, last step and lost winner")
+    ap.add_argument("--non-condorcet", action="store_true",
+                    help="for a matrix without a Condorcet winner: the floor of showing "
+                         "that (at --delta) and what the guard needs; no oracle runs")
+    ap.add_argument("--delta", type=float, default=0.01,
+                    help="confidence of --non-condorcet (default 0.01, the guard's)")
     args = ap.parse_args(argv)
     P = load_matrix(args.matrix)
+    if args.non_condorcet:
+        print(f"{args.matrix}:")
+        return non_condorcet_report(P, args.delta)
     const, winner = floor_constant(P)
     print(f"{args.matrix}: K = {P.shape[0]}, Condorcet winner {winner}")
     print(f"floor constant Σ_i min_j (Δ_i + Δ_j) / (2 kl(p_ij, ½)) = {const:,.1f}")
@@ -164,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.runs):
             reg, t, was_lost = oracle_run(P, winner, alpha, args.seed + r, args.find,
                                           max_steps=int(args.steps))
+            if args.per_run:
+                print(f"  run seed {args.seed + r}: regret {reg:,.1f}, last step {t:,}, "
+                      f"lost winner {was_lost}", flush=True)
             steps.append(t)
             if was_lost:
                 lost += 1

@@ -63,3 +63,65 @@ def test_oracle_pays_about_the_floor_at_its_threshold_and_king_of_the_hill_finds
     assert o.std(ddof=1) / math.sqrt(o.size) < 0.05 * o.mean()
     assert 0.75 * const * thr < o.mean() < 1.25 * const * thr
     assert k.mean() > o.mean()
+
+
+# ---------------------------------------------------------------- --non-condorcet
+
+
+def test_non_condorcet_floor_on_a_three_ranker_cycle_by_hand(cf):
+    """0 beats 1 (0.6), 1 beats 2 (0.7), 2 beats 0 (0.8): each ranker has one beater, so
+    the floor is log(100) · (1/kl(0.8, ½) + 1/kl(0.6, ½) + 1/kl(0.7, ½))
+    = 4.60517 · (5.1882 + 49.6628 + 12.1532) = 308.56 comparisons."""
+    P = np.array([[0.5, 0.6, 0.2], [0.4, 0.5, 0.7], [0.8, 0.3, 0.5]])
+    total, cost, witness = cf.non_condorcet_floor(P, 0.01)
+    assert witness.tolist() == [2, 0, 1]
+    assert cost.tolist() == pytest.approx(
+        [math.log(100) / _kl(p) for p in (0.8, 0.6, 0.7)], rel=1e-12)
+    assert total == pytest.approx(308.56, abs=0.01)
+    # kl(p, ½) values by hand: 0.6 → 0.020136, 0.7 → 0.082283, 0.8 → 0.192745
+    assert [_kl(p) for p in (0.6, 0.7, 0.8)] == pytest.approx(
+        [0.020136, 0.082283, 0.192745], abs=1e-6)
+    # rhs replaces log(1/δ): the floor scales with it
+    t2, _, _ = cf.non_condorcet_floor(P, 0.01, rhs=1.0)
+    assert t2 == pytest.approx(total / math.log(100))
+
+
+def test_non_condorcet_floor_takes_the_cheapest_beater_and_inf_for_an_unbeaten_ranker(cf):
+    # a fourth ranker beaten by 0 (0.55) and by 1 (0.8), beating 2: its witness is 1
+    P = np.array([
+        [0.5, 0.6, 0.2, 0.55],
+        [0.4, 0.5, 0.7, 0.8],
+        [0.8, 0.3, 0.5, 0.4],
+        [0.45, 0.2, 0.6, 0.5],
+    ])
+    total, cost, witness = cf.non_condorcet_floor(P, 0.01)
+    assert witness[3] == 1
+    assert cost[3] == pytest.approx(math.log(100) / _kl(0.8))
+    # with a Condorcet winner (0 beats all) no test can flag: its cost is infinite
+    Q = np.array([[0.5, 0.6, 0.7], [0.4, 0.5, 0.6], [0.3, 0.4, 0.5]])
+    total, cost, witness = cf.non_condorcet_floor(Q, 0.01)
+    assert math.isinf(total) and math.isinf(cost[0]) and witness[0] == -1
+    assert witness[1:].tolist() == [0, 0]
+
+
+def test_guard_comparisons_is_the_first_n_at_which_the_radius_is_below_the_gap(cf):
+    from bandits.condorcet_check import radius
+
+    for p, pairs in ((0.6, 3), (0.51, 2016), (0.5058, 2016)):
+        n = cf.guard_comparisons(p, pairs, 0.01)
+        r = radius(np.array([n - 1.0, float(n)]), pairs, 0.01)
+        assert r[1] < p - 0.5 <= r[0]
+        # the guard's Hoeffding union bound needs more than the floor for that pair
+        assert n > math.log(100) / _kl(p)
+    with pytest.raises(ValueError):
+        cf.guard_comparisons(0.5, 3, 0.01)
+
+
+def test_non_condorcet_cli_prints_the_floor(cf, tmp_path, capsys):
+    from cli.matrix_files import save_matrix
+
+    P = np.array([[0.5, 0.6, 0.2], [0.4, 0.5, 0.7], [0.8, 0.3, 0.5]])
+    path = save_matrix(tmp_path / "cycle.txt", P)
+    assert cf.main([str(path), "--non-condorcet"]) == 0
+    out = capsys.readouterr().out
+    assert "non-Condorcet floor at δ = 0.01" in out and "309 comparisons" in out
