@@ -719,6 +719,10 @@ def main() -> int:
                   "{wrk_delay_rankduel_p99_ms}; /bare {wrk_delay_bare_p50_ms} / "
                   "{wrk_delay_bare_p99_ms})".format(**results), flush=True)
 
+        elif args.generator == "wrk":
+            results["wrk"] = {"skipped": WRK_MISSING}
+            print(WRK_MISSING, flush=True)
+
         # ---- credit throughput of one worker
         if not args.skip_credit:
             results["credit"] = credit_throughput(client, stack, env, work, redis_url, world,
