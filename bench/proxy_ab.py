@@ -18,6 +18,8 @@ The medians over the rounds are printed last, with the load average.
     .venv/bin/python bench/proxy_ab.py --before /work/main [--rounds 3] [--seconds 5]
     # one checkout, two gunicorn settings (before: --api-workers/--api-threads)
     .venv/bin/python bench/proxy_ab.py --before . --after-workers 4 --after-threads 4
+    # the open loops driven by wrk instead of Python (see bench/service_load.py)
+    .venv/bin/python bench/proxy_ab.py --before /work/main --generator wrk --rate 250
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import json
 import os
 import secrets
+import shutil
 import statistics
 import sys
 import tempfile
@@ -36,7 +39,13 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.service_load import load, open_load, proc_cpu_seconds  # noqa: E402
+from bench.service_load import (  # noqa: E402
+    WRK_MISSING,
+    load,
+    open_load,
+    proc_cpu_seconds,
+    wrk_load,
+)
 from demo.client import Client  # noqa: E402
 from demo.stack import Child, Stack, child_pids, free_port  # noqa: E402
 from demo.world_rankers import demo_world, ranker_name  # noqa: E402
@@ -76,6 +85,29 @@ def measure(base: str, pids: list[int], searches: list[str], delay_searches: lis
         out["search_vs_bare_throughput"] = round(search["req_per_s"] / bare["req_per_s"], 3)
         out["api_cpu_us_per_search"] = round((cpu1 - cpu0) / max(search["requests"], 1) * 1e6)
         out["errors"] += bare["errors"] + search["errors"]
+    if args.generator == "wrk":
+        c = args.wrk_connections
+        if "open" in args.parts:
+            fast = wrk_load(base, searches, seconds=args.seconds, connections=c, rate=args.rate)
+            bare = wrk_load(base, ["/bare"], seconds=args.seconds, connections=c,
+                            rate=args.rate)
+            out.update(wrk_added_p50_ms=fast["added_p50_ms"],
+                       wrk_added_p99_ms=fast["added_p99_ms"],
+                       wrk_rankduel_p50_ms=fast["rankduel_p50_ms"],
+                       wrk_rankduel_p99_ms=fast["rankduel_p99_ms"],
+                       wrk_bare_p50_ms=bare["p50_ms"], wrk_bare_p99_ms=bare["p99_ms"],
+                       wrk_lag_p99_ms=fast["send_lag_p99_ms"])
+            out["errors"] += fast["errors"] + bare["errors"]
+        if "delay" in args.parts:
+            delay = wrk_load(base, delay_searches, seconds=args.seconds, connections=c,
+                             rate=args.delay_rate)
+            out.update(wrk_delay_added_p50_ms=delay["added_p50_ms"],
+                       wrk_delay_added_p99_ms=delay["added_p99_ms"],
+                       wrk_delay_rankduel_p50_ms=delay["rankduel_p50_ms"],
+                       wrk_delay_rankduel_p99_ms=delay["rankduel_p99_ms"],
+                       wrk_delay_lag_p99_ms=delay["send_lag_p99_ms"])
+            out["errors"] += delay["errors"]
+        return out
     if "open" in args.parts:
         fast = open_load(base, searches, rate=args.rate, seconds=args.seconds,
                          procs=args.procs)
@@ -112,7 +144,15 @@ def main() -> int:
     ap.add_argument("--parts", default="closed,open,delay",
                     help="which loads: closed (bare and search), open (fast rankers), delay")
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--generator", choices=("python", "wrk"), default="python",
+                    help="the open loops' load generator: python (http.client) or the "
+                    "compiled wrk (bench/wrk_search.lua; figures named wrk_*, with /bare at "
+                    "the same rate); the closed loop is always the Python one")
+    ap.add_argument("--wrk-connections", type=int, default=16)
     args = ap.parse_args()
+    if args.generator == "wrk" and shutil.which("wrk") is None:
+        print(WRK_MISSING)
+        return 0
 
     admin = secrets.token_urlsafe(16)
     work = tempfile.mkdtemp(prefix="rankduel-ab-")

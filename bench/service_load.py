@@ -45,6 +45,18 @@ shares the machine's cores with the server, so absolute figures are lower bounds
     .venv/bin/python bench/service_load.py [--seconds 10] [--clients 16] [--impressions 2000]
     # the API of another checkout (its .venv, cwd and PYTHONPATH), e.g. main as "before":
     .venv/bin/python bench/service_load.py --code /work/main --skip-credit
+    # also drive the loads with the compiled generator wrk (apt-get install wrk):
+    .venv/bin/python bench/service_load.py --generator wrk --skip-credit
+
+With ``--generator wrk`` the closed and open loops are run a second time by ``wrk``
+(``bench/wrk_search.lua``, one connection per wrk thread, paced at a fixed rate in the
+open loops), after the Python generator's, and reported as ``wrk_*`` figures next to
+the unchanged ones: ``wrk_search_added_p50_ms`` / ``wrk_search_added_p99_ms`` at half the
+wrk-measured ``/search`` capacity, ``wrk_delay_added_*`` at ``--delay-rate`` against
+the fixed-delay rankers, the in-app ``rankduel;dur`` part (``wrk_*_rankduel_*``) and
+``/bare`` at the same rates (``wrk_bare_*``, ``wrk_delay_bare_*``: the floor of
+gunicorn + Flask + HTTP with this generator). wrk's generator costs far less CPU than
+Python's http.client, so less of the measured latency is the client's own.
 """
 
 from __future__ import annotations
@@ -55,6 +67,8 @@ import json
 import multiprocessing as mp
 import os
 import secrets
+import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -264,6 +278,120 @@ def open_load(base: str, paths: list[str], *, rate: float, seconds: float, procs
     return out
 
 
+WRK_SCRIPT = ROOT / "bench" / "wrk_search.lua"
+WRK_MISSING = ("wrk mode skipped: the wrk binary is not on PATH "
+               "(Debian/Ubuntu: apt-get install -y wrk)")
+
+
+def wrk_rows(text: str) -> np.ndarray:
+    """The rows ``bench/wrk_search.lua`` writes (``status latency_ms rankers_ms
+    rankduel_ms lag_ms``, ``nan`` where ``Server-Timing`` lacks a part) as an (n, 5)
+    array."""
+    rows = [[float(x) for x in line.split()] for line in text.splitlines() if line.strip()]
+    return np.array(rows, dtype=float).reshape(-1, 5)
+
+
+def wrk_figures(rows: np.ndarray, seconds: float) -> dict:
+    """Latency, added time (latency minus ``Server-Timing: rankers``), the in-app
+    ``rankduel`` part and the send lag, p50/p99 in ms, from :func:`wrk_rows`."""
+    ok = rows[:, 0] == 200
+    lat, rk, rd, lag = (rows[ok, j] for j in range(1, 5))
+    out = {
+        "requests": int(rows.shape[0]), "errors": int((~ok).sum()),
+        "req_per_s": round(int(ok.sum()) / seconds, 1),
+        "p50_ms": _pct(lat, 50), "p99_ms": _pct(lat, 99),
+        "send_lag_p99_ms": _pct(lag, 99),
+    }
+    timed = ~np.isnan(rk)
+    if timed.any():
+        added = lat[timed] - rk[timed]
+        out.update(added_p50_ms=_pct(added, 50), added_p99_ms=_pct(added, 99),
+                   rankers_p50_ms=_pct(rk[timed], 50))
+    if (~np.isnan(rd)).any():
+        app = rd[~np.isnan(rd)]
+        out.update(rankduel_p50_ms=_pct(app, 50), rankduel_p99_ms=_pct(app, 99))
+    return out
+
+
+def wrk_load(base: str, paths: list[str], *, seconds: float, connections: int = 16,
+             rate: float | None = None, timeout_s: float = 5.0) -> dict:
+    """Load by the compiled generator ``wrk`` with ``bench/wrk_search.lua``: one
+    connection per wrk thread, closed loop (``rate`` None) or paced at ``rate``
+    requests/s in total (open loop: a fixed schedule per connection, see the script).
+    Per request the latency and the ``Server-Timing`` parts; the percentiles are
+    computed here (:func:`wrk_figures`). ``wrk_p50_ms``/``wrk_p99_ms`` are wrk's own
+    latency histogram, a check on the script's timing."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise FileNotFoundError(WRK_MISSING)
+    with tempfile.TemporaryDirectory(prefix="rankduel-wrk-") as tmp:
+        paths_file, out_file = Path(tmp, "paths"), Path(tmp, "rows")
+        paths_file.write_text("\n".join(paths) + "\n")
+        env = dict(os.environ, WRK_PATHS=str(paths_file), WRK_OUT=str(out_file),
+                   WRK_THREADS=str(connections), WRK_RATE=str(rate or 0))
+        secs = max(1, round(seconds))
+        proc = subprocess.run(
+            [wrk, "-t", str(connections), "-c", str(connections), "-d", f"{secs}s",
+             "--timeout", f"{max(1, round(timeout_s))}s", "-s", str(WRK_SCRIPT), base],
+            env=env, capture_output=True, text=True, timeout=secs + 60)
+        if proc.returncode != 0 or not out_file.exists():
+            raise RuntimeError(f"wrk failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        rows = wrk_rows(out_file.read_text())
+    summary = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("wrk_summary "):
+            summary = {k: int(v) for k, v in (x.split("=") for x in line.split()[1:])}
+    duration = summary.get("duration_us", secs * 1e6) / 1e6
+    out = wrk_figures(rows, duration)
+    if rate:
+        out["rate"] = round(rate, 1)
+    out["wrk_p50_ms"] = round(summary.get("p50_us", float("nan")) / 1e3, 2)
+    out["wrk_p99_ms"] = round(summary.get("p99_us", float("nan")) / 1e3, 2)
+    out["wrk_socket_errors"] = sum(summary.get(f"errors_{k}", 0)
+                                   for k in ("connect", "read", "write", "timeout"))
+    # a request sent while the connection's previous answer was still due (wrk can do
+    # this after a reconnect) would pair answers with the wrong send times
+    out["wrk_unpaired"] = summary.get("overlaps", 0) + summary.get("orphans", 0)
+    if out["wrk_unpaired"]:
+        print(f"warning: {out['wrk_unpaired']} wrk answers could not be paired with their "
+              "request's send time; their latencies are unreliable", flush=True)
+    return out
+
+
+def wrk_section(base: str, bare: list[str], searches: list[str], delay_searches: list[str],
+                args) -> dict:
+    """What ``--generator wrk`` adds to the results: the same loads as the Python
+    generator's, driven by wrk. Closed loop ``/bare`` and ``/search`` (capacity), then
+    open loops: searches at half that capacity (or ``--wrk-rate``) with fast rankers,
+    searches at ``--delay-rate`` with the fixed-delay rankers, and ``/bare`` at both
+    rates (the floor: what gunicorn + Flask + HTTP alone cost at that rate)."""
+    c, s = args.wrk_connections, args.seconds
+    out: dict = {"connections": c}
+    wrk_load(base, bare, seconds=1, connections=c)  # warm up
+    wrk_load(base, searches, seconds=1, connections=c)
+    out["bare_closed"] = wrk_load(base, bare, seconds=s, connections=c)
+    print("wrk bare, closed loop  ", out["bare_closed"], flush=True)
+    out["search_closed"] = wrk_load(base, searches, seconds=s, connections=c)
+    print("wrk search, closed loop", out["search_closed"], flush=True)
+    out["search_vs_bare_throughput"] = round(
+        out["search_closed"]["req_per_s"] / out["bare_closed"]["req_per_s"], 3)
+    rate = args.wrk_rate or out["search_closed"]["req_per_s"] / 2
+    out["search_open"] = wrk_load(base, searches, seconds=s, connections=c, rate=rate)
+    print(f"wrk search, open loop at {rate:.1f}/s", out["search_open"], flush=True)
+    out["bare_open"] = wrk_load(base, bare, seconds=s, connections=c, rate=rate)
+    print(f"wrk bare, open loop at {rate:.1f}/s", out["bare_open"], flush=True)
+    wrk_load(base, delay_searches, seconds=1, connections=c, rate=args.delay_rate)
+    out["delay"] = wrk_load(base, delay_searches, seconds=s, connections=c,
+                            rate=args.delay_rate)
+    print(f"wrk {args.delay_ms:g} ms rankers at {args.delay_rate:g}/s", out["delay"],
+          flush=True)
+    out["bare_delay_rate"] = wrk_load(base, bare, seconds=s, connections=c,
+                                      rate=args.delay_rate)
+    print(f"wrk bare, open loop at {args.delay_rate:g}/s", out["bare_delay_rate"], flush=True)
+    out["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
 def proc_cpu_seconds(pids: list[int]) -> float:
     """User + system CPU seconds of processes ``pids`` (Linux ``/proc``)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -440,11 +568,24 @@ def main() -> int:
                     help="the API's RANKDUEL_ACCESS_LOG (default: written, to /dev/null)")
     ap.add_argument("--skip-credit", action="store_true", help="leave out the credit part")
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--generator", choices=("python", "wrk"), default="python",
+                    help="python: the figures above, from the http.client load generator; "
+                    "wrk: the same, plus the closed and open loops again driven by the "
+                    "compiled generator wrk (bench/wrk_search.lua), reported as wrk_* "
+                    "(skipped with a message when wrk is not installed)")
+    ap.add_argument("--wrk-connections", type=int, default=16,
+                    help="wrk connections (one wrk thread each)")
+    ap.add_argument("--wrk-rate", type=float, default=None,
+                    help="wrk's open-loop searches/s with fast rankers (default: half "
+                    "the wrk-measured closed-loop /search capacity)")
     args = ap.parse_args()
+    if args.generator == "wrk" and shutil.which("wrk") is None:
+        print(WRK_MISSING, flush=True)
 
     admin = secrets.token_urlsafe(16)
     work = tempfile.mkdtemp(prefix="rankduel-bench-")
-    results: dict = {"machine_cores": os.cpu_count(), "args": vars(args)}
+    results: dict = {"machine_cores": os.cpu_count(), "args": vars(args),
+                     "load_average_start": [round(x, 2) for x in os.getloadavg()]}
     with Stack(work) as stack:
         redis_url = stack.start_redis()
         env = dict(os.environ, REDIS_URL=redis_url, RANKDUEL_ADMIN_TOKEN=admin,
@@ -552,6 +693,36 @@ def main() -> int:
         print(f"selection CPU, one thread, no load: "
               f"{results['selection_cpu_us_single_thread']} µs", flush=True)
 
+        # ---- the same loads, driven by the compiled generator wrk
+        if args.generator == "wrk" and shutil.which("wrk") is not None:
+            w = results["wrk"] = wrk_section(base, ["/bare"], searches, delay_searches, args)
+            results.update(
+                wrk_search_vs_bare_throughput=w["search_vs_bare_throughput"],
+                wrk_search_rate=w["search_open"]["rate"],
+                wrk_search_added_p50_ms=w["search_open"].get("added_p50_ms"),
+                wrk_search_added_p99_ms=w["search_open"].get("added_p99_ms"),
+                wrk_search_rankduel_p50_ms=w["search_open"].get("rankduel_p50_ms"),
+                wrk_search_rankduel_p99_ms=w["search_open"].get("rankduel_p99_ms"),
+                wrk_bare_p50_ms=w["bare_open"]["p50_ms"],
+                wrk_bare_p99_ms=w["bare_open"]["p99_ms"],
+                wrk_delay_added_p50_ms=w["delay"].get("added_p50_ms"),
+                wrk_delay_added_p99_ms=w["delay"].get("added_p99_ms"),
+                wrk_delay_rankduel_p50_ms=w["delay"].get("rankduel_p50_ms"),
+                wrk_delay_rankduel_p99_ms=w["delay"].get("rankduel_p99_ms"),
+                wrk_delay_bare_p50_ms=w["bare_delay_rate"]["p50_ms"],
+                wrk_delay_bare_p99_ms=w["bare_delay_rate"]["p99_ms"])
+            print("wrk: search at {wrk_search_rate}/s added p50/p99 {wrk_search_added_p50_ms}"
+                  " / {wrk_search_added_p99_ms} ms (in-app rankduel {wrk_search_rankduel_p50_ms}"
+                  " / {wrk_search_rankduel_p99_ms}; /bare {wrk_bare_p50_ms} / "
+                  "{wrk_bare_p99_ms}); delay rankers added {wrk_delay_added_p50_ms} / "
+                  "{wrk_delay_added_p99_ms} ms (in-app {wrk_delay_rankduel_p50_ms} / "
+                  "{wrk_delay_rankduel_p99_ms}; /bare {wrk_delay_bare_p50_ms} / "
+                  "{wrk_delay_bare_p99_ms})".format(**results), flush=True)
+
+        elif args.generator == "wrk":
+            results["wrk"] = {"skipped": WRK_MISSING}
+            print(WRK_MISSING, flush=True)
+
         # ---- credit throughput of one worker
         if not args.skip_credit:
             results["credit"] = credit_throughput(client, stack, env, work, redis_url, world,
@@ -559,6 +730,7 @@ def main() -> int:
     headline = {k: results[k] for k in (
         "search_vs_bare_throughput", "search_added_p50_ms", "search_added_p99_ms",
         "api_cpu_us_per_search", "delay_added_p50_ms", "delay_added_p99_ms")}
+    headline.update({k: v for k, v in results.items() if k.startswith("wrk_")})
     headline["load_average"] = os.getloadavg()
     results["headline"] = headline
     if args.json:
