@@ -246,13 +246,13 @@ class SparringCertifier(DuelingBandit):
         if x1 == x2:  # certification: the leader against a random challenger
             x2 = int(self.rng.integers(n - 1))
             x2 += x2 >= x1
-        return (int(arms[x1]), int(arms[x2]))
+        return (arms.item(x1), arms.item(x2))
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if i != j:
             self._version += 1
             wij, wji = self.W.item(i, j), self.W.item(j, i)
-            if self.status[i] == ACTIVE and self.status[j] == ACTIVE:
+            if self.status.item(i) == ACTIVE and self.status.item(j) == ACTIVE:
                 self._add(i, outcome)
                 self._add(j, 1.0 - outcome)
                 if self._beaten(wij, wij + wji):
