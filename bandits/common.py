@@ -6,6 +6,8 @@
     the upper confidence bounds ``u_jc`` of every arm against one arm (RUCB, RCS).
 :func:`rand_argmax`
     an arg max with ties broken at random.
+:func:`first_true`
+    the smallest ``n ≥ 1`` at which a monotone condition holds (doubling, then bisection).
 :class:`LossCounter`
     per arm, the number of opponents it optimistically loses to, kept without
     recomputing the K×K matrix ``U`` on every step (RUCB, DTS, MDB, CCB).
@@ -13,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -69,6 +72,29 @@ def wilson_interval(wins: Any, n: Any, z: float = Z95) -> tuple[Any, Any]:
     if lo.ndim == 0:
         return float(lo), float(hi)
     return lo, hi
+
+
+def first_true(holds: Callable[[int], bool], limit: int | None = None) -> int | None:
+    """The smallest ``n ≥ 1`` with ``holds(n)``, for a condition that stays true once it
+    holds: doubling until it holds, then bisection (``O(log n)`` calls). None when it
+    does not hold by ``limit`` (no limit: search until it does).
+
+    >>> first_true(lambda n: n * n >= 1000), first_true(lambda n: False, limit=64)
+    (32, None)
+    """
+    hi = 1
+    while not holds(hi):
+        hi *= 2
+        if limit is not None and hi > limit:
+            return None
+    lo = hi // 2  # fails (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if holds(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def ucb_column(W: np.ndarray, c: int, bonus: float) -> np.ndarray:

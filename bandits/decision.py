@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
-from bandits.common import wilson_interval
+from bandits.common import first_true, wilson_interval
 
 #: pseudo-comparisons of the Bradley–Terry prior in each pair's preference estimate
 PRIOR = 200.0
@@ -163,19 +163,7 @@ def remaining_needed(bandit: DuelingBandit, w: float, n: float, p: float, t: flo
             return 0
         if p >= 0.5:
             return None
-        hi = 1
-        while not bandit._beaten(w + p * hi, n + hi):
-            hi *= 2
-            if hi > MAX_NEED:
-                return None
-        lo = hi // 2
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if bandit._beaten(w + p * mid, n + mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return first_true(lambda m: bandit._beaten(w + p * m, n + m), limit=MAX_NEED)
     finally:
         bandit.t = saved
 

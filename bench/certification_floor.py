@@ -142,26 +142,16 @@ def guard_comparisons(p: float, n_pairs: int, delta: float = 0.01) -> int:
     >>> guard_comparisons(0.6, 3, 0.01)
     1012
     """
+    from bandits.common import first_true
     from bandits.condorcet_check import radius
 
     gap = p - 0.5
     if gap <= 0:
         raise ValueError("p must be above 1/2")
 
-    def ok(n: int) -> bool:
-        return bool(radius(np.array([float(n)]), n_pairs, delta)[0] < gap)
-
-    hi = 1
-    while not ok(hi):
-        hi *= 2
-    lo = hi // 2  # not ok (or 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    n = first_true(lambda m: bool(radius(np.array([float(m)]), n_pairs, delta)[0] < gap))
+    assert n is not None  # no limit: the radius shrinks to 0
+    return n
 
 
 def non_condorcet_report(P: np.ndarray, delta: float = 0.01) -> int:

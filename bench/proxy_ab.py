@@ -44,6 +44,7 @@ from bench.service_load import (  # noqa: E402
     load,
     open_load,
     proc_cpu_seconds,
+    wrk_flat,
     wrk_load,
 )
 from demo.client import Client  # noqa: E402
@@ -91,20 +92,13 @@ def measure(base: str, pids: list[int], searches: list[str], delay_searches: lis
             fast = wrk_load(base, searches, seconds=args.seconds, connections=c, rate=args.rate)
             bare = wrk_load(base, ["/bare"], seconds=args.seconds, connections=c,
                             rate=args.rate)
-            out.update(wrk_added_p50_ms=fast["added_p50_ms"],
-                       wrk_added_p99_ms=fast["added_p99_ms"],
-                       wrk_rankduel_p50_ms=fast["rankduel_p50_ms"],
-                       wrk_rankduel_p99_ms=fast["rankduel_p99_ms"],
-                       wrk_bare_p50_ms=bare["p50_ms"], wrk_bare_p99_ms=bare["p99_ms"],
+            out.update(wrk_flat("wrk_", fast), **wrk_flat("wrk_bare_", bare, parts=("",)),
                        wrk_lag_p99_ms=fast["send_lag_p99_ms"])
             out["errors"] += fast["errors"] + bare["errors"]
         if "delay" in args.parts:
             delay = wrk_load(base, delay_searches, seconds=args.seconds, connections=c,
                              rate=args.delay_rate)
-            out.update(wrk_delay_added_p50_ms=delay["added_p50_ms"],
-                       wrk_delay_added_p99_ms=delay["added_p99_ms"],
-                       wrk_delay_rankduel_p50_ms=delay["rankduel_p50_ms"],
-                       wrk_delay_rankduel_p99_ms=delay["rankduel_p99_ms"],
+            out.update(wrk_flat("wrk_delay_", delay),
                        wrk_delay_lag_p99_ms=delay["send_lag_p99_ms"])
             out["errors"] += delay["errors"]
         return out

@@ -313,6 +313,22 @@ def wrk_figures(rows: np.ndarray, seconds: float) -> dict:
     return out
 
 
+def wrk_flat(prefix: str, fig: dict, parts: tuple[str, ...] = ("added", "rankduel")
+             ) -> dict:
+    """The p50/p99 of ``parts`` of one :func:`wrk_load` result as flat keys (the JSON's
+    ``wrk_*`` figures); part ``""`` is the latency itself.
+
+    >>> wrk_flat("wrk_bare_", {"p50_ms": 0.7, "p99_ms": 1.2}, parts=("",))
+    {'wrk_bare_p50_ms': 0.7, 'wrk_bare_p99_ms': 1.2}
+    """
+    out = {}
+    for part in parts:
+        name = f"{part}_" if part else ""
+        for q in ("p50", "p99"):
+            out[f"{prefix}{name}{q}_ms"] = fig.get(f"{name}{q}_ms")
+    return out
+
+
 def wrk_load(base: str, paths: list[str], *, seconds: float, connections: int = 16,
              rate: float | None = None, timeout_s: float = 5.0) -> dict:
     """Load by the compiled generator ``wrk`` with ``bench/wrk_search.lua``: one
@@ -699,18 +715,10 @@ def main() -> int:
             results.update(
                 wrk_search_vs_bare_throughput=w["search_vs_bare_throughput"],
                 wrk_search_rate=w["search_open"]["rate"],
-                wrk_search_added_p50_ms=w["search_open"].get("added_p50_ms"),
-                wrk_search_added_p99_ms=w["search_open"].get("added_p99_ms"),
-                wrk_search_rankduel_p50_ms=w["search_open"].get("rankduel_p50_ms"),
-                wrk_search_rankduel_p99_ms=w["search_open"].get("rankduel_p99_ms"),
-                wrk_bare_p50_ms=w["bare_open"]["p50_ms"],
-                wrk_bare_p99_ms=w["bare_open"]["p99_ms"],
-                wrk_delay_added_p50_ms=w["delay"].get("added_p50_ms"),
-                wrk_delay_added_p99_ms=w["delay"].get("added_p99_ms"),
-                wrk_delay_rankduel_p50_ms=w["delay"].get("rankduel_p50_ms"),
-                wrk_delay_rankduel_p99_ms=w["delay"].get("rankduel_p99_ms"),
-                wrk_delay_bare_p50_ms=w["bare_delay_rate"]["p50_ms"],
-                wrk_delay_bare_p99_ms=w["bare_delay_rate"]["p99_ms"])
+                **wrk_flat("wrk_search_", w["search_open"]),
+                **wrk_flat("wrk_bare_", w["bare_open"], parts=("",)),
+                **wrk_flat("wrk_delay_", w["delay"]),
+                **wrk_flat("wrk_delay_bare_", w["bare_delay_rate"], parts=("",)))
             print("wrk: search at {wrk_search_rate}/s added p50/p99 {wrk_search_added_p50_ms}"
                   " / {wrk_search_added_p99_ms} ms (in-app rankduel {wrk_search_rankduel_p50_ms}"
                   " / {wrk_search_rankduel_p99_ms}; /bare {wrk_bare_p50_ms} / "

@@ -176,9 +176,9 @@ class CreditStore(StoreBase):
             pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": json.dumps(res)})
             for name in result.counted.get(i, []):
                 counts[name] = counts.get(name, 0) + 1
-            for a, b, s in res.get("outcomes", ()) if result.changed else ():
-                if s == 0.5 and a != b:
-                    ties[tie_field(a, b)] = ties.get(tie_field(a, b), 0) + 1
+            for pair in (tie_field(a, b) for a, b, s in res.get("outcomes", ())
+                         if s == 0.5 and a != b):
+                ties[pair] = ties.get(pair, 0) + 1
         for name, n in counts.items():
             pipe.hincrby(counters_key(exp_id), name, n)
         for pair, n in ties.items():
