@@ -7,8 +7,12 @@ refuted ``e`` at ``verify_scale`` times the elimination threshold, that is while
 ``n · D(p̂_ec) ≤ 2 · verify_scale · α · log(t + t_offset + C)`` with ``D`` the policy's
 divergence. Solved for ``t`` this is the step from which ``e`` is *due*
 (:func:`due_steps`); the bound grows like log t, the anytime schedule of RUCB (Zoghi et
-al. 2014, Algorithm 1) applied to the champion's row. A pair settled at the guard's
-confidence (either way) is never due again.
+al. 2014, Algorithm 1) applied to the champion's row. A pair settled with confidence is
+never due again: one arm beats the other by the anytime Hoeffding radius
+(:func:`bandits.condorcet_check.radius`), and when ``e`` is that arm, by the guard's edge
+test too (:func:`bandits.condorcet_check.edge_radius`; beyond the first few dozen
+comparisons of a pair the first implies the second), so the guard holds every edge
+against the champion that stopped a verification.
 
 The guard (:func:`guard_check`) flags the data when no arm can be the Condorcet winner:
 every arm beaten with confidence by some arm (:func:`bandits.condorcet_check.check`), or
@@ -66,7 +70,10 @@ def due_steps(W: np.ndarray, status: np.ndarray, arms: np.ndarray, champion: int
                        0.0)
     k = int(np.count_nonzero(status != RETIRED))
     r = condorcet_check.radius(n, k * (k - 1) // 2, delta)
-    settled = (np.abs(gap) - r > 0) & (n > 0)  # c beats e, or e beats c, with confidence
+    r_edge = condorcet_check.edge_radius(n, W.shape[0], delta)
+    # c beats e with confidence, or e beats c with confidence and the guard holds that
+    # edge too (it flags on it): a pair never stops short of the guard's evidence
+    settled = ((gap - r > 0) | ((-gap - r > 0) & (-gap - r_edge > 0))) & (n > 0)
     due[settled | (status[arms] != ELIMINATED) | (arms == champion)] = math.inf
     return np.maximum(due, 0.0)
 
@@ -92,8 +99,7 @@ def guard_check(W: np.ndarray, status: np.ndarray, active: np.ndarray, *, n_upda
     over: list[int] = []
     champ = -1
     if not res["flagged"] and 0 < active.size <= max_active:
-        beaten = [condorcet_check.beats_champion(W, int(a), arms[arms != a].tolist(),
-                                                 int(arms.size), delta)
+        beaten = [condorcet_check.beats_champion(W, int(a), arms[arms != a].tolist(), delta)
                   for a in active]
         if all(beaten):
             champ = champion()

@@ -54,8 +54,8 @@ constraints use disjoint comparisons and add up:
 
 It is a floor in comparisons (steps of ``rankduel simulate``), for any test and any
 sampling rule, whatever the horizon. Beside it the script prints what the guard of
-:mod:`bandits.condorcet_check` needs with its anytime Hoeffding radius (union bound over
-the ``K(K−1)/2`` pairs and over ``n``): per ranker the fewest comparisons ``n`` with one
+:mod:`bandits.condorcet_check` needs with its anytime edge test (a normal-mixture
+boundary, each edge at ``δ/(K − 1)``): per ranker the fewest comparisons ``n`` with one
 of its beaters at which ``p_ji − r(n) > ½`` (the observed frequency taken at its mean),
 summed; and the same for the ranker that is hardest to refute alone (after convergence
 the guard flags as soon as every ranker still in play is beaten with confidence, so one
@@ -131,25 +131,25 @@ def non_condorcet_floor(P: np.ndarray, delta: float = 0.01,
     return float(cost.sum()), cost, witness
 
 
-def guard_comparisons(p: float, n_pairs: int, delta: float = 0.01) -> int:
-    """The fewest comparisons ``n`` of a pair with ``p > ½`` at which the guard's anytime
-    Hoeffding radius (:func:`bandits.condorcet_check.radius` over ``n_pairs`` pairs)
-    gives ``p − r(n) > ½``: what the guard needs when the observed frequency sits at its
+def guard_comparisons(p: float, n_arms: int, delta: float = 0.01) -> int:
+    """The fewest comparisons ``n`` of a pair with ``p > ½`` at which the guard's edge
+    test (:func:`bandits.condorcet_check.edge_radius` among ``n_arms`` arms) gives
+    ``p − r(n) > ½``: what the guard needs when the observed frequency sits at its
     mean. ``0`` for ``p ≤ ½`` would be wrong, so that raises.
 
     Examples
     --------
     >>> guard_comparisons(0.6, 3, 0.01)
-    1012
+    359
     """
     from bandits.common import first_true
-    from bandits.condorcet_check import radius
+    from bandits.condorcet_check import edge_radius
 
     gap = p - 0.5
     if gap <= 0:
         raise ValueError("p must be above 1/2")
 
-    n = first_true(lambda m: bool(radius(np.array([float(m)]), n_pairs, delta)[0] < gap))
+    n = first_true(lambda m: bool(edge_radius(np.array([float(m)]), n_arms, delta)[0] < gap))
     assert n is not None  # no limit: the radius shrinks to 0
     return n
 
@@ -169,13 +169,12 @@ def non_condorcet_report(P: np.ndarray, delta: float = 0.01) -> int:
     lg = math.log(1.0 / delta)
     total, cost, witness = non_condorcet_floor(P, delta)
     total95, _, _ = non_condorcet_floor(P, delta, rhs=float(_kl(0.95, delta)))
-    npairs = K * (K - 1) // 2
-    guard = np.array([guard_comparisons(float(P[witness[i], i]), npairs, delta)
+    guard = np.array([guard_comparisons(float(P[witness[i], i]), K, delta)
                       for i in range(K)], dtype=float)
     print(f"non-Condorcet floor at δ = {delta:g}: Σ_i min_j log(1/δ) / kl(p_ji, ½) = "
           f"{total:,.0f} comparisons (log(1/δ) = {lg:.3f}; with kl(0.95, δ) = "
           f"{_kl(0.95, delta):.3f} for 95 % detection: {total95:,.0f})")
-    print(f"the guard (anytime Hoeffding over {npairs:,} pairs, δ = {delta:g}), "
+    print(f"the guard (anytime edge test, each edge at δ/(K − 1), δ = {delta:g}), "
           f"each ranker against its cheapest beater: Σ_i = {guard.sum():,.0f} comparisons "
           f"({guard.sum() / total:.1f}× the floor)")
     order = np.argsort(-cost)

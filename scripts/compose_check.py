@@ -308,15 +308,36 @@ def experiment(exp_id: str, wait: float = 60) -> dict:
 
 
 def api_statuses() -> dict[str, float]:
-    """Requests served by the API so far, by status code (its /metrics, all workers)."""
+    """Requests served by the API so far (its /metrics, all workers): by status code, by
+    ``endpoint status`` for the 5xx (where one came from when a check fails), and
+    ``slow>1s``, those that took longer than a second."""
     _, body = http(f"{API}/metrics", secret("RANKDUEL_METRICS_TOKEN"))
     out: dict[str, float] = {}
+    for m in re.finditer(r'^rankduel_http_request_duration_seconds_bucket\{([^}]*)\} (\S+)$',
+                         body.decode(), re.M):
+        le = re.search(r'le="([^"]*)"', m.group(1))
+        if le and le.group(1) in ("1.0", "+Inf"):  # slower than 1 s: +Inf minus 1.0
+            key = "slow>1s"
+            out[key] = out.get(key, 0) + float(m.group(2)) * (1 if le.group(1) == "+Inf" else -1)
     for m in re.finditer(r'^rankduel_http_requests_total\{([^}]*)\} (\S+)$', body.decode(),
                          re.M):
         status = re.search(r'status="(\d+)"', m.group(1))
+        endpoint = re.search(r'endpoint="([^"]*)"', m.group(1))
         if status:
             out[status.group(1)] = out.get(status.group(1), 0) + float(m.group(2))
+            if status.group(1).startswith("5") and endpoint:
+                key = f"{endpoint.group(1)} {status.group(1)}"
+                out[key] = out.get(key, 0) + float(m.group(2))
     return out
+
+
+def api_errors(limit: int = 8) -> list[str]:
+    """The API containers' last error lines (a Redis error, an unhandled exception)."""
+    lines = []
+    for name in containers("api", all_=True):
+        lines += [f"{name}: {line}" for line in logs(name).splitlines()
+                  if re.search(r"ERROR|Traceback|Error:", line)]
+    return lines[-limit:]
 
 
 def prom(path: str, **params: str) -> dict:
@@ -382,7 +403,10 @@ def judge_experiment(label: str, traffic: Traffic, statuses0: dict[str, float]) 
     statuses = api_statuses()
     delta = {k: v - statuses0.get(k, 0) for k, v in statuses.items()}
     n429 = int(delta.get("429", 0))
-    n5xx = int(sum(v for k, v in delta.items() if k.startswith("5")))
+    n5xx = int(sum(v for k, v in delta.items() if k.isdigit() and k.startswith("5")))
+    # the readiness and liveness probes answer 503 by design when Redis is slow to answer
+    # (a stalled host): reported, not counted as an error of the service
+    n5xx -= int(sum(v for k, v in delta.items() if k.startswith(("/readyz ", "/healthz "))))
     W, decisive = w_total(state), c.get("decisive", 0)
     ok_champion = state["champion"] == traffic.best
     ok_w = abs(W - decisive) < 1e-6 and c.get("credited", 0) == c.get("impressions", 0)
@@ -390,7 +414,11 @@ def judge_experiment(label: str, traffic: Traffic, statuses0: dict[str, float]) 
     log(f"check {label} {'ok' if ok else 'FAIL'}: {c.get('impressions', 0)} searches, champion "
         f"{state['champion']} (true best {traffic.best}), W {W:g} = decisive {decisive} "
         f"({c.get('credited', 0)}/{c.get('impressions', 0)} credited), 429: {n429}, 5xx: "
-        f"{n5xx}, traffic errors {traffic.errors()}, statuses {sorted(delta.items())}")
+        f"{n5xx}, traffic errors {traffic.errors()}, statuses "
+        f"{sorted((k, v) for k, v in delta.items() if v)}")
+    if n5xx:
+        for line in api_errors():
+            log(f"check {label}: API log: {line[:300]}")
     figures[f"searches{label}"] = str(c.get("impressions", 0))
     figures[f"champion{label}"] = f"{state['champion']}{'=' if ok_champion else '!='}best"
     figures[f"W=decisive{label}"] = f"{W:g}{'=' if ok_w else '!='}{decisive}"

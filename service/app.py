@@ -148,7 +148,9 @@ def _http_error(exc: HTTPException):
 
 
 def _redis_error(exc: redis.RedisError):
-    log.error("redis error: %s", type(exc).__name__)
+    endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
+    log.error("redis error on %s %s: %s: %s", request.method, endpoint, type(exc).__name__,
+              exc)
     return jsonify({"error": f"state store unavailable ({type(exc).__name__})"}), 503
 
 

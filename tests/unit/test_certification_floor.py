@@ -105,14 +105,16 @@ def test_non_condorcet_floor_takes_the_cheapest_beater_and_inf_for_an_unbeaten_r
 
 
 def test_guard_comparisons_is_the_first_n_at_which_the_radius_is_below_the_gap(cf):
-    from bandits.condorcet_check import radius
+    from bandits.condorcet_check import edge_radius, radius
 
-    for p, pairs in ((0.6, 3), (0.51, 2016), (0.5058, 2016)):
-        n = cf.guard_comparisons(p, pairs, 0.01)
-        r = radius(np.array([n - 1.0, float(n)]), pairs, 0.01)
+    for p, arms in ((0.6, 3), (0.51, 64), (0.5058, 64)):
+        n = cf.guard_comparisons(p, arms, 0.01)
+        r = edge_radius(np.array([n - 1.0, float(n)]), arms, 0.01)
         assert r[1] < p - 0.5 <= r[0]
-        # the guard's Hoeffding union bound needs more than the floor for that pair
+        # the guard's anytime test needs more than the floor for that pair, and fewer
+        # comparisons than the Hoeffding radius with a union bound over all pairs
         assert n > math.log(100) / _kl(p)
+        assert radius(np.array([float(n)]), arms * (arms - 1) // 2, 0.01)[0] > p - 0.5
     with pytest.raises(ValueError):
         cf.guard_comparisons(0.5, 3, 0.01)
 
