@@ -8,8 +8,8 @@ admit a Condorcet winner.
 What it adds
 ------------
 *The guard* (:mod:`bandits.condorcet_check`): every ``check_every`` recorded comparisons
-the counts ``W`` of all non-retired arms are tested with an anytime-valid Hoeffding
-confidence sequence (union bound over pairs and comparison counts, level ``delta``).
+the counts ``W`` of all non-retired arms are tested with an anytime-valid edge test
+(a normal-mixture boundary per pair; a false flag has probability at most ``delta``).
 The policy is *flagged* when either every arm is beaten with confidence by some arm
 (no Condorcet winner exists), or every *surviving* (active) arm is beaten with
 confidence by some arm (the Condorcet winner, if there is one, is not among the

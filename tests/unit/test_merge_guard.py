@@ -34,6 +34,22 @@ def test_check_never_flags_a_condorcet_matrix_with_exact_counts():
     assert check(W, list(range(12)))["flagged"] is False
 
 
+def test_an_edge_of_a_fair_pair_is_drawn_at_most_at_its_level():
+    # p = 1/2 exactly, the worst case of the null: 2,000 seeded paths of 5,000
+    # comparisons, each edge at level delta/(K-1) = 0.05. The mixture boundary is crossed
+    # on 1.75 % of the paths (binomial s.e. 0.3 %); the level 5 % is ten s.e. above, and
+    # a fixed-n Hoeffding radius at the same level is crossed on 11.7 % of them
+    from bandits.condorcet_check import edge_radius
+
+    rng = np.random.default_rng(7)
+    n = np.arange(1, 5001, dtype=float)
+    p_hat = np.cumsum(rng.random((2000, 5000)) < 0.5, axis=1) / n
+    crossed = (p_hat - edge_radius(n, 11, 0.5) > 0.5).any(axis=1).mean()
+    assert crossed <= 0.05
+    fixed_n = np.sqrt(np.log(1 / 0.05) / (2 * n))
+    assert (p_hat - fixed_n > 0.5).any(axis=1).mean() > 0.05  # the test can tell
+
+
 @pytest.mark.parametrize("name", ["mergemed", "recommended"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_flag_raised_on_non_condorcet(seed, name):
