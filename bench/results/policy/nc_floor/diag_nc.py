@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import certification_floor as cf  # noqa: E402
 
 from bandits import ACTIVE, get_algorithm  # noqa: E402
-from bandits.condorcet_check import check, radius  # noqa: E402
+from bandits.condorcet_check import check, edge_radius  # noqa: E402
 from bandits.simulator import simulate_run  # noqa: E402
 from cli.matrix_files import load_matrix  # noqa: E402
 
@@ -59,14 +59,13 @@ def one_run(P: np.ndarray, steps: int, seed: int) -> None:
           f"beaten with the guard's confidence: {K - len(ch['unbeaten'])}/{K}")
     # the guard's second path flags when every ranker in play is beaten with confidence:
     # the fewest comparisons that needs, each active ranker against its cheapest beater
-    npairs = K * (K - 1) // 2
-    need = [cf.guard_comparisons(float(P[wit[a], a]), npairs, DELTA) for a in active]
+    need = [cf.guard_comparisons(float(P[wit[a], a]), K, DELTA) for a in active]
     print(f"  guard, rankers in play each against its cheapest beater: "
           f"{sum(need):,} comparisons (largest {max(need):,})")
     for i in np.argsort(-cost)[:6]:
         j = wit[i]
         n = N[i, j]
-        r = float(radius(np.array([n]), K * (K - 1) // 2, DELTA)[0])
+        r = float(edge_radius(np.array([n]), K, DELTA)[0])
         print(f"  ranker {i}: witness {j} (p {P[j, i]:.4f}) compared {int(n):,} times "
               f"(floor {cost[i]:,.0f}), p_hat {W[j, i] / max(n, 1):.4f}, radius {r:.4f}; "
               f"evidence vs all beaters {ev[i]:.2f} x log(1/delta); "
