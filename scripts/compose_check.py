@@ -404,9 +404,10 @@ def judge_experiment(label: str, traffic: Traffic, statuses0: dict[str, float]) 
     delta = {k: v - statuses0.get(k, 0) for k, v in statuses.items()}
     n429 = int(delta.get("429", 0))
     n5xx = int(sum(v for k, v in delta.items() if k.isdigit() and k.startswith("5")))
-    # the readiness and liveness probes answer 503 by design when Redis is slow to answer
-    # (a stalled host): reported, not counted as an error of the service
-    n5xx -= int(sum(v for k, v in delta.items() if k.startswith(("/readyz ", "/healthz "))))
+    # the probes and the scrape answer 503 by design when Redis is slow to answer (a
+    # stalled host; Prometheus records a failed scrape as up == 0): listed, not counted
+    n5xx -= int(sum(v for k, v in delta.items()
+                    if k.startswith(("/readyz ", "/healthz ", "/metrics "))))
     W, decisive = w_total(state), c.get("decisive", 0)
     ok_champion = state["champion"] == traffic.best
     ok_w = abs(W - decisive) < 1e-6 and c.get("credited", 0) == c.get("impressions", 0)
