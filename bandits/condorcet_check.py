@@ -43,8 +43,10 @@ arms were all there from the start, and at most ``δ (K_final − 1)/(K_first �
 otherwise.
 
 :func:`radius` is the older Hoeffding form with a union bound over all pairs and all
-``n``; the verification schedule (:mod:`bandits.verification`) still uses it to decide
-when a pair is settled, so that the policies' regret on Condorcet instances is what it was.
+``n``. The verification schedule (:mod:`bandits.verification`) still uses it to decide
+when the champion has refuted an arm, so that the policies' regret on Condorcet
+instances is what it was; an arm that beats the champion stops being compared only once
+this test holds the edge too.
 """
 
 from __future__ import annotations
