@@ -747,6 +747,9 @@ def main(argv: list[str]) -> int:
         phase("check6", t0)
     except Exception as exc:  # report, tear down, fail
         log(f"FAIL: {type(exc).__name__}: {exc}")
+        if isinstance(exc, subprocess.CalledProcessError):  # a quiet command: its output
+            for line in f"{exc.stdout or ''}{exc.stderr or ''}".strip().splitlines()[-20:]:
+                log(f"  | {line}")
         results.setdefault(0, False)
     finally:
         pump.stop.set()
