@@ -21,15 +21,18 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
     env = dict(os.environ)
     env.pop("REDIS_URL", None)  # the demo must start its own Redis (or cluster and broker)
     proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "demo", "--queries", "1500",
+        [sys.executable, "-m", "cli.main", "demo", "--queries", "4000",
          "--workdir", str(tmp_path / "var"), "--json", str(out), *cluster],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=540)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     s = json.loads(out.read_text())
-    # the world has one clearly best ranker (NDCG@10 0.94 vs 0.80 for the next); with the
-    # papers' tuned MergeDTS it leads after a few hundred comparisons (seed 1 is fixed)
+    # the world has one clearly best ranker (NDCG@10 0.94 vs 0.80 for the next), but two
+    # rankers lose to it only 0.595 : 0.405 in interleaving. The live run is not seeded
+    # (crediting order), so the tolerance is the offline rate: the demo's MergeDTS names
+    # another ranker in 2 of 1,000 simulated runs at 4,000 comparisons (11 at 3,000, 39
+    # of 200 at 1,500, the size this test had until it failed on a loaded machine)
     assert s["champion"] == s["true_best"]
-    assert s["queries"] == 1500 and s["errors"] == 0
+    assert s["queries"] == 4000 and s["errors"] == 0
     # every decisive impression is one comparison in W, none lost or doubled
     assert s["decisive_impressions"] == s["comparisons"] > 500
     assert 0 < s["regret"] < s["queries"] * 0.5
