@@ -143,12 +143,16 @@ class Child:
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM the group, then SIGKILL what is left after ``timeout`` seconds."""
+        if self.alive():
+            self.kill(signal.SIGTERM)
+        self.reap(timeout)
+
+    def reap(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the leader, then SIGKILL the group."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.kill(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout)
         # the leader may be gone while forked children linger: always sweep the group
         self.kill(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -390,14 +394,7 @@ class Stack:
                     child.kill(signal.SIGTERM)
             deadline = time.monotonic() + timeout
             for child in group:
-                if child.proc is not None:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        child.proc.wait(max(0.0, deadline - time.monotonic()))
-            for child in group:  # the leader may be gone while forked children linger
-                child.kill(signal.SIGKILL)
-                if child.proc is not None:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        child.proc.wait(2)
+                child.reap(max(0.0, deadline - time.monotonic()))
         for sig, handler in self._old_handlers.items():
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(sig, handler)
