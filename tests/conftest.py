@@ -241,7 +241,7 @@ def pytest_collection_modifyitems(config, items):
         path = Path(str(item.fspath)).resolve()
         try:
             tier = path.relative_to(tests_dir).parts[0]
-        except ValueError:  # a doctest of a pure package (bandits/, interleaving/, judging/)
+        except ValueError:  # a doctest of a pure package (bandits/, judging/, rollout/...)
             tier = "unit"
         if tier not in TIERS:
             continue

