@@ -537,6 +537,13 @@ def dashboard_queries() -> list[tuple[str, str]]:
     return out
 
 
+def alert_rules() -> list[str]:
+    """The alert names of deploy/prometheus/alerts.yml (one ``- alert: Name`` line per
+    rule; read without yaml, which the host's python3 may lack)."""
+    text = (ROOT / "deploy/prometheus/alerts.yml").read_text()
+    return re.findall(r"^\s*- alert: (\w+)\s*$", text, re.M)
+
+
 def request(method: str, path: str, body: dict | None = None,
             token: str | None = None) -> tuple[int, dict]:
     req = urllib.request.Request(f"{API}{path}", method=method,
@@ -573,8 +580,8 @@ def faults() -> None:
 
 
 def check5(traffic: Traffic) -> bool:
-    """Scale to 3 workers with traffic running: Prometheus finds every replica, and every
-    dashboard query returns data."""
+    """Scale to 3 workers with traffic running: Prometheus finds every replica, every
+    dashboard query returns data, and Prometheus lists every alert rule."""
     compose("up", "-d", "--no-deps", "--scale", "worker=3", "worker", quiet=True)
     wait_healthy(["worker"], timeout=180)
     expected = len(containers("worker")) + len(containers("scheduler"))
@@ -609,14 +616,22 @@ def check5(traffic: Traffic) -> bool:
             break
         time.sleep(3)
     empty = [f"{where}: {q}" for where, q in pending]
+    # Prometheus loaded every alert rule of deploy/prometheus/alerts.yml
+    rules = alert_rules()
+    loaded = {r["name"] for g in prom("/api/v1/rules")["groups"] for r in g["rules"]}
+    unloaded = [name for name in rules if name not in loaded]
     n_workers = sum(t["health"] == "up" for t in workers)
-    ok = n_workers >= expected and len(up) == len(targets) and not empty
+    ok = (n_workers >= expected and len(up) == len(targets) and not empty and bool(rules)
+          and not unloaded)
     log(f"check 5 {'ok' if ok else 'FAIL'}: worker=3: {n_workers}/{expected} worker and "
         f"scheduler targets up, {len(up)}/{len(targets)} targets up; "
         f"{len(queries) - len(empty)}/{len(queries)} dashboard queries return data"
-        + (f"; empty: {empty}" if empty else ""))
+        + (f"; empty: {empty}" if empty else "")
+        + f"; {len(rules) - len(unloaded)}/{len(rules)} alert rules loaded"
+        + (f"; not loaded: {unloaded}" if unloaded else ""))
     figures["targets up"] = f"{len(up)}/{len(targets)}"
     figures["dashboard queries"] = f"{len(queries) - len(empty)}/{len(queries)}"
+    figures["alert rules"] = f"{len(rules) - len(unloaded)}/{len(rules)}"
     return ok
 
 

@@ -207,9 +207,12 @@ def test_prometheus_config_is_valid(tmp_path):
     config = tmp_path / "prometheus.yml"
     config.write_text((ROOT / "deploy/prometheus/prometheus.yml").read_text().replace(
         "/run/secrets/metrics_token", str(token)))
+    # the alert rules, beside the configuration as compose mounts them: checked too
+    (tmp_path / "alerts.yml").write_text((ROOT / "deploy/prometheus/alerts.yml").read_text())
     out = subprocess.run([promtool, "check", "config", str(config)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "alerts.yml" in out.stdout + out.stderr and "rules found" in out.stdout + out.stderr
 
 
 def test_no_secret_in_compose_or_image():
