@@ -13,6 +13,8 @@ the code they describe:
 - ``<!-- rankduel:openapi -->`` becomes the HTTP API reference rendered from the OpenAPI
   document the service serves (:func:`service.openapi.openapi_document`):
   :func:`http_api_reference`.
+- ``<!-- rankduel:guardrails -->`` becomes the table of the guardrail thresholds
+  (:data:`rollout.guardrails.PARAMS`): :func:`guardrails_reference`.
 
 ``tests/test_docs.py`` builds the site with ``--strict`` and checks both against the code.
 """
@@ -34,6 +36,16 @@ CONFIG_MARKER = "<!-- rankduel:configuration -->"
 OPENAPI_MARKER = "<!-- rankduel:openapi -->"
 QUICKSTART_MARKER = "<!-- rankduel:quickstart -->"
 BENCHMARKS_MARKER = "<!-- rankduel:benchmarks -->"
+GUARDRAILS_MARKER = "<!-- rankduel:guardrails -->"
+
+
+def guardrails_reference() -> str:
+    """The guardrail thresholds, from their declaration (name, type, default, bounds,
+    meaning)."""
+    from cli.docs import param_table
+    from rollout.guardrails import PARAMS
+
+    return "\n".join(param_table(PARAMS))
 
 
 def benchmarks_headline() -> str:
@@ -262,4 +274,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = markdown.replace(BENCHMARKS_MARKER, benchmarks_headline())
     if OPENAPI_MARKER in markdown:
         markdown = markdown.replace(OPENAPI_MARKER, http_api_reference())
+    if GUARDRAILS_MARKER in markdown:
+        markdown = markdown.replace(GUARDRAILS_MARKER, guardrails_reference())
     return markdown

@@ -144,3 +144,20 @@ def test_abandonment_over_the_controls_trips_after_min_pages():
     # 3 points worse than the control: under the 5-point limit
     assert evaluate(None, {}, pages(rng, 5000, abandon=0.43), control,
                     pages(rng, 5000, abandon=0.4)) == []
+
+
+def test_the_rollout_page_shows_every_threshold_and_rule():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs/operations/rollout.md").read_text()
+    spec = importlib.util.spec_from_file_location("docs_hooks", root / "docs/hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    assert hooks.GUARDRAILS_MARKER in page  # replaced by the table at build time
+    table = hooks.guardrails_reference()
+    for name, p in PARAMS.items():
+        assert f"| `{name}` | {p.type_name} | {declared_default(p)} |" in table, name
+    for rule in RULES:
+        assert f"| `{rule}` |" in page, rule
