@@ -108,6 +108,12 @@ class RankerCounters:
     empty: int = 0
     latency: Sequence[int] = ()
 
+    def __post_init__(self) -> None:
+        if min(self.calls, self.failures, self.empty, *self.latency, 0) < 0 or \
+                self.failures > self.calls or self.empty > self.calls - self.failures:
+            raise ValueError(f"inconsistent ranker counters: {self}; expected "
+                             f"0 <= failures <= calls and 0 <= empty <= calls - failures")
+
     @property
     def answered(self) -> int:
         return self.calls - self.failures
@@ -119,6 +125,11 @@ class PageCounters:
 
     settled: int = 0
     abandoned: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.abandoned <= self.settled:
+            raise ValueError(f"inconsistent page counters: {self}; expected "
+                             f"0 <= abandoned <= settled")
 
 
 @dataclass(frozen=True)

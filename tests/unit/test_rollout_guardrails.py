@@ -161,3 +161,12 @@ def test_the_rollout_page_shows_every_threshold_and_rule():
         assert f"| `{name}` | {p.type_name} | {declared_default(p)} |" in table, name
     for rule in RULES:
         assert f"| `{rule}` |" in page, rule
+
+
+def test_inconsistent_counters_are_refused():
+    with pytest.raises(ValueError, match="failures <= calls"):
+        RankerCounters(calls=5, failures=6)
+    with pytest.raises(ValueError, match="empty <= calls - failures"):
+        RankerCounters(calls=5, failures=2, empty=4)
+    with pytest.raises(ValueError, match="abandoned <= settled"):
+        PageCounters(settled=3, abandoned=4)
