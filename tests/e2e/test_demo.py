@@ -12,6 +12,9 @@ import pytest
 
 from demo.client import http_ok
 
+#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
+pytestmark = pytest.mark.starts_process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

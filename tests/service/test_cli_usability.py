@@ -19,6 +19,9 @@ import pytest
 
 import bandits
 
+#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
+pytestmark = pytest.mark.starts_process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -173,12 +176,3 @@ def test_a_real_worker_at_info_logs_no_line_per_drain(stack, service_env, redis_
     per_task = [line for line in log.splitlines()
                 if "rankduel.drain" in line and ("received" in line or "succeeded" in line)]
     assert per_task == [], per_task[:5]
-
-
-@pytest.mark.parametrize("module", ["cli.main", "cli.progress", "cli.help_text"])
-def test_cli_doctests(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.attempted > 0 and result.failed == 0

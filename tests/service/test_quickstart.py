@@ -25,6 +25,9 @@ import pytest
 
 from demo.stack import free_port
 
+#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
+pytestmark = pytest.mark.starts_process
+
 ROOT = Path(__file__).resolve().parents[2]
 PORTS = ("6379", "8000", "8001")
 
