@@ -22,9 +22,6 @@ import pytest
 from demo.client import ApiResponseError, Client
 from demo.world_rankers import demo_world, ranker_name
 
-#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
-pytestmark = pytest.mark.starts_process
-
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN, SECRET = "cluster-admin-token-0123", "cluster-secret-key-0123"
 WORLD_SEED, WORLD_RANKERS = 1, 8

@@ -21,9 +21,6 @@ import numpy as np
 import pytest
 from metrics_run import metrics_run  # noqa: F401 - the shared run fixture
 
-#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
-pytestmark = pytest.mark.starts_process
-
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "deploy/grafana/dashboards").glob("*.json"))
 #: series Prometheus makes itself

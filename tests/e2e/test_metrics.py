@@ -22,7 +22,7 @@ from metrics_run import (  # noqa: F401
     total,
 )
 
-pytestmark = [pytest.mark.starts_process, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")

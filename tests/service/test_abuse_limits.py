@@ -299,7 +299,6 @@ def _command_calls(r: redis.Redis, name: str) -> int:
     return int(r.info("commandstats").get(f"cmdstat_{name}", {}).get("calls", 0))
 
 
-@pytest.mark.starts_process  # its own Redis (own_redis)
 def test_sweep_reads_only_the_experiments_the_index_lists(own_redis):
     """1,000 experiments, impressions pending on three, one of them due: the sweep's
     scan reads that one (plus the other two listed in the index), not 1,000."""
@@ -334,7 +333,6 @@ def test_sweep_reads_only_the_experiments_the_index_lists(own_redis):
     assert own_redis.zscore(DUE, "e0010") is None
 
 
-@pytest.mark.starts_process  # its own Redis (own_redis)
 def test_marks_are_written_once_a_second_unless_earlier(own_redis):
     clock = [50.0]
     store = Store(own_redis, clock=lambda: clock[0])

@@ -28,9 +28,6 @@ import bandits
 from bandits.base import ACTIVE, RETIRED
 from demo.stack import wait_until
 
-#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
-pytestmark = pytest.mark.starts_process
-
 K = 6
 
 

@@ -28,9 +28,6 @@ import pytest
 
 from demo.faults import Platform, run_quarantine, run_recovery
 
-#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
-pytestmark = pytest.mark.starts_process
-
 #: seconds of load after each fault
 LOAD_S = 12.0
 #: the figures the issue asks for, and the slack a busy shared machine needs for drain

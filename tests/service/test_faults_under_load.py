@@ -17,9 +17,6 @@ import pytest
 
 from demo.faults import FAULTS, Platform, run_fault
 
-#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
-pytestmark = pytest.mark.starts_process
-
 #: seconds of load after each fault (the long form uses 20)
 LOAD_S = 2.0
 

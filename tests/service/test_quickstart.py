@@ -25,9 +25,6 @@ import pytest
 
 from demo.stack import free_port
 
-#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
-pytestmark = pytest.mark.starts_process
-
 ROOT = Path(__file__).resolve().parents[2]
 PORTS = ("6379", "8000", "8001")
 
@@ -68,6 +65,7 @@ def test_quickstart_blocks_are_short():
     assert 10 <= len(lines) <= 30, len(lines)
 
 
+@pytest.mark.starts_process  # runs the quick start's commands
 @pytest.mark.timeout(300)
 def test_quickstart_runs_as_written(tmp_path):
     blocks = quickstart_blocks()

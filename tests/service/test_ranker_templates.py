@@ -32,9 +32,6 @@ from demo.world_rankers import demo_world, ranker_name
 from service.rankers import RankerClient, RankerFailure
 from service.records import Ranker
 
-#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
-pytestmark = pytest.mark.starts_process
-
 SECRET = "s3cr3t-search-auth-7f1e2d9c"
 ENV = "RANKDUEL_TEST_SEARCH_AUTH"
 SEED = 3

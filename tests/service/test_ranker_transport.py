@@ -18,9 +18,6 @@ from service.ranker_http import read_headers
 from service.rankers import RankerClient, RankerFailure
 from service.records import Ranker as RankerRecord
 
-#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
-pytestmark = pytest.mark.starts_process
-
 BODY = json.dumps({"results": [{"id": "a"}, {"id": "b"}]}).encode()
 
 
