@@ -265,8 +265,6 @@ SERVER_FIXTURES = frozenset({
 KNOWN_PURE: dict[str, str] = {
     "tests/service/test_schemas.py": "pure checks of the schemas and the OpenAPI document: "
     "to tests/unit once the service/ reorganisation has split schemas.py (issue 31)",
-    "tests/e2e/test_deploy.py": "pure checks of the deployment files (compose, Dockerfile, "
-    "Prometheus): to tests/unit, or the e2e tier keeps them by name",
     "tests/service/test_error_messages.py::test_the_document_lists_what_the_door_limits_answer":
     "reads the OpenAPI document only: to tests/unit with test_schemas.py",
     "tests/service/test_operability.py::"
