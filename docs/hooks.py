@@ -7,7 +7,7 @@ the code they describe:
   :class:`service.config.Config` (field, environment variable, type, default, meaning from
   the class docstring): :func:`configuration_reference`.
 - ``<!-- rankduel:quickstart -->`` becomes the README's quick start (tested by
-  ``tests/test_quickstart.py``): :func:`readme_section`.
+  ``tests/service/test_quickstart.py``): :func:`readme_section`.
 - ``<!-- rankduel:benchmarks -->`` becomes the headline table of ``BENCHMARKS.md``:
   :func:`benchmarks_headline`.
 - ``<!-- rankduel:openapi -->`` becomes the HTTP API reference rendered from the OpenAPI
@@ -16,7 +16,7 @@ the code they describe:
 - ``<!-- rankduel:guardrails -->`` becomes the table of the guardrail thresholds
   (:data:`rollout.guardrails.PARAMS`): :func:`guardrails_reference`.
 
-``tests/test_docs.py`` builds the site with ``--strict`` and checks both against the code.
+``tests/service/test_docs.py`` builds the site with ``--strict`` and checks both against the code.
 """
 
 from __future__ import annotations
@@ -48,20 +48,39 @@ def guardrails_reference() -> str:
     return "\n".join(param_table(PARAMS))
 
 
-def benchmarks_headline() -> str:
-    """BENCHMARKS.md's headline table (its text up to "Details and history"), one source
-    for the repository file and the site's summary page."""
+def benchmarks_headline(repo_url: str | None = None) -> str:
+    """BENCHMARKS.md's headline table (its text up to its first ``## `` section), one
+    source for the repository file and the site's summary page.
+
+    Links into ``docs/`` become links between pages. Links to other files of the
+    repository (``bench/results/...``) are no pages of the site: with ``repo_url`` set in
+    mkdocs.yml they become absolute links to the repository, otherwise the path in code
+    (a relative link would be a broken link, which ``mkdocs build --strict`` refuses)."""
     text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-    head = text.split("\n## Details and history", 1)[0]
+    head = re.split(r"\n## ", text, maxsplit=1)[0]
     head = head.split("\n", 1)[1]  # without the "# Benchmarks" title
-    head = re.sub(r"follow under \[Details and history\]\(#details-and-history\)",
-                  "are in `BENCHMARKS.md` at the root of the repository", head)
-    return re.sub(r"\]\(docs/([^)]*)\)", r"](\1)", head)
+    head = re.sub(r"\]\(docs/([^)]*)\)", r"](\1)", head)
+
+    def outside(match: re.Match) -> str:
+        label, target = match.group(1), match.group(2)
+        if repo_url:
+            return f"[{label}]({repo_url.rstrip('/')}/blob/main/{target})"
+        path = target.split("#", 1)[0]
+        return label if label.strip("`") == path else f"{label} (`{path}`)"
+
+    return re.sub(r"\[([^\]]*)\]\(((?!https?:|#)[^)]*)\)",
+                  lambda m: m.group(0) if _is_page(m.group(2)) else outside(m), head)
+
+
+def _is_page(target: str) -> bool:
+    """A link target that is a page of the site (a Markdown file under docs/)."""
+    path = target.split("#", 1)[0]
+    return bool(path) and (ROOT / "docs" / path).is_file()
 
 
 def readme_section(title: str) -> str:
     """The body of the README's ``## title`` section (the quick start has one source:
-    the README, whose commands ``tests/test_quickstart.py`` runs)."""
+    the README, whose commands ``tests/service/test_quickstart.py`` runs)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
     if not match:
@@ -271,7 +290,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if QUICKSTART_MARKER in markdown:
         markdown = markdown.replace(QUICKSTART_MARKER, readme_section("Quick start"))
     if BENCHMARKS_MARKER in markdown:
-        markdown = markdown.replace(BENCHMARKS_MARKER, benchmarks_headline())
+        markdown = markdown.replace(BENCHMARKS_MARKER,
+                                    benchmarks_headline(config.get("repo_url")))
     if OPENAPI_MARKER in markdown:
         markdown = markdown.replace(OPENAPI_MARKER, http_api_reference())
     if GUARDRAILS_MARKER in markdown:

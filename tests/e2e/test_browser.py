@@ -483,6 +483,7 @@ def test_the_pure_credit_step_leaves_unsatisfied_clicks_out():
 
 
 # ---------------------------------------------------------------------- the CLI
+@pytest.mark.starts_process  # the demo's processes
 def test_rankduel_demo_web(browser, tmp_path):
     """``rankduel demo --web`` as a user runs it: the whole stack, then the search page on
     its own origin with the API's CORS set for it; a search and a click from the page in

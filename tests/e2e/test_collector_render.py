@@ -7,6 +7,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
+
+#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
+pytestmark = pytest.mark.starts_process
 
 
 def test_exposition_equals_generate_latest(tmp_path):

@@ -15,6 +15,7 @@ from demo.client import http_ok
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.starts_process  # runs rankduel demo as a command
 @pytest.mark.parametrize("cluster", [[], ["--redis-cluster", "3"]], ids=["redis", "cluster"])
 def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
     out = tmp_path / "summary.json"

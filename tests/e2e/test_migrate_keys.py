@@ -18,6 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
+pytestmark = pytest.mark.starts_process
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = json.loads((ROOT / "tests" / "data" / "old_layout.json").read_text())
 OPEN = {i for ids in FIXTURE["open_impressions"].values() for i in ids}

@@ -37,6 +37,7 @@ def assert_user_error(proc: subprocess.CompletedProcess, *words: str) -> None:
         assert w in lines[0], lines
 
 
+@pytest.mark.starts_process  # runs rankduel as a command
 def test_a_missing_qrels_file_is_one_line(tmp_path):
     run = tmp_path / "run.txt"
     run.write_text("q1 Q0 d1 1 1.0 x\n")
@@ -45,6 +46,7 @@ def test_a_missing_qrels_file_is_one_line(tmp_path):
     assert_user_error(proc, "missing.qrels", "no such file")
 
 
+@pytest.mark.starts_process  # runs rankduel as a command
 def test_simulate_out_an_existing_file_is_one_line(tmp_path):
     matrix = tmp_path / "m.txt"
     matrix.write_text("0.5 0.6\n0.4 0.5\n")
@@ -56,6 +58,7 @@ def test_simulate_out_an_existing_file_is_one_line(tmp_path):
     assert existing.read_text() == "{}"  # untouched
 
 
+@pytest.mark.starts_process  # runs rankduel as a command
 @pytest.mark.parametrize("command", ["serve", "worker", "demo", "traffic", "migrate-keys"])
 def test_help_is_plain_text(command):
     proc = rankduel(command, "--help")
@@ -66,6 +69,7 @@ def test_help_is_plain_text(command):
         assert markup not in proc.stdout, (markup, proc.stdout)
 
 
+@pytest.mark.starts_process  # runs rankduel as a command
 def test_simulate_help_lists_the_algorithms_and_defaults():
     out = " ".join(rankduel("simulate", "--help").stdout.split())
     for name in bandits.ALGORITHMS:
@@ -173,12 +177,3 @@ def test_a_real_worker_at_info_logs_no_line_per_drain(stack, service_env, redis_
     per_task = [line for line in log.splitlines()
                 if "rankduel.drain" in line and ("received" in line or "succeeded" in line)]
     assert per_task == [], per_task[:5]
-
-
-@pytest.mark.parametrize("module", ["cli.main", "cli.progress", "cli.help_text"])
-def test_cli_doctests(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.attempted > 0 and result.failed == 0

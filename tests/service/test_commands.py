@@ -27,6 +27,9 @@ import interleaving as il
 from bandits import matrices as M
 from cli.main import main as cli
 
+#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
+pytestmark = pytest.mark.starts_process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

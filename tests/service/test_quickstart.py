@@ -65,6 +65,7 @@ def test_quickstart_blocks_are_short():
     assert 10 <= len(lines) <= 30, len(lines)
 
 
+@pytest.mark.starts_process  # runs the quick start's commands
 @pytest.mark.timeout(300)
 def test_quickstart_runs_as_written(tmp_path):
     blocks = quickstart_blocks()

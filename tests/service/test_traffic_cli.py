@@ -15,7 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import ADMIN
+
+#: every test here starts a server, a command or an interpreter itself (tests/conftest.py)
+pytestmark = pytest.mark.starts_process
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,11 +1,10 @@
-"""Configuration: file < environment < overrides, validation, secrets never shown;
-the service modules' doctests. That the commands refuse to start without secrets (a
-process each) is checked in tests/service/test_commands.py."""
+"""Configuration: file < environment < overrides, validation, secrets never shown. That
+the commands refuse to start without secrets (a process each) is checked in
+tests/service/test_commands.py; the service modules' doctests are found by pytest
+(``--doctest-modules`` over pyproject's testpaths)."""
 
 from __future__ import annotations
 
-import doctest
-import importlib
 from pathlib import Path
 
 import pytest
@@ -56,15 +55,3 @@ def test_secrets_are_masked():
     for secret in ("adm1n-s3cret", "hmac-s3cret", "pa55word"):
         assert secret not in text
     assert "redis://user:***@db:6379/0" in text
-
-
-@pytest.mark.parametrize("module", ["service.config", "service.tokens", "service.errors",
-                                    "service.validation", "service.credit",
-                                    "service.controller", "service.ranker_template",
-                                    "service.search_params", "service.json_response",
-                                    "service.records"])
-def test_service_doctests(module):
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.attempted > 0 and result.failed == 0
-
-

@@ -1,0 +1,109 @@
+"""The documents: the generated configuration reference covers every setting of the
+code, the documents name only settings that exist, the README stays the front door, and
+user-facing text cites papers by author and year, never by an internal file or issue
+number (also across a line break). That the site builds: tests/service/test_docs.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from service.config import ENV, Config
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+#: environment variables the documents may name that are not settings of ``Config``
+OUTSIDE_SETTINGS = {
+    "RANKDUEL_CONFIG",           # the settings file itself (service/config.py)
+    "RANKDUEL_REDIS_HOSTS",      # docker compose's .env: builds REDIS_URL of the cluster
+    "RANKDUEL_CHROMIUM",         # the browser tests' Chromium (demo/browser.py)
+    "RANKDUEL_IMAGE",            # docker compose: the project image's name
+    "RANKDUEL_METRICS_TOKEN_FILE",  # the podman override: the metrics secret's file
+    "RANKDUEL_COMPOSE_CHECK_DIR",   # scripts/compose-check's state folder
+    "RANKDUEL_FRONTEND_TOKEN",   # rankduel traffic's front-end key (a client, not the API)
+    "RANKDUEL_BENCH_CODE",       # bench/search_cpu.py: the checkout to measure
+}
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("rankduel_docs_hooks", DOCS / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _user_docs() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def test_configuration_reference_is_every_setting():
+    """One row per setting of ``Config``, each with its variable, default and meaning."""
+    hooks = _hooks()
+    rows = hooks.configuration_rows()
+    fields = [f.name for f in dataclasses.fields(Config)]
+    assert [r["setting"] for r in rows] == fields
+    assert set(ENV) == set(fields), "a setting without an environment variable, or the reverse"
+    for row in rows:
+        assert row["variable"] == ENV[row["setting"]]
+        assert row["meaning"], f"{row['setting']} has no description in Config's docstring"
+    table = hooks.configuration_reference()
+    for var in ENV.values():  # each variable once: no duplicated rows
+        assert table.count(f"| `{var}` |") == 1, var
+    assert "`RANKDUEL_WORKER_METRICS_BIND`" in table
+
+
+def test_documents_name_only_real_settings():
+    """Every ``RANKDUEL_*`` variable the README or the site names is a setting (or one of
+    the few documented outside the settings)."""
+    known = set(ENV.values()) | OUTSIDE_SETTINGS
+    for path in _user_docs():
+        for var in set(re.findall(r"\bRANKDUEL_[A-Z0-9_]+\b", path.read_text())):
+            assert var in known, f"{path.relative_to(ROOT)} names {var}, which is no setting"
+    assert "RANKDUEL_CONFIG" in (ROOT / "service" / "config.py").read_text()
+
+
+def test_readme_is_the_front_door():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 300
+    assert "\n## Quick start\n" in text
+    for target in re.findall(r"\]\(((?:docs/)?[^)#:]+\.md)", text):
+        assert (ROOT / target).is_file(), f"README links to a missing {target}"
+
+
+#: internal references user text must not hold (papers are cited by authors, year and
+#: section; issues by nothing): the seed files' numbers ("seed 000"), issue numbers
+INTERNAL_REFERENCES = (r"\bseeds? ?0\d\d\b", r"\bissues? #?\d+\b", r"\(#\d+\)")
+
+
+def internal_references(text: str) -> list[str]:
+    """Every internal reference in ``text``, also one a line break splits ("seed\\n000"):
+    whitespace runs, line breaks and a Markdown quote's ``>`` included, count as one
+    space."""
+    flat = re.sub(r"\s*\n[\s>]*|\s+", " ", text)
+    return [hit for pattern in INTERNAL_REFERENCES
+            for hit in re.findall(pattern, flat, flags=re.I)]
+
+
+def test_no_internal_references():
+    """Papers are cited by author, year and section; no internal issue numbers."""
+    for path in _user_docs():
+        hits = internal_references(path.read_text())
+        assert not hits, f"{path.relative_to(ROOT)}: {hits[:5]}"
+
+
+@pytest.mark.parametrize("text", ["the proxy method, seed\n000 §5.3",
+                                  "the utility sets of seed\n  001 Table 1",
+                                  "as in seeds 002", "see issue #31", "fixed (#12)"])
+def test_internal_references_are_found(text):
+    """The check above can fail, also across a line break."""
+    assert internal_references(text)
+
+
+def test_citations_pass():
+    assert internal_references("Li et al. 2020, §5.3; Brost et al. 2016, Table 1; "
+                               "--seed 1; seeds 1-8; 1,000 issues") == []

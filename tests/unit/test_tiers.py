@@ -1,0 +1,92 @@
+"""The tier rules of tests/conftest.py can fail: a pure tier refuses a test that needs a
+server, a server tier refuses a test that needs none, and a stale entry of ``KNOWN_PURE``
+fails too. The conftest is loaded again under another name, so its functions are called
+directly."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tiers():
+    spec = importlib.util.spec_from_file_location("rankduel_test_tiers",
+                                                  ROOT / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tiers = _tiers()
+
+
+class FakeItem:
+    """What the collection hook reads of a pytest item."""
+
+    def __init__(self, nodeid: str, fixturenames=(), markers=()) -> None:
+        self.nodeid, self.fixturenames = nodeid, list(fixturenames)
+        self.fspath = ROOT / nodeid.split("::", 1)[0]
+        self.marks = [pytest.Mark(name, (), {}) for name in markers]
+
+    def iter_markers(self):
+        return iter(self.marks)
+
+    def add_marker(self, mark) -> None:
+        self.marks.append(mark.mark)
+
+
+@pytest.mark.parametrize(("path", "tier"), [
+    ("tests/unit/test_x.py", "unit"), ("tests/stats/test_x.py", "stats"),
+    ("tests/service/test_x.py", "service"), ("tests/e2e/test_x.py", "e2e"),
+    ("service/config.py", "unit"), ("bandits/base.py", "unit"),  # doctests of a package
+    ("tests/metrics_run.py", None),
+])
+def test_a_tests_tier_is_its_folder(path, tier):
+    assert tiers.tier_of(ROOT / path) == tier
+
+
+def test_a_pure_tier_refuses_a_server():
+    problem = tiers.tier_problem("tests/unit/test_x.py::t", "unit", ["tmp_path", "redis_url"], [])
+    assert "tests/unit" in problem and "redis_url" in problem and "tests/service" in problem
+    assert tiers.tier_problem("tests/stats/test_x.py::t", "stats", [], ["starts_process"])
+    assert tiers.tier_problem("tests/unit/test_x.py::t", "unit", ["tmp_path"], []) is None
+
+
+def test_a_server_tier_refuses_a_test_that_needs_none():
+    problem = tiers.tier_problem("tests/service/test_x.py::t", "service", ["tmp_path"], [])
+    assert "needs no server" in problem and "tests/unit" in problem
+    assert "starts_process" in problem  # says how to fix it
+    assert tiers.tier_problem("tests/e2e/test_x.py::t", "e2e", [], ["timeout"])
+    assert tiers.tier_problem("tests/service/test_x.py::t", "service", ["client"], []) is None
+    assert tiers.tier_problem("tests/e2e/test_x.py::t", "e2e", [], ["starts_process"]) is None
+
+
+def test_collection_fails_with_every_misplaced_test_named():
+    items = [FakeItem("tests/service/test_x.py::test_pure", ["tmp_path"]),
+             FakeItem("tests/unit/test_y.py::test_server", ["api"]),
+             FakeItem("tests/service/test_x.py::test_ok", ["redis_url"])]
+    with pytest.raises(pytest.UsageError) as error:
+        tiers.pytest_collection_modifyitems(None, items)
+    text = str(error.value)
+    assert "test_x.py::test_pure" in text and "test_y.py::test_server" in text
+    assert "test_ok" not in text
+
+
+def test_collection_marks_each_test_with_its_tier():
+    items = [FakeItem("tests/service/test_x.py::test_ok", ["redis_url"]),
+             FakeItem("service/config.py::service.config")]
+    tiers.pytest_collection_modifyitems(None, items)
+    assert [[m.name for m in item.marks] for item in items] == [["service"], ["unit"]]
+
+
+def test_a_known_pure_test_passes_and_a_stale_entry_fails(monkeypatch):
+    monkeypatch.setattr(tiers, "KNOWN_PURE", {"tests/service/test_x.py::test_pure": "moving"})
+    pure = FakeItem("tests/service/test_x.py::test_pure", ["tmp_path"])
+    tiers.pytest_collection_modifyitems(None, [pure])  # allowed while it is listed
+    moved = FakeItem("tests/service/test_x.py::test_pure", ["redis_url"])
+    with pytest.raises(pytest.UsageError, match="remove the entry"):
+        tiers.pytest_collection_modifyitems(None, [moved])
