@@ -354,17 +354,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark each test with its tier and refuse a test in the wrong one (all at once)."""
     problems, used, files = [], set(), set()
     for item in items:
-<<<<<<< HEAD
-        path = Path(str(item.fspath)).resolve()
-        try:
-            tier = path.relative_to(tests_dir).parts[0]
-        except ValueError:  # a doctest of a pure package (bandits/, judging/, rollout/...)
-            tier = "unit"
-        if tier not in TIERS:
-=======
         tier = tier_of(Path(str(item.fspath)))
         if tier is None:
->>>>>>> arch-records
             continue
         item.add_marker(getattr(pytest.mark, tier))
         files.add(item.nodeid.split("::", 1)[0])

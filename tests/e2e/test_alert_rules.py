@@ -21,6 +21,10 @@ RULES = ROOT / "deploy/prometheus/alerts.yml"
 TESTS = Path(__file__).with_name("alerts_test.yml")
 
 
+# every test here runs promtool or Prometheus itself (the tier rule: tests/conftest.py)
+pytestmark = pytest.mark.starts_process
+
+
 def promtool() -> str:
     path = shutil.which("promtool")
     if path is None:
@@ -90,16 +94,6 @@ def test_a_broken_rule_file_fails(tmp_path):
     assert out.returncode != 0 and "RankduelCreditBacklog" in out.stdout + out.stderr
     # and the unchanged rules pass through the same path
     assert run_tests(RULES, tmp_path).returncode == 0
-
-
-def test_compose_mounts_the_rules_where_the_configuration_reads_them():
-    config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
-    assert config["rule_files"] == ["alerts.yml"]  # relative to the configuration's folder
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    mounts = {v.split(":")[1]: v.split(":")[0]
-              for v in compose["services"]["prometheus"]["volumes"]}
-    assert mounts["/etc/prometheus/prometheus.yml"] == "./deploy/prometheus/prometheus.yml"
-    assert mounts["/etc/prometheus/alerts.yml"] == "./deploy/prometheus/alerts.yml"
 
 
 def test_a_real_prometheus_lists_the_rules(tmp_path):

@@ -299,3 +299,13 @@ def test_compose_check_is_wired():
     for standin in re.findall(r'_IMAGE": \("[^"]+", "(\w+)"\)', checks):
         assert (ROOT / f"deploy/podman/{standin}.Containerfile").is_file(), standin
     assert len(re.findall(r'_IMAGE": \("', checks)) == 3
+
+
+def test_compose_mounts_the_rules_where_the_configuration_reads_them():
+    config = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    assert config["rule_files"] == ["alerts.yml"]  # relative to the configuration's folder
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    mounts = {v.split(":")[1]: v.split(":")[0]
+              for v in compose["services"]["prometheus"]["volumes"]}
+    assert mounts["/etc/prometheus/prometheus.yml"] == "./deploy/prometheus/prometheus.yml"
+    assert mounts["/etc/prometheus/alerts.yml"] == "./deploy/prometheus/alerts.yml"
