@@ -4,8 +4,8 @@ Used by ``rankduel demo``, the integration tests (``tests/conftest.py``) and
 ``bench/service_load.py``. Every
 child runs in its own session (process group) so that stopping it also stops what it
 forked (gunicorn's workers, the Celery worker and its pool); :class:`Stack` stops everything it
-started on ``close()`` (the Redis users first, then Redis), at interpreter exit, and on
-SIGTERM/SIGINT.
+started on ``close()`` (the Redis users first, then Redis), at interpreter exit, on
+SIGTERM and SIGHUP, and on SIGINT (Ctrl-C) even when the process inherited it ignored.
 """
 
 from __future__ import annotations
@@ -189,6 +189,12 @@ class Stack:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+            # Ctrl-C raises KeyboardInterrupt, which the caller's ``finally`` or ``with``
+            # turns into close(). Installed explicitly: a process started in the background
+            # (``&`` in a script, a test runner started so) inherits SIGINT ignored, and
+            # Python then installs no handler of its own, so Ctrl-C would do nothing
+            self._old_handlers[signal.SIGINT] = signal.signal(signal.SIGINT,
+                                                              signal.default_int_handler)
 
     def _on_signal(self, signum, frame) -> None:
         self.close()

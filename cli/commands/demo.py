@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from cli.help_text import plain
 
@@ -29,12 +30,9 @@ def _param(text: str) -> tuple[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from demo.client import ApiResponseError
     from demo.run import DemoOptions, run_demo
 
-    if args.queries < 1 or args.rankers < 2 or args.concurrency < 1:
-        raise ValueError("--queries and --concurrency must be >= 1, --rankers >= 2")
-    if args.redis_cluster and not 3 <= args.redis_cluster <= 16:
-        raise ValueError("--redis-cluster takes 3 to 16 masters (Redis Cluster needs 3)")
     opts = DemoOptions(
         queries=args.queries, rankers=args.rankers, algorithm=args.algorithm,
         params=dict(args.param or []), interleaving=args.interleaving,
@@ -44,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
         keep_running=args.keep_running, quiet=args.quiet, redis_cluster=args.redis_cluster,
         web=args.web, web_port=args.web_port,
     )
-    summary = run_demo(opts)
+    try:  # the options were checked up front: a refusal here is the API's, said in one line
+        summary = run_demo(opts)
+    except ApiResponseError as exc:
+        print(f"rankduel demo: error: the API answered {exc}; its log is "
+              f"{opts.workdir}/logs/api.log", file=sys.stderr)
+        return 1
     return 0 if summary["errors"] == 0 else 1
 
 

@@ -56,7 +56,8 @@ def test_simulate_out_an_existing_file_is_one_line(tmp_path):
     assert existing.read_text() == "{}"  # untouched
 
 
-@pytest.mark.parametrize("command", ["serve", "worker", "demo", "traffic", "migrate-keys"])
+@pytest.mark.parametrize("command", ["serve", "worker", "demo", "traffic", "migrate-keys",
+                                     "report"])
 def test_help_is_plain_text(command):
     proc = rankduel(command, "--help")
     if proc.returncode == 2 and "invalid choice" in proc.stderr:
@@ -95,7 +96,8 @@ def _summary_text(keep_running: bool) -> str:
     summary = {"champion": "r00", "true_best": "r00", "queries": 1, "seconds": 1.0,
                "queries_per_second": 1.0, "impressions": 1, "decisive_impressions": 1,
                "comparisons": 1, "regret": 0.0,
-               "urls": {"api": "http://127.0.0.1:1", "metrics": "http://127.0.0.1:1/metrics"}}
+               "urls": {"api": "http://127.0.0.1:1", "metrics": "http://127.0.0.1:1/metrics",
+                        "openapi": "http://127.0.0.1:1/openapi.json"}}
     demo.print_summary(summary, {"rankers": []})
     return out.getvalue()
 
@@ -105,6 +107,10 @@ def test_the_demo_prints_urls_only_while_they_are_alive():
     assert "http://" not in stopped and "--keep-running" in stopped
     kept = _summary_text(keep_running=True)
     assert "look at" in kept and "http://127.0.0.1:1/metrics" in kept
+    # the bare base URL answers 404: the api line shows the API's description instead
+    urls = [line.split()[-1] for line in kept.splitlines() if "http://" in line]
+    assert "http://127.0.0.1:1" not in urls and "http://127.0.0.1:1/openapi.json" in urls
+    assert [line.split()[0] for line in kept.splitlines() if "openapi.json" in line] == ["api"]
 
 
 def test_celery_task_lines_are_debug_and_failures_stay():
