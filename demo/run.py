@@ -40,7 +40,7 @@ PAIRWISE = ("team_draft", "probabilistic", "balanced")
 
 #: seconds each group of the demo's processes (the Redis users, then Redis) gets to stop
 #: after SIGTERM before SIGKILL: Ctrl-C returns within about 2 × this (Stack.close)
-STOP_TIMEOUT_S = 4.0
+STOP_TIMEOUT_S = 3.0
 
 #: per-algorithm parameters of the demo (see :meth:`Demo.params`)
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
