@@ -91,6 +91,9 @@ class DemoOptions:
             raise ValueError("--queries and --concurrency must be >= 1, --rankers >= 2")
         if self.redis_cluster and not 3 <= self.redis_cluster <= 16:
             raise ValueError("--redis-cluster takes 3 to 16 masters (Redis Cluster needs 3)")
+        for option, port in (("--port", self.port), ("--web-port", self.web_port)):
+            if port is not None and not 1 <= port <= 65535:
+                raise ValueError(f"{option} must be a TCP port, 1 to 65535, got {port}")
         if self.algorithm not in bandits.ALGORITHMS:
             raise ValueError(f"--algorithm: unknown algorithm {self.algorithm!r}; choose "
                              f"from {', '.join(sorted(bandits.ALGORITHMS))}")

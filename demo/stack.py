@@ -77,6 +77,11 @@ def redis_executable() -> str:
     return exe
 
 
+class ChildExited(RuntimeError):
+    """A process of the stack exited while it was awaited (a port in use, a bad setting):
+    its log says why."""
+
+
 def wait_until(check: Callable[[], bool], timeout: float, what: str,
                proc: subprocess.Popen | None = None, interval: float = 0.05) -> None:
     """Poll ``check`` until it is true; fail with ``what`` after ``timeout`` seconds or as
@@ -87,7 +92,7 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str,
             if check():
                 return
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{what}: process exited with code {proc.returncode}")
+            raise ChildExited(f"{what}: process exited with code {proc.returncode}")
         time.sleep(interval)
     raise TimeoutError(f"{what}: not ready after {timeout:.0f} s")
 

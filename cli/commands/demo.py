@@ -32,6 +32,7 @@ def _param(text: str) -> tuple[str, object]:
 def run(args: argparse.Namespace) -> int:
     from demo.client import ApiResponseError
     from demo.run import DemoOptions, run_demo
+    from demo.stack import ChildExited
 
     opts = DemoOptions(
         queries=args.queries, rankers=args.rankers, algorithm=args.algorithm,
@@ -42,8 +43,14 @@ def run(args: argparse.Namespace) -> int:
         keep_running=args.keep_running, quiet=args.quiet, redis_cluster=args.redis_cluster,
         web=args.web, web_port=args.web_port,
     )
-    try:  # the options were checked up front: a refusal here is the API's, said in one line
+    # the options were checked up front: a failure now is the stack's (a port in use) or
+    # the API's, said in one line with where to read more
+    try:
         summary = run_demo(opts)
+    except ChildExited as exc:
+        print(f"rankduel demo: error: {exc}; its log is in {opts.workdir}/logs/",
+              file=sys.stderr)
+        return 1
     except ApiResponseError as exc:
         print(f"rankduel demo: error: the API answered {exc}; its log is "
               f"{opts.workdir}/logs/api.log", file=sys.stderr)

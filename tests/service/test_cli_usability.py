@@ -113,6 +113,29 @@ def test_the_demo_prints_urls_only_while_they_are_alive():
     assert [line.split()[0] for line in kept.splitlines() if "openapi.json" in line] == ["api"]
 
 
+def test_the_demo_on_a_port_in_use_says_so_in_one_line(tmp_path):
+    """A process of the stack that cannot start (the API's port taken) ends the demo with
+    one line naming it and where its log is, every process stopped, no traceback."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("RANKDUEL_") and k != "REDIS_URL"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "cli.main", "demo", "--port", str(port), "--queries", "5",
+             "--rankers", "3", "--workdir", str(tmp_path / "var")],
+            capture_output=True, text=True, timeout=180, cwd=ROOT, env=env)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("rankduel demo: error: api: process exited"), lines
+    assert str(tmp_path / "var" / "logs") in lines[0]
+    assert "Address already in use" in (tmp_path / "var" / "logs" / "api.log").read_text()
+
+
 def test_celery_task_lines_are_debug_and_failures_stay():
     from workers.health import QuietSweep
 

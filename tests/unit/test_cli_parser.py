@@ -73,8 +73,9 @@ def test_the_top_level_usage_is_for_top_level_mistakes(capsys):
     (["--param", "alfa=0.5"], "--param", ["alpha", "batch_size", "c"]),
     (["--param", "alpha=-1"], "--param", ["alpha", "greater than 0"]),
     (["--rankers", "1"], "--rankers", []),
+    (["--port", "99999"], "--port", ["1 to 65535"]),
 ], ids=["algorithm", "interleaving", "click-model", "multileaving", "param-name",
-        "param-range", "rankers"])
+        "param-range", "rankers", "port"])
 def test_the_demo_refuses_bad_options_before_starting_anything(tmp_path, capsys, args,
                                                                 option, names):
     workdir = tmp_path / "var"
@@ -85,3 +86,14 @@ def test_the_demo_refuses_bad_options_before_starting_anything(tmp_path, capsys,
     assert option in err and all(name in err for name in names), err
     assert "Traceback" not in err and captured.out == ""  # nothing ran, not even the world
     assert not workdir.exists()  # no Redis, no logs: nothing was started
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "EXP", "--api", "127.0.0.1:8000", "--token", "t"],
+    ["traffic", "--api", "localhost", "--rankers-url", "http://127.0.0.1:1", "--wait", "1"],
+], ids=["report", "traffic"])
+def test_an_api_address_without_http_is_one_line(argv, capsys, monkeypatch):
+    monkeypatch.setenv("RANKDUEL_ADMIN_TOKEN", "t")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is not an http://HOST:PORT URL" in err, err
