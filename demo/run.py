@@ -39,7 +39,8 @@ from demo.world_rankers import demo_world, ranker_name
 PAIRWISE = ("team_draft", "probabilistic", "balanced")
 
 #: seconds each group of the demo's processes (the Redis users, then Redis) gets to stop
-#: after SIGTERM before SIGKILL: Ctrl-C returns within about 2 × this (Stack.close)
+#: after SIGTERM before SIGKILL (``Stack.stop_timeout``): Ctrl-C, SIGTERM and the end of
+#: a run return within about 2 × this
 STOP_TIMEOUT_S = 3.0
 
 #: per-algorithm parameters of the demo (see :meth:`Demo.params`)
@@ -344,7 +345,8 @@ class Demo:
         self.say(f"world: seed {o.seed}, {w.n_rankers} rankers, {w.n_queries} queries; "
                  f"true best {ranker_name(best)} (NDCG@10 {w.ndcg(best):.3f}, next "
                  f"{np.sort(w.ndcg_all(10))[-2]:.3f})")
-        stack = Stack(o.workdir)  # from here on, Ctrl-C or SIGTERM stop the run and its stack
+        # from here on, Ctrl-C or SIGTERM stop the run and its stack
+        stack = Stack(o.workdir, stop_timeout=STOP_TIMEOUT_S)
         try:
             P = self.true_preferences()
             api_url, rank_url = self.start(stack)
@@ -388,7 +390,7 @@ class Demo:
         finally:
             if self.web is not None:
                 self.web.close()
-            stack.close(timeout=STOP_TIMEOUT_S)
+            stack.close()
 
     def params(self) -> dict[str, Any]:
         """The algorithm's parameters: ``--param`` values over the demo defaults. For

@@ -177,10 +177,14 @@ class Stack:
     ----------
     workdir
         Folder for logs, the Redis data and the Prometheus multiprocess files.
+    stop_timeout
+        Seconds each group of processes (the Redis users, then Redis) gets after SIGTERM
+        before SIGKILL, however the stack is stopped (``close()``, a signal, exit).
     """
 
-    def __init__(self, workdir: str | os.PathLike) -> None:
+    def __init__(self, workdir: str | os.PathLike, *, stop_timeout: float = 10.0) -> None:
         self.workdir = Path(workdir)
+        self.stop_timeout = stop_timeout
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.children: list[Child] = []
         self.redis_url: str | None = None
@@ -387,15 +391,17 @@ class Stack:
         wait_until(ready, timeout, child.name, child.proc, interval=0.1)
         client.close()
 
-    def close(self, timeout: float = 10.0) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Stop every child: the processes that use Redis first, then Redis. Each group
         gets SIGTERM at once (newest first) and SIGKILL for what is left after
-        ``timeout`` seconds, one deadline for the group, so that a slow child (a Celery
-        worker's warm shutdown on a loaded machine) does not hold up the others: Ctrl-C
-        on the demo returns within about 2 × ``timeout``. Safe to call twice."""
+        ``timeout`` seconds (default ``stop_timeout``), one deadline for the group, so
+        that a slow child (a Celery worker's warm shutdown on a loaded machine) does not
+        hold up the others: Ctrl-C returns within about 2 × ``timeout``. Safe to call
+        twice."""
         if self._closed:
             return
         self._closed = True
+        timeout = self.stop_timeout if timeout is None else timeout
         newest_first = list(reversed(self.children))
         stores = [c for c in newest_first if c.name.startswith("redis")]
         users = [c for c in newest_first if c not in stores]
