@@ -7,7 +7,12 @@ simulated world (one clearly best), creates an experiment, sends ``--queries`` s
 with clicks through the real endpoints, shows progress and the live elimination state,
 and ends with a summary (champion, true best, comparisons, regret). Every process it
 started is stopped at the end; ``--keep-running`` leaves them up until Ctrl-C and prints
-the URLs to look at (API, experiment, metrics), the admin token and the front-end key.
+the URLs to look at (operator page, API description, experiment, metrics), the admin
+token and the front-end key. Ctrl-C works also when the demo was started in the
+background (``&``), and stops everything within seconds.
+
+The algorithm, its parameters, the interleaving method and the click model are checked
+before anything starts: a misspelt name exits with code 2 and lists the valid ones.
 """
 
 from __future__ import annotations
