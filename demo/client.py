@@ -13,7 +13,24 @@ import http.client
 import json
 import threading
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import SplitResult, urlencode, urlsplit
+
+
+def check_http_url(url: str) -> SplitResult:
+    """``url`` split, or a ``ValueError`` that says what an address must look like (a
+    command's mistyped ``--api`` is one line, not a traceback).
+
+    >>> check_http_url("http://127.0.0.1:8000/x").port
+    8000
+    >>> check_http_url("127.0.0.1:8000")
+    Traceback (most recent call last):
+    ...
+    ValueError: '127.0.0.1:8000' is not an http://HOST:PORT URL
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http://HOST:PORT URL")
+    return parts
 
 
 class ApiResponseError(Exception):
@@ -34,7 +51,7 @@ class Client:
 
     def __init__(self, base_url: str, admin_token: str | None = None,
                  timeout: float = 30.0, frontend_token: str | None = None) -> None:
-        parts = urlsplit(base_url)
+        parts = check_http_url(base_url)
         self.host, self.port = parts.hostname, parts.port or 80
         self.base_url = base_url.rstrip("/")
         self.admin_token = admin_token
@@ -157,7 +174,7 @@ def http_json(method: str, url: str, body: Any = None, headers: dict[str, str] |
               timeout: float = 10.0) -> tuple[int, Any]:
     """One request to ``url`` on a connection of its own; ``(status, decoded JSON body)``,
     the text when the body is not JSON (``/metrics``)."""
-    parts = urlsplit(url)
+    parts = check_http_url(url)
     client = Client(f"{parts.scheme}://{parts.netloc}", timeout=timeout)
     try:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

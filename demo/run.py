@@ -38,6 +38,11 @@ from demo.world_rankers import demo_world, ranker_name
 #: the pairwise interleaving methods (``World.preference_matrix`` estimates with these)
 PAIRWISE = ("team_draft", "probabilistic", "balanced")
 
+#: seconds each group of the demo's processes (the Redis users, then Redis) gets to stop
+#: after SIGTERM before SIGKILL (``Stack.stop_timeout``): Ctrl-C, SIGTERM and the end of
+#: a run return within about 2 × this
+STOP_TIMEOUT_S = 3.0
+
 #: per-algorithm parameters of the demo (see :meth:`Demo.params`)
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "mergedts": {"alpha": 0.8**6, "c": 4e6, "batch_size": 4},
@@ -71,6 +76,52 @@ class DemoOptions:
     web: bool = False
     web_port: int | None = None
 
+    def check(self) -> None:
+        """Refuse options the run would fail on, before anything starts: a ``ValueError``
+        (``rankduel demo`` exits 2 with it) that names the option and the valid values.
+        The algorithm, its parameters (the demo's defaults with ``params`` over them,
+        :func:`bandits.check_params`), the interleaving method (one the algorithm can run
+        with: a set-selecting policy needs a multileaving method) and the click model are
+        all checked against the registries the API reads, so the API cannot refuse the
+        experiment later."""
+        import bandits
+        import interleaving
+        from interleaving.clicks import get_click_model
+
+        if self.queries < 1 or self.rankers < 2 or self.concurrency < 1:
+            raise ValueError("--queries and --concurrency must be >= 1, --rankers >= 2")
+        if self.redis_cluster and not 3 <= self.redis_cluster <= 16:
+            raise ValueError("--redis-cluster takes 3 to 16 masters (Redis Cluster needs 3)")
+        for option, port in (("--port", self.port), ("--web-port", self.web_port)):
+            if port is not None and not 1 <= port <= 65535:
+                raise ValueError(f"{option} must be a TCP port, 1 to 65535, got {port}")
+        if self.algorithm not in bandits.ALGORITHMS:
+            raise ValueError(f"--algorithm: unknown algorithm {self.algorithm!r}; choose "
+                             f"from {', '.join(sorted(bandits.ALGORITHMS))}")
+        try:
+            bandits.check_params(self.algorithm, self.merged_params())
+        except ValueError as exc:
+            raise ValueError(f"--param: {exc}") from None
+        try:
+            interleaving.get_method(self.interleaving)
+        except ValueError as exc:
+            raise ValueError(f"--interleaving: {exc}") from None
+        multi = bandits.get_algorithm(self.algorithm).multi
+        allowed = interleaving.MULTILEAVE_METHODS if multi else interleaving.PAIRWISE_METHODS
+        if self.interleaving not in allowed:
+            kind = "sets of rankers: a multileaving" if multi else "pairs: a pairwise"
+            raise ValueError(f"--interleaving: {self.algorithm} compares {kind} method is "
+                             f"needed; choose from {', '.join(allowed)}")
+        try:
+            get_click_model(self.click_model)
+        except ValueError as exc:
+            raise ValueError(f"--click-model: {exc}") from None
+
+    def merged_params(self) -> dict[str, Any]:
+        """The algorithm's parameters: ``params`` over the demo's defaults
+        (:data:`DEMO_PARAMS`, see :meth:`Demo.params`)."""
+        return {**DEMO_PARAMS.get(self.algorithm, {}), **self.params}
+
 
 @dataclass
 class Tally:
@@ -87,6 +138,7 @@ class Demo:
     """One run of the demo; ``run()`` returns the summary dict."""
 
     def __init__(self, opts: DemoOptions, out: TextIO = sys.stdout) -> None:
+        opts.check()  # a typo'd name or a bad parameter stops here, before anything starts
         self.opts = opts
         self.out = out
         self.world = demo_world(opts.seed, opts.rankers)
@@ -293,9 +345,10 @@ class Demo:
         self.say(f"world: seed {o.seed}, {w.n_rankers} rankers, {w.n_queries} queries; "
                  f"true best {ranker_name(best)} (NDCG@10 {w.ndcg(best):.3f}, next "
                  f"{np.sort(w.ndcg_all(10))[-2]:.3f})")
-        P = self.true_preferences()
-        stack = Stack(o.workdir)
+        # from here on, Ctrl-C or SIGTERM stop the run and its stack
+        stack = Stack(o.workdir, stop_timeout=STOP_TIMEOUT_S)
         try:
+            P = self.true_preferences()
             api_url, rank_url = self.start(stack)
             client = Client(api_url, self.admin_token, frontend_token=self.frontend_token)
             exp_id = self.create_experiment(client, rank_url, P, f"demo world {o.seed}")
@@ -324,13 +377,15 @@ class Demo:
                 Path(o.json_path).write_text(json.dumps(summary, indent=2) + "\n")
                 self.say(f"summary written to {o.json_path}")
             if o.keep_running or o.web:
-                self.say(f"\nthe stack keeps running: base URL {api_url}\n"
+                self.say(f"\nthe stack keeps running: base URL {api_url} (operator page "
+                         f"{api_url}/ui/)\n"
                          f"admin token: {self.admin_token}\n"
                          f"front-end key: {self.frontend_token}\n"
                          f"try: curl -H 'Authorization: Bearer {self.admin_token}' "
                          f"{api_url}/experiments/{exp_id}\nCtrl-C stops everything.")
                 with contextlib.suppress(KeyboardInterrupt):
                     threading.Event().wait()
+                self.say("stopping every process the demo started")
             return summary
         finally:
             if self.web is not None:
@@ -343,8 +398,7 @@ class Demo:
         LTR datasets (Li et al. 2020, §5.5: MergeDTS α = 0.8⁶, C = 4·10⁶, M = 4 in the online
         setting here; MergeRUCB α = 0.8⁶, C = 4·10⁵), as the constructors' own tuned
         defaults, with the batch size the demo's 12 rankers want."""
-        defaults = DEMO_PARAMS.get(self.opts.algorithm, {})
-        return {**defaults, **self.opts.params}
+        return self.opts.merged_params()
 
     def summary(self, state: dict[str, Any], api_url: str, exp_id: str) -> dict[str, Any]:
         c = state["counters"]
@@ -392,7 +446,11 @@ class Demo:
             return
         self.say("look at (operator endpoints need the admin token):")
         for name, url in s["urls"].items():
-            self.say(f"  {name:<10} {url}")
+            if name == "openapi":  # shown as the api's line
+                continue
+            if name == "api":  # the bare base URL answers 404: show one that answers
+                url = s["urls"].get("openapi", f"{url}/openapi.json")
+            self.say(f"  {name:<14} {url}")
 
 
 def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> dict[str, Any]:

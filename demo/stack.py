@@ -4,8 +4,8 @@ Used by ``rankduel demo``, the integration tests (``tests/conftest.py``) and
 ``bench/service_load.py``. Every
 child runs in its own session (process group) so that stopping it also stops what it
 forked (gunicorn's workers, the Celery worker and its pool); :class:`Stack` stops everything it
-started on ``close()`` (the Redis users first, then Redis), at interpreter exit, and on
-SIGTERM/SIGINT.
+started on ``close()`` (the Redis users first, then Redis), at interpreter exit, on
+SIGTERM and SIGHUP, and on SIGINT (Ctrl-C) even when the process inherited it ignored.
 """
 
 from __future__ import annotations
@@ -77,6 +77,11 @@ def redis_executable() -> str:
     return exe
 
 
+class ChildExited(RuntimeError):
+    """A process of the stack exited while it was awaited (a port in use, a bad setting):
+    its log says why."""
+
+
 def wait_until(check: Callable[[], bool], timeout: float, what: str,
                proc: subprocess.Popen | None = None, interval: float = 0.05) -> None:
     """Poll ``check`` until it is true; fail with ``what`` after ``timeout`` seconds or as
@@ -87,7 +92,7 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str,
             if check():
                 return
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{what}: process exited with code {proc.returncode}")
+            raise ChildExited(f"{what}: process exited with code {proc.returncode}")
         time.sleep(interval)
     raise TimeoutError(f"{what}: not ready after {timeout:.0f} s")
 
@@ -172,10 +177,14 @@ class Stack:
     ----------
     workdir
         Folder for logs, the Redis data and the Prometheus multiprocess files.
+    stop_timeout
+        Seconds each group of processes (the Redis users, then Redis) gets after SIGTERM
+        before SIGKILL, however the stack is stopped (``close()``, a signal, exit).
     """
 
-    def __init__(self, workdir: str | os.PathLike) -> None:
+    def __init__(self, workdir: str | os.PathLike, *, stop_timeout: float = 10.0) -> None:
         self.workdir = Path(workdir)
+        self.stop_timeout = stop_timeout
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.children: list[Child] = []
         self.redis_url: str | None = None
@@ -189,6 +198,12 @@ class Stack:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+            # Ctrl-C raises KeyboardInterrupt, which the caller's ``finally`` or ``with``
+            # turns into close(). Installed explicitly: a process started in the background
+            # (``&`` in a script, a test runner started so) inherits SIGINT ignored, and
+            # Python then installs no handler of its own, so Ctrl-C would do nothing
+            self._old_handlers[signal.SIGINT] = signal.signal(signal.SIGINT,
+                                                              signal.default_int_handler)
 
     def _on_signal(self, signum, frame) -> None:
         self.close()
@@ -376,15 +391,17 @@ class Stack:
         wait_until(ready, timeout, child.name, child.proc, interval=0.1)
         client.close()
 
-    def close(self, timeout: float = 10.0) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Stop every child: the processes that use Redis first, then Redis. Each group
         gets SIGTERM at once (newest first) and SIGKILL for what is left after
-        ``timeout`` seconds, one deadline for the group, so that a slow child (a Celery
-        worker's warm shutdown on a loaded machine) does not hold up the others: Ctrl-C
-        on the demo returns within about 2 × ``timeout``. Safe to call twice."""
+        ``timeout`` seconds (default ``stop_timeout``), one deadline for the group, so
+        that a slow child (a Celery worker's warm shutdown on a loaded machine) does not
+        hold up the others: Ctrl-C returns within about 2 × ``timeout``. Safe to call
+        twice."""
         if self._closed:
             return
         self._closed = True
+        timeout = self.stop_timeout if timeout is None else timeout
         newest_first = list(reversed(self.children))
         stores = [c for c in newest_first if c.name.startswith("redis")]
         users = [c for c in newest_first if c not in stores]

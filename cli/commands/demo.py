@@ -7,13 +7,19 @@ simulated world (one clearly best), creates an experiment, sends ``--queries`` s
 with clicks through the real endpoints, shows progress and the live elimination state,
 and ends with a summary (champion, true best, comparisons, regret). Every process it
 started is stopped at the end; ``--keep-running`` leaves them up until Ctrl-C and prints
-the URLs to look at (API, experiment, metrics), the admin token and the front-end key.
+the URLs to look at (operator page, API description, experiment, metrics), the admin
+token and the front-end key. Ctrl-C works also when the demo was started in the
+background (``&``), and stops everything within seconds.
+
+The algorithm, its parameters, the interleaving method and the click model are checked
+before anything starts: a misspelt name exits with code 2 and lists the valid ones.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from cli.help_text import plain
 
@@ -29,12 +35,10 @@ def _param(text: str) -> tuple[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from demo.client import ApiResponseError
     from demo.run import DemoOptions, run_demo
+    from demo.stack import ChildExited
 
-    if args.queries < 1 or args.rankers < 2 or args.concurrency < 1:
-        raise ValueError("--queries and --concurrency must be >= 1, --rankers >= 2")
-    if args.redis_cluster and not 3 <= args.redis_cluster <= 16:
-        raise ValueError("--redis-cluster takes 3 to 16 masters (Redis Cluster needs 3)")
     opts = DemoOptions(
         queries=args.queries, rankers=args.rankers, algorithm=args.algorithm,
         params=dict(args.param or []), interleaving=args.interleaving,
@@ -44,7 +48,18 @@ def run(args: argparse.Namespace) -> int:
         keep_running=args.keep_running, quiet=args.quiet, redis_cluster=args.redis_cluster,
         web=args.web, web_port=args.web_port,
     )
-    summary = run_demo(opts)
+    # the options were checked up front: a failure now is the stack's (a port in use) or
+    # the API's, said in one line with where to read more
+    try:
+        summary = run_demo(opts)
+    except ChildExited as exc:
+        print(f"rankduel demo: error: {exc}; its log is in {opts.workdir}/logs/",
+              file=sys.stderr)
+        return 1
+    except ApiResponseError as exc:
+        print(f"rankduel demo: error: the API answered {exc}; its log is "
+              f"{opts.workdir}/logs/api.log", file=sys.stderr)
+        return 1
     return 0 if summary["errors"] == 0 else 1
 
 

@@ -23,8 +23,12 @@ STATIC = Path(__file__).resolve().parent.parent.parent / "service" / "static" / 
 
 def fetch(api: str, token: str, exp_id: str) -> dict[str, Any]:
     """The report from the API; ``ValueError`` (exit code 2) with the API's message."""
-    from demo.client import http_json
+    from demo.client import check_http_url, http_json
 
+    try:
+        check_http_url(api)
+    except ValueError as exc:
+        raise ValueError(f"--api: {exc}") from None
     try:
         status, body = http_json("GET", f"{api.rstrip('/')}/experiments/{quote(exp_id)}/report",
                                  headers={"Authorization": f"Bearer {token}"}, timeout=30)

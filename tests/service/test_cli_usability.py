@@ -59,7 +59,8 @@ def test_simulate_out_an_existing_file_is_one_line(tmp_path):
 
 
 @pytest.mark.starts_process  # runs rankduel as a command
-@pytest.mark.parametrize("command", ["serve", "worker", "demo", "traffic", "migrate-keys"])
+@pytest.mark.parametrize("command", ["serve", "worker", "demo", "traffic", "migrate-keys",
+                                     "report"])
 def test_help_is_plain_text(command):
     proc = rankduel(command, "--help")
     if proc.returncode == 2 and "invalid choice" in proc.stderr:
@@ -99,7 +100,8 @@ def _summary_text(keep_running: bool) -> str:
     summary = {"champion": "r00", "true_best": "r00", "queries": 1, "seconds": 1.0,
                "queries_per_second": 1.0, "impressions": 1, "decisive_impressions": 1,
                "comparisons": 1, "regret": 0.0,
-               "urls": {"api": "http://127.0.0.1:1", "metrics": "http://127.0.0.1:1/metrics"}}
+               "urls": {"api": "http://127.0.0.1:1", "metrics": "http://127.0.0.1:1/metrics",
+                        "openapi": "http://127.0.0.1:1/openapi.json"}}
     demo.print_summary(summary, {"rankers": []})
     return out.getvalue()
 
@@ -109,6 +111,34 @@ def test_the_demo_prints_urls_only_while_they_are_alive():
     assert "http://" not in stopped and "--keep-running" in stopped
     kept = _summary_text(keep_running=True)
     assert "look at" in kept and "http://127.0.0.1:1/metrics" in kept
+    # the bare base URL answers 404: the api line shows the API's description instead
+    urls = [line.split()[-1] for line in kept.splitlines() if "http://" in line]
+    assert "http://127.0.0.1:1" not in urls and "http://127.0.0.1:1/openapi.json" in urls
+    assert [line.split()[0] for line in kept.splitlines() if "openapi.json" in line] == ["api"]
+
+
+@pytest.mark.starts_process  # runs rankduel demo as a command
+def test_the_demo_on_a_port_in_use_says_so_in_one_line(tmp_path):
+    """A process of the stack that cannot start (the API's port taken) ends the demo with
+    one line naming it and where its log is, every process stopped, no traceback."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("RANKDUEL_") and k != "REDIS_URL"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "cli.main", "demo", "--port", str(port), "--queries", "5",
+             "--rankers", "3", "--workdir", str(tmp_path / "var")],
+            capture_output=True, text=True, timeout=180, cwd=ROOT, env=env)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("rankduel demo: error: api: process exited"), lines
+    assert str(tmp_path / "var" / "logs") in lines[0]
+    assert "Address already in use" in (tmp_path / "var" / "logs" / "api.log").read_text()
 
 
 def test_celery_task_lines_are_debug_and_failures_stay():

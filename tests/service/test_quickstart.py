@@ -7,6 +7,10 @@ start's ports (Redis 6379, API 8000, rankers 8001) become free ports, so the tes
 beside anything else on the machine. It starts a real Redis, ``rankduel serve``,
 ``rankduel worker`` and the example rankers; every process the script starts is in the
 script's own process group, which the test ends (SIGTERM, then SIGKILL) whatever happens.
+
+The folder it runs in is a fresh git repository holding the project's ``.gitignore``: it
+must stay clean (``git status --porcelain``), every file the quick start writes being
+ignored, as in a clone. And its Redis must listen on loopback only.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import redis
 
 from demo.stack import free_port
 
@@ -65,6 +70,12 @@ def test_quickstart_blocks_are_short():
     assert 10 <= len(lines) <= 30, len(lines)
 
 
+def git_status(checkout: Path) -> str:
+    """``git status --porcelain`` of ``checkout``, untracked files listed one by one."""
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                          cwd=checkout, capture_output=True, text=True, check=True).stdout
+
+
 @pytest.mark.starts_process  # runs the quick start's commands
 @pytest.mark.timeout(300)
 def test_quickstart_runs_as_written(tmp_path):
@@ -74,17 +85,31 @@ def test_quickstart_runs_as_written(tmp_path):
     ports = {p: str(free_port()) for p in PORTS}
     script = re.sub(r"(?<!\d)(6379|8000|8001)(?!\d)", lambda m: ports[m[1]], script)
     (tmp_path / "quickstart.sh").write_text(script)
+    # the quick start runs in a checkout: a git repository with the project's .gitignore,
+    # which must ignore every file the quick start writes (its logs)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / ".gitignore").write_text((ROOT / ".gitignore").read_text())
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)
+    clean = git_status(checkout)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RANKDUEL_", "REDIS_", "PROMETHEUS_"))}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with out.open("w") as fout, err.open("w") as ferr:
-        proc = subprocess.Popen(["bash", "-e", "quickstart.sh"], cwd=tmp_path, env=env,
-                                stdout=fout, stderr=ferr, start_new_session=True)
+        proc = subprocess.Popen(["bash", "-e", str(tmp_path / "quickstart.sh")], cwd=checkout,
+                                env=env, stdout=fout, stderr=ferr, start_new_session=True)
     try:
         code = proc.wait(timeout=240)
         stdout = out.read_text()
-        assert code == 0, stdout + err.read_text() + (tmp_path / "api.log").read_text()
+        logs = sorted((checkout / "var").rglob("*.log"))
+        assert code == 0, stdout + err.read_text() + "".join(p.read_text() for p in logs)
+        # its logs went to var/log/, and git sees nothing new: the checkout stays clean
+        assert {p.name for p in logs} >= {"api.log", "redis.log", "worker.log", "rankers.log"}
+        assert git_status(checkout) == clean
+        # its Redis listens on loopback only
+        bind = redis.Redis(port=int(ports["6379"])).config_get("bind")["bind"]
+        assert bind.split() == ["127.0.0.1"], bind
         # the click was accepted, the impression closed, the metrics name the experiment
         assert '"accepted":1' in stdout, stdout
         assert '"status":"closed"' in stdout, stdout

@@ -27,6 +27,7 @@ OUTSIDE_SETTINGS = {
     "RANKDUEL_COMPOSE_CHECK_DIR",   # scripts/compose-check's state folder
     "RANKDUEL_FRONTEND_TOKEN",   # rankduel traffic's front-end key (a client, not the API)
     "RANKDUEL_BENCH_CODE",       # bench/search_cpu.py: the checkout to measure
+    "RANKDUEL_UPDATE_DOCS_SCREENSHOT",  # tests/e2e/test_report.py: rewrite docs/operator-ui.png
 }
 
 
