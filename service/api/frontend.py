@@ -8,22 +8,25 @@ from importlib.resources import files
 
 from flask import Blueprint, Response, g, jsonify, redirect, request
 
-from service import impressions, metrics, paging
-from service.auth import require_bearer
-from service.errors import BadRequest, TooManyRequests
-from service.json_response import json_response
-from service.report_bodies import report_body
-from service.runtime import Runtime, runtime
-from service.schemas import (
-    MAX_ID_CHARS,
+from service import clicks as click_ops
+from service import metrics, paging
+from service import search as searching
+from service.api.auth import require_bearer
+from service.api.click_reports import report_body
+from service.api.json_response import json_response
+from service.api.schemas import (
     ClickForm,
     Clicks,
     EndForm,
     EndImpression,
     RedirectQuery,
 )
-from service.search_params import parse_search_query
-from service.validation import parse
+from service.api.search_query import parse_search_query
+from service.api.validation import parse
+from service.errors import BadRequest, TooManyRequests
+from service.id_limits import MAX_ID_CHARS
+from service.rankers.health import SearchTiming
+from service.runtime import Runtime, runtime
 
 bp = Blueprint("frontend", __name__)
 
@@ -33,7 +36,7 @@ def search():
     rt = runtime()
     frontend_key(rt)
     args = parse_search_query(request.args, rt.config.default_k, rt.config.max_k)
-    timing = g.search_timing = impressions.SearchTiming()
+    timing = g.search_timing = SearchTiming()
     if args.page > 1 or args.impression_id is not None:  # a next page of an impression
         if args.impression_id is None:
             raise BadRequest(f"page {args.page} continues an impression: send the "
@@ -41,7 +44,7 @@ def search():
         return json_response(paging.next_page(rt, args.experiment, args.q, args.k, args.page,
                                               args.impression_id, args.token,
                                               args.user or None, timing))
-    return json_response(impressions.search(rt, args.experiment, args.q, args.k,
+    return json_response(searching.search(rt, args.experiment, args.q, args.k,
                                             args.user or None, timing))
 
 
@@ -115,7 +118,7 @@ def clicks():
     body = parse(Clicks, data, content=Clicks.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks if c.dwell_ms is not None}
-    out = impressions.record_clicks(runtime(), body.impression_id, body.token, clicked,
+    out = click_ops.record_clicks(runtime(), body.impression_id, body.token, clicked,
                                     dwell_ms=dwell)
     return jsonify(out), 202
 
@@ -131,7 +134,7 @@ def end(imp_id: str):
     body = parse(EndImpression, data or {}, content=EndImpression.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks or ()]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks or () if c.dwell_ms is not None}
-    return jsonify(impressions.end_impression(runtime(), imp_id, body.token, clicks=clicked,
+    return jsonify(click_ops.end_impression(runtime(), imp_id, body.token, clicks=clicked,
                                               dwell_ms=dwell)), 202
 
 
@@ -147,9 +150,9 @@ def redirect_click():
     except TooManyRequests:
         counted = False  # over the limit: not recorded, but the user still gets there
     if counted:
-        url, _ = impressions.click_through(rt, args.i, args.t, args.d, args.p, args.u)
+        url, _ = click_ops.click_through(rt, args.i, args.t, args.d, args.p, args.u)
     else:
-        url = impressions.redirect_target(rt, args.i, args.t, args.d, args.p, args.u)
+        url = click_ops.redirect_target(rt, args.i, args.t, args.d, args.p, args.u)
     resp = redirect(url, 302)
     resp.headers["Cache-Control"] = "no-store"
     resp.headers["Referrer-Policy"] = "no-referrer"  # the token stays here

@@ -7,13 +7,14 @@ from functools import partial
 
 from flask import Blueprint, jsonify, request
 
-from service import experiments, reports
-from service.auth import require_bearer
+from service import experiments
+from service.api.auth import require_bearer
+from service.api.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
+from service.api.validation import json_body, parse
 from service.errors import NotFound
+from service.reports.build import build as build_report
 from service.runtime import Runtime, runtime
-from service.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
-from service.snapshot import ExperimentMissing
-from service.validation import json_body, parse
+from service.store.snapshot import ExperimentMissing
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
 log = logging.getLogger("rankduel.api")
@@ -62,8 +63,8 @@ def get(exp_id: str):
 
 @bp.get("/<exp_id>/report")
 def report(exp_id: str):
-    """What the experiment has decided, in words and figures (:mod:`service.reports`)."""
-    return jsonify(reports.build(runtime().store, exp_id))
+    """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
+    return jsonify(build_report(runtime().store, exp_id))
 
 
 @bp.delete("/<exp_id>")

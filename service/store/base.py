@@ -62,7 +62,7 @@ class StoreBase:
     ----------
     client
         A ``redis.Redis`` or ``redis.cluster.RedisCluster`` with ``decode_responses=False``
-        (``W`` is binary); see :mod:`service.redis_client`.
+        (``W`` is binary); see :mod:`service.store.client`.
     clock
         Seconds since the epoch; injectable for tests.
     """

@@ -1,11 +1,11 @@
--- The credit script (see the module docstring and service.credit).
+-- The credit script (see the module docstring and service.credit.step).
 -- KEYS: exp, W, counters, pending, ties, then per impression: imp, clicks
 -- ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
 --   watched pair with d² > q·n, or n·kl(p, ½) > q with kl, is held, and so is the
 --   impression whose outcomes make n a multiple of period), then per impression: id,
 --   result (JSON mark),
 --   "clicks seen|counter,counter...|i,j,s,watched;i,j,s,watched..." (watched: 0 no,
---   1 either side losing, 2 only i losing, 3 only j losing: service.credit.Guard.watches)
+--   1 either side losing, 2 only i losing, 3 only j losing: service.credit.step.Guard.watches)
 -- -> {'sv', current sv} | {'hold', held id} | {'missing'} |
 --    {'ok' | 'held', held id or '', code per impression handled...}
 local exp, W = KEYS[1], KEYS[2]
@@ -19,7 +19,7 @@ local sq, sp, sk = string.match(ARGV[2], '^([^:]*):?(%d*):?(%a*)$')
 local q = tonumber(sq)
 local period = tonumber(sp) or 0
 local kl = sk == 'kl'
--- the pair condition of service.credit.Guard.trips (d = w_ji - w_ij)
+-- the pair condition of service.credit.step.Guard.trips (d = w_ji - w_ij)
 local function trips(wij, wji)
   local n = wij + wji
   if not kl then

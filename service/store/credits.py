@@ -1,6 +1,6 @@
-"""Credit in Redis: the plain storage operations of :mod:`service.crediting` — read a
+"""Credit in Redis: the plain storage operations of :mod:`service.credit.protocol` — read a
 batch of impressions, commit a batch (the credit script), read a hold, write its
-resolution. Nothing here decides anything: the protocol is :mod:`service.crediting`."""
+resolution. Nothing here decides anything: the protocol is :mod:`service.credit.protocol`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from bandits.base import DuelingBandit
-from service import credit as credit_step
-from service.keys import (
+from service.credit import step as credit_step
+from service.store.base import StoreBase, audit_entry
+from service.store.keys import (
     clicks_key,
     counters_key,
     exp_key,
@@ -21,13 +22,12 @@ from service.keys import (
     ties_key,
     w_key,
 )
-from service.records import Impression
-from service.snapshot import (
+from service.store.records import Impression
+from service.store.snapshot import (
     Snapshot,
     encode_structure,
     text,
 )
-from service.store.base import StoreBase, audit_entry
 
 
 @dataclass
@@ -94,7 +94,7 @@ class CreditStore(StoreBase):
                       ids: Sequence[str],
                       impressions: Sequence[Impression | None],
                       result: credit_step.Credit) -> Committed:
-        """Run the credit script for what :func:`service.credit.apply` (``update=False``)
+        """Run the credit script for what :func:`service.credit.step.apply` (``update=False``)
         decided about ``impressions`` (named ``ids``), computed at structure version ``sv``
         (see the module docstring)."""
         keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id),

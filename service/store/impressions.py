@@ -7,7 +7,8 @@ import json
 import secrets
 from typing import Any, ClassVar
 
-from service.keys import (
+from service.store.base import ImpressionClosed, ImpressionMissing, StoreBase, TooManyClicks
+from service.store.keys import (
     clicks_key,
     counters_key,
     drains_key,
@@ -18,12 +19,11 @@ from service.keys import (
     pending_key,
     shown_key,
 )
-from service.records import Impression
-from service.snapshot import (
+from service.store.records import Impression
+from service.store.snapshot import (
     ExperimentMissing,
     text,
 )
-from service.store.base import ImpressionClosed, ImpressionMissing, StoreBase, TooManyClicks
 
 
 class ImpressionStore(StoreBase):

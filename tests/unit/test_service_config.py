@@ -59,10 +59,10 @@ def test_secrets_are_masked():
 
 
 @pytest.mark.parametrize("module", ["service.config", "service.tokens", "service.errors",
-                                    "service.validation", "service.credit",
-                                    "service.controller", "service.ranker_template",
-                                    "service.search_params", "service.json_response",
-                                    "service.records"])
+                                    "service.api.validation", "service.credit.step",
+                                    "service.controller", "service.rankers.template",
+                                    "service.api.search_query", "service.api.json_response",
+                                    "service.store.records"])
 def test_service_doctests(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0

@@ -8,7 +8,7 @@ in the encodings a browser sends, also while its page is closing.
   JSON as a form), is read as JSON too.
 * ``application/x-www-form-urlencoded`` (``sendBeacon`` with ``URLSearchParams``, an
   HTML form): flat fields, each at most once, read by the route's form model
-  (:class:`service.schemas.ClickForm`, :class:`service.schemas.EndImpression`).
+  (:class:`service.api.schemas.ClickForm`, :class:`service.api.schemas.EndImpression`).
 * Anything else (``multipart/form-data``, which ``sendBeacon`` sends with a
   ``FormData``; XML; ...) answers 415 naming the encodings accepted.
 
@@ -22,8 +22,8 @@ from typing import Any
 from flask import Request
 from pydantic import BaseModel
 
+from service.api.validation import json_body
 from service.errors import BadRequest, UnsupportedMediaType
-from service.validation import json_body
 
 JSON_TYPES = frozenset({"", "application/json", "text/plain"})
 FORM = "application/x-www-form-urlencoded"

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document served at ``/openapi.json``, generated from the pydantic
-models of :mod:`service.schemas` (request bodies, query parameters and every response).
+models of :mod:`service.api.schemas` (request bodies, query parameters and every response).
 
 Each operation lists every status it can answer, each error with the ``Error`` schema,
 and declares the OpenAPI links a client (or a stateful fuzzer) follows: ``POST
@@ -24,9 +24,10 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from service import schemas as s
-from service.report_schema import Report
-from service.validation import LIMIT_REQUEST_LINE, MAX_BODY_BYTES, MAX_DEPTH
+from service.api import schemas as s
+from service.api.validation import LIMIT_REQUEST_LINE, MAX_BODY_BYTES, MAX_DEPTH
+from service.id_limits import MAX_ID_CHARS
+from service.reports.schema import Report
 
 ERRORS = {
     400: "Malformed request: not JSON, a missing or mistyped parameter or field",
@@ -162,7 +163,7 @@ def operations(default_k: int, max_k: int) -> list[Op]:
            "Close an impression; a worker credits it", body=s.EndImpression,
            body_required=False, form=s.EndForm, body_description=BROWSER_BODIES,
            path_params={"imp_id": {"type": "string", "minLength": 1,
-                                   "maxLength": s.MAX_ID_CHARS}},
+                                   "maxLength": MAX_ID_CHARS}},
            responses={202: s.Ended, 400: None, 401: FRONTEND_KEY, 403: None, 404: None,
                       413: None, 415: None,
                       422: "A click of the body: document not shown, or not at that rank",

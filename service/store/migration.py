@@ -1,5 +1,5 @@
 """From the previous key layout (one Redis: ``rd:exp:{e}…``, ``rd:imp:{i}…``) to the
-current one (:mod:`service.keys`: every key of an experiment under its hash tag).
+current one (:mod:`service.store.keys`: every key of an experiment under its hash tag).
 
 ``rankduel migrate-keys`` runs :func:`migrate`. Stop the API processes and the workers
 first (nothing may write the old keys meanwhile), then start the new version. In place
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import bandits
-from service.keys import (
+from service.store.keys import (
     EXPERIMENTS,
     audit_key,
     clicks_key,
@@ -42,7 +42,7 @@ from service.keys import (
     t_key,
     w_key,
 )
-from service.snapshot import encode_structure, encode_w, text
+from service.store.snapshot import encode_structure, encode_w, text
 
 OLD_EXP = "rd:exp:{}"
 OLD_IMP = "rd:imp:{}"

@@ -1,6 +1,6 @@
 """The credit step: an impression's clicks become duel outcomes and one policy update.
 
-Pure: no Redis, no Celery. The credit protocol (:mod:`service.crediting`) reads a batch
+Pure: no Redis, no Celery. The credit protocol (:mod:`service.credit.protocol`) reads a batch
 of impressions, calls :func:`apply` and hands what it returns to the store, which commits it
 together with each impression's ``credited`` mark (:mod:`service.store`); so each
 impression changes ``W`` at most once.
@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
-from service.records import Impression
+from service.store.records import Impression
 
 log = logging.getLogger(__name__)
 

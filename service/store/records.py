@@ -1,7 +1,7 @@
 """The record types of what the store keeps, shared by the API and the worker.
 
 Pure (no Redis): the store builds them from what it reads (:mod:`service.store`), the
-API's handlers and the credit step (:mod:`service.credit`) read them.
+API's handlers and the credit step (:mod:`service.credit.step`) read them.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class Ranker:
 
     The API builds it when a ranker is added (:func:`service.experiments.ranker_entry`)
     and shows it (``GET /experiments/ID``); the search path calls it
-    (:class:`service.rankers.RankerClient`); the worker names arms by it. Parsed once from
-    the stored JSON (:meth:`from_json`, in :func:`service.snapshot.parse_snapshot`) and
+    (:class:`service.rankers.client.RankerClient`); the worker names arms by it. Parsed once from
+    the stored JSON (:meth:`from_json`, in :func:`service.store.snapshot.parse_snapshot`) and
     written back exactly as it was read (:meth:`to_json`).
 
     Examples
@@ -83,7 +83,7 @@ class Ranker:
     status: str = "active"
     added_at: float | None = None
     retired_at: float | None = None
-    #: its request template and response mapping (:mod:`service.ranker_template`)
+    #: its request template and response mapping (:mod:`service.rankers.template`)
     request: dict[str, Any] | None = None
     response: dict[str, Any] | None = None
     #: keys of a stored entry this version does not know, kept to be written back

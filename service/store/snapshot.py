@@ -1,6 +1,6 @@
 """An experiment's stored snapshot and the codec between a policy and its Redis keys.
 
-A policy's ``state_dict`` is stored in three parts (:mod:`service.keys`):
+A policy's ``state_dict`` is stored in three parts (:mod:`service.store.keys`):
 
 * ``W`` in its own key ``rd:{e}:W``, raw float64 bytes (compact, exact, a ``frombuffer``
   away from an array, and incremented in place by the credit script);
@@ -27,7 +27,7 @@ import numpy as np
 
 import bandits
 from bandits.base import DuelingBandit
-from service.records import Ranker
+from service.store.records import Ranker
 
 #: the hash fields one snapshot read takes, in this order (``W`` is read beside them)
 SNAPSHOT_FIELDS = ("meta", "lifecycle", "rankers", "version", "state", "n", "sv", "hold")

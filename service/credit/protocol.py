@@ -6,13 +6,13 @@ A batch of an experiment's impressions is credited in four steps:
    :meth:`service.store.Store.claim`), so several drains credit one experiment without
    overlapping;
 2. **read** them with their clicks (:meth:`~service.store.Store.read_impressions`);
-3. the **pure credit step** (:func:`service.credit.apply` with ``update=False``) turns
+3. the **pure credit step** (:func:`service.credit.step.apply` with ``update=False``) turns
    clicks into outcomes without touching the policy, against a cached :class:`View` of
    the policy's structure;
 4. **commit** the outcomes with every impression's ``credited`` mark in one Lua script on
    the experiment's shard (:meth:`~service.store.Store.commit_credit`). Additions to
    ``W`` commute, so workers interleave freely; the script stops at an outcome that the
-   policy declares may change its structure (the :class:`~service.credit.Guard` built
+   policy declares may change its structure (the :class:`~service.credit.step.Guard` built
    from :meth:`bandits.base.DuelingBandit.volatility`) and records it as the
    experiment's hold.
 
@@ -25,7 +25,7 @@ rest of its batch goes back to the credit script against the policy the decision
 (which the deciding worker caches), so a policy with a structure credits in parallel
 except at the few outcomes that may change it. (A policy none of whose outcomes commutes,
 ``serial_updates``, decides the rest of the batch in the same transaction.) The design
-is argued in :mod:`service.credit`.
+is argued in :mod:`service.credit.step`.
 
 The Celery tasks (:mod:`workers.tasks`) are thin wrappers over :class:`Crediting`; the
 store never calls back into this module.
@@ -45,10 +45,11 @@ import numpy as np
 import redis
 
 from bandits.base import RETIRED, DuelingBandit
-from service import credit, metrics
+from service import metrics
+from service.credit import step as credit
 from service.queue import TaskQueue
-from service.snapshot import ExperimentMissing, encode_structure
 from service.store import MAX_ATTEMPTS, Contention, Store
+from service.store.snapshot import ExperimentMissing, encode_structure
 
 log = logging.getLogger("rankduel.worker")
 
@@ -64,7 +65,7 @@ class View:
     dwell_unsatisfied_s: float | None = None  # the experiment's dwell rule
 
     def plan_key(self) -> tuple:
-        """What :func:`service.credit.apply` (``update=False``) reads of the view: the
+        """What :func:`service.credit.step.apply` (``update=False``) reads of the view: the
         arms, which are retired, the dwell rule. A plan made with an equal key holds."""
         retired = np.flatnonzero(self.bandit.status == RETIRED)
         return self.bandit.K, retired.tobytes(), self.dwell_unsatisfied_s
@@ -469,7 +470,7 @@ class Crediting:
                 store.release_drain(exp_id, token)
         if queued:
             log.debug("sweep queued %d drains", queued)
-        from service.judging import Campaigns
+        from service.campaigns import Campaigns
 
         for cid in Campaigns(store).with_submitted():  # a judging_apply lost on the way
             self.queue.judging_apply(cid)

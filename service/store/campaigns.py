@@ -1,14 +1,15 @@
 """Judging campaigns in Redis: plain reads and writes of a campaign's hash, its tasks,
 what each assessor judged and the queue of submitted tasks (keys in
-:mod:`service.keys`). The transactions around them, and every decision, are
-:mod:`service.judging`'s."""
+:mod:`service.store.keys`). The transactions around them, and every decision, are
+:mod:`service.campaigns`'s."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from service.keys import (
+from service.store.base import StoreBase
+from service.store.keys import (
     JUDGING_CAMPAIGNS,
     assessor_key,
     campaign_judged_key,
@@ -16,8 +17,7 @@ from service.keys import (
     campaign_submitted_key,
     campaign_tasks_key,
 )
-from service.snapshot import text
-from service.store.base import StoreBase
+from service.store.snapshot import text
 
 
 class JudgingStore(StoreBase):

@@ -6,7 +6,7 @@
 somewhere to start when one is down), and the client is redis-py's ``RedisCluster``,
 which routes each command to the shard owning its key's slot and follows MOVED/ASK
 redirections after a failover or a resharding. rankduel's transactions and scripts only
-touch the keys of one experiment, which share its hash tag (:mod:`service.keys`), so
+touch the keys of one experiment, which share its hash tag (:mod:`service.store.keys`), so
 they run on one shard. The Celery broker is never a cluster (``RANKDUEL_BROKER_URL``).
 """
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from service.keys import (
+from service.store.base import StoreBase
+from service.store.keys import (
     exp_key,
     health_key,
     probe_key,
 )
-from service.snapshot import (
+from service.store.snapshot import (
     text,
 )
-from service.store.base import StoreBase
 
 
 def parse_health(raw: dict[Any, Any]) -> dict[int, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Judging campaigns: the I/O around :mod:`judging.campaign`.
 
-Stored by :mod:`service.store.judging` under the keys of :mod:`service.keys` (one hash
+Stored by :mod:`service.store.campaigns` under the keys of :mod:`service.store.keys` (one hash
 tag per campaign, so each campaign's transactions run on one shard).
 
 Every change is one optimistic transaction on the campaign hash

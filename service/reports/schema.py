@@ -1,4 +1,4 @@
-"""The response body of ``GET /experiments/ID/report`` (:mod:`service.reports`), for the
+"""The response body of ``GET /experiments/ID/report`` (:mod:`service.reports.build`), for the
 OpenAPI document."""
 
 from __future__ import annotations

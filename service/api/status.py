@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 
 from service import metrics
-from service.auth import require_bearer
+from service.api.auth import require_bearer
+from service.api.openapi import openapi_document
 from service.errors import Unavailable
-from service.openapi import openapi_document
 from service.runtime import runtime
 
 bp = Blueprint("health", __name__)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from service.keys import (
+from service.store.base import StoreBase
+from service.store.keys import (
     rate_key,
 )
-from service.store.base import StoreBase
 
 
 class LimitStore(StoreBase):

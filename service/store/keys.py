@@ -9,7 +9,7 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}                  HASH  meta (JSON: name, algorithm, params, interleaving, seed),
                                   lifecycle, rankers (JSON list by arm index), truth
                                   (optional, JSON); the policy: state (its state_dict
-                                  without W, JSON: the *structure*, see service.snapshot),
+                                  without W, JSON: the *structure*, see service.store.snapshot),
                                   K, n (comparisons recorded = n_updates), sv (structure
                                   version, +1 on each change of state), version (+1 on any
                                   change of the policy: the API re-reads on a move), hold
@@ -57,7 +57,7 @@ script (on a cluster they live wherever their own name hashes)::
                                   this layout (written by ``rankduel migrate-keys``)
 
 Judging campaigns (one hash tag per campaign, ``{jc-<c>}``, so each campaign's
-transactions run on one shard; :mod:`service.judging`)::
+transactions run on one shard; :mod:`service.campaigns`)::
 
     rd:{jc-<c>}                  HASH  meta (JSON: name, created_at, task_ttl_s), state
                                        (JSON: judging.campaign's state)

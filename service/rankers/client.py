@@ -3,7 +3,7 @@
 A ranker is an HTTP endpoint called as ``GET URL?q=TEXT&k=K`` that returns
 ``{"results": [{"id": ..., ...}, ...]}``, or, with a ``request`` template and a
 ``response`` mapping, a search engine called in its own shape
-(:mod:`service.ranker_template`). :class:`RankerClient` fetches all rankers of a
+(:mod:`service.rankers.template`). :class:`RankerClient` fetches all rankers of a
 comparison at once. The process keeps idle keep-alive ``http.client`` connections per
 origin, so a steady stream of searches reuses its TCP connections, and a call on one of
 them is made by the search's own thread (the requests are sent, then the answers read as
@@ -13,44 +13,40 @@ dependency). A ranker that
 errs, answers garbage or misses its deadline yields a :class:`RankerFailure` instead of
 a list; the caller decides what to serve.
 
-Limits, so that one ranker cannot hurt anything but its own duels:
-
-* **time**: a ranker's ``timeout_ms`` bounds the whole request (connect, headers, body),
-  not each read: a watchdog shuts the socket down at the deadline, so a ranker that
-  trickles bytes frees its thread on time;
-* **size**: at most ``max_bytes`` of body and ``max_results`` results are read; an id
-  longer than ``MAX_DOC_ID_CHARS`` makes the answer invalid;
-* **concurrency**: the fetches in flight to one ranker URL are capped (``per_ranker``, half
-  the pool by default), whichever thread makes them; a fetch over the cap fails at once
-  as ``overloaded`` (counted, but no forfeit and no strike: a burst of traffic is not the
-  ranker's fault). With the deadlines, a slow ranker holds at most its cap of pool
-  threads for at most its timeout, so the rankers of other experiments always find
-  threads.
+Its limits (time, size, concurrency) are in :mod:`service.rankers`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import heapq
 import http.client
-import json
 import math
 import select
-import socket
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import SplitResult, quote, urlsplit
+from urllib.parse import SplitResult, quote
 
-from service import metrics, ranker_template
-from service.limits import MAX_DOC_ID_CHARS
-from service.ranker_http import RankerResponse
-from service.ranker_policy import RankerPolicy, RankerRefused
-from service.records import Ranker
+from service import metrics
+from service.rankers import template as ranker_template
+from service.rankers.allow_list import RankerPolicy, RankerRefused
+from service.rankers.connections import (
+    STALE,
+    Failed,
+    HttpStatus,
+    IdleConnections,
+    Inline,
+    Overloaded,
+    Request,
+    TooLarge,
+    Watchdog,
+    split_origin,
+)
+from service.rankers.http_response import RankerResponse
+from service.rankers.parsing import parse_results
+from service.store.records import Ranker
 
 
 @dataclass(frozen=True)
@@ -63,20 +59,6 @@ class RankerFailure:
     blame: bool = True
 
 
-def validate_url(url: object) -> str:
-    """Return ``url`` if it is an absolute http(s) URL, else raise ``ValueError``."""
-    if not isinstance(url, str) or not url:
-        raise ValueError("url must be a non-empty string")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"url must be an absolute http(s) URL, got {url!r}")
-    try:
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        raise ValueError(f"url has an invalid port: {url!r}") from None
-    return url
-
-
 def _target(parts: SplitResult, q: str, k: int) -> str:
     path = parts.path or "/"
     query = f"q={quote(q, safe='')}&k={int(k)}"
@@ -84,147 +66,6 @@ def _target(parts: SplitResult, q: str, k: int) -> str:
         query = f"{parts.query}&{query}"
     return f"{path}?{query}"
 
-
-def parse_results(body: bytes, max_results: int = 1000,
-                  response: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The ranker's result list (its first ``max_results`` entries), each a dict with a
-    string-able ``id`` of at most :data:`MAX_DOC_ID_CHARS` characters; with ``response``,
-    the engine's answer mapped by it (:func:`service.ranker_template.map_results`)."""
-    data = json.loads(body)
-    if response is not None:
-        items = ranker_template.map_results(data, response)
-    elif not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise ValueError('response is not {"results": [...]}')
-    else:
-        items = data["results"]
-    out = []
-    seen = set()
-    for item in items[:max_results]:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str | int):
-            raise ValueError("every result needs an id (string or integer)")
-        if isinstance(item["id"], bool):
-            raise ValueError("every result needs an id (string or integer)")
-        key = str(item["id"])
-        if len(key) > MAX_DOC_ID_CHARS:
-            raise ValueError(f"a result id is longer than {MAX_DOC_ID_CHARS} characters")
-        if key in seen:  # a ranker listing a document twice: keep the first
-            continue
-        seen.add(key)
-        out.append(item)
-    return out
-
-
-class _Watchdog:
-    """Shuts down sockets whose request deadline has passed (one thread per process)."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, socket.socket]] = []
-        self._live: set[int] = set()
-        self._next = 0
-        self._cond = threading.Condition()
-        threading.Thread(target=self._run, name="ranker-watchdog", daemon=True).start()
-
-    def watch(self, deadline: float, sock: socket.socket) -> int:
-        with self._cond:
-            self._next += 1
-            heapq.heappush(self._heap, (deadline, self._next, sock))
-            self._live.add(self._next)
-            if self._heap[0][1] == self._next:  # the earliest deadline: wake the loop
-                self._cond.notify()
-            return self._next
-
-    def cancel(self, token: int) -> None:
-        with self._cond:
-            self._live.discard(token)
-
-    def _run(self) -> None:
-        with self._cond:
-            while True:
-                while self._heap and self._heap[0][1] not in self._live:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._cond.wait()
-                    continue
-                wait = self._heap[0][0] - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                _, token, sock = heapq.heappop(self._heap)
-                self._live.discard(token)
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-
-
-Origin = tuple[str, str, int | None]  # scheme, host, port
-
-
-@functools.lru_cache(maxsize=4096)
-def _split(url: str) -> tuple[SplitResult, Origin]:
-    """``url``'s parts and origin, parsed once per URL (a few per experiment)."""
-    parts = urlsplit(url)
-    return parts, (parts.scheme, parts.hostname or "", parts.port)
-
-
-@dataclass
-class _Request:
-    """One ranker call, ready to send: its origin, method, target, headers and body."""
-
-    parts: SplitResult
-    origin: Origin
-    method: str
-    target: str
-    headers: dict[str, str]
-    body: bytes | None
-
-
-@dataclass(eq=False)
-class _Inline:
-    """A call sent on an idle keep-alive connection by the search's own thread, waiting
-    for its answer (:meth:`RankerClient.fetch_timed`)."""
-
-    index: int
-    req: _Request
-    conn: http.client.HTTPConnection
-    deadline: float
-    t0: float
-    token: int
-
-
-class _IdleConnections:
-    """The process's idle keep-alive connections to rankers, per origin, shared by its
-    threads: a connection is taken for one exchange and given back once its answer was
-    read to the end."""
-
-    def __init__(self, per_origin: int = 64) -> None:
-        self.per_origin = per_origin
-        self._idle: dict[tuple, list[http.client.HTTPConnection]] = {}
-        self._lock = threading.Lock()
-
-    def take(self, origin: tuple) -> http.client.HTTPConnection | None:
-        with self._lock:
-            idle = self._idle.get(origin)
-            return idle.pop() if idle else None
-
-    def give(self, origin: tuple, conn: http.client.HTTPConnection) -> None:
-        if conn.sock is None:  # the server ended it (Connection: close)
-            return
-        with self._lock:
-            idle = self._idle.setdefault(origin, [])
-            if len(idle) < self.per_origin:
-                idle.append(conn)
-                return
-        conn.close()
-
-    def close(self) -> None:
-        with self._lock:
-            conns = [c for idle in self._idle.values() for c in idle]
-            self._idle.clear()
-        for c in conns:
-            c.close()
-
-
-#: what a reused keep-alive connection raises when its server closed it while idle
-_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 class RankerClient:
@@ -250,7 +91,7 @@ class RankerClient:
         The most body bytes and results read from one answer.
     policy
         The allow-list every new connection is checked against
-        (:mod:`service.ranker_policy`); None for none (the API always passes one).
+        (:mod:`service.rankers.allow_list`); None for none (the API always passes one).
     """
 
     def __init__(self, max_workers: int = 64, *, per_ranker: int | None = None,
@@ -258,8 +99,8 @@ class RankerClient:
                  policy: RankerPolicy | None = None) -> None:
         self.policy = policy
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ranker")
-        self._idle = _IdleConnections()
-        self._watchdog = _Watchdog()
+        self._idle = IdleConnections()
+        self._watchdog = Watchdog()
         self._per_ranker = per_ranker or max(1, max_workers // 2)
         self._inflight: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -269,7 +110,7 @@ class RankerClient:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._idle.close()
 
-    def _connect(self, req: _Request, timeout: float) -> http.client.HTTPConnection:
+    def _connect(self, req: Request, timeout: float) -> http.client.HTTPConnection:
         """A new connection to ``req``'s origin, checked against the allow-list."""
         parts = req.parts
         cls = (http.client.HTTPSConnection if parts.scheme == "https"
@@ -286,8 +127,8 @@ class RankerClient:
         return conn
 
     def _prepare(self, ranker: Ranker, q: str, k: int, user: str | None = None,
-                 offset: int = 0) -> _Request:
-        parts, origin = _split(ranker.url)
+                 offset: int = 0) -> Request:
+        parts, origin = split_origin(ranker.url)
         template = ranker.request
         method, body = "GET", None
         headers = {"Accept": "application/json"}
@@ -302,9 +143,9 @@ class RankerClient:
             body = ranker_template.request_body(template, q=q, k=k, user=user, offset=offset)
             if body is not None:
                 headers["Content-Type"] = "application/json"
-        return _Request(parts, origin, method, target, headers, body)
+        return Request(parts, origin, method, target, headers, body)
 
-    def _read(self, req: _Request, conn: http.client.HTTPConnection,
+    def _read(self, req: Request, conn: http.client.HTTPConnection,
               ranker: Ranker) -> list[dict[str, Any]]:
         """Read the answer to the request just sent on ``conn`` (at most ``max_bytes``),
         give the connection back when it was read to its end, and parse it. Raises
@@ -313,10 +154,10 @@ class RankerClient:
             resp = conn.getresponse()
             length = resp.getheader("Content-Length")
             if length and length.isdigit() and int(length) > self.max_bytes:
-                raise _TooLarge(int(length))
+                raise TooLarge(int(length))
             answer = resp.read(self.max_bytes + 1)
             if len(answer) > self.max_bytes:
-                raise _TooLarge(len(answer))
+                raise TooLarge(len(answer))
         except BaseException:
             conn.close()
             raise
@@ -325,10 +166,10 @@ class RankerClient:
         else:  # a body we did not read to its end
             conn.close()
         if resp.status != 200:
-            raise _HttpStatus(resp.status)
+            raise HttpStatus(resp.status)
         return parse_results(answer, self.max_results, ranker.response)
 
-    def _fetch(self, ranker: Ranker, req: _Request, deadline: float,
+    def _fetch(self, ranker: Ranker, req: Request, deadline: float,
                fresh: bool = False) -> list[dict[str, Any]]:
         """One call on a pool thread: an idle connection (unless ``fresh``) or a new one."""
         for attempt in range(2):
@@ -349,7 +190,7 @@ class RankerClient:
                     conn.close()
                     raise
                 results = self._read(req, conn, ranker)
-            except _STALE:
+            except STALE:
                 if reused and attempt == 0 and time.monotonic() < deadline:
                     continue  # a keep-alive connection the server closed
                 raise
@@ -361,13 +202,13 @@ class RankerClient:
             return results
         raise AssertionError("unreachable")
 
-    def _timed_fetch(self, ranker: Ranker, req: _Request, deadline: float,
+    def _timed_fetch(self, ranker: Ranker, req: Request, deadline: float,
                      fresh: bool = False) -> tuple[list[dict[str, Any]], float]:
         t0 = time.perf_counter()
         return self._fetch(ranker, req, deadline, fresh), time.perf_counter() - t0
 
-    def _send_inline(self, index: int, req: _Request, deadline: float,
-                     timeout_s: float) -> _Inline | None:
+    def _send_inline(self, index: int, req: Request, deadline: float,
+                     timeout_s: float) -> Inline | None:
         """Send ``req`` on an idle connection from this thread; None when there is none
         (or the one taken turned out closed by its server: the pool retries)."""
         conn = self._idle.take(req.origin)
@@ -386,7 +227,7 @@ class RankerClient:
             if (conn.sock.gettimeout() or 0.0) < remaining:
                 conn.sock.settimeout(timeout_s)
             conn.request(req.method, req.target, body=req.body, headers=req.headers)
-        except _STALE:
+        except STALE:
             self._watchdog.cancel(token)
             conn.close()
             return None
@@ -394,7 +235,7 @@ class RankerClient:
             self._watchdog.cancel(token)
             conn.close()
             raise
-        return _Inline(index, req, conn, deadline, t0, token)
+        return Inline(index, req, conn, deadline, t0, token)
 
     def _admit(self, url: str) -> bool:
         with self._lock:
@@ -435,10 +276,10 @@ class RankerClient:
         now = time.monotonic()
         # per ranker: (results, elapsed), an exception, a pool future, or an inline call
         slots: list[Any] = [None] * len(rankers)
-        inline: list[_Inline] = []
+        inline: list[Inline] = []
         for i, r in enumerate(rankers):
             if not self._admit(r.url):
-                slots[i] = _Overloaded()
+                slots[i] = Overloaded()
                 continue
             deadline = now + r.timeout_s
             try:
@@ -462,7 +303,7 @@ class RankerClient:
             elapsed = None
             given_up = None  # when a call made from this thread failed
             try:
-                if isinstance(slot, _Failed):
+                if isinstance(slot, Failed):
                     given_up = slot.at
                     raise slot.exc
                 if isinstance(slot, BaseException):
@@ -490,7 +331,7 @@ class RankerClient:
                 metrics.RANKER_FAILURES.labels(experiment, r.name, result.reason).inc()
         return out, slowest
 
-    def _receive(self, rankers: Sequence[Ranker], inline: list[_Inline],
+    def _receive(self, rankers: Sequence[Ranker], inline: list[Inline],
                  slots: list[Any]) -> None:
         """Read the answers of the calls sent from this thread, in the order they arrive
         (each timed to its own answer), into ``slots``. A call whose idle connection
@@ -524,7 +365,7 @@ class RankerClient:
                     poller.unregister(fd)
                     self._finish(rankers, call, slots)
 
-    def _finish(self, rankers: Sequence[Ranker], call: _Inline, slots: list[Any],
+    def _finish(self, rankers: Sequence[Ranker], call: Inline, slots: list[Any],
                 failure: BaseException | None = None) -> None:
         r = rankers[call.index]
         try:
@@ -535,15 +376,15 @@ class RankerClient:
             if time.monotonic() > call.deadline:
                 raise TimeoutError("deadline passed")
             slots[call.index] = (results, time.perf_counter() - call.t0)
-        except _STALE as exc:
+        except STALE as exc:
             if time.monotonic() < call.deadline:  # the server closed the idle connection
                 fut = self._pool.submit(self._timed_fetch, r, call.req, call.deadline, True)
                 fut.add_done_callback(lambda f, u=r.url: self._release(u, f))
                 slots[call.index] = fut
                 return
-            slots[call.index] = _Failed(exc, time.perf_counter())
+            slots[call.index] = Failed(exc, time.perf_counter())
         except Exception as exc:
-            slots[call.index] = _Failed(exc, time.perf_counter())
+            slots[call.index] = Failed(exc, time.perf_counter())
         finally:
             self._watchdog.cancel(call.token)
         self._release(r.url)
@@ -552,18 +393,18 @@ class RankerClient:
         """The :class:`RankerFailure` for what a call raised after ``waited`` seconds."""
         try:
             raise exc
-        except _Overloaded:
+        except Overloaded:
             return RankerFailure("overloaded", "too many fetches in flight to this ranker",
                                  blame=False)
         except TimeoutError:
             return RankerFailure("timeout", f"no answer within {r.timeout_ms} ms")
-        except _HttpStatus as e:
+        except HttpStatus as e:
             return RankerFailure(f"http_{e.status}", f"HTTP {e.status}")
         except RankerRefused as e:
             return RankerFailure("refused", str(e))
         except ranker_template.MissingSecret as e:
             return RankerFailure("missing_secret", str(e))
-        except _TooLarge as e:
+        except TooLarge as e:
             return RankerFailure("too_large", f"body over {self.max_bytes} bytes ({e.size})")
         except (ValueError, UnicodeDecodeError) as e:
             return RankerFailure("bad_response", str(e))
@@ -576,25 +417,3 @@ class RankerClient:
             return RankerFailure("error", f"{type(e).__name__}: {e}")
 
 
-class _Overloaded(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class _Failed:
-    """A call made from the search's thread that failed, and when (``perf_counter``)."""
-
-    exc: Exception
-    at: float
-
-
-class _TooLarge(Exception):
-    def __init__(self, size: int) -> None:
-        super().__init__(f"{size} bytes")
-        self.size = size
-
-
-class _HttpStatus(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status

@@ -207,7 +207,7 @@ def _vs_champion(vs: tuple[float, float, float, float, float], ties: int
 def build(store: Store, exp_id: str, *, now: float | None = None,
           record: bool = True) -> dict[str, Any]:
     """The report of experiment ``exp_id`` (and, with ``record``, one more history point).
-    Raises :class:`service.snapshot.ExperimentMissing` for an unknown id (404)."""
+    Raises :class:`service.store.snapshot.ExperimentMissing` for an unknown id (404)."""
     now = time.time() if now is None else now
     (_, got), = list(store.scrape([exp_id]))
     if isinstance(got, Exception):

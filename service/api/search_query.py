@@ -3,7 +3,7 @@
 The common case — a first page: only ``experiment``, ``q``, ``k`` and ``user``, each
 within its bounds — is checked directly, without building a pydantic model per request;
 anything else (a next page's ``page``/``impression_id``/``token``, an unknown name, a
-value out of bounds) is handed to the schema (:func:`service.schemas.search_query`), so
+value out of bounds) is handed to the schema (:func:`service.api.schemas.search_query`), so
 that every value accepted and every refusal and its message stay the schema's (and the
 OpenAPI document's).
 """
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from service.schemas import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, search_query
-from service.validation import parse
+from service.api.schemas import MAX_NAME_CHARS, MAX_QUERY_CHARS, search_query
+from service.api.validation import parse
+from service.id_limits import MAX_ID_CHARS
 
 _FAST_PARAMS = frozenset(("experiment", "q", "k", "user"))
 

@@ -1,0 +1,1 @@
+"""Crediting: how a click reaches ``W`` (protocol to be written in step 2)."""
