@@ -112,9 +112,6 @@ class ExperimentStore(StoreBase):
     def exists(self, exp_id: str) -> bool:
         return bool(self.r.exists(exp_key(exp_id)))
 
-    def list_ids(self) -> list[str]:
-        return [text(x) for x in self.r.zrange(EXPERIMENTS, 0, -1)]
-
     def counters(self, exp_id: str) -> dict[str, int]:
         raw = self.r.hgetall(counters_key(exp_id))
         return {text(k): int(v) for k, v in raw.items()}

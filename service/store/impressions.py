@@ -7,7 +7,8 @@ import json
 import secrets
 from typing import Any, ClassVar
 
-from service.store.base import ImpressionClosed, ImpressionMissing, StoreBase, TooManyClicks
+from service.store.base import ImpressionClosed, ImpressionMissing, TooManyClicks
+from service.store.drains import DrainStore
 from service.store.keys import (
     clicks_key,
     counters_key,
@@ -26,7 +27,7 @@ from service.store.snapshot import (
 )
 
 
-class ImpressionStore(StoreBase):
+class ImpressionStore(DrainStore):
     """Impressions: saved by ``/search``, clicked, ended, read."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {

@@ -1,4 +1,4 @@
-"""The credit path's claims (service/credit/step.py, service/store.py), checked on every policy.
+"""The credit path's claims (service/credit/, service/store/), checked on every policy.
 
 1. The guard fires on every ``update()`` that changes a policy's structure (all that the
    credit script does not write), so committing the other outcomes as plain additions to
@@ -21,7 +21,7 @@ import pytest
 
 import bandits
 from bandits.base import DuelingBandit
-from service.credit import step as credit
+from service.credit.guard import Guard
 from service.store.keys import t_key
 from service.store.snapshot import W_DERIVED, decode_bandit, encode_w, structure_state
 
@@ -103,7 +103,7 @@ def test_guard_fires_on_every_structural_change(name):
     for seed in (1, 2):
         b = bandits.make_bandit(name, K, seed=seed, **PARAMS.get(name, {}))
         for t, outcomes in workload(name, 800, seed):
-            guard = credit.Guard.of(b, t)
+            guard = Guard.of(b, t)
             trips = guard is not None and (guard.periodic(b.n_updates + 1) or any(
                 guard.watches(i, j) and guard.trips(b.W[i, j] + s, b.W[j, i] + 1 - s,
                                                     guard.watches(i, j))
@@ -158,7 +158,7 @@ class ShardModel:
         return decode_bandit(encode_w_array(self.W), self.structure, self.n, t)
 
     def credit(self, view: DuelingBandit, t: int, outcomes) -> None:
-        guard = credit.Guard.of(view, t)  # t read at the claim: at most the global t
+        guard = Guard.of(view, t)  # t read at the claim: at most the global t
         for i, j, s in outcomes:
             if guard and (guard.periodic(self.n + 1) or (guard.watches(i, j) and guard.trips(
                     self.W[i, j] + s, self.W[j, i] + 1 - s, guard.watches(i, j)))):

@@ -145,7 +145,7 @@ def impression(store, exp_id: str, inactivity_s: float = 0.0) -> str:
 
 
 def crediting(store, queue, lease_s: float = 1.0, follow_s: float = 0.0):
-    from service.credit.protocol import Crediting
+    from service.credit.drains import Crediting
 
     return Crediting(store, queue, batch=50, lease_s=lease_s, parallelism=2, cache_size=8,
                      full_sweep_s=60, follow_s=follow_s)
@@ -278,7 +278,7 @@ def test_a_due_impression_gets_a_drain_at_once_when_the_lease_is_taken(store, mo
     """The same race while another drain holds a lease (so ours cannot be taken back):
     a follow-up drain is scheduled at once, not for the next sweep (the other lease may
     be one that will lapse: a drain that died)."""
-    from service.credit.protocol import FOLLOW_LAG_S
+    from service.credit.drains import FOLLOW_LAG_S
 
     queue = Queue()
     c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
