@@ -71,13 +71,14 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
         queue=TaskQueue(config),
     )
 
-    from service.api import campaigns, frontend, operator, ui
+    from service.api import campaigns, frontend, openapi, operator, ui
     from service.api import status as status_api
 
     app.register_blueprint(frontend.bp)
     app.register_blueprint(operator.bp)
     app.register_blueprint(status_api.bp)
     app.register_blueprint(campaigns.bp)
+    app.register_blueprint(openapi.bp)
     app.register_blueprint(ui.bp)
 
     cors.install(app, cors.parse_origins(config.cors_origins))

@@ -1,25 +1,31 @@
-"""Health, readiness, metrics and the OpenAPI document."""
+"""Health, readiness and metrics (the OpenAPI document: :mod:`service.api.openapi`)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
 from service import metrics
+from service.api import schemas as s
 from service.api.auth import require_bearer
-from service.api.openapi import openapi_document
+from service.api.spec import (
+    Operations,
+)
 from service.errors import Unavailable
 from service.runtime import runtime
 
 bp = Blueprint("health", __name__)
+OPS = Operations(bp)
 
 
-@bp.get("/healthz")
+@OPS.get("/healthz", "healthz", "Liveness (no dependency checked)",
+    responses={200: s.Healthy})
 def healthz():
     """The process is up (no dependency checked)."""
     return jsonify({"status": "ok"})
 
 
-@bp.get("/readyz")
+@OPS.get("/readyz", "readyz", "Readiness (Redis reachable)",
+    responses={200: s.Ready, 503: None})
 def readyz():
     """Ready to serve: Redis answers."""
     rt = runtime()
@@ -30,7 +36,9 @@ def readyz():
     return jsonify({"status": "ready"})
 
 
-@bp.get("/metrics")
+@OPS.get("/metrics", "metrics",
+    "Prometheus metrics (bearer: the metrics token or the admin token)",
+    operator=True, responses={200: "text/plain", 401: None, 503: None})
 def metrics_endpoint():
     from service.collector import StateCollector
 
@@ -40,9 +48,3 @@ def metrics_endpoint():
                    [rt.config.metrics_token, rt.config.admin_token], what="metrics token")
     body, content_type = metrics.render([StateCollector(rt.store, broker=rt.queue.broker())])
     return Response(body, content_type=content_type)
-
-
-@bp.get("/openapi.json")
-def openapi():
-    config = runtime().config
-    return jsonify(openapi_document(config.default_k, config.max_k))
