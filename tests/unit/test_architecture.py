@@ -264,3 +264,23 @@ def test_every_package_ships():
     found = {".".join(p.parent.relative_to(ROOT).parts) for package in PACKAGES
              for p in (ROOT / package).rglob("__init__.py")}
     assert found == listed, (found - listed, listed - found)
+
+
+def test_each_route_is_declared_once_beside_its_handler():
+    # routes are registered only through service.api.spec.Operations (which records the
+    # OpenAPI operation with the route), never with a bare @bp.get(...) the document would
+    # miss, and openapi.py declares no operation of another module
+    bare, foreign = [], []
+    for path in sorted((ROOT / "service").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "bp"
+                    and node.func.attr in ("get", "post", "put", "patch", "delete", "route",
+                                           "add_url_rule")):
+                bare.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if (path.name == "openapi.py" and isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name) and node.func.id == "Op"):
+                foreign.append(f"openapi.py:{node.lineno}")
+    assert not bare, bare
+    assert not foreign, foreign
