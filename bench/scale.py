@@ -70,8 +70,8 @@ class Backend:
     process started against them."""
 
     def __init__(self, stack: Stack, kind: str, work: Path, admin: str) -> None:
-        from service.redis_client import connect
         from service.store import Store
+        from service.store.client import connect
 
         self.stack, self.kind, self.work = stack, kind, work
         if kind == "cluster":
@@ -114,7 +114,7 @@ class Backend:
         now = time.time()
         meta = {"id": exp_id, "name": name, "algorithm": algorithm, "params": params,
                 "interleaving": "team_draft", "seed": seed, "created_at": now}
-        from service.records import Ranker
+        from service.store.records import Ranker
 
         rankers = [Ranker(name=ranker_name(a), url=f"{self.rankers_url}/rankers/{a}",
                           timeout_ms=2000, arm=a, added_at=now) for a in range(k)]
@@ -129,7 +129,7 @@ def impressions(store, exp_ids: list[str], n: int, seed: int = 1) -> None:
     """``n`` closed impressions spread over ``exp_ids``, as the API stores them (a
     team-draft interleaving of two world rankers' lists, 0-2 clicks)."""
     import interleaving as il
-    from service.keys import new_impression_id
+    from service.store.keys import new_impression_id
 
     world = demo_world(1, 12)
     rng = np.random.default_rng(seed)
@@ -385,7 +385,7 @@ def lag_bench(b: Backend, args, admin: str) -> dict:
 # ---------------------------------------------------------------------- 4. scrape
 def scrape_bench(b: Backend, n_exp: int, k: int) -> dict:
     from service.collector import StateCollector
-    from service.keys import shown_key, w_key
+    from service.store.keys import shown_key, w_key
 
     rng = np.random.default_rng(3)
     for e in range(n_exp):

@@ -496,9 +496,9 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_url, args
     for a worker that is already running, so worker start-up is not timed."""
     import redis as redis_lib
 
-    from service.keys import imp_key, pending_key
     from service.queue import TaskQueue
     from service.store import Store
+    from service.store.keys import imp_key, pending_key
 
     out = {}
     worker_env = dict(env, PROMETHEUS_MULTIPROC_DIR=os.path.join(work, "prom-worker"))

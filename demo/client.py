@@ -4,7 +4,7 @@ Prometheus' query API).
 
 Used by the demo's simulated users, ``rankduel traffic``, the benchmarks and the tests; a
 front end in another language calls the same endpoints. (The API's own calls to the
-rankers are :mod:`service.rankers`, a different concern: timeouts, metrics, fallbacks.)
+rankers are :mod:`service.rankers.client`, a different concern: timeouts, metrics, fallbacks.)
 """
 
 from __future__ import annotations

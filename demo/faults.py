@@ -221,7 +221,7 @@ def decisive_in_redis(rd, exp_id: str) -> int:
     """W's total as the stored impressions give it: per impression, one win per ranker
     that forfeited (failed to answer) and one for a duel whose clicks decide it
     (``interleaving.credit``) — recomputed from every impression in Redis."""
-    from service.keys import imp_key
+    from service.store.keys import imp_key
 
     n = 0
     for key in rd.scan_iter(match=imp_key(exp_id, "*"), count=1000):
@@ -240,7 +240,7 @@ def decisive_in_redis(rd, exp_id: str) -> int:
 
 def exp_state(rd, exp_id: str) -> dict[str, Any]:
     """Counters and the pending count of an experiment, read from Redis."""
-    from service.keys import counters_key, pending_key
+    from service.store.keys import counters_key, pending_key
 
     counters = {k.decode(): int(float(v)) for k, v in rd.hgetall(counters_key(exp_id)).items()}
     return {"counters": counters, "pending": rd.zcard(pending_key(exp_id))}
@@ -437,7 +437,7 @@ class DrainTimeline:
     def __init__(self, redis_url: str, exp_id: str, every_s: float = 0.05) -> None:
         import redis
 
-        from service.keys import counters_key, drains_key, follow_key, pending_key
+        from service.store.keys import counters_key, drains_key, follow_key, pending_key
 
         self.rd = redis.Redis.from_url(redis_url, socket_timeout=1, socket_connect_timeout=1)
         self.keys = (counters_key(exp_id), pending_key(exp_id), drains_key(exp_id),
@@ -515,7 +515,7 @@ class CreditWatch:
     def __init__(self, redis_url: str, exp_id: str, every_s: float = 0.2) -> None:
         import redis
 
-        from service.keys import counters_key, pending_key
+        from service.store.keys import counters_key, pending_key
 
         self.rd = redis.Redis.from_url(redis_url, socket_timeout=1, socket_connect_timeout=1)
         self.keys = counters_key(exp_id), pending_key(exp_id)

@@ -146,7 +146,7 @@ def measure_feedback(redis_client, exp_id: str, searches_per_second: float,
     the mean number credited at one step (``feedback_batch``), and the selections between
     two snapshot re-reads of an API process (``reload_every``)."""
     delays, at = [], Counter()
-    from service.keys import imp_key
+    from service.store.keys import imp_key
 
     for key in redis_client.scan_iter(imp_key(exp_id, "*")):
         if key.endswith(b":clicks"):

@@ -378,7 +378,7 @@ class Stack:
         """Wait until the worker has consumed from the queue (its ready marker is set in
         the state store ``redis_url``; a cluster when it is the one this stack started,
         or when ``cluster`` says so)."""
-        from service.redis_client import connect
+        from service.store.client import connect
         from workers.celery_app import READY_KEY
 
         if cluster is None:

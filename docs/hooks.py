@@ -11,7 +11,7 @@ the code they describe:
 - ``<!-- rankduel:benchmarks -->`` becomes the headline table of ``BENCHMARKS.md``:
   :func:`benchmarks_headline`.
 - ``<!-- rankduel:openapi -->`` becomes the HTTP API reference rendered from the OpenAPI
-  document the service serves (:func:`service.openapi.openapi_document`):
+  document the service serves (:func:`service.api.openapi.openapi_document`):
   :func:`http_api_reference`.
 - ``<!-- rankduel:guardrails -->`` becomes the table of the guardrail thresholds
   (:data:`rollout.guardrails.PARAMS`): :func:`guardrails_reference`.
@@ -230,8 +230,8 @@ def _fields_table(schema: dict[str, Any]) -> list[str]:
 def http_api_reference(doc: dict[str, Any] | None = None) -> str:
     """The OpenAPI document as Markdown: every operation, then every schema."""
     if doc is None:
+        from service.api.openapi import openapi_document
         from service.config import Config
-        from service.openapi import openapi_document
 
         doc = openapi_document(default_k=Config.default_k, max_k=Config.max_k)
     out: list[str] = [doc["info"].get("description", "").strip(), "", "## Operations", ""]

@@ -19,17 +19,18 @@ import redis
 from flask import Flask, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from service import cors, metrics
+from service import metrics
+from service.api import cors
 from service.config import Config, load_config
 from service.controller import Controller
 from service.errors import ApiError
 from service.queue import TaskQueue
-from service.ranker_policy import RankerPolicy
-from service.rankers import RankerClient
-from service.redis_client import connect_state
+from service.rankers.allow_list import RankerPolicy
+from service.rankers.client import RankerClient
 from service.runtime import EXTENSION, Runtime
-from service.snapshot import ExperimentMissing, RankerMissing
 from service.store import Contention, ImpressionClosed, ImpressionMissing, Store, TooManyClicks
+from service.store.client import connect_state
+from service.store.snapshot import ExperimentMissing, RankerMissing
 
 log = logging.getLogger("rankduel.api")
 
@@ -70,12 +71,14 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
         queue=TaskQueue(config),
     )
 
-    from service.api import frontend, health, judging, operator, ui
+    from service.api import campaigns, frontend, openapi, operator, ui
+    from service.api import status as status_api
 
     app.register_blueprint(frontend.bp)
     app.register_blueprint(operator.bp)
-    app.register_blueprint(health.bp)
-    app.register_blueprint(judging.bp)
+    app.register_blueprint(status_api.bp)
+    app.register_blueprint(campaigns.bp)
+    app.register_blueprint(openapi.bp)
     app.register_blueprint(ui.bp)
 
     cors.install(app, cors.parse_origins(config.cors_origins))

@@ -82,7 +82,7 @@ class Config:
     ----------
     redis_url
         Redis for state (``REDIS_URL``); with ``redis_cluster``, one or more nodes of a
-        Redis Cluster, ``redis://host:port[,host:port...]`` (:mod:`service.redis_client`).
+        Redis Cluster, ``redis://host:port[,host:port...]`` (:mod:`service.store.client`).
     broker_url
         The Celery broker (``RANKDUEL_BROKER_URL``), a single Redis; default:
         ``redis_url``, except on a cluster (Celery's Redis transport does not support
@@ -172,7 +172,7 @@ class Config:
         addresses only — a URL whose host is, or resolves to, a loopback, private,
         link-local (cloud metadata), reserved, multicast or unspecified address is
         refused, so that an operator token cannot make rankduel a proxy to internal
-        services (:mod:`service.ranker_policy`).
+        services (:mod:`service.rankers.allow_list`).
     clicks_per_client_per_minute
         Click reports (``/clicks`` requests) one client address may send per minute;
         beyond it ``/clicks`` answers 429 with ``Retry-After``. 0 turns the limit off.
@@ -186,7 +186,7 @@ class Config:
     cors_origins
         Origins of the search pages that call ``/search``, ``/clicks``, ``/end`` and
         ``/r`` from a browser (``RANKDUEL_CORS_ORIGINS``, comma-separated
-        ``scheme://host[:port]``; none by default): :mod:`service.cors`.
+        ``scheme://host[:port]``; none by default): :mod:`service.api.cors`.
     frontend_tokens
         Keys of server-side front ends (``RANKDUEL_FRONTEND_TOKENS``, comma-separated so
         that a key can be rotated: add the new one, move the front ends, drop the old

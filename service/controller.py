@@ -18,7 +18,7 @@ order of requests, and distinct across the processes (each ``t`` is handed out o
 on its stored state and ``t`` (:mod:`bandits.base`), so a reload loses nothing.
 
 The same round trip returns the health of the experiment's rankers (consecutive
-failures, quarantines; :mod:`service.impressions` uses it), so a search costs one Redis
+failures, quarantines; :mod:`service.search` uses it), so a search costs one Redis
 call before the rankers are fetched.
 
 The cache is bounded: beyond ``max_entries`` experiments (``RANKDUEL_STATE_CACHE_SIZE``)
@@ -39,9 +39,9 @@ import numpy as np
 from bandits.base import ACTIVE, DuelingBandit
 from service import metrics
 from service.errors import Conflict
-from service.records import Ranker
-from service.snapshot import Snapshot
 from service.store import Store
+from service.store.records import Ranker
+from service.store.snapshot import Snapshot
 
 _M128 = (1 << 128) - 1
 
@@ -76,7 +76,7 @@ def quarantined(health: dict[int, dict[str, Any]], now: float) -> frozenset[int]
     """The arms whose quarantine is open at ``now``: unavailable to selection, so the
     policy compares the healthy rankers (:meth:`bandits.base.DuelingBandit.select_available`).
     A ranker whose quarantine ended is available again: the search that chooses it
-    probes it (:class:`service.impressions.RankerHealth`), and only a successful probe
+    probes it (:class:`service.rankers.health.RankerHealth`), and only a successful probe
     closes its quarantine.
 
     Examples

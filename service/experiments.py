@@ -19,14 +19,15 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences, wilson_interval
-from service import ranker_template
+from service.api.schemas import NewExperiment, NewRanker, RankerIn
 from service.errors import Conflict, Unprocessable
-from service.ranker_policy import RankerPolicy
-from service.rankers import RankerClient, RankerFailure, validate_url
-from service.records import Ranker
-from service.schemas import NewExperiment, NewRanker, RankerIn
-from service.snapshot import ExperimentMissing, Snapshot
+from service.rankers import template as ranker_template
+from service.rankers.allow_list import RankerPolicy
+from service.rankers.client import RankerClient, RankerFailure
+from service.rankers.parsing import validate_url
 from service.store import Contention, Store, audit_entry
+from service.store.records import Ranker
+from service.store.snapshot import ExperimentMissing, Snapshot
 from service.transaction import update_experiment
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
@@ -44,7 +45,7 @@ def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
     ``request`` template and ``response`` mapping when it has them (checked here:
     placeholders, header secrets set in this process, paths; :mod:`service.
     ranker_template`); with ``policy``, its URL must be one the allow-list allows
-    (:mod:`service.ranker_policy`)."""
+    (:mod:`service.rankers.allow_list`)."""
     try:
         url = validate_url(ranker.url)
         if policy is not None:
@@ -85,10 +86,10 @@ def probe_rankers(client: RankerClient, rankers: list[Ranker], query: str) -> No
 def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
            probe: Prober | None = None, policy: RankerPolicy | None = None) -> str:
     """Create the experiment a validated ``POST /experiments`` body describes; 422 for
-    what its schema cannot say (see :mod:`service.schemas`). With ``probe``, every ranker
+    what its schema cannot say (see :mod:`service.api.schemas`). With ``probe``, every ranker
     must answer a test query first (unless the body says ``"probe": false``)."""
     body = spec.root
-    algorithm = body.algorithm  # a registered one: service.schemas imports every policy
+    algorithm = body.algorithm  # a registered one: service.api.schemas imports every policy
     params = body.params_dict()
     rankers, problems = [], []
     for n, r in enumerate(body.rankers):  # every ranker's problems at once

@@ -10,7 +10,7 @@ from flask import current_app
 from service.config import Config
 from service.controller import Controller
 from service.queue import TaskQueue
-from service.rankers import RankerClient
+from service.rankers.client import RankerClient
 from service.store import Store
 
 #: where ``create_app`` keeps the process's runtime (``app.extensions``)

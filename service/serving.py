@@ -17,7 +17,7 @@ from gunicorn import util
 from gunicorn.http.errors import LimitRequestHeaders, LimitRequestLine
 from gunicorn.workers.gthread import ThreadWorker
 
-from service.validation import LIMIT_REQUEST_LINE
+from service.api.validation import LIMIT_REQUEST_LINE
 
 #: the API's access log line (see ``rankduel serve --help``): client, time, method, path
 #: without the query string, protocol, status, bytes, milliseconds, user agent

@@ -2,7 +2,7 @@
 MULTI/EXEC, retried on a conflict.
 
 The retry loop and the computation belong to the caller's layer (operators in
-:mod:`service.experiments`, judging campaigns in :mod:`service.judging`); the store only
+:mod:`service.experiments`, judging campaigns in :mod:`service.campaigns`); the store only
 hands out pipelines and plain reads and writes, and never calls back into code above it.
 """
 
@@ -13,9 +13,9 @@ from typing import TypeVar
 
 import redis
 
-from service.keys import exp_key, w_key
-from service.snapshot import Snapshot
 from service.store import MAX_ATTEMPTS, Contention, Store
+from service.store.keys import exp_key, w_key
+from service.store.snapshot import Snapshot
 
 T = TypeVar("T")
 R = TypeVar("R")

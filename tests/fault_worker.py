@@ -1,7 +1,7 @@
 """A ``rankduel worker`` whose credit transactions are slow: a fault-injection wrapper.
 
 ``python tests/fault_worker.py DELAY_MS worker [args...]`` runs the real worker with
-:func:`service.credit.apply` sleeping ``DELAY_MS`` per impression inside the transaction
+:func:`service.credit.step.apply` sleeping ``DELAY_MS`` per impression inside the transaction
 (after the reads, before EXEC), widening the window in which a test can kill the worker
 mid-batch. The patch is made in the main process, so prefork pool processes inherit it.
 Production code carries no such knob.
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def main() -> int:
     delay_s = float(sys.argv[1]) / 1000.0
-    from service import credit
+    from service.credit import step as credit
 
     real_apply = credit.apply
 

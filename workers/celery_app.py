@@ -26,9 +26,9 @@ from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
 from service.config import Config, load_config
-from service.keys import WORKERS_READY
 from service.queue import QUEUE, broker_settings
-from service.redis_client import connect_state
+from service.store.client import connect_state
+from service.store.keys import WORKERS_READY
 from workers.schedule import SWEEP_OPTION, Sweep
 from workers.transport import TRANSPORT
 

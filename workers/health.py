@@ -32,9 +32,9 @@ import redis
 from celery.signals import task_success
 
 from service.config import Config
-from service.keys import SWEEP_HEARTBEAT
 from service.queue import SWEEP
-from service.redis_client import Client, connect_state
+from service.store.client import Client, connect_state
+from service.store.keys import SWEEP_HEARTBEAT
 
 log = logging.getLogger("rankduel.worker.health")
 

@@ -79,7 +79,7 @@ def exporter_app(registry, config):
     or the admin token (``Authorization: Bearer``)."""
     from prometheus_client import make_wsgi_app
 
-    from service.auth import require_bearer
+    from service.api.auth import require_bearer
     from service.errors import Unauthorized
     from workers.health import healthz_response
 
@@ -92,7 +92,7 @@ def exporter_app(registry, config):
             start_response(status, [("Content-Type", "application/json"),
                                     ("Content-Length", str(len(body)))])
             return [body]
-        try:  # the metrics name experiments: never public (service.auth)
+        try:  # the metrics name experiments: never public (service.api.auth)
             require_bearer(environ.get("HTTP_AUTHORIZATION", ""), tokens,
                            what="metrics token")
         except Unauthorized as exc:

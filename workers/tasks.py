@@ -1,30 +1,15 @@
-"""Celery tasks: thin and idempotent.
+"""Celery tasks: thin and idempotent, each a few lines that call the credit package, as
+Celery's task guide has them. What they do, and why running one twice or after a crash
+is safe, is the protocol told in :mod:`service.credit`:
 
-``rankduel.drain(exp_id, token)`` credits an experiment's due impressions (closed by
-``/impressions/ID/end``, or idle for ``inactivity_s``) in batches of ``credit_batch``. The
-protocol (claim, read, the pure credit step, commit; a held outcome decided by the
-policy's own ``update()``) is :mod:`service.crediting`; each task here is a few lines
-that call it, as Celery's task guide has them. The design is argued in
-:mod:`service.credit`.
-
-A drain holds a lease in the experiment's drain set (``token``; TTL ``drain_lease_s``,
-a few seconds, renewed by a heartbeat while the drain works:
-:class:`service.crediting.Lease`). ``/end`` queues a drain only when none holds a lease;
-a drain that claims a full batch queues one more, up to ``credit_parallelism`` per
-experiment, so a backlog is credited by as many workers as there are, each on its own
-impressions. If a worker dies mid-drain, or a drain was never queued or its retry could
-not be published, its lease and its impressions' claims lapse within ``drain_lease_s``
-and the next sweep queues a new drain (the broker also redelivers the unacknowledged
-task, ``acks_late``). Running a drain twice, or after a crash at any point, is a no-op or
-a clean redo: claims and credited marks make each impression count once.
-
-``rankduel.credit_impression(imp_id)`` credits one impression the same way (replays,
-manual re-queues).
-
-``rankduel.sweep()`` (every ``sweep_interval_s``, published by a timer in the main process
-of a worker that sweeps, :mod:`workers.schedule`) queues a drain for every experiment
-with due impressions and no drain lease held. Redis, not the broker, is the source of
-truth for what remains to credit.
+* ``rankduel.drain(exp_id, token)``: credit an experiment's due impressions
+  (:meth:`service.credit.drains.Crediting.drain`);
+* ``rankduel.credit_impression(imp_id)``: credit one impression the same way (replays,
+  manual re-queues);
+* ``rankduel.sweep()``: queue a drain for every experiment with due impressions and no
+  drain lease held (published every ``sweep_interval_s`` by a timer in the main process
+  of a worker that sweeps, :mod:`workers.schedule`);
+* ``rankduel.judging_apply(campaign_id)``: apply a judging campaign's submitted tasks.
 """
 
 from __future__ import annotations
@@ -34,10 +19,10 @@ from functools import lru_cache
 import redis
 from celery import shared_task
 
-from service.crediting import Crediting
+from service.credit.drains import Crediting
 from service.queue import CREDIT_IMPRESSION, DRAIN, JUDGING_APPLY, SWEEP, TaskQueue
-from service.redis_client import connect_state
 from service.store import Contention, Store
+from service.store.client import connect_state
 from workers.celery_app import app, config
 
 
@@ -84,7 +69,7 @@ def credit_impression(imp_id: str) -> str:
 @shared_task(name=DRAIN, **RETRY)
 def drain(exp_id: str, token: str | None = None) -> int:
     """Credit due impressions of ``exp_id`` while any are due; how many
-    (:meth:`service.crediting.Crediting.drain`)."""
+    (:meth:`service.credit.drains.Crediting.drain`)."""
     return _crediting().drain(exp_id, token)
 
 
@@ -92,13 +77,13 @@ def drain(exp_id: str, token: str | None = None) -> int:
              max_retries=3)
 def sweep() -> int:
     """Queue a drain for each experiment with due impressions and no drain in flight
-    (:meth:`service.crediting.Crediting.sweep`)."""
+    (:meth:`service.credit.drains.Crediting.sweep`)."""
     return _crediting().sweep()
 
 
 @shared_task(name=JUDGING_APPLY, **RETRY)
 def judging_apply(campaign_id: str) -> int:
-    """Apply the submitted tasks of a judging campaign (service.judging), each once."""
-    from service.judging import Campaigns
+    """Apply the submitted tasks of a judging campaign (service.campaigns), each once."""
+    from service.campaigns import Campaigns
 
     return Campaigns(_store()).apply_submitted(campaign_id)

@@ -1,11 +1,11 @@
 """``rankduel migrate-keys``: convert the previous key layout (``rd:exp:{e}…``,
 ``rd:imp:{i}…``) to the current one (every key of an experiment under its hash tag,
-``rd:{e}…``; :mod:`service.keys`), in place or onto another Redis or a Redis Cluster.
+``rd:{e}…``; :mod:`service.store.keys`), in place or onto another Redis or a Redis Cluster.
 
 Stop the API processes and the workers first; start the new version after. The target is
 the configured state store (``REDIS_URL``, ``RANKDUEL_REDIS_CLUSTER``); the source is the
 same Redis (in place: each old key is deleted once copied) or ``--from URL`` (left as it
-is). Safe to run again. See :mod:`service.migration` for what is copied.
+is). Safe to run again. See :mod:`service.store.migration` for what is copied.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from cli.help_text import plain
 
 def run(args: argparse.Namespace) -> int:
     from service.config import load_config
-    from service.keys import WORKERS_READY
-    from service.migration import migrate
-    from service.redis_client import connect, connect_state
+    from service.store.client import connect, connect_state
+    from service.store.keys import WORKERS_READY
+    from service.store.migration import migrate
 
     config = load_config()
     dst = connect_state(config, socket_timeout=30)

@@ -8,32 +8,73 @@ from importlib.resources import files
 
 from flask import Blueprint, Response, g, jsonify, redirect, request
 
-from service import impressions, metrics, paging
-from service.auth import require_bearer
-from service.errors import BadRequest, TooManyRequests
-from service.json_response import json_response
-from service.report_bodies import report_body
-from service.runtime import Runtime, runtime
-from service.schemas import (
-    MAX_ID_CHARS,
+from service import clicks as click_ops
+from service import metrics, paging
+from service import search as searching
+from service.api import schemas as s
+from service.api.auth import front_end
+from service.api.click_reports import report_body
+from service.api.json_response import json_response
+from service.api.schemas import (
     ClickForm,
     Clicks,
     EndForm,
     EndImpression,
     RedirectQuery,
 )
-from service.search_params import parse_search_query
-from service.validation import parse
+from service.api.search_query import parse_search_query
+from service.api.spec import (
+    BROWSER_BODIES,
+    FRONTEND_KEY,
+    Operations,
+)
+from service.api.validation import parse
+from service.errors import BadRequest, TooManyRequests
+from service.id_limits import MAX_ID_CHARS
+from service.rankers.health import SearchTiming
+from service.runtime import Runtime, runtime
 
 bp = Blueprint("frontend", __name__)
+OPS = Operations(bp)
 
 
-@bp.get("/search")
+@OPS.get("/search", "search", "Serve an interleaved result page",
+    query_for=s.search_query,
+    responses={200: s.SearchResult,
+               400: "Malformed request, a page beyond RANKDUEL_MAX_DEPTH, or a "
+                    "next page without impression_id",
+               401: FRONTEND_KEY,
+               403: "A next page with a missing or wrong token, or of an impression "
+                    "of another experiment",
+               404: None,
+               409: "A next page of a closed (ended or credited) impression",
+               422: "A next page for another q than page 1's, or one that would "
+                    "skip ranks never shown",
+               502: None,
+               503: None},
+    links={200: {
+        "RecordClicks": {"operationId": "recordClicks", "requestBody": {
+            "impression_id": "$response.body#/impression_id",
+            "token": "$response.body#/token",
+            "clicks": [{"id": "$response.body#/results/0/id", "rank": 1}]}},
+        "EndImpression": {"operationId": "endImpression",
+                          "parameters": {"imp_id": "$response.body#/impression_id"},
+                          "requestBody": {"token": "$response.body#/token"}},
+        "ClickRedirect": {"operationId": "clickRedirect", "parameters": {
+            "i": "$response.body#/impression_id", "t": "$response.body#/token",
+            "d": "$response.body#/results/0/id", "p": 1,
+            "u": "$response.body#/results/0/url"}},
+        "NextPage": {"operationId": "search", "parameters": {
+            "experiment": "$response.body#/experiment", "q": "$request.query.q",
+            "k": "$request.query.k", "page": 2,
+            "impression_id": "$response.body#/impression_id",
+            "token": "$response.body#/token"}},
+    }})
+@front_end()
 def search():
     rt = runtime()
-    frontend_key(rt)
     args = parse_search_query(request.args, rt.config.default_k, rt.config.max_k)
-    timing = g.search_timing = impressions.SearchTiming()
+    timing = g.search_timing = SearchTiming()
     if args.page > 1 or args.impression_id is not None:  # a next page of an impression
         if args.impression_id is None:
             raise BadRequest(f"page {args.page} continues an impression: send the "
@@ -41,7 +82,7 @@ def search():
         return json_response(paging.next_page(rt, args.experiment, args.q, args.k, args.page,
                                               args.impression_id, args.token,
                                               args.user or None, timing))
-    return json_response(impressions.search(rt, args.experiment, args.q, args.k,
+    return json_response(searching.search(rt, args.experiment, args.q, args.k,
                                             args.user or None, timing))
 
 
@@ -80,20 +121,6 @@ def client_address(trusted_proxies: int) -> str:
     return request.remote_addr or "unknown"
 
 
-def frontend_key(rt: Runtime) -> bool:
-    """True when the request carries a valid front-end key (``Authorization: Bearer
-    <key>``, one of ``RANKDUEL_FRONTEND_TOKENS``, or the admin token, which may do
-    anything): a server-side front end, exempt from the per-address click limit. False
-    without an ``Authorization`` header (a browser); 401 for any other (a wrong key is
-    never silently served as a browser)."""
-    header = request.headers.get("Authorization")
-    if header is None:
-        return False
-    require_bearer(header, (*rt.config.frontend_keys, rt.config.admin_token),
-                   what="front-end key")
-    return True
-
-
 def limit_click_reports(rt: Runtime, *, keyed: bool = False) -> None:
     """429 when this client has sent its ``clicks_per_client_per_minute`` (never for a
     front end with a key: ``keyed``)."""
@@ -106,40 +133,60 @@ def limit_click_reports(rt: Runtime, *, keyed: bool = False) -> None:
                               f"retry in {round(wait)} s", retry_after_s=wait)
 
 
-@bp.post("/clicks")
+@OPS.post("/clicks", "recordClicks",
+    "Report clicks (one or many; a repeated click counts once)", body=s.Clicks,
+    form=s.ClickForm, body_description=BROWSER_BODIES,
+    responses={202: s.ClicksAccepted, 400: None, 401: FRONTEND_KEY, 403: None,
+               404: None, 409: None,
+               413: None, 415: None, 422: "Document not shown, or not at that rank",
+               429: "Over this client's click reports per minute, or over the "
+                    "impression's click reports", 503: None})
+@front_end()
 def clicks():
-    limit_click_reports(runtime(), keyed=frontend_key(runtime()))
+    limit_click_reports(runtime(), keyed=g.frontend_keyed)
     data, form = report_body(request, ClickForm)
     if form:  # one click as form fields (a beacon with URLSearchParams, an HTML form)
         data = parse(ClickForm, data, content=Clicks.content).as_clicks()
     body = parse(Clicks, data, content=Clicks.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks if c.dwell_ms is not None}
-    out = impressions.record_clicks(runtime(), body.impression_id, body.token, clicked,
+    out = click_ops.record_clicks(runtime(), body.impression_id, body.token, clicked,
                                     dwell_ms=dwell)
     return jsonify(out), 202
 
 
-@bp.post("/impressions/<imp_id>/end")
+@OPS.post("/impressions/<imp_id>/end", "endImpression",
+    "Close an impression; a worker credits it", body=s.EndImpression,
+    body_required=False, form=s.EndForm, body_description=BROWSER_BODIES,
+    path_params={"imp_id": {"type": "string", "minLength": 1,
+                            "maxLength": MAX_ID_CHARS}},
+    responses={202: s.Ended, 400: None, 401: FRONTEND_KEY, 403: None, 404: None,
+               413: None, 415: None,
+               422: "A click of the body: document not shown, or not at that rank",
+               503: None})
+@front_end(imp_id="impression")
 def end(imp_id: str):
-    if len(imp_id) > MAX_ID_CHARS:
-        raise BadRequest(f"impression id is longer than {MAX_ID_CHARS} characters")
-    frontend_key(runtime())
     data, form = report_body(request, EndForm, required=False)  # JSON, text/plain JSON or a form
     if form:
         data = parse(EndForm, data).model_dump(exclude_none=True)
     body = parse(EndImpression, data or {}, content=EndImpression.content)
     clicked = [(str(c.id), c.rank) for c in body.clicks or ()]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks or () if c.dwell_ms is not None}
-    return jsonify(impressions.end_impression(runtime(), imp_id, body.token, clicks=clicked,
+    return jsonify(click_ops.end_impression(runtime(), imp_id, body.token, clicks=clicked,
                                               dwell_ms=dwell)), 202
 
 
-@bp.get("/r")
+@OPS.get("/r", "clickRedirect",
+    "Record a click and redirect (302) to the result URL the ranker returned",
+    query=s.RedirectQuery,
+    responses={302: "redirect", 400: None, 401: FRONTEND_KEY, 403: None, 404: None,
+               422: "Document not shown at that rank, or a URL not shown for it",
+               503: None})
+@front_end()
 def redirect_click():
     """Record a click and send the user on to the result (302)."""
     rt = runtime()
-    keyed = frontend_key(rt)
+    keyed = g.frontend_keyed
     args = parse(RedirectQuery, request.args.to_dict(), query=True)
     try:
         limit_click_reports(rt, keyed=keyed)
@@ -147,9 +194,9 @@ def redirect_click():
     except TooManyRequests:
         counted = False  # over the limit: not recorded, but the user still gets there
     if counted:
-        url, _ = impressions.click_through(rt, args.i, args.t, args.d, args.p, args.u)
+        url, _ = click_ops.click_through(rt, args.i, args.t, args.d, args.p, args.u)
     else:
-        url = impressions.redirect_target(rt, args.i, args.t, args.d, args.p, args.u)
+        url = click_ops.redirect_target(rt, args.i, args.t, args.d, args.p, args.u)
     resp = redirect(url, 302)
     resp.headers["Cache-Control"] = "no-store"
     resp.headers["Referrer-Policy"] = "no-referrer"  # the token stays here
@@ -160,7 +207,9 @@ _SCRIPT = files("service").joinpath("static/rankduel.js").read_bytes()
 _SCRIPT_ETAG = hashlib.sha256(_SCRIPT).hexdigest()[:20]
 
 
-@bp.get("/static/rankduel.js")
+@OPS.get("/static/rankduel.js", "rankduelScript",
+    "The browser client: window.RankDuel.attach(container, {api, impression_id, token})",
+    responses={200: "text/javascript", 304: "not modified"})
 def script():
     """The browser client (no build step, no dependencies): cached for an hour, then
     revalidated by its ETag (304 when unchanged)."""

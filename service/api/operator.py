@@ -7,15 +7,25 @@ from functools import partial
 
 from flask import Blueprint, jsonify, request
 
-from service import experiments, reports
-from service.auth import require_bearer
+from service import experiments
+from service.api import schemas as s
+from service.api.auth import require_bearer
+from service.api.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
+from service.api.spec import (
+    EXP_ID,
+    FROM_CREATED,
+    Operations,
+    exp_links,
+)
+from service.api.validation import json_body, parse
 from service.errors import NotFound
+from service.reports.build import build as build_report
+from service.reports.schema import Report
 from service.runtime import Runtime, runtime
-from service.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
-from service.snapshot import ExperimentMissing
-from service.validation import json_body, parse
+from service.store.snapshot import ExperimentMissing
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
+OPS = Operations(bp)
 log = logging.getLogger("rankduel.api")
 
 
@@ -34,7 +44,11 @@ def _describe(exp_id: str):
     return jsonify(experiments.describe(rt.store, rt.store.snapshot(exp_id, full=True)))
 
 
-@bp.post("")
+@OPS.post("", "createExperiment", "Create an experiment",
+    body=s.NewExperiment, operator=True,
+    responses={201: s.Experiment, 400: None, 401: None, 413: None, 422: None,
+               503: None},
+    links={201: exp_links(FROM_CREATED)})
 def create():
     rt = runtime()
     spec = parse(NewExperiment, json_body(request), status=422)
@@ -43,7 +57,11 @@ def create():
     return _describe(exp_id), 201
 
 
-@bp.get("")
+@OPS.get("", "listExperiments", "List experiments", operator=True,
+    responses={200: s.ExperimentList, 401: None, 503: None},
+    links={200: {"GetExperiment": {
+        "operationId": "getExperiment",
+        "parameters": {"exp_id": "$response.body#/experiments/0/id"}}}})
 def list_experiments():
     rt = runtime()
     out = []
@@ -55,18 +73,17 @@ def list_experiments():
     return jsonify({"experiments": out})
 
 
-@bp.get("/<exp_id>")
+@OPS.get("/<exp_id>", "getExperiment", "Experiment state",
+    path_params=EXP_ID, operator=True,
+    responses={200: s.Experiment, 401: None, 404: None, 503: None})
 def get(exp_id: str):
     return _describe(exp_id)
 
 
-@bp.get("/<exp_id>/report")
-def report(exp_id: str):
-    """What the experiment has decided, in words and figures (:mod:`service.reports`)."""
-    return jsonify(reports.build(runtime().store, exp_id))
-
-
-@bp.delete("/<exp_id>")
+@OPS.delete("/<exp_id>", "deleteExperiment",
+    "Delete an experiment and all its state (impressions and clicks included)",
+    path_params=EXP_ID, operator=True,
+    responses={200: s.ExperimentDeleted, 401: None, 404: None, 503: None})
 def delete(exp_id: str):
     rt = runtime()
     keys = rt.store.delete_experiment(exp_id)
@@ -75,7 +92,11 @@ def delete(exp_id: str):
     return jsonify({"id": exp_id, "deleted": True, "keys": keys})
 
 
-@bp.patch("/<exp_id>")
+@OPS.patch("/<exp_id>", "renameExperiment",
+    "Rename (algorithm, params, interleaving, seed and rankers are immutable: 409)",
+    body=s.ExperimentPatch, path_params=EXP_ID, operator=True,
+    responses={200: s.Experiment, 400: None, 401: None, 404: None, 409: None,
+               413: None, 422: None, 503: None})
 def patch(exp_id: str):
     body = json_body(request)
     experiments.refuse_definition_change(body)
@@ -84,7 +105,15 @@ def patch(exp_id: str):
     return _describe(exp_id)
 
 
-@bp.post("/<exp_id>/rankers")
+@OPS.post("/<exp_id>/rankers", "addRanker", "Add a ranker mid-experiment",
+    body=s.NewRanker, path_params=EXP_ID, operator=True,
+    responses={201: s.RankerEntry, 400: None, 401: None, 404: None,
+               409: "Duplicate name, or the experiment is stopped", 413: None,
+               422: None, 503: None},
+    links={201: {"RetireRanker": {
+        "operationId": "retireRanker",
+        "parameters": {"exp_id": "$request.path.exp_id",
+                       "name": "$response.body#/name"}}}})
 def add_ranker(exp_id: str):
     rt = runtime()
     ranker = parse(NewRanker, json_body(request), status=422)
@@ -94,21 +123,43 @@ def add_ranker(exp_id: str):
     return jsonify(entry.to_json()), 201
 
 
-@bp.delete("/<exp_id>/rankers/<name>")
+@OPS.delete("/<exp_id>/rankers/<name>", "retireRanker", "Retire a ranker",
+    path_params={**EXP_ID, "name": {"type": "string", "description": "ranker name"}},
+    operator=True,
+    responses={200: s.RankerEntry, 401: None, 404: None,
+               409: "Already retired, or the last active ranker", 503: None})
 def retire_ranker(exp_id: str, name: str):
     return jsonify(experiments.retire_ranker(runtime().store, exp_id, name).to_json())
 
 
-@bp.post("/<exp_id>/<any(pause, resume, stop):action>")
+@OPS.post("/<exp_id>/<any(pause, resume, stop):action>", "changeLifecycle",
+    "Pause, resume or stop (running ⇄ paused → stopped)",
+    path_params={**EXP_ID, "action": {"type": "string",
+                                      "enum": ["pause", "resume", "stop"]}},
+    operator=True,
+    responses={200: s.LifecycleChanged, 401: None, 404: None,
+               409: "Transition not allowed from the current lifecycle", 503: None})
 def lifecycle(exp_id: str, action: str):
     state = experiments.set_lifecycle(runtime().store, exp_id, action)
     return jsonify({"id": exp_id, "lifecycle": state})
 
 
-@bp.get("/<exp_id>/audit")
+@OPS.get("/<exp_id>/audit", "getAudit",
+    "Audit log: operator actions, eliminations, stage changes",
+    query=s.AuditQuery, path_params=EXP_ID, operator=True,
+    responses={200: s.Audit, 400: None, 401: None, 404: None, 503: None})
 def audit(exp_id: str):
     rt = runtime()
     if not rt.store.exists(exp_id):
         raise NotFound(f"no experiment {exp_id!r}")
     args = parse(AuditQuery, request.args.to_dict(), query=True)
     return jsonify({"id": exp_id, "audit": rt.store.audit(exp_id, -args.limit, -1)})
+
+
+@OPS.get("/<exp_id>/report", "getReport",
+    "What the experiment has decided: verdict, champion, certification, estimate",
+    path_params=EXP_ID, operator=True,
+    responses={200: Report, 401: None, 404: None, 503: None})
+def report(exp_id: str):
+    """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
+    return jsonify(build_report(runtime().store, exp_id))

@@ -8,21 +8,30 @@ from pathlib import Path
 
 from flask import Blueprint, send_from_directory
 
+from service.api.spec import (
+    Operations,
+)
+
 bp = Blueprint("report", __name__)
+OPS = Operations(bp)
 STATIC = Path(__file__).resolve().parent.parent / "static" / "ui"
 
 
-@bp.get("/ui/")
+@OPS.get("/ui/", "operatorPage",
+    "The operator page (asks for the admin token, then reads the operator API)",
+    responses={200: "text/html"})
 def ui_index():
     return _static("index.html")
 
 
-@bp.get("/ui/ui.js")
+@OPS.get("/ui/ui.js", "operatorPageScript", "The operator page's script",
+    responses={200: "text/javascript"})
 def ui_script():
     return _static("ui.js")
 
 
-@bp.get("/ui/ui.css")
+@OPS.get("/ui/ui.css", "operatorPageStyle", "The operator page's style sheet",
+    responses={200: "text/css"})
 def ui_style():
     return _static("ui.css")
 

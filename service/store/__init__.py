@@ -1,47 +1,35 @@
 """Experiment state in Redis, one module per concept, behind one facade (:class:`Store`):
 
-* :mod:`service.store.experiments`: the snapshot, creation, operators' transactions,
-  the policy's state writes, audit, deletion;
+* :mod:`service.store.keys`: the key layout, documented once; every key rankduel reads or
+  writes is built there. Every call here touches the keys of one experiment (one hash
+  tag, so one shard of a Redis Cluster), except the experiment list;
+* :mod:`service.store.client`: the one place a Redis client is built (one server or a
+  cluster);
+* :mod:`service.store.snapshot`: an experiment's stored snapshot and the codec between a
+  policy's state and its keys; :mod:`service.store.records`: the stored records;
+* :mod:`service.store.experiments`: the snapshot read, creation, the policy's state
+  writes, audit, deletion;
 * :mod:`service.store.impressions`: impressions and their clicks;
-* :mod:`service.store.health`: ranker health (failures, quarantine, probes);
 * :mod:`service.store.drains`: the pending set and its claims, drain leases, the sweep's
   index;
-* :mod:`service.store.credits`: the credit script and the reads and writes of a hold;
-* :mod:`service.store.limits`: rate limits;
-* :mod:`service.store.judging`: judging campaigns' storage.
+* :mod:`service.store.credits`: the credit script and the marks of a decided hold;
+* :mod:`service.store.ranker_health`: ranker health (failures, quarantine, probes);
+* :mod:`service.store.rate_limits`: rate limits;
+* :mod:`service.store.campaigns`: judging campaigns' storage;
+* :mod:`service.store.history`: a small time series per experiment;
+* :mod:`service.store.migration`: from the previous key layout to the current one.
 
-Each module's Lua scripts are ``.lua`` files next to it. The key layout is documented once, in
-:mod:`service.keys`; every call here touches the keys of one experiment (one hash tag,
-so one shard of a Redis Cluster), except the experiment list.
+Storage only stores: plain reads, writes and Lua scripts (each a ``.lua`` file next to
+its module) given plain values; it never calls a policy (``tests/unit/
+test_architecture.py`` checks it). The decisions are made above it: crediting in
+:mod:`service.credit` (where the credit protocol is told), operators' changes in
+:mod:`service.experiments` through the optimistic transactions of
+:mod:`service.transaction` (WATCH, read, compute with the pure code, MULTI/EXEC, retried
+on a conflict), judging campaigns in :mod:`service.campaigns`. Each part of the store
+depends only on :class:`~service.store.base.StoreBase` or, explicitly, on the part it
+extends (impressions mark the sweep's index: ``ImpressionStore(DrainStore)``).
 
-Crediting (the design is argued in :mod:`service.credit`):
-
-* **The credit script** (:meth:`Store.commit_credit`), one per batch: for each impression
-  in order, unless it is already credited, gone, or got a click since the worker read it,
-  add its outcomes to ``W`` in place, count the comparison in ``n``, write its
-  ``credited`` mark (which closes it), add its counters and take it off the pending set.
-  Atomic, so each impression changes ``W`` exactly once whatever the retries, duplicate
-  deliveries or worker crashes (a crash before the script writes nothing; the impression
-  stays pending and is credited later). Additions commute, so scripts of many workers on
-  one experiment interleave freely. The script refuses the whole batch if the policy's
-  structure changed since the worker read it (``sv``), and stops at an outcome the
-  :class:`~service.credit.Guard` flags: it records it as the experiment's ``hold`` and
-  returns; while a hold is set, every credit script refuses.
-* **A hold is resolved** (:func:`service.crediting.resolve_hold`, by whichever worker
-  meets it, with :meth:`Store.read_hold` and :meth:`Store.write_resolution`) in one
-  optimistic transaction that runs the policy's own ``update()`` on the current
-  state for that impression and writes ``W``, ``n``, the new structure if it changed
-  (``sv`` + 1), the mark and the audit events, and clears the hold.
-* **Drains** claim due impressions from the pending set with a lease (their due time is
-  pushed forward; a crashed drain's impressions come due again when it expires), so
-  several drains credit one experiment without overlapping; the experiment's drain set
-  holds one lease per drain queued or running, at most ``credit_parallelism``.
-
-Every other change to an experiment's snapshot (operators) goes through
-:meth:`Store.transact`: WATCH the keys the change depends on, read them, compute with the
-pure code, then MULTI/EXEC the writes, retrying on ``WatchError``.
-
-The store raises storage errors (:class:`~service.snapshot.ExperimentMissing`,
+The store raises storage errors (:class:`~service.store.snapshot.ExperimentMissing`,
 :class:`ImpressionMissing`, :class:`ImpressionClosed`, :class:`Contention`); the API maps
 them to HTTP statuses in one place (:mod:`service.app`).
 """
@@ -60,13 +48,13 @@ from service.store.base import (
     TooManyClicks,
     audit_entry,
 )
-from service.store.credits import Committed, CreditStore
+from service.store.campaigns import JudgingStore
+from service.store.credits import Committed, CreditStore, Entry
 from service.store.drains import DrainStore
 from service.store.experiments import ExperimentStore
-from service.store.health import HealthStore, parse_health
 from service.store.impressions import ImpressionStore
-from service.store.judging import JudgingStore
-from service.store.limits import LimitStore
+from service.store.ranker_health import HealthStore, parse_health
+from service.store.rate_limits import LimitStore
 
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
@@ -82,6 +70,7 @@ __all__ = [
     "MAX_ATTEMPTS",
     "Committed",
     "Contention",
+    "Entry",
     "ImpressionClosed",
     "ImpressionMissing",
     "Store",

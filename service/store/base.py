@@ -5,11 +5,14 @@ and the constants."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any, ClassVar
+
+from service.store.keys import EXPERIMENTS
 
 #: an experiment's lifecycles
 LIFECYCLES = ("running", "paused", "stopped")
@@ -48,8 +51,12 @@ def pairs(flat: list[Any]) -> dict[Any, Any]:
 
 @cache
 def lua(name: str) -> str:
-    """The Lua script ``name`` (``service/store/<name>.lua``), read once per process."""
-    return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    """The Lua script ``name`` (``service/store/<name>.lua``), read once per process, after
+    the scripts it includes (a line ``-- include: other``: functions it shares, such as
+    the guard's check, ``guard.lua``)."""
+    source = resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    included = re.findall(r"^-- include: (\w+)$", source, flags=re.M)
+    return "".join(lua(other) + "\n" for other in included) + source
 
 
 class StoreBase:
@@ -62,7 +69,7 @@ class StoreBase:
     ----------
     client
         A ``redis.Redis`` or ``redis.cluster.RedisCluster`` with ``decode_responses=False``
-        (``W`` is binary); see :mod:`service.redis_client`.
+        (``W`` is binary); see :mod:`service.store.client`.
     clock
         Seconds since the epoch; injectable for tests.
     """
@@ -77,7 +84,13 @@ class StoreBase:
                 setattr(self, attr, client.register_script(lua(name)))
         self._due_marked: dict[str, tuple[float, float]] = {}
 
+    def list_ids(self) -> list[str]:
+        """Every experiment's id, oldest first (the experiment list, ``rd:experiments``)."""
+        return [x.decode() if isinstance(x, bytes) else x
+                for x in self.r.zrange(EXPERIMENTS, 0, -1)]
+
     def pipeline(self, *, transaction: bool = True):
         """A pipeline on the store's client (an optimistic transaction's WATCH and
-        MULTI/EXEC: :meth:`service.store.credits.CreditStore.read_hold`)."""
+        MULTI/EXEC: :func:`service.transaction.transact`, :func:`service.credit.protocol.
+        resolve_hold`)."""
         return self.r.pipeline(transaction=transaction)

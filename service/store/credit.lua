@@ -1,11 +1,12 @@
--- The credit script (see the module docstring and service.credit).
+-- The credit script: step 6 of the protocol (service.credit). Runs after guard.lua.
+-- include: guard
 -- KEYS: exp, W, counters, pending, ties, then per impression: imp, clicks
 -- ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
 --   watched pair with d² > q·n, or n·kl(p, ½) > q with kl, is held, and so is the
 --   impression whose outcomes make n a multiple of period), then per impression: id,
 --   result (JSON mark),
 --   "clicks seen|counter,counter...|i,j,s,watched;i,j,s,watched..." (watched: 0 no,
---   1 either side losing, 2 only i losing, 3 only j losing: service.credit.Guard.watches)
+--   1 either side losing, 2 only i losing, 3 only j losing: service.credit.guard.Guard.watches)
 -- -> {'sv', current sv} | {'hold', held id} | {'missing'} |
 --    {'ok' | 'held', held id or '', code per impression handled...}
 local exp, W = KEYS[1], KEYS[2]
@@ -19,20 +20,6 @@ local sq, sp, sk = string.match(ARGV[2], '^([^:]*):?(%d*):?(%a*)$')
 local q = tonumber(sq)
 local period = tonumber(sp) or 0
 local kl = sk == 'kl'
--- the pair condition of service.credit.Guard.trips (d = w_ji - w_ij)
-local function trips(wij, wji)
-  local n = wij + wji
-  if not kl then
-    local d = wji - wij
-    return d * d > q * n
-  end
-  local w = math.min(wij, wji)
-  if 2 * w >= n then return false end
-  local p = w / n
-  local v = (1 - p) * math.log(2 * (1 - p))
-  if p > 0 then v = v + p * math.log(2 * p) end
-  return n * v > q
-end
 local counts, codes = {}, {}
 local updates, applied, held = 0, 0, ''
 for k = 0, (#KEYS - 5) / 2 - 1 do
@@ -55,17 +42,13 @@ for k = 0, (#KEYS - 5) / 2 - 1 do
         local oij, oji = 8 * (i * K + j), 8 * (j * K + i)
         local wij = struct.unpack('<d', redis.call('GETRANGE', W, oij, oij + 7)) + s
         local wji = struct.unpack('<d', redis.call('GETRANGE', W, oji, oji + 7)) + (1 - s)
-        if q and sw ~= '0' then
-          local d = wji - wij
-          if (sw == '1' or (sw == '2' and d > 0) or (sw == '3' and d < 0))
-              and trips(wij, wji) then
-            trip = true
-          end
+        if q and sw ~= '0' and guard_trips(q, kl, tonumber(sw), wij, wji) then
+          trip = true
         end
         writes[#writes + 1] = {oij, wij, oji, wji, s == 0.5 and math.min(i, j) .. ':' .. math.max(i, j)}
       end
     end
-    if no > 0 and period > 0 and (n0 + updates + 1) % period == 0 then trip = true end
+    if no > 0 and guard_periodic(period, n0 + updates + 1) then trip = true end
     if trip then
       held = id
       break

@@ -1,17 +1,20 @@
-"""Credit in Redis: the plain storage operations of :mod:`service.crediting` — read a
-batch of impressions, commit a batch (the credit script), read a hold, write its
-resolution. Nothing here decides anything: the protocol is :mod:`service.crediting`."""
+"""Credit in Redis: the plain storage operations of the credit protocol
+(:mod:`service.credit`): read a batch of impressions, commit a batch (the credit script,
+``credit.lua``, with the guard's check in ``guard.lua``), watch a hold, write its marks.
+
+Only plain values come in (ids, JSON marks, outcomes with the guard's code for each, the
+guard's argument): nothing here calls a policy or decides anything, and nothing here uses
+another part of the store."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bandits.base import DuelingBandit
-from service import credit as credit_step
-from service.keys import (
+from service.store.base import StoreBase
+from service.store.keys import (
     clicks_key,
     counters_key,
     exp_key,
@@ -21,13 +24,31 @@ from service.keys import (
     ties_key,
     w_key,
 )
-from service.records import Impression
-from service.snapshot import (
-    Snapshot,
-    encode_structure,
+from service.store.records import Impression
+from service.store.snapshot import (
     text,
 )
-from service.store.base import StoreBase, audit_entry
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One impression as the credit script takes it: its id, its ``credited`` mark (JSON),
+    the number of click reports it was read with (a click since: left pending), the
+    counters it adds, and its outcomes ``(i, j, s, watched)``, ``watched`` being the
+    guard's code for the pair (:meth:`service.credit.guard.Guard.watches`; 0: not
+    watched)."""
+
+    imp_id: str
+    mark: str
+    reports: int
+    counted: Sequence[str] = ()
+    outcomes: Sequence[tuple[int, int, float, int]] = ()
+
+    def arg(self) -> str:
+        """The script's argument for the impression: ``reports|counters|outcomes``."""
+        outcomes = ";".join(f"{int(i)},{int(j)},{float(s)!r},{int(w)}"
+                            for i, j, s, w in self.outcomes)
+        return f"{self.reports}|{','.join(self.counted)}|{outcomes}"
 
 
 @dataclass
@@ -90,38 +111,27 @@ class CreditStore(StoreBase):
         rows = self._read_script(keys=keys)
         return [_impression(i, row) for i, row in zip(imp_ids, rows, strict=True)]
 
-    def commit_credit(self, exp_id: str, *, sv: int, guard: credit_step.Guard | None,
-                      ids: Sequence[str],
-                      impressions: Sequence[Impression | None],
-                      result: credit_step.Credit) -> Committed:
-        """Run the credit script for what :func:`service.credit.apply` (``update=False``)
-        decided about ``impressions`` (named ``ids``), computed at structure version ``sv``
-        (see the module docstring)."""
+    def commit_credit(self, exp_id: str, *, sv: int, guard: str,
+                      entries: Sequence[Entry], gone: Mapping[str, str]) -> Committed:
+        """Run the credit script on ``entries`` (in order), computed at structure version
+        ``sv``; ``guard`` is the guard's argument (``""``: none; see ``credit.lua``).
+        ``gone`` (id -> ``missing`` or ``already``) leave the pending set without the
+        script (idempotent) and are reported as they are."""
+        if gone:
+            self.r.zrem(pending_key(exp_id), *gone)
+        if not entries:
+            return Committed("ok", dict(gone))
         keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id),
                 ties_key(exp_id)]
-        args: list[Any] = [sv, "" if guard is None else guard.arg()]
-        sent, gone = [], {}
-        for imp_id, imp in zip(ids, impressions, strict=True):
-            res = result.results[imp_id]
-            if imp is None or res["status"] in ("missing", "already"):
-                gone[imp_id] = res["status"]
-                continue
-            sent.append(imp_id)
-            keys += [imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id)]
-            outcomes = ";".join(
-                f"{int(i)},{int(j)},{float(s)!r},{0 if guard is None else guard.watches(i, j)}"
-                for i, j, s in res.get("outcomes", ()))
-            counted = ",".join(result.counted.get(imp_id, ()))
-            args += [imp_id, json.dumps(res), f"{imp.reports}|{counted}|{outcomes}"]
-        if gone:  # nothing to credit: off the pending set (idempotent, outside the script)
-            self.r.zrem(pending_key(exp_id), *gone)
-        if not sent:
-            return Committed("ok", gone)
+        args: list[Any] = [sv, guard]
+        for e in entries:
+            keys += [imp_key(exp_id, e.imp_id), clicks_key(exp_id, e.imp_id)]
+            args += [e.imp_id, e.mark, e.arg()]
         out = self._credit_script(keys=keys, args=args)
         status = text(out[0])
         if status in ("sv", "hold", "missing"):
             return Committed(status, {}, text(out[1]) if len(out) > 1 else None)
-        codes = {i: text(c) for i, c in zip(sent, out[2:], strict=False)}
+        codes = {e.imp_id: text(c) for e, c in zip(entries, out[2:], strict=False)}
         codes.update(gone)
         return Committed(status, codes, text(out[1]) or None)
 
@@ -138,43 +148,32 @@ class CreditStore(StoreBase):
         """The impression that holds ``exp_id`` (None: no hold)."""
         return text(self.r.hget(exp_key(exp_id), "hold")) or None
 
-    def read_hold(self, pipe, exp_id: str, held: str, ids: Sequence[str]
-                  ) -> tuple[Snapshot, list[Impression | None]]:
-        """WATCH on ``pipe`` what resolving the hold ``held`` depends on (the experiment,
-        ``W``, the impressions ``ids`` and their clicks), then read the full snapshot and,
-        while ``held`` still holds, the impressions (else none)."""
+    def watch_hold(self, pipe, exp_id: str, ids: Sequence[str]) -> None:
+        """WATCH on ``pipe`` what deciding a hold depends on: the experiment, ``W``, the
+        impressions ``ids`` and their clicks."""
         watch = [exp_key(exp_id), w_key(exp_id)]
         for i in ids:
             watch += [imp_key(exp_id, i), clicks_key(exp_id, i)]
         pipe.watch(*watch)
-        snap = self.snapshot(exp_id, full=True)
-        imps = self.read_impressions(exp_id, ids) if snap.hold == held else []
-        return snap, imps
 
-    def write_resolution(self, pipe, exp_id: str, bandit: DuelingBandit,
-                         result: credit_step.Credit, ids: Sequence[str], *,
-                         structure_before: str) -> bool:
-        """Queue on ``pipe`` (in MULTI, after :meth:`read_hold`) what deciding a hold
-        wrote: the policy's state if it changed (its structure, ``sv`` + 1, only if that
-        differs from ``structure_before``), the audit events, each impression's mark and
-        counters; the impressions leave the pending set and the hold is cleared. Returns
-        whether the structure moved (``sv`` + 1)."""
-        moved = False
-        if result.changed:
-            moved = encode_structure(bandit)["state"] != structure_before
-            self.write_state(pipe, exp_id, bandit, structure=moved)
-            self.add_audit(exp_id, *(audit_entry(self.clock(), **e) for e in result.audit),
-                           pipe=pipe)
-        else:
+    def write_marks(self, pipe, exp_id: str, results: Mapping[str, dict[str, Any]],
+                    counted: Mapping[str, Sequence[str]], ids: Sequence[str], *,
+                    state_written: bool) -> None:
+        """Queue on ``pipe`` (in MULTI, after :meth:`watch_hold`) each impression's mark
+        (``results``, but those ``missing`` or ``already``), its counters (``counted``)
+        and ties; the impressions leave the pending set and the hold is cleared. Without
+        ``state_written`` (the policy's state not written in this transaction) the
+        snapshot's ``version`` moves by one here."""
+        if not state_written:
             pipe.hincrby(exp_key(exp_id), "version", 1)
         counts: dict[str, int] = {}
         ties: dict[str, int] = {}
         for i in ids:
-            res = result.results[i]
+            res = results[i]
             if res["status"] in ("missing", "already"):
                 continue
             pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": json.dumps(res)})
-            for name in result.counted.get(i, []):
+            for name in counted.get(i, []):
                 counts[name] = counts.get(name, 0) + 1
             for pair in (tie_field(a, b) for a, b, s in res.get("outcomes", ())
                          if s == 0.5 and a != b):
@@ -185,7 +184,6 @@ class CreditStore(StoreBase):
             pipe.hincrby(ties_key(exp_id), pair, n)
         pipe.zrem(pending_key(exp_id), *ids)
         pipe.hdel(exp_key(exp_id), "hold")
-        return moved
 
     def count_conflict(self, exp_id: str) -> None:
         self.r.hincrby(counters_key(exp_id), "credit_conflicts", 1)

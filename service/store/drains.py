@@ -6,7 +6,8 @@ from __future__ import annotations
 import secrets
 from typing import ClassVar
 
-from service.keys import (
+from service.store.base import DUE_MARK_EVERY_S, StoreBase
+from service.store.keys import (
     DUE,
     SWEEP_FULL,
     drains_key,
@@ -14,10 +15,9 @@ from service.keys import (
     pending_key,
     t_key,
 )
-from service.snapshot import (
+from service.store.snapshot import (
     text,
 )
-from service.store.base import DUE_MARK_EVERY_S, StoreBase
 
 
 class DrainStore(StoreBase):

@@ -9,7 +9,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from bandits.base import DuelingBandit
-from service.keys import (
+from service.store.base import AUDIT_MAX, StoreBase
+from service.store.base import pairs as _pairs
+from service.store.keys import (
     DUE,
     EXPERIMENTS,
     audit_key,
@@ -25,8 +27,9 @@ from service.keys import (
     t_key,
     w_key,
 )
-from service.records import Ranker
-from service.snapshot import (
+from service.store.ranker_health import parse_health
+from service.store.records import Ranker
+from service.store.snapshot import (
     SNAPSHOT_FIELDS,
     ExperimentMissing,
     Snapshot,
@@ -36,9 +39,6 @@ from service.snapshot import (
     parse_snapshot,
     text,
 )
-from service.store.base import AUDIT_MAX, StoreBase
-from service.store.base import pairs as _pairs
-from service.store.health import parse_health
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -46,7 +46,7 @@ R = TypeVar("R")
 
 
 class ExperimentStore(StoreBase):
-    """An experiment's hash, ``W``, counters and audit (see :mod:`service.keys`)."""
+    """An experiment's hash, ``W``, counters and audit (see :mod:`service.store.keys`)."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_select_script": "select", "_audit_script": "audit"}
 
@@ -111,9 +111,6 @@ class ExperimentStore(StoreBase):
 
     def exists(self, exp_id: str) -> bool:
         return bool(self.r.exists(exp_key(exp_id)))
-
-    def list_ids(self) -> list[str]:
-        return [text(x) for x in self.r.zrange(EXPERIMENTS, 0, -1)]
 
     def counters(self, exp_id: str) -> dict[str, int]:
         raw = self.r.hgetall(counters_key(exp_id))
@@ -219,9 +216,9 @@ class ExperimentStore(StoreBase):
 
         The leftovers of a request that was running during ``DELETE`` (its keys written
         after the SCAN passed them), or of a drain lease: the fixed keys of
-        :func:`~service.keys.experiment_keys` and the impressions its pending set names,
+        :func:`~service.store.keys.experiment_keys` and the impressions its pending set names,
         without a SCAN; the experiment leaves the sweep's index. Impressions not pending
-        carry a TTL and expire on their own. Called by a drain (:mod:`service.crediting`), so
+        carry a TTL and expire on their own. Called by a drain (:mod:`service.credit.protocol`), so
         that a deleted experiment's leftovers are credited by no one and swept no more.
         """
         if self.exists(exp_id):

@@ -1,6 +1,6 @@
 """A small time series per experiment, sampled when the report or the operator page is read.
 
-``rd:{e}:history`` (:func:`service.keys.history_key`) is a list of JSON points
+``rd:{e}:history`` (:func:`service.store.keys.history_key`) is a list of JSON points
 ``{"ts", "n", "regret"}``: the time, the comparisons recorded so far and the estimated
 cumulative regret then. The API appends one when a report is built and the last point
 is older than ``MIN_INTERVAL_S`` (so a page refreshing every few seconds adds at most one
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.keys import history_key
+from service.store.keys import history_key
 
 #: points kept per experiment
 MAX_POINTS = 2000

@@ -7,7 +7,9 @@ import json
 import secrets
 from typing import Any, ClassVar
 
-from service.keys import (
+from service.store.base import ImpressionClosed, ImpressionMissing, TooManyClicks
+from service.store.drains import DrainStore
+from service.store.keys import (
     clicks_key,
     counters_key,
     drains_key,
@@ -18,15 +20,14 @@ from service.keys import (
     pending_key,
     shown_key,
 )
-from service.records import Impression
-from service.snapshot import (
+from service.store.records import Impression
+from service.store.snapshot import (
     ExperimentMissing,
     text,
 )
-from service.store.base import ImpressionClosed, ImpressionMissing, StoreBase, TooManyClicks
 
 
-class ImpressionStore(StoreBase):
+class ImpressionStore(DrainStore):
     """Impressions: saved by ``/search``, clicked, ended, read."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {

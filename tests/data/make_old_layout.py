@@ -49,7 +49,7 @@ def main() -> None:
             interleaving="team_draft", seed=3)["id"]
         e2 = c.create_experiment(name="old uniform", rankers=rankers("good", "bad", "mid"),
                                  algorithm="uniform", interleaving="probabilistic", seed=4)["id"]
-        from service.crediting import credit_batch
+        from service.credit.protocol import credit_batch
         from service.store import Store
         store = Store(redis.Redis.from_url(url))
         pages = {e1: [], e2: []}

@@ -28,9 +28,9 @@ from demo.faults import check_invariant
 from demo.stack import ThreadedServer, wait_until
 from demo.web import create_web_app
 from demo.world_rankers import create_ranker_app, demo_world
-from service import credit
 from service.app import create_app
-from service.keys import clicks_key, imp_key, pending_key
+from service.credit import step as credit
+from service.store.keys import clicks_key, imp_key, pending_key
 
 DWELL_S = 5  # the dwell rule of the second experiment
 
@@ -265,7 +265,7 @@ def test_a_page_from_an_origin_not_allowed_gets_nothing(browser, site, rd):
 
 # ---------------------------------------------------------------------- plain HTTP
 def test_preflight_and_headers(site):
-    from service import cors
+    from service.api import cors
 
     # the routes CORS names are the app's (a renamed view would silently lose CORS)
     assert set(site.api.server.app.view_functions) >= cors.FRONTEND

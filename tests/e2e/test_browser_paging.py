@@ -10,7 +10,7 @@ import json
 
 from test_browser import _credited_once, _recorded, _search, browser, site  # noqa: F401
 
-from service.keys import imp_key
+from service.store.keys import imp_key
 
 
 def test_next_page_link_continues_the_impression(browser, site, rd):  # noqa: F811

@@ -75,8 +75,8 @@ class Platform:
         from demo.stack import wait_until
 
         wait_until(lambda: http_ok(f"{self.rankers_url}/healthz"), 60, "rankers")
-        from service.redis_client import connect
         from service.store import Store
+        from service.store.client import connect
 
         self.store = Store(connect(self.cluster_url, cluster=True))
 
@@ -236,7 +236,7 @@ def test_twenty_experiments_on_a_cluster_survive_a_killed_worker_and_a_restarted
     try:
         wait_until(all_credited, 120, "every impression credited", interval=0.25)
     except TimeoutError:
-        from service.keys import drains_key, exp_key, pending_key
+        from service.store.keys import drains_key, exp_key, pending_key
 
         r = platform.store.r
         stuck = [(e, platform.store.counters(e), r.zrange(pending_key(e), 0, 3, withscores=True),

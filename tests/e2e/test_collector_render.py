@@ -19,9 +19,9 @@ def test_exposition_equals_generate_latest(tmp_path):
     import bandits
     from demo.stack import Stack
     from service.collector import StateCollector
-    from service.keys import new_impression_id, shown_key, w_key
-    from service.redis_client import connect
     from service.store import Store
+    from service.store.client import connect
+    from service.store.keys import new_impression_id, shown_key, w_key
 
     with Stack(tmp_path) as stack:
         url = stack.start_redis()
@@ -35,7 +35,7 @@ def test_exposition_equals_generate_latest(tmp_path):
             exp_id = f"e{n}"
             meta = {"id": exp_id, "name": name, "algorithm": algo, "params": {},
                     "interleaving": "team_draft", "seed": n, "created_at": time.time()}
-            from service.records import Ranker
+            from service.store.records import Ranker
 
             rankers = [Ranker(name=f'r"{a}', url="http://x", timeout_ms=1, arm=a)
                        for a in range(k)]

@@ -220,7 +220,7 @@ def test_api_answers_with_several_experiments_and_a_broken_one(metrics_run):  # 
     """A corrupt experiment is counted as a scrape error, the others are still exported."""
     import redis
 
-    from service.keys import EXPERIMENTS, exp_key
+    from service.store.keys import EXPERIMENTS, exp_key
 
     client = redis.Redis.from_url(metrics_run.stack.redis_url)
     client.zadd(EXPERIMENTS, {"broken0": 0})

@@ -100,9 +100,9 @@ def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target, ranke
     from demo.stack import Stack, ThreadedServer
     from service.app import create_app
     from service.config import Config
-    from service.crediting import credit_batch
-    from service.redis_client import connect
+    from service.credit.protocol import credit_batch
     from service.store import Store
+    from service.store.client import connect
     from service.tokens import issue_token
 
     exps = FIXTURE["experiments"]

@@ -18,8 +18,8 @@ from test_service_api import assert_error, rankers_for
 from demo.client import Client
 from demo.stack import Stack, ThreadedServer, wait_until
 from service.app import create_app
-from service.keys import DUE, experiment_pattern
 from service.store import Store
+from service.store.keys import DUE, experiment_pattern
 
 
 @pytest.fixture
@@ -247,9 +247,9 @@ def test_a_search_running_during_delete_leaves_nothing(client, ranker_server, rd
 def test_writes_of_the_request_path_refuse_a_deleted_experiment(client, ranker_server, rd):
     """What a running search may still write after DELETE (an impression, a ranker's
     failure, an audit entry) writes nothing once the experiment is gone."""
-    from service.keys import new_impression_id
-    from service.snapshot import ExperimentMissing
     from service.store import audit_entry
+    from service.store.keys import new_impression_id
+    from service.store.snapshot import ExperimentMissing
 
     exp = _exp(client, ranker_server)
     assert client.request("DELETE", f"/experiments/{exp['id']}", admin=True)[0] == 200

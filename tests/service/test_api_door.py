@@ -86,8 +86,8 @@ def test_body_that_is_not_utf8_is_400(client):
 
 
 def test_the_documented_body_limit_is_the_apps(api):
+    from service.api.validation import MAX_BODY_BYTES
     from service.app import create_app
-    from service.validation import MAX_BODY_BYTES
 
     assert create_app(api.config).config["MAX_CONTENT_LENGTH"] == MAX_BODY_BYTES
 

@@ -1,4 +1,4 @@
-"""The credit path's claims (service/credit.py, service/store.py), checked on every policy.
+"""The credit path's claims (service/credit/, service/store/), checked on every policy.
 
 1. The guard fires on every ``update()`` that changes a policy's structure (all that the
    credit script does not write), so committing the other outcomes as plain additions to
@@ -21,9 +21,9 @@ import pytest
 
 import bandits
 from bandits.base import DuelingBandit
-from service import credit
-from service.keys import t_key
-from service.snapshot import W_DERIVED, decode_bandit, encode_w, structure_state
+from service.credit.guard import Guard
+from service.store.keys import t_key
+from service.store.snapshot import W_DERIVED, decode_bandit, encode_w, structure_state
 
 #: parameters that make the Merge policies eliminate within a few hundred comparisons
 PARAMS = {"mergedts": {"alpha": 0.5, "c": 1.0, "batch_size": 3},
@@ -103,7 +103,7 @@ def test_guard_fires_on_every_structural_change(name):
     for seed in (1, 2):
         b = bandits.make_bandit(name, K, seed=seed, **PARAMS.get(name, {}))
         for t, outcomes in workload(name, 800, seed):
-            guard = credit.Guard.of(b, t)
+            guard = Guard.of(b, t)
             trips = guard is not None and (guard.periodic(b.n_updates + 1) or any(
                 guard.watches(i, j) and guard.trips(b.W[i, j] + s, b.W[j, i] + 1 - s,
                                                     guard.watches(i, j))
@@ -158,7 +158,7 @@ class ShardModel:
         return decode_bandit(encode_w_array(self.W), self.structure, self.n, t)
 
     def credit(self, view: DuelingBandit, t: int, outcomes) -> None:
-        guard = credit.Guard.of(view, t)  # t read at the claim: at most the global t
+        guard = Guard.of(view, t)  # t read at the claim: at most the global t
         for i, j, s in outcomes:
             if guard and (guard.periodic(self.n + 1) or (guard.watches(i, j) and guard.trips(
                     self.W[i, j] + s, self.W[j, i] + 1 - s, guard.watches(i, j)))):
@@ -201,8 +201,8 @@ def test_protocol_equals_the_serial_run_of_update(name):
 # ---------------------------------------------------------------------- on a real Redis
 @pytest.fixture
 def store(own_redis_url):
-    from service.redis_client import connect
     from service.store import Store
+    from service.store.client import connect
 
     return Store(connect(own_redis_url))
 
@@ -225,7 +225,7 @@ def make_experiment(store, name: str, seed: int) -> str:
     exp_id = secrets.token_hex(6)
     meta = {"id": exp_id, "name": "t", "algorithm": name, "params": PARAMS.get(name, {}),
             "interleaving": "team_draft", "seed": seed, "created_at": time.time()}
-    from service.records import Ranker
+    from service.store.records import Ranker
 
     rankers = [Ranker(name=f"r{a}", url="http://x", timeout_ms=1, arm=a) for a in range(K)]
     store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
@@ -235,7 +235,7 @@ def make_experiment(store, name: str, seed: int) -> str:
 
 def save(store, exp_id: str, outcomes) -> str:
     """An impression whose credit yields ``outcomes`` (see ``fake_credit``)."""
-    from service.keys import new_impression_id
+    from service.store.keys import new_impression_id
 
     imp_id = new_impression_id(exp_id)
     arms = sorted({a for i, j, _ in outcomes for a in (i, j)})
@@ -256,7 +256,7 @@ def fake_credit(record, clicked):
                                   "rmed1"])
 def test_script_and_holds_on_redis_equal_the_serial_run(store, monkeypatch, name):
     import interleaving
-    from service.crediting import credit_batch
+    from service.credit.protocol import credit_batch
 
     monkeypatch.setattr(interleaving, "credit", fake_credit)
     exp_id = make_experiment(store, name, seed=5)
@@ -289,7 +289,7 @@ def test_concurrent_batches_on_one_experiment_count_each_impression_once(store, 
     to two of them): W's total is the number of comparisons, each counted once, and the
     eliminations were decided (audited) once each."""
     import interleaving
-    from service.crediting import credit_batch
+    from service.credit.protocol import credit_batch
 
     monkeypatch.setattr(interleaving, "credit", fake_credit)
     exp_id = make_experiment(store, "mergedts", seed=6)

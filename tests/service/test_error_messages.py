@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from test_service_api import rankers_for
 
-from service.openapi import openapi_document
+from service.api.openapi import openapi_document
 
 
 def _post(client, body):

@@ -90,8 +90,8 @@ def own_redis_url(tmp_path_factory):
 
 @pytest.fixture
 def store(own_redis_url):
-    from service.redis_client import connect
     from service.store import Store
+    from service.store.client import connect
 
     return Store(connect(own_redis_url))
 
@@ -123,7 +123,7 @@ def experiment(store, name: str = "uniform", k: int = 3) -> str:
     b = bandits.make_bandit(name, k, seed=1)
     meta = {"id": exp_id, "name": "t", "algorithm": name, "params": {},
             "interleaving": "team_draft", "seed": 1, "created_at": time.time()}
-    from service.records import Ranker
+    from service.store.records import Ranker
 
     rankers = [Ranker(name=f"r{a}", url="http://x", timeout_ms=1, arm=a, added_at=0.0)
                for a in range(k)]
@@ -134,7 +134,7 @@ def experiment(store, name: str = "uniform", k: int = 3) -> str:
 
 def impression(store, exp_id: str, inactivity_s: float = 0.0) -> str:
     """An impression of arms 0 and 1, due after ``inactivity_s``."""
-    from service.keys import new_impression_id
+    from service.store.keys import new_impression_id
 
     imp_id = new_impression_id(exp_id)
     store.save_impression(imp_id, exp_id=exp_id, t=1, arms=[0, 1], shown=["a", "b"],
@@ -145,7 +145,7 @@ def impression(store, exp_id: str, inactivity_s: float = 0.0) -> str:
 
 
 def crediting(store, queue, lease_s: float = 1.0, follow_s: float = 0.0):
-    from service.crediting import Crediting
+    from service.credit.drains import Crediting
 
     return Crediting(store, queue, batch=50, lease_s=lease_s, parallelism=2, cache_size=8,
                      full_sweep_s=60, follow_s=follow_s)
@@ -174,7 +174,7 @@ def test_a_working_drain_keeps_its_lease_and_claims(store, monkeypatch):
     """A batch that takes several lease lifetimes: the heartbeat keeps the lease and the
     batch's claims, so the sweep queues no second drain and no other drain claims them;
     once done the lease is given back."""
-    from service import crediting as mod
+    from service.credit import protocol as mod
 
     queue = Queue()
     c = crediting(store, queue, lease_s=1.0)
@@ -278,7 +278,7 @@ def test_a_due_impression_gets_a_drain_at_once_when_the_lease_is_taken(store, mo
     """The same race while another drain holds a lease (so ours cannot be taken back):
     a follow-up drain is scheduled at once, not for the next sweep (the other lease may
     be one that will lapse: a drain that died)."""
-    from service.crediting import FOLLOW_LAG_S
+    from service.credit.drains import FOLLOW_LAG_S
 
     queue = Queue()
     c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
@@ -365,8 +365,8 @@ def test_a_failing_ranker_selection_never_chooses_is_probed_and_retired(
     next search probes it beside its own comparison (the probe's answer is not shown);
     each failed probe is a new quarantine, and the third retires it with an audit
     entry. Every search meanwhile is a duel of the healthy rankers."""
-    from service.redis_client import connect
     from service.store import Store
+    from service.store.client import connect
 
     client, url = in_process_api
     e = client.create_experiment(name="unchosen", algorithm="uniform",
@@ -396,8 +396,8 @@ def test_a_recovered_ranker_selection_never_chooses_is_brought_back(
         in_process_api, never_chosen, own_redis_url):
     """The same with a ranker that answers again: the first probe after its quarantine
     closes it (health cleared, a ``ranker_recovered`` audit entry)."""
-    from service.redis_client import connect
     from service.store import Store
+    from service.store.client import connect
 
     client, url = in_process_api
     e = client.create_experiment(name="unchosen-ok", algorithm="uniform",

@@ -59,7 +59,7 @@ def test_end_answers_202_when_the_broker_is_away(api, ranker_server, rd):
     from demo.client import Client
     from demo.stack import ThreadedServer, free_port
     from service.app import create_app
-    from service.keys import drains_key, pending_key
+    from service.store.keys import drains_key, pending_key
 
     dead = f"redis://127.0.0.1:{free_port()}/0"
     server = ThreadedServer(create_app(api.config.replace(broker_url=dead)))

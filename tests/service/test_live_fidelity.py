@@ -14,7 +14,7 @@ import time
 import numpy as np
 from test_workers_credit import rankers_for, wait_for
 
-from service.keys import t_key
+from service.store.keys import t_key
 
 
 def _all_credited(client, exp_id):
@@ -54,7 +54,7 @@ def test_feedback_runs_at_the_global_step(client, ranker_server, worker, rd):
         client.end(page)
     worker.ensure()
     state = wait_for(_all_credited(client, e), what="credit")
-    # the policy's step is the experiment's selection counter (service.snapshot)
+    # the policy's step is the experiment's selection counter (service.store.snapshot)
     assert int(rd.get(t_key(e))) == n_searches == state["t"]
     # u_bad,good = 0/n + sqrt(α log(t + 1 + C) / n) < ½  (the pair's next step, t + 1)
     expected = next(n for n in range(1, 1000)

@@ -200,8 +200,8 @@ def test_concurrent_next_pages_serve_one_page(client, ranker_server):
 def test_the_store_extends_only_what_it_was_shown(client, ranker_server, api, rd):
     """The storage step alone: a stale read is refused (False), each extension counts as
     a report (so a credit read before it is read again), a closed impression is refused."""
-    from service.keys import imp_key
     from service.store import ImpressionClosed, Store
+    from service.store.keys import imp_key
 
     store = Store(rd)
     exp = make_experiment(client, ranker_server)["id"]
@@ -229,8 +229,8 @@ def test_a_ranker_in_quarantine_now_adds_nothing_to_the_next_page(client, fixed_
     nobody waits out its timeout), as if it had failed now: it adds no new document. With
     every participant in quarantine, 502 says to start a new search (which selection
     serves with healthy rankers)."""
-    from service.redis_client import connect
     from service.store import Store
+    from service.store.client import connect
 
     exp = client.create_experiment(
         name="q", algorithm="uniform", interleaving="team_draft", seed=3,

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from test_workers_credit import rankers_for
 
-from service.rankers import RankerClient, RankerFailure
-from service.records import Ranker
+from service.rankers.client import RankerClient, RankerFailure
+from service.store.records import Ranker
 
 
 def test_timeout_bounds_the_whole_request_not_each_read(ranker_server):

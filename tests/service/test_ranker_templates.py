@@ -29,8 +29,8 @@ from test_workers_credit import wait_for
 
 from demo.run import Demo, DemoOptions
 from demo.world_rankers import demo_world, ranker_name
-from service.rankers import RankerClient, RankerFailure
-from service.records import Ranker
+from service.rankers.client import RankerClient, RankerFailure
+from service.store.records import Ranker
 
 SECRET = "s3cr3t-search-auth-7f1e2d9c"
 ENV = "RANKDUEL_TEST_SEARCH_AUTH"

@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
-from service.ranker_http import read_headers
-from service.rankers import RankerClient, RankerFailure
-from service.records import Ranker as RankerRecord
+from service.rankers.client import RankerClient, RankerFailure
+from service.rankers.http_response import read_headers
+from service.store.records import Ranker as RankerRecord
 
 BODY = json.dumps({"results": [{"id": "a"}, {"id": "b"}]}).encode()
 

@@ -1,4 +1,4 @@
-"""The schemas of service/schemas.py agree with the code they describe: the algorithms'
+"""The schemas of service/api/schemas.py agree with the code they describe: the algorithms'
 parameters with the policies' declarations, the response models with what the API
 returns, and the generated OpenAPI document with itself (links, errors, operations).
 """
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import bandits
-from service import schemas
-from service.openapi import openapi_document
-from service.validation import parse
+from service.api import schemas
+from service.api.openapi import openapi_document
+from service.api.validation import parse
 
 DOC = openapi_document(10, 100)
 
@@ -152,7 +152,7 @@ def test_the_document_bounds_are_the_apis():
 def test_ranker_urls_the_pattern_allows_are_urls_the_ranker_client_takes():
     import re
 
-    from service.rankers import validate_url
+    from service.rankers.parsing import validate_url
 
     pattern = re.compile(schemas.RANKER_URL_PATTERN)
     for url in ("http://a", "https://a.b-c.d:65535/x?y=1&z=%20", "http://127.0.0.1:0",

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import interleaving
-from service.keys import clicks_key, drains_key, imp_key
-from service.keys import experiment_of as exp_of
+from service.store.keys import clicks_key, drains_key, imp_key
+from service.store.keys import experiment_of as exp_of
 
 
 def ikey(imp_id: str) -> str:

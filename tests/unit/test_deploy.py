@@ -61,7 +61,7 @@ def test_cluster_profile():
     """Profile cluster: three masters with the append-only file, a job joining them, and
     the service's state URL naming them (the redis service stays the Celery broker)."""
     from service.config import load_config
-    from service.redis_client import cluster_nodes
+    from service.store.client import cluster_nodes
 
     cluster = {n for n, s in SERVICES.items() if "cluster" in s.get("profiles", [])}
     nodes = {f"redis-node-{k}" for k in (1, 2, 3)}

@@ -420,7 +420,7 @@ def test_mergedts_prepared_draws_follow_count_changes(n_batches, size):
 #: what a Merge policy's state holds: the base class' fields, batches and stage; no cache
 #: MergeGuard keeps its guard in the state too, and whether its last check saw the current
 #: counts (``checked_clean``: the simulator's quiet-steps skip needs it across a round
-#: trip; the live store drops it, service.snapshot.W_DERIVED, as it moves with every W)
+#: trip; the live store drops it, service.store.snapshot.W_DERIVED, as it moves with every W)
 GUARD_KEYS = {"mergedts": set(), "mergerucb": set(), "mergeguard": {"guard", "checked_clean"}}
 STATE_KEYS = {"algorithm", "params", "K", "t", "n_updates", "W", "status", "eliminated", "rng",
               "batches", "stage", "stage_field"}

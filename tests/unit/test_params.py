@@ -23,7 +23,7 @@ import bandits
 import judging
 from bandits.params import Param, parse_text
 from cli import docs
-from service import schemas
+from service.api import schemas
 
 POLICIES = sorted(bandits.ALGORITHMS)
 JUDGES = sorted(judging.ALGORITHMS)

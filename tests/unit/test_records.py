@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from service.records import Ranker
-from service.snapshot import decode_rankers, encode_rankers
+from service.store.records import Ranker
+from service.store.snapshot import decode_rankers, encode_rankers
 
 #: entries as the service has always written them: a plain ranker, a templated one, a
 #: retired one, and one with a key this version does not know

@@ -1,0 +1,165 @@
+"""``POST /experiments``' body, generated: one model per algorithm, its parameters read
+from the policy's declaration (``PARAMS``, :mod:`bandits.params`) and its interleaving
+methods (pairwise or multileaving)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import (
+    AfterValidator,
+    Field,
+    RootModel,
+    WithJsonSchema,
+    create_model,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+import bandits
+from bandits.params import Param, declared_default
+from service.api.schemas.base import (
+    MAX_RANKERS,
+    MAX_SEED,
+    PROBE,
+    Closed,
+    Int,
+    Name,
+    RankerName,
+)
+from service.api.schemas.experiments import (
+    RankerIn,
+)
+from service.api.schemas.frontend import (
+    _no_default,
+)
+
+
+# algorithm params
+def param_annotation(param: Param) -> Any:
+    """The pydantic type of a declared parameter (:mod:`bandits.params`): its bounds or
+    choices reach the JSON Schema, so the document states them."""
+    if param.choices is not None:
+        kind: Any = Literal[param.choices]
+    elif param.dtype in (str, bool):
+        kind = param.dtype
+    else:
+        bounds = {k: v for k in ("ge", "gt", "le", "lt")
+                  if (v := getattr(param, k)) is not None}
+        kind = Int(**bounds) if param.dtype is int else Annotated[float, Field(**bounds)]
+    return kind | None if param.nullable else kind
+
+
+def param_description(param: Param) -> str:
+    """A declared parameter's one line of doc, with its default."""
+    return f"{param.desc}; default: {declared_default(param)}"
+
+
+class _Params(Closed):
+    algorithm: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, data: Any) -> Any:
+        """Names and types first, by the policy's declaration: it names an unknown
+        parameter and lists the valid ones (the bounds are the fields')."""
+        if isinstance(data, dict):
+            try:
+                bandits.check_params(cls.algorithm, data, ranges=False)
+            except ValueError as exc:
+                raise PydanticCustomError(
+                    "rd_params", "invalid params for {algorithm}: {reason}",
+                    {"algorithm": cls.algorithm, "reason": str(exc)}) from None
+        return data
+
+
+def _params_model(algorithm: str) -> type[_Params]:
+    """The ``params`` object of one algorithm, from its declaration."""
+    # absent: the policy's default; null is not a value (check_params refuses it)
+    fields = {}
+    for name, param in bandits.get_algorithm(algorithm).PARAMS.items():
+        fields[name] = (param_annotation(param),
+                        Field(None, description=param_description(param),
+                              json_schema_extra=_no_default))
+    title = "".join(p.title() for p in algorithm.split("_"))
+    model = create_model(f"{title}Params", __base__=_Params, **fields)
+    model.algorithm = algorithm
+    return model
+
+
+def _methods() -> tuple[list[str], list[str]]:
+    import interleaving
+
+    pairwise = list(interleaving.PAIRWISE_METHODS)
+    return pairwise, [m for m in interleaving.METHODS if m not in pairwise]
+
+
+def _interleaving_for(algorithm: str, multi: bool) -> Any:
+    """The interleaving methods an algorithm can run with (a pairwise policy needs a
+    pairwise method, a set-selecting one a multileaving method)."""
+    pairwise, multileave = _methods()
+    allowed = multileave if multi else pairwise
+
+    def check(method: str) -> str:
+        if method in allowed:
+            return method
+        if method in pairwise + multileave:
+            kind = ("compares sets of rankers: choose a multileaving method" if multi
+                    else "compares pairs: choose a pairwise interleaving method")
+            raise PydanticCustomError("rd_interleaving", "{algorithm} {kind} ({allowed})",
+                                      {"algorithm": algorithm, "kind": kind,
+                                       "allowed": ", ".join(allowed)})
+        raise PydanticCustomError("rd_interleaving",
+                                  "unknown interleaving method '{method}'; known: {known}",
+                                  {"method": method, "known": ", ".join(pairwise + multileave)})
+
+    return Annotated[str, AfterValidator(check),
+                     WithJsonSchema({"type": "string", "enum": allowed})]
+
+
+class _NewExperiment(Closed):
+    name: Name
+    rankers: Annotated[list[RankerIn], Field(min_length=2, max_length=MAX_RANKERS)]
+    seed: Int(ge=0, le=MAX_SEED) | None = Field(
+        None, description="default: drawn at random")
+    # its size (one row and column per ranker) is checked with the rankers, which names it
+    true_preferences: Annotated[
+        list[Annotated[list[Annotated[float, Field(ge=0, le=1)]],
+                       Field(min_length=1, max_length=MAX_RANKERS)]],
+        Field(min_length=1, max_length=MAX_RANKERS)] | None = Field(
+        None, description="simulations only: the true K×K preference matrix over `rankers` "
+                          "(p_ij + p_ji = 1), for the true-regret metric")
+    true_best: RankerName | None = Field(
+        None, description="the ranker true regret is measured against (default: the "
+                          "Condorcet winner of true_preferences); needs true_preferences")
+    probe: bool = Field(True, description=PROBE)
+    dwell_unsatisfied_s: Annotated[float, Field(gt=0, le=3600)] | None = Field(
+        None, description="off by default: a click whose user came back to the results "
+                          "within this many seconds (the dwell rankduel.js reports) is "
+                          "an unsatisfied click and does not count")
+
+    def params_dict(self) -> dict[str, Any]:
+        """The parameters as given (absent ones take the policy's defaults)."""
+        return self.params.model_dump(exclude_none=True)
+
+
+def _experiment_model(algorithm: str) -> type[_NewExperiment]:
+    cls = bandits.get_algorithm(algorithm)
+    params = _params_model(algorithm)
+    title = "".join(p.title() for p in algorithm.split("_"))
+    return create_model(
+        f"New{title}Experiment", __base__=_NewExperiment,
+        algorithm=(Literal[algorithm], ...),
+        params=(params, Field(default_factory=params)),
+        interleaving=(_interleaving_for(algorithm, cls.multi), ...),
+    )
+
+
+class NewExperiment(RootModel):
+    """``POST /experiments``: one shape per algorithm."""
+
+    #: the field that picks the shape (pydantic prefixes error locations with its value)
+    discriminator: ClassVar[str] = "algorithm"
+
+    root: Annotated[Union[tuple(_experiment_model(a) for a in bandits.ALGORITHMS)],  # noqa: UP007
+                    Field(discriminator="algorithm")]

@@ -1,0 +1,59 @@
+"""``GET /search``'s query parameters, read on the hot path of every search.
+
+The common case — a first page: only ``experiment``, ``q``, ``k`` and ``user``, each
+within its bounds — is checked directly, without building a pydantic model per request;
+anything else (a next page's ``page``/``impression_id``/``token``, an unknown name, a
+value out of bounds) is handed to the schema (:func:`service.api.schemas.search_query`), so
+that every value accepted and every refusal and its message stay the schema's (and the
+OpenAPI document's).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from service.api.schemas import MAX_NAME_CHARS, MAX_QUERY_CHARS, search_query
+from service.api.validation import parse
+from service.id_limits import MAX_ID_CHARS
+
+_FAST_PARAMS = frozenset(("experiment", "q", "k", "user"))
+
+
+class SearchArgs(NamedTuple):
+    """The parameters of one ``GET /search`` (``page`` 1 and no ``impression_id`` or
+    ``token``: a first page)."""
+
+    experiment: str
+    q: str
+    k: int
+    user: str | None
+    page: int = 1
+    impression_id: str | None = None
+    token: str | None = None
+
+
+def parse_search_query(args: Any, default_k: int, max_k: int) -> SearchArgs:
+    """``GET /search``'s parameters from the query parameters ``args`` (a werkzeug
+    ``MultiDict``: the first value of each name counts, as in the schema's path).
+
+    >>> from werkzeug.datastructures import MultiDict
+    >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "k": "5"}), 10, 100)
+    SearchArgs(experiment='e1', q='cats', k=5, user=None, page=1, impression_id=None, token=None)
+    >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "page": "2",
+    ...                               "impression_id": "i", "token": "t"}), 10, 100)[4:]
+    (2, 'i', 't')
+    """
+    exp, q, k_raw, user = (args.get("experiment"), args.get("q"), args.get("k"),
+                           args.get("user"))
+    if (exp and q and len(exp) <= MAX_ID_CHARS and len(q) <= MAX_QUERY_CHARS
+            and (user is None or len(user) <= MAX_NAME_CHARS)
+            and _FAST_PARAMS.issuperset(args.keys())):
+        if k_raw is None:
+            return SearchArgs(exp, q, default_k, user)
+        if k_raw.isascii() and k_raw.isdigit() and len(k_raw) <= 18:
+            k = int(k_raw)
+            if 1 <= k <= max_k:
+                return SearchArgs(exp, q, k, user)
+    parsed = parse(search_query(default_k, max_k), args.to_dict(), query=True)
+    return SearchArgs(parsed.experiment, parsed.q, parsed.k, parsed.user, parsed.page,
+                      parsed.impression_id, parsed.token)

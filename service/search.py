@@ -1,0 +1,150 @@
+"""Serving a search: ``search`` asks the controller for a comparison, fetches the chosen
+rankers concurrently (through their circuit breaker, :mod:`service.rankers.health`),
+interleaves their lists with the experiment's method, stores the impression (with the
+interleaving record the credit step needs) and returns the page with a click token.
+
+* A pair ``(a, a)``, a paused or stopped experiment: one list is served as is and no
+  duel is recorded (the impression is still stored so its clicks are accepted).
+* A chosen ranker that fails (error, timeout, invalid body) while an opponent answers
+  **forfeits**: the opponent's list is served and the impression records the failed
+  ranker's loss to it, credited by the worker like any outcome (counted by reason in
+  ``rankduel_ranker_forfeits_total``). A quarantined ranker
+  (:class:`~service.rankers.health.RankerHealth`) is not called: its opponent is served
+  alone, no outcome. A ranker whose quarantine ended is probed by the next search,
+  whether selection chose it or not (an unchosen one's answer is not shown).
+* Every chosen ranker failed or is quarantined: the champion, or another healthy ranker,
+  is served alone without a duel; 502 only when no ranker of the experiment answers.
+  The 502 names no internal error (it must not tell a client which addresses answer).
+
+Clicks and ends (:mod:`service.clicks`) only touch the impression; crediting happens in a
+worker once the impression closes (:mod:`service.credit`).
+"""
+
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+import numpy as np
+
+from service import metrics
+from service.errors import BadGateway
+from service.rankers.health import RankerHealth, SearchTiming
+from service.runtime import Runtime
+from service.store.keys import new_impression_id
+from service.tokens import issue_token
+
+
+def _interleaving():
+    import interleaving  # deferred: the package is large and only the front end needs it
+
+    return interleaving
+
+
+def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...],
+                    seed: list[int]) -> np.random.Generator:
+    """Seed from (user, query) when the user is known, so a repeated view of the same
+    comparison shows the same list; from (experiment seed, t) otherwise."""
+    if user:
+        salt = f"{exp_id}:{','.join(map(str, arms))}"
+        return np.random.default_rng(_interleaving().seed_for(user, q, salt=salt))
+    return np.random.default_rng(seed)
+
+
+def query_digest(q: str) -> str:
+    """A short digest of the query, kept in a duel's record so that a next page can
+    check it is for page 1's query (the query itself is not stored)."""
+    return hashlib.blake2b(q.encode(), digest_size=8).hexdigest()
+
+
+def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
+    """What a duel's record keeps for its next pages (:mod:`service.paging`): the
+    generator's state after the interleaving drew, and the query's digest."""
+    return {"rng": _interleaving().rng_state(rng), "q": query_digest(q)}
+
+
+def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
+           timing: SearchTiming | None = None) -> dict[str, Any]:
+    """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
+    receives the time spent waiting for rankers."""
+    imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
+    choice = rt.controller.choose(exp_id)
+    seed = [choice.snapshot.meta["seed"], choice.t, 1]
+    method = choice.snapshot.meta["interleaving"]
+    health = RankerHealth(rt, exp_id, choice, timing)
+    called = [(arm, r) for arm, r in zip(choice.arms, choice.rankers, strict=True)
+              if health.may_call(arm)]
+    ok, failed = health.fetch(called, q, k, user=user,
+                              probes=health.unchosen_probes(set(choice.arms)))
+    if not ok:  # serve the champion, or another healthy ranker, without a duel
+        ok, _ = health.fetch(health.substitutes(exclude={a for a, _ in called}), q, k,
+                             first_only=True, user=user)
+        failed = []
+        if not ok:
+            raise BadGateway(f"no ranker of experiment {exp_id!r} could answer")
+    fallback = len(ok) < len(choice.arms) or ok[0][0] not in choice.arms
+    if fallback:
+        metrics.FALLBACKS.labels(exp_id).inc()
+    # a ranker that failed while an opponent answered loses to each opponent that did
+    forfeits = [(w, loser) for w, _, _ in ok for loser, _ in failed]
+    for loser, failure in failed:
+        metrics.FORFEITS.labels(exp_id, choice.by_arm[loser].name, failure.reason).inc()
+    by_id: dict[str, dict[str, Any]] = {}
+    for _, _, res in ok:
+        for item in res:
+            by_id.setdefault(str(item["id"]), item)
+    if len(ok) >= 2:
+        # participants in arm order, so the pair (j, i) interleaves exactly like (i, j)
+        # and a repeated (user, query) view of the same comparison shows the same list
+        ok.sort(key=lambda x: x[0])
+        arms = tuple(arm for arm, _, _ in ok)
+        rng = _interleave_rng(exp_id, q, user, arms, seed)
+        rankings = [[str(item["id"]) for item in res] for _, _, res in ok]
+        shown, record = _interleaving().interleave(method, rankings, k, rng)
+        record["page"] = page_state(rng, q)  # for the next pages (service.paging)
+        duel, kind = True, "duel"
+    else:
+        arms = (ok[0][0],)
+        shown = [str(item["id"]) for item in ok[0][2][:k]]
+        record, duel = None, False
+        kind = "fallback" if fallback else "single"
+    now = time.time()
+    expires = int(now + rt.config.token_ttl_s)
+    counters = {"impressions": 1, kind: 1}
+    if fallback:  # also a multileaved comparison that lost some of its rankers
+        counters["fallback"] = 1
+    rt.store.save_impression(
+        imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
+        forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,
+        inactivity_s=rt.config.inactivity_s, counters=counters,
+        urls=[_url(by_id[doc]) for doc in shown],
+    )
+    metrics.IMPRESSIONS.labels(exp_id, kind).inc()
+    results = []
+    for rank, doc in enumerate(shown, start=1):
+        item = dict(by_id[doc])
+        item["rank"] = rank
+        results.append(item)
+    return {
+        "impression_id": imp_id,
+        "token": issue_token(rt.secret, imp_id, exp_id, expires),
+        "experiment": exp_id,
+        "rankers": [choice.by_arm[a].name for a in arms],
+        "results": results,
+    }
+
+
+#: the longest result URL kept for the click redirect
+MAX_URL_CHARS = 2048
+
+
+def _url(item: dict[str, Any]) -> str | None:
+    """A result's ``url`` when it is an http(s) URL a redirect may lead to."""
+    url = item.get("url")
+    if isinstance(url, str) and len(url) <= MAX_URL_CHARS and url.startswith(
+            ("http://", "https://")):
+        return url
+    return None
+

@@ -1,0 +1,55 @@
+"""The guard's check in Python (:class:`service.credit.guard.Guard`) against the one table of
+cases it shares with the credit script's Lua (``service/credit/guard_cases.json``; the Lua
+side: tests/service/test_guard_lua.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from service.credit.guard import Guard
+from service.store.base import lua
+
+CASES = json.loads((Path(__file__).resolve().parents[2] / "service" / "credit"
+                    / "guard_cases.json").read_text())
+
+
+def _id(case: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in case.items())
+
+
+@pytest.mark.parametrize("case", CASES["trips"], ids=_id)
+def test_trips_as_the_table_says(case):
+    guard = Guard(case["q"], {}, divergence=case["kl"])
+    assert guard.trips(case["w_ij"], case["w_ji"], case["side"]) is case["trips"]
+
+
+@pytest.mark.parametrize("case", CASES["periodic"], ids=_id)
+def test_periodic_as_the_table_says(case):
+    assert Guard(1.0, {}, period=case["period"]).periodic(case["n"]) is case["held"]
+
+
+def test_the_table_can_tell_the_implementations_apart():
+    # each test, side and answer occurs, so a check that ignored the side, the divergence
+    # test or the period would contradict some case
+    seen = {(c["kl"], c["side"], c["trips"]) for c in CASES["trips"]}
+    assert seen == {(kl, side, trips) for kl in (False, True) for side in (1, 2, 3)
+                    for trips in (False, True)}
+    assert {c["held"] for c in CASES["periodic"]} == {False, True}
+    # and a wrong check does contradict it: one that ignores the side
+    wrong = [c for c in CASES["trips"]
+             if Guard(c["q"], {}, divergence=c["kl"]).trips(c["w_ij"], c["w_ji"], 1)
+             is not c["trips"]]
+    assert wrong
+
+
+def test_the_credit_script_runs_the_shared_guard():
+    # the credit script is guard.lua followed by credit.lua, which calls its functions
+    # and keeps no copy of the condition
+    script = lua("credit")
+    assert script.startswith(lua("guard"))
+    body = script[len(lua("guard")):]
+    assert "guard_trips(" in body and "guard_periodic(" in body
+    assert "math.log" not in body and "d * d" not in body
