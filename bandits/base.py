@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bandits.common import preferences
-from bandits.params import Param, resolve
+from bandits.params import Param, resolve, values_of
 
 ACTIVE, ELIMINATED, RETIRED = 0, 1, 2
 STATUS_NAMES = {ACTIVE: "active", ELIMINATED: "eliminated", RETIRED: "retired"}
@@ -336,8 +336,10 @@ class DuelingBandit(abc.ABC):
             self.eliminated[int(arm)] = {"step": int(self.n_updates), "by": int(by)}
 
     def params(self) -> dict[str, Any]:
-        """The constructor parameters (besides K and seed) that define this run."""
-        return {}
+        """The constructor parameters (besides K and seed) that define this run: every
+        parameter declared in ``PARAMS``, read from the attribute of the same name
+        (:func:`bandits.params.values_of`)."""
+        return values_of(self, self.PARAMS)
 
     def state_dict(self) -> dict[str, Any]:
         """The whole state as plain lists, numbers and strings."""
