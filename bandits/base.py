@@ -131,6 +131,10 @@ class DuelingBandit(abc.ABC):
     #: the docs read this; a subclass's constructor takes them as ``**params`` and
     #: calls :meth:`resolve_params`
     PARAMS: ClassVar[dict[str, Param]] = {}
+    #: named sets of defaults for some parameters (a policy with a ``preset`` parameter
+    #: picks one: the Merge family's ``"tuned"`` and ``"theoretical"``), declared on the
+    #: class beside ``PARAMS``; the docs read it; none by default
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @classmethod
     def resolve_params(cls, given: dict[str, Any]) -> dict[str, Any]:
