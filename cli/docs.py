@@ -38,7 +38,7 @@ def param_table(params: dict[str, Param]) -> list[str]:
     return lines
 
 
-def _presets(presets: dict[str, dict]) -> list[str]:
+def presets_table(presets: dict[str, dict]) -> list[str]:
     """The table of a policy's ``PRESETS`` (none: no lines)."""
     if not presets:
         return []
@@ -62,7 +62,7 @@ def _section(title: str, registry: dict[str, str], get, presets=lambda cls: {}) 
         also = f" (also registered as {', '.join(f'`{n}`' for n in names[1:])})" \
             if len(names) > 1 else ""
         lines += [f"### `{names[0]}`{also}", "", f"Class `{cls.__module__}.{cls.__name__}`.",
-                  "", *param_table(cls.PARAMS), *_presets(presets(cls)), ""]
+                  "", *param_table(cls.PARAMS), *presets_table(presets(cls)), ""]
     return lines
 
 
