@@ -440,6 +440,8 @@ class MergeBandit(DuelingBandit):
         """Lines 10–11 for one pair at the step the test next runs (``t + 1``): ``w``
         wins in ``n`` comparisons lose with confidence (``ELIMINATION``; used by the
         update, the guard's readmission and :mod:`bandits.decision`)."""
+        if 2.0 * w >= n:  # a pair it wins or ties (or n = 0) cannot eliminate it
+            return False
         return self.ELIMINATION.beaten(w, n, self.alpha * math.log(self.t + 1 + self.c))
 
     def _sub(self, arms: list[int]) -> np.ndarray:
