@@ -108,19 +108,158 @@ GUARD_PARAMS: dict[str, Param] = {"delta": DELTA, "on_non_condorcet": ON_NON_CON
                                   "check_every": CHECK_EVERY, "verify_scale": VERIFY_SCALE}
 
 
+class ChampionVerification:
+    """The verification after convergence and the readmission of the module docstring:
+    a component of :class:`NonCondorcetGuard`, built with the policy.
+
+    Once the merge is down to one survivor ``c``, :meth:`due_pair` gives the comparison of
+    ``c`` with an eliminated arm that ``c`` has not refuted at ``verify_scale`` times the
+    elimination threshold (None when no arm is due); :meth:`after_merge_update` moves an
+    arm's due step after its comparison, or readmits it when it beat ``c`` by the
+    elimination test itself. The due steps are a cache (a function of ``W``, the status
+    and the champion); the readmissions and whether they stopped (``cycled``) are state.
+    """
+
+    def __init__(self, policy: MergeBandit, verify_scale: float, delta: float) -> None:
+        self.policy = policy
+        self.verify_scale = verify_scale
+        self.delta = delta
+        #: re-admissions: ``[arm, champion it replaced, n_updates]`` each
+        self.readmitted: list[list[int]] = []
+        #: a readmission would have brought back an earlier champion (a cycle of
+        #: elimination-test edges): readmission has stopped
+        self.cycled = False
+        # the cache: the step from which each arm is due, its minimum, and the champion
+        # it was built for
+        self._due: np.ndarray | None = None
+        self._due_min = math.inf
+        self._due_champ = -1
+
+    def converged(self) -> bool:
+        """One survivor: the merge is down to its champion."""
+        bs = self.policy._batches
+        return len(bs) == 1 and bs[0].n == 1
+
+    def forget(self) -> None:
+        """Drop the due steps (the arms or the mode changed); rebuilt when needed."""
+        self._due = None
+
+    def due_pair(self) -> Comparison | None:
+        """The champion against a due arm at step ``policy.t``, or None."""
+        t = self.policy.t
+        if self.converged() and t >= self.next_due():
+            # the due arms in turn (by index, step t takes number t mod their count):
+            # live, many selections are made from one stored state before their outcomes
+            # arrive, and always taking the same arm (the least compared, as a first
+            # version did) gives it all of them at once (BENCHMARKS.md, live runs)
+            due = np.flatnonzero(self._due <= t)
+            return (self._due_champ, int(due[t % due.size]))
+        return None
+
+    def next_due(self) -> float:
+        """The first step at which an eliminated arm is due (``math.inf``: never);
+        builds the cache for the current champion if needed. Call only when
+        converged."""
+        p = self.policy
+        c = p._batches[0].arms[0]
+        if self._due is None or self._due_champ != c or self._due.size != p.K:
+            self._due_champ = c
+            self._due = self._due_of(np.arange(p.K), c)
+            self._due_min = float(self._due.min())
+        return self._due_min
+
+    def watched(self, flagged: bool) -> tuple[int, frozenset[int]]:
+        """``(champion, eliminated arms)`` whose outcome may readmit one of them (a
+        structure change), or ``(-1, ∅)`` when readmission cannot happen."""
+        p = self.policy
+        if flagged or self.cycled or not self.converged():
+            return -1, frozenset()
+        champion = p._batches[0].arms[0]
+        return champion, frozenset(int(e) for e in np.flatnonzero(p.status == ELIMINATED))
+
+    def after_merge_update(self, i: int, j: int, may_readmit: bool) -> None:
+        """After the merge recorded ``(i, j)``: a due comparison either readmits the
+        eliminated arm (it beat the champion by the elimination test; only while
+        ``may_readmit``) or moves its due step."""
+        if i == j or self._due is None or self._due_champ not in (i, j):
+            return
+        p = self.policy
+        c = self._due_champ
+        e = j if i == c else i
+        if self.converged() and p._batches[0].arms[0] == c:
+            if (may_readmit and not self.cycled and p.status[e] == ELIMINATED
+                    and p._beaten(p.W.item(c, e), p.W.item(c, e) + p.W.item(e, c))):
+                self._readmit(e, c)
+            else:
+                self._due[e] = self._due_of(np.array([e]), c)[0]
+                self._due_min = float(self._due.min())
+        else:
+            self._due = None
+
+    def restore(self) -> None:
+        """After a flag in ``"flag"`` mode or a cycle of readmissions: undo the
+        readmissions, so the champion is the one the merge converged to. (Readmission
+        exists for Condorcet instances; on a non-Condorcet one it walks round a cycle and
+        may stand on a weak arm that beats one Copeland winner.)"""
+        if not self.readmitted or not self.converged():
+            return
+        first = self.readmitted[0][1]
+        c = self.policy._batches[0].arms[0]
+        if first != c and self.policy.status[first] == ELIMINATED:
+            self._swap(first, c)
+
+    def _due_of(self, arms: np.ndarray, c: int) -> np.ndarray:
+        """For each of ``arms``, the first step ``t`` at which it is due for a comparison
+        with the champion ``c`` (0: now; ``inf``: never; see the module docstring): ``e``
+        is refuted while ``n D(p̂_ec) > 2 s α log(t + C)`` (the elimination test at ``s``
+        times its threshold, with Hoeffding's ``D``: for MergeDTS this is ``u_ec < ½``)."""
+        p = self.policy
+        return verification.due_steps(
+            p.W, p.status, arms, c, alpha=p.alpha, verify_scale=self.verify_scale,
+            c=p.c, t_offset=0.0, delta=self.delta, divergence=_hoeffding_divergence)
+
+    def _readmit(self, e: int, c: int) -> None:
+        """The eliminated arm ``e`` has beaten the champion ``c`` by the elimination
+        test itself: ``e`` comes back and ``c`` is eliminated by it (the field stays one
+        arm). On a Condorcet instance this undoes an elimination of the Condorcet winner;
+        on a non-Condorcet one it cycles until the guard flags (then it stops)."""
+        if any(e == old for _, old, _ in self.readmitted):
+            # e was champion before: the elimination tests form a cycle. Stop walking
+            # round it, put the merge's champion back and let verification gather the
+            # evidence the guard needs (the arm that beats it stays due).
+            self.cycled = True
+            self.restore()
+            self._due = None
+            return
+        self.readmitted.append([int(e), int(c), int(self.policy.n_updates)])
+        self._swap(e, c)
+
+    def _swap(self, e: int, c: int) -> None:
+        """Make the eliminated arm ``e`` the champion in place of ``c``, which is
+        eliminated by it."""
+        p = self.policy
+        p.status[e] = ACTIVE
+        p.eliminated.pop(int(e), None)
+        p._replace(0, sorted([c, e]))
+        p.stage_field += 1
+        p._eliminate_arms([(c, e)])
+        self._due = None
+
+
 class NonCondorcetGuard:
-    """The guard, the verification and the readmission of the module docstring: a
-    component of a Merge policy (its ``GUARD``), built with the policy and the
-    policy's resolved parameters.
+    """The non-Condorcet guard of the module docstring, with the champion's
+    verification (:class:`ChampionVerification`): a component of a Merge policy (its
+    ``GUARD``), built with the policy and the policy's resolved parameters (its own are
+    ``PARAMS``, read back by the policy's ``params()``).
 
     The policy (:class:`bandits.merge_base.MergeBandit`) asks it for a pair before the
     merge chooses (:meth:`special`), tells it about each outcome (:meth:`before_update`,
     :meth:`after_merge_update`, :meth:`after_update`) and about added or retired arms
     (:meth:`arms_changed`), and adds its :meth:`volatility`, :meth:`structure`,
-    :meth:`report`, :meth:`quiet_steps`, :meth:`params` and state to its own. It reads
-    the policy's counts, status, batches and elimination test, and changes the merge's
-    structure only through the policy's own operations (a readmission swaps the
-    champion; a switch brings every arm back).
+    :meth:`report`, :meth:`quiet_steps` and state to its own. It reads the policy's
+    counts, status, batches and elimination test, and changes the merge's structure only
+    through the policy's own operations (a readmission swaps the champion; a switch
+    brings every arm back).
     """
 
     PARAMS: ClassVar[dict[str, Param]] = GUARD_PARAMS
@@ -131,22 +270,13 @@ class NonCondorcetGuard:
         self.on_non_condorcet = params["on_non_condorcet"]
         self.check_every = int(params["check_every"])
         self.verify_scale = float(params["verify_scale"])
+        self.verification = ChampionVerification(policy, self.verify_scale, self.delta)
         self.flagged = False
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
         #: ``"merge"``, or ``"copeland"`` after a switch
         self.mode = "merge"
-        #: re-admissions: ``[arm, champion it replaced, n_updates]`` each
-        self.readmitted: list[list[int]] = []
-        #: a readmission would have brought back an earlier champion (a cycle of
-        #: elimination-test edges): readmission has stopped
-        self.cycled = False
-        # verification cache (a function of W, status and the champion; not state): the
-        # step from which each arm is due, its minimum, the champion it was built for,
-        # and W's version against the version the last full check saw
-        self._due: np.ndarray | None = None
-        self._due_min = math.inf
-        self._due_champ = -1
+        # W's version against the version the last full check saw (a cache, not state)
         self._version = 0
         self._checked = 0
 
@@ -162,7 +292,8 @@ class NonCondorcetGuard:
 
     def structure(self) -> dict[str, Any]:
         """What the guard adds to the policy's ``structure()``."""
-        return {"mode": self.mode, "readmitted": [list(x) for x in self.readmitted],
+        return {"mode": self.mode,
+                "readmitted": [list(x) for x in self.verification.readmitted],
                 "non_condorcet": self.report()}
 
     def volatility(self, merge: Volatility) -> Volatility:
@@ -171,12 +302,7 @@ class NonCondorcetGuard:
         arm (a readmission, by the same elimination test), and the outcome whose count
         runs the periodic check (it may flag); no check after a flag. (The policy says
         None itself after a switch to the Copeland rule.)"""
-        p = self.policy
-        champion, challengers = -1, frozenset[int]()
-        if not self.flagged and not self.cycled and self.converged():
-            # a readmission: the champion beaten by an eliminated arm, by the same test
-            champion = p._batches[0].arms[0]
-            challengers = frozenset(int(e) for e in np.flatnonzero(p.status == ELIMINATED))
+        champion, challengers = self.verification.watched(self.flagged)
         return dataclasses.replace(merge, period=0 if self.flagged else self.check_every,
                                    champion=champion, challengers=challengers)
 
@@ -186,27 +312,21 @@ class NonCondorcetGuard:
         last check saw the current counts (so the checks those steps would run change
         nothing). ``math.inf`` when that holds for ever. The simulator skips these steps
         exactly (same regret, counters advanced)."""
-        if self.mode != "merge" or not self.converged() or self._checked != self._version:
+        v = self.verification
+        if self.mode != "merge" or not v.converged() or self._checked != self._version:
             return 0
-        due = self._due_min_now()
+        due = v.next_due()
         if due == math.inf:
             return math.inf
         return max(0, math.ceil(due) - self.policy.t - 1)
 
     # ------------------------------------------------------------------ the policy's hooks
     def special(self, rng: np.random.Generator) -> Comparison | None:
-        """A verification pair or the Copeland rule's pair for step ``policy.t``, else
-        None (the merge chooses)."""
+        """The Copeland rule's pair after a switch, else a verification pair for step
+        ``policy.t``, else None (the merge chooses)."""
         if self.mode == "copeland":
             return self._copeland_pair(rng)
-        if self.converged() and self.policy.t >= self._due_min_now():
-            # the due arms in turn (by index, step t takes number t mod their count):
-            # live, many selections are made from one stored state before their outcomes
-            # arrive, and always taking the same arm (the least compared, as a first
-            # version did) gives it all of them at once (BENCHMARKS.md, live runs)
-            due = np.flatnonzero(self._due <= self.policy.t)
-            return (self._due_champ, int(due[self.policy.t % due.size]))
-        return None
+        return self.verification.due_pair()
 
     def before_update(self, i: int, j: int) -> bool:
         """An outcome on ``(i, j)`` is about to be recorded: whether the merge records
@@ -216,23 +336,9 @@ class NonCondorcetGuard:
         return self.mode == "merge"
 
     def after_merge_update(self, i: int, j: int) -> None:
-        """Verification after the merge recorded ``(i, j)``: a due comparison either
-        readmits the eliminated arm (it beat the champion by the elimination test) or
-        moves its due step."""
-        if i == j or self._due is None or self._due_champ not in (i, j):
-            return
-        p = self.policy
-        c = self._due_champ
-        e = j if i == c else i
-        if self.converged() and p._batches[0].arms[0] == c:
-            if (not self.flagged and not self.cycled and p.status[e] == ELIMINATED
-                    and p._beaten(p.W.item(c, e), p.W.item(c, e) + p.W.item(e, c))):
-                self._readmit(e, c)
-            else:
-                self._due[e] = self._due_of(np.array([e]), c)[0]
-                self._due_min = float(self._due.min())
-        else:
-            self._due = None
+        """Verification after the merge recorded ``(i, j)`` (no readmission once
+        flagged)."""
+        self.verification.after_merge_update(i, j, may_readmit=not self.flagged)
 
     def after_update(self) -> None:
         """Every ``check_every`` recorded comparisons: the guard's check."""
@@ -242,7 +348,7 @@ class NonCondorcetGuard:
     def arms_changed(self) -> bool:
         """An arm was added or retired: whether the merge takes it into its batches
         (not after a switch: every non-retired arm is in play already)."""
-        self._due = None
+        self.verification.forget()
         return self.mode != "copeland"
 
     def copeland_champion(self) -> int | None:
@@ -258,14 +364,15 @@ class NonCondorcetGuard:
     # ------------------------------------------------------------------ state
     def extra_state(self) -> dict[str, Any]:
         """What the guard adds to the policy's state."""
+        v = self.verification
         return {
             "guard": {
                 "flagged": bool(self.flagged),
                 "flagged_at": self.flagged_at,
                 "evidence": self.evidence,
                 "mode": self.mode,
-                "readmitted": [list(x) for x in self.readmitted],
-                "cycled": bool(self.cycled),
+                "readmitted": [list(x) for x in v.readmitted],
+                "cycled": bool(v.cycled),
             },
             # whether the last full check saw the current counts (quiet_steps needs
             # it): a cache, not structure (the live store does not keep it:
@@ -280,10 +387,11 @@ class NonCondorcetGuard:
         self.flagged_at = None if g.get("flagged_at") is None else int(g["flagged_at"])
         self.evidence = dict(g.get("evidence", {}))
         self.mode = str(g.get("mode", "merge"))
-        self.readmitted = [[int(v) for v in x] for x in g.get("readmitted", [])]
-        self.cycled = bool(g.get("cycled", False))
+        v = self.verification
+        v.readmitted = [[int(x) for x in r] for r in g.get("readmitted", [])]
+        v.cycled = bool(g.get("cycled", False))
         # (states of the earlier version carry "targets": the rule no longer needs them)
-        self._due = None
+        v.forget()
         self._version = 0
         clean = g.get("clean", state.get("checked_clean", False))
         self._checked = 0 if clean else -1
@@ -299,34 +407,7 @@ class NonCondorcetGuard:
             state = {**state, "params": params}
         return state
 
-    # ------------------------------------------------------------------ verification
-    def converged(self) -> bool:
-        """One survivor: the merge is down to its champion."""
-        bs = self.policy._batches
-        return len(bs) == 1 and bs[0].n == 1
-
-    def _due_min_now(self) -> float:
-        """The first step at which an eliminated arm is due (``math.inf``: never);
-        builds the cache for the current champion if needed. Call only when
-        converged."""
-        p = self.policy
-        c = p._batches[0].arms[0]
-        if self._due is None or self._due_champ != c or self._due.size != p.K:
-            self._due_champ = c
-            self._due = self._due_of(np.arange(p.K), c)
-            self._due_min = float(self._due.min())
-        return self._due_min
-
-    def _due_of(self, arms: np.ndarray, c: int) -> np.ndarray:
-        """For each of ``arms``, the first step ``t`` at which it is due for a comparison
-        with the champion ``c`` (0: now; ``inf``: never; see the module docstring): ``e``
-        is refuted while ``n D(p̂_ec) > 2 s α log(t + C)`` (the elimination test at ``s``
-        times its threshold, with Hoeffding's ``D``: for MergeDTS this is ``u_ec < ½``)."""
-        p = self.policy
-        return verification.due_steps(
-            p.W, p.status, arms, c, alpha=p.alpha, verify_scale=self.verify_scale,
-            c=p.c, t_offset=0.0, delta=self.delta, divergence=_hoeffding_divergence)
-
+    # ------------------------------------------------------------------ the check
     def _run_check(self) -> None:
         if self.flagged:
             self._checked = self._version
@@ -346,47 +427,7 @@ class NonCondorcetGuard:
             if self.on_non_condorcet == "switch":
                 self._switch()
             else:
-                self._restore()
-
-    # ------------------------------------------------------------------ readmission
-    def _readmit(self, e: int, c: int) -> None:
-        """The eliminated arm ``e`` has beaten the champion ``c`` by the elimination
-        test itself: ``e`` comes back and ``c`` is eliminated by it (the field stays one
-        arm). On a Condorcet instance this undoes an elimination of the Condorcet winner;
-        on a non-Condorcet one it cycles until the guard flags (then it stops)."""
-        if any(e == old for _, old, _ in self.readmitted):
-            # e was champion before: the elimination tests form a cycle. Stop walking
-            # round it, put the merge's champion back and let verification gather the
-            # evidence the guard needs (the arm that beats it stays due).
-            self.cycled = True
-            self._restore()
-            self._due = None
-            return
-        self.readmitted.append([int(e), int(c), int(self.policy.n_updates)])
-        self._swap(e, c)
-
-    def _swap(self, e: int, c: int) -> None:
-        """Make the eliminated arm ``e`` the champion in place of ``c``, which is
-        eliminated by it."""
-        p = self.policy
-        p.status[e] = ACTIVE
-        p.eliminated.pop(int(e), None)
-        p._replace(0, sorted([c, e]))
-        p.stage_field += 1
-        p._eliminate_arms([(c, e)])
-        self._due = None
-
-    def _restore(self) -> None:
-        """After a flag in ``"flag"`` mode or a cycle of readmissions: undo the
-        readmissions, so the champion is the one the merge converged to. (Readmission
-        exists for Condorcet instances; on a non-Condorcet one it walks round a cycle and
-        may stand on a weak arm that beats one Copeland winner.)"""
-        if not self.readmitted or not self.converged():
-            return
-        first = self.readmitted[0][1]
-        c = self.policy._batches[0].arms[0]
-        if first != c and self.policy.status[first] == ELIMINATED:
-            self._swap(first, c)
+                self.verification.restore()
 
     # ------------------------------------------------------------------ Copeland rule
     def _switch(self) -> None:
@@ -395,7 +436,7 @@ class NonCondorcetGuard:
         self.mode = "copeland"
         for a in np.flatnonzero(p.status == ELIMINATED):
             p.status[a] = ACTIVE
-        self._due = None
+        self.verification.forget()
         p._drop_prepared()
 
     def _bounds(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

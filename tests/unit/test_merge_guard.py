@@ -319,10 +319,11 @@ def test_a_cycle_of_readmissions_stops_and_restores_the_merge_champion():
     for _ in range(20_000):
         i, j = b.select()
         b.update(i, j, float(env.random() < P[i, j]))
-        if b.guard.cycled:
+        if b.guard.verification.cycled:
             break
-    assert b.guard.cycled and b.best_arm() == 0 and b.guard.readmitted[0][:2] == [7, 0]
-    assert bandit_from_state(b.state_dict()).guard.cycled
+    v = b.guard.verification
+    assert v.cycled and b.best_arm() == 0 and v.readmitted[0][:2] == [7, 0]
+    assert bandit_from_state(b.state_dict()).guard.verification.cycled
     pairs = {b.select() for _ in range(50)}
     assert pairs <= {(0, 0), (0, 7)}  # 0 in charge, 7 (which beats it) still due
 
