@@ -516,3 +516,21 @@ def test_structure(name):
     assert type(s["stage"]) is int
     assert all(type(a) is int for bt in s["batches"] for a in bt)
     assert sorted(a for bt in s["batches"] for a in bt) == b.active_arms()
+
+
+def test_the_merge_family_is_composed_not_stacked():
+    """Every Merge policy is one level below MergeBandit (two below DuelingBandit) and
+    declares its components; each declares the presets its ``preset`` parameter names."""
+    from bandits import get_algorithm
+    from bandits.base import DuelingBandit
+    from bandits.merge_base import EliminationTest, MergeBandit, PairRule
+
+    merge = [get_algorithm(n) for n in ("mergedts", "mergerucb", "mergeguard", "mergemed")]
+    for cls in merge:
+        assert cls.__mro__[1:3] == (MergeBandit, DuelingBandit), cls
+        assert issubclass(cls.PAIRS, PairRule) and isinstance(cls.ELIMINATION, EliminationTest)
+        assert set(cls.PRESETS) == set(cls.PARAMS["preset"].choices), cls
+        assert cls.PARAMS["preset"].default in cls.PRESETS
+        assert cls.condorcet_guard == (cls.GUARD is not None)
+        if cls.GUARD is not None:  # the guard's parameters, declared once on it
+            assert set(cls.GUARD.PARAMS) <= set(cls.PARAMS)
