@@ -469,12 +469,13 @@ class MergeBandit(DuelingBandit):
     def _update(self, i: int, j: int, outcome: float) -> None:
         guard = self.guard
         if guard is None:
-            self._merge_update(i, j)
-        elif guard.before_update(i, j):
+            if i != j:  # (a one-arm step: nothing to record; the common case once converged)
+                self._merge_update(i, j)
+            return
+        if guard.before_update(i, j):
             self._merge_update(i, j)
             guard.after_merge_update(i, j)
-        if guard is not None:
-            guard.after_update()
+        guard.after_update()
 
     def _merge_update(self, i: int, j: int) -> None:
         # line 17 (W itself is updated by the base class)

@@ -14,10 +14,12 @@ late in batches of 5 and the policy rebuilt from its state every 5,000 steps; ea
 adds the flag and the update count it was raised at. Run it on two commits and ``diff``
 the outputs: an empty diff means every run is identical. ``--speed`` instead prints
 the simulator's steps per second of process CPU time (no fast-forward) for a few
-policies, for an A/B of two commits run alternately.
+policies on ``bradley_terry(K, gap, seed=2)``, for an A/B of two commits run
+alternately.
 
     python bench/regret_identity.py [--steps 20000] > after.txt
-    python bench/regret_identity.py --speed [--steps 20000]
+    python bench/regret_identity.py --speed [--steps 20000] [--policies a,b] [-K 64]
+        [--gap 0.01] [--best-of 3]
 """
 
 from __future__ import annotations
@@ -72,14 +74,19 @@ def regret_lines(steps: int) -> list[str]:
     return out
 
 
-def speed_lines(steps: int) -> list[str]:
-    """``policy steps-per-CPU-second`` on bt16, seed 1, without fast-forward."""
-    P = MATRICES["bt16"]()
+def speed_lines(steps: int, policies: tuple[str, ...] = SPEED_POLICIES, K: int = 16,
+                gap: float = 0.05, best_of: int = 1) -> list[str]:
+    """``policy steps-per-CPU-second`` on ``bradley_terry(K, gap, seed=2)``, seed 1,
+    without fast-forward (the best of ``best_of`` runs in this process)."""
+    P = bradley_terry(K, gap=gap, seed=2)
     out = []
-    for name in SPEED_POLICIES:
-        t0 = time.process_time()
-        simulate_run(P, name, steps, 1, fast_forward=False)
-        out.append(f"{name} {steps / (time.process_time() - t0):.0f}")
+    for name in policies:
+        best = 0.0
+        for _ in range(best_of):
+            t0 = time.process_time()
+            simulate_run(P, name, steps, 1, fast_forward=False)
+            best = max(best, steps / (time.process_time() - t0))
+        out.append(f"{name} {best:.0f}")
     return out
 
 
@@ -87,8 +94,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--speed", action="store_true", help="steps/s instead of regret")
+    ap.add_argument("--policies", default=",".join(SPEED_POLICIES),
+                    help="--speed: the policies timed (comma-separated)")
+    ap.add_argument("-K", type=int, default=16, help="--speed: bradley_terry's K (16)")
+    ap.add_argument("--gap", type=float, default=0.05, help="--speed: its gap (0.05)")
+    ap.add_argument("--best-of", type=int, default=1, help="--speed: runs per policy (1)")
     args = ap.parse_args()
-    for line in (speed_lines if args.speed else regret_lines)(args.steps):
+    if args.speed:
+        lines = speed_lines(args.steps, tuple(args.policies.split(",")), args.K, args.gap,
+                            args.best_of)
+    else:
+        lines = regret_lines(args.steps)
+    for line in lines:
         print(line, flush=True)
 
 
