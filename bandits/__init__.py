@@ -5,10 +5,12 @@ Each policy lives in its own module behind the interface of :mod:`bandits.base`;
 parameters once on its class (``PARAMS``, :mod:`bandits.params`), which
 :func:`check_params` reads. Shared pieces:
 :mod:`bandits.common` (empirical preferences, UCB helpers), :mod:`bandits.matrices`
-(preference matrices, winners, regret), and for MergeDTS (:mod:`bandits.merge_dts`) and
-MergeRUCB (:mod:`bandits.merge_rucb`) their framework :mod:`bandits.merge_base`, the
-batch partition rules :mod:`bandits.merge_partition` and MergeDTS's sampling kernels
-:mod:`bandits.merge_sampling`.
+(preference matrices, winners, regret), and for the Merge family (MergeDTS
+:mod:`bandits.merge_dts`, MergeRUCB :mod:`bandits.merge_rucb`, MergeGuard
+:mod:`bandits.merge_guard`, MergeMED :mod:`bandits.merge_med`) their framework
+:mod:`bandits.merge_base`, which each composes with the components it declares (pair
+rule, elimination test, guard), the batch partition rules :mod:`bandits.merge_partition`
+and MergeDTS's sampling kernels :mod:`bandits.merge_sampling`.
 """
 
 from __future__ import annotations

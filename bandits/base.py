@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bandits.common import preferences
-from bandits.params import Param, resolve
+from bandits.params import Param, resolve, values_of
 
 ACTIVE, ELIMINATED, RETIRED = 0, 1, 2
 STATUS_NAMES = {ACTIVE: "active", ELIMINATED: "eliminated", RETIRED: "retired"}
@@ -131,6 +131,10 @@ class DuelingBandit(abc.ABC):
     #: the docs read this; a subclass's constructor takes them as ``**params`` and
     #: calls :meth:`resolve_params`
     PARAMS: ClassVar[dict[str, Param]] = {}
+    #: named sets of defaults for some parameters (a policy with a ``preset`` parameter
+    #: picks one: the Merge family's ``"tuned"`` and ``"theoretical"``), declared on the
+    #: class beside ``PARAMS``; the docs read it; none by default
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @classmethod
     def resolve_params(cls, given: dict[str, Any]) -> dict[str, Any]:
@@ -336,8 +340,10 @@ class DuelingBandit(abc.ABC):
             self.eliminated[int(arm)] = {"step": int(self.n_updates), "by": int(by)}
 
     def params(self) -> dict[str, Any]:
-        """The constructor parameters (besides K and seed) that define this run."""
-        return {}
+        """The constructor parameters (besides K and seed) that define this run: every
+        parameter declared in ``PARAMS``, read from the attribute of the same name
+        (:func:`bandits.params.values_of`)."""
+        return values_of(self, self.PARAMS)
 
     def state_dict(self) -> dict[str, Any]:
         """The whole state as plain lists, numbers and strings."""

@@ -345,9 +345,6 @@ class CCB(DuelingBandit):
         self.opponents[:, arm] = False
         self._losses = self._beaten = self._pairs = self._next = None
 
-    def params(self) -> dict[str, Any]:
-        return {"alpha": self.alpha}
-
     def _extra_state(self) -> dict[str, Any]:
         return {
             "shortlist": np.flatnonzero(self.shortlist).tolist(),

@@ -273,9 +273,6 @@ class DTS(DuelingBandit):
         order = np.lexsort((cand, -rate, -copeland))
         return int(cand[order[0]])
 
-    def params(self) -> dict[str, Any]:
-        return {"alpha": self.alpha}
-
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._lc = None
         self._q = None

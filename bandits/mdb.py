@@ -169,8 +169,5 @@ class MDB(DuelingBandit):
         rate = sub.sum(axis=1) / np.maximum((sub + rev).sum(axis=1), 1.0)
         return int(pool[np.lexsort((-rate, -copeland))[0]])
 
-    def params(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "beta": self.beta}
-
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._narrow = self._wide = None

@@ -6,9 +6,12 @@ retired mid-run, and the state round trip.
 The two papers differ only in how a pair is chosen *inside* a batch (Li et al. 2020, §4.3:
 "MergeDTS and MergeRUCB follow the same 'merge' strategy. The difference ... is in their
 strategy of choosing rankers"), so :class:`MergeBandit` does everything else and each
-subclass supplies that choice and the per-batch caches it needs, in a :class:`Batch`
-subclass of its own (:class:`bandits.merge_dts.MergeDTS`,
-:class:`bandits.merge_rucb.MergeRUCB`).
+policy declares that choice as a component, a :class:`PairRule` with the per-batch
+caches it needs (:class:`bandits.merge_dts.DTSPairs`, :class:`bandits.merge_rucb.RUCBPairs`),
+beside the elimination test of lines 10–11 (an :class:`EliminationTest`) and, for
+MergeGuard and MergeMED, the non-Condorcet guard
+(:class:`bandits.merge_guard.NonCondorcetGuard`). Every Merge policy is one level below
+:class:`MergeBandit`: components, not subclasses, make the differences.
 
 The line-by-line correspondence with the pseudo-code and every departure from it are in
 the module docstring of :mod:`bandits.merge_dts`; the comments below cite the line of
@@ -25,7 +28,7 @@ import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit, Volatility
 from bandits.merge_partition import initial_batches, pair_batches
-from bandits.params import Param
+from bandits.params import Param, values_of
 
 #: the papers' default parameters, the preset "theoretical": α = 1.01 (Li et al. 2020, §5.5:
 #: "the default α = 1.01"; Zoghi 2017, §6.4), M = 4 (Li et al. 2020, §5.5;
@@ -75,7 +78,7 @@ def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
 
 class Batch:
     """One batch ``B_m``: its arms, their positions in it, and its row ``k`` in the
-    subclass's stacked caches. Subclasses add their per-batch caches as slots."""
+    pair rule's stacked caches. A pair rule adds its per-batch caches as slots."""
 
     __slots__ = ("arms", "k", "n", "pos")
 
@@ -86,16 +89,97 @@ class Batch:
         self.k = -1
 
 
-class MergeBandit(DuelingBandit):
-    """Batches, stages, eliminations and merges shared by MergeDTS and MergeRUCB.
+class PairRule:
+    """How a batch chooses its pair (Li et al. 2020, Algorithm 1 lines 15–16; Zoghi
+    2017, Algorithm 4 lines 9–10), with the per-batch caches it needs: a component a
+    Merge policy declares (``PAIRS``) and builds with itself as ``policy``.
 
-    Subclasses set ``name``, ``PRESETS``, ``_round_up`` (how ``b_1`` is rounded) and
-    ``_batch_type`` (their :class:`Batch` subclass), and implement
-    :meth:`_build_one` (a batch's caches from ``W``), :meth:`_pair_changed` (refresh them
-    after one comparison), :meth:`_pair_for` (the pair a batch plays in :meth:`select`)
-    and :meth:`_pair_from` (the same choice from a batch's wins alone, for
-    :meth:`select_at`); optionally :meth:`_build_all`, :meth:`_shrink` and
-    :meth:`_drop_prepared`.
+    The policy calls :meth:`build_all` when the batch list changed, :meth:`build_one`
+    when one batch's arms changed, :meth:`pair_changed` after each comparison,
+    :meth:`pair_for` in ``select()`` and :meth:`pair_from` in ``select_at()``; the rule
+    reads the policy's batches (``policy._batches``), wins (``policy._sub``), step and
+    generator, and changes nothing of the policy.
+    """
+
+    #: the per-batch record, with this rule's caches
+    batch_type: ClassVar[type[Batch]] = Batch
+
+    def __init__(self, policy: MergeBandit) -> None:
+        self.policy = policy
+
+    def build_all(self) -> None:
+        """Rebuild the caches of every batch (after the batch list changed)."""
+        for k, bt in enumerate(self.policy._batches):
+            bt.k = k
+            self.build_one(bt)
+
+    def build_one(self, bt: Batch) -> None:
+        """Rebuild the caches of one batch whose arms changed."""
+        raise NotImplementedError
+
+    def pair_changed(self, bt: Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
+        """Local pair ``(a, b)`` of ``bt`` now has ``w_ab`` and ``w_ba`` wins."""
+        raise NotImplementedError
+
+    def pair_for(self, bt: Batch) -> tuple[int, int]:
+        """Local indices ``(c, d)`` of the pair ``bt`` plays at step ``policy.t``."""
+        raise NotImplementedError
+
+    def pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
+        """The same choice from a batch's wins matrix alone (``select_in_batch``)."""
+        raise NotImplementedError
+
+    def shrink(self, old: Batch, new: Batch, p: int) -> bool:
+        """Optionally update the caches of ``new``, which is ``old`` without the arm at
+        position ``p``, in place; return False to have them rebuilt from ``W``."""
+        return False
+
+    def drop_prepared(self) -> None:
+        """Forget draws prepared ahead for ``select()`` (none by default)."""
+
+
+class EliminationTest:
+    """When a pair's counts eliminate an arm (Li et al. 2020, Algorithm 1 lines 10–11):
+    a component a Merge policy declares (``ELIMINATION``). Every method takes ``a``,
+    the policy's ``α log(t + 1 + C)`` at the step of the test.
+    """
+
+    #: whether :meth:`volatility_q` bounds a divergence (``Volatility.divergence``)
+    divergence: ClassVar[bool] = False
+
+    def beaten(self, w: float, n: float, a: float) -> bool:
+        """``w`` wins in ``n`` comparisons lose with confidence."""
+        raise NotImplementedError
+
+    def purge(self, w: np.ndarray, a: float) -> list[tuple[int, int]]:
+        """The test over every pair of a batch's wins ``w``: ``(loser, by)`` local
+        indices for each arm some arm beats with confidence."""
+        raise NotImplementedError
+
+    def volatility_q(self, a: float) -> float:
+        """``q`` of :class:`bandits.base.Volatility`: a pair condition met by every
+        outcome that may eliminate, at ``a`` of an earlier step."""
+        raise NotImplementedError
+
+
+class MergeBandit(DuelingBandit):
+    """Batches, stages, eliminations and merges shared by the Merge policies.
+
+    A Merge policy is this framework with the components it declares:
+
+    - ``PAIRS``, a :class:`PairRule` class: the pair a batch plays (MergeDTS's
+      Thompson-sampling tournaments, :class:`bandits.merge_dts.DTSPairs`; MergeRUCB's
+      UCB rule, :class:`bandits.merge_rucb.RUCBPairs`);
+    - ``ELIMINATION``, an :class:`EliminationTest`: lines 10–11 (Hoeffding,
+      :class:`bandits.merge_dts.HoeffdingElimination`; the divergence,
+      :class:`bandits.merge_med.DivergenceElimination`);
+    - ``GUARD`` (optional): the non-Condorcet guard with the champion's verification,
+      :class:`bandits.merge_guard.NonCondorcetGuard`, built with the policy and its
+      parameters (``GUARD.PARAMS``).
+
+    and ``name``, ``PRESETS`` (the named defaults of ``alpha``, ``batch_size``, ``c``;
+    every policy has ``"tuned"``, the default, and ``"theoretical"``), ``PARAMS`` and
+    ``_round_up`` (how ``b_1`` is rounded).
 
     Parameters ``alpha``, ``batch_size`` and ``c`` default to the named ``preset``
     (``PRESETS``); explicit values override it. ``c`` is the preset's, or comes from
@@ -108,11 +192,11 @@ class MergeBandit(DuelingBandit):
     :attr:`stage` (``s``), :attr:`stage_field` (the arms the current stage started with,
     adjusted for additions and retirements), :attr:`c` (``C(ε)``), plus the base class'
     ``W``, ``status`` and ``eliminated``; :meth:`structure` gives stage and batches as
-    plain JSON.
+    plain JSON (and the guard's mode, readmissions and report, for a policy with one).
     """
 
     #: preset name -> ``alpha``, ``batch_size`` and ``c`` (``None``: Algorithm 1 line 2);
-    #: every subclass has "tuned" (the default) and "theoretical"
+    #: every policy declares "tuned" (the default) and "theoretical"
     PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {"theoretical": THEORETICAL}
     PARAMS: ClassVar[dict[str, Param]] = {
         "preset": Param(str, "tuned", "named defaults for alpha, batch_size and c (explicit "
@@ -129,13 +213,15 @@ class MergeBandit(DuelingBandit):
                          "not given", ge=1, le=10**15,
                          default_doc=f"{DEFAULT_HORIZON:,} when line 2 computes C"),
     }
-    #: ``b_1 = ceil(K/M)`` (MergeDTS) or ``floor(K/M)`` (MergeRUCB)
     elimination_test = True
+    #: the components (see the class docstring)
+    PAIRS: ClassVar[type[PairRule]]
+    ELIMINATION: ClassVar[EliminationTest]
+    #: (a class like :class:`bandits.merge_guard.NonCondorcetGuard`: built with the
+    #: policy and its parameters; not imported here, so that the guard may import this)
+    GUARD: ClassVar[type | None] = None
+    #: ``b_1 = ceil(K/M)`` (MergeDTS) or ``floor(K/M)`` (MergeRUCB)
     _round_up: ClassVar[bool] = True
-    #: the per-batch record, with the subclass's caches
-    _batch_type: ClassVar[type[Batch]] = Batch
-    #: ``q`` of :meth:`volatility` over ``α log(t + 1 + C)``: 4 for Hoeffding's test
-    GUARD_FACTOR: ClassVar[float] = 4.0
 
     def __init__(
         self,
@@ -146,6 +232,9 @@ class MergeBandit(DuelingBandit):
     ) -> None:
         super().__init__(n_arms, seed=seed)
         p = self.resolve_params(params)
+        #: the non-Condorcet guard component (``GUARD``), or None
+        self.guard = None if self.GUARD is None else self.GUARD(self, p)
+        self._pairs = self.PAIRS(self)
         preset, alpha, batch_size, c, horizon = (
             p["preset"], p["alpha"], p["batch_size"], p["c"], p["horizon"])
         defaults = self.PRESETS[preset]
@@ -186,7 +275,10 @@ class MergeBandit(DuelingBandit):
         {'stage': 1, 'batches': [[0, 1, 4], [2, 3]]}
         """
         batches = [[int(a) for a in b.arms] for b in self._batches]
-        return {"stage": int(self.stage), "batches": batches}
+        out: dict[str, Any] = {"stage": int(self.stage), "batches": batches}
+        if self.guard is not None:
+            out.update(self.guard.structure())
+        return out
 
     def current_batch(self, t: int | None = None) -> list[int]:
         """The batch ``B_m`` with ``m = t mod b_s`` (line 6) that step ``t`` plays
@@ -198,14 +290,32 @@ class MergeBandit(DuelingBandit):
 
     def volatility(self, t: int) -> Volatility | None:
         """An outcome on two arms of one batch may eliminate one of them (lines 10–11):
-        ``u_ij = w_ij/n + sqrt(a/n) < ½`` with ``a = α log(t + 1 + C)`` is
-        ``d = w_ji − w_ij > 0`` and ``d² > 4an``; the bound only grows with ``t``, so
-        ``q = 4a`` at an earlier step (shaved by 1e-9 for rounding) flags every outcome
-        that eliminates, and a few that do not (``GUARD_FACTOR``: a subclass with another
-        test declares its own factor). Merges and stage changes follow eliminations only."""
-        q = self.GUARD_FACTOR * self.bonus(int(t) + 1) * (1.0 - 1e-9)
-        return Volatility(q=q, groups={int(a): m for m, arms in enumerate(self.batches)
-                                       for a in arms})
+        the elimination test's own pair condition ``q`` (``ELIMINATION.volatility_q``) at
+        an earlier step, since the bound only grows with ``t``. Merges and stage changes
+        follow eliminations only. A guard adds what else may change the structure (or
+        says nothing may, after a switch to its Copeland rule)."""
+        guard = self.guard
+        if guard is not None and guard.mode == "copeland":
+            return None
+        test = self.ELIMINATION
+        v = Volatility(q=test.volatility_q(self.bonus(int(t) + 1)),
+                       groups={int(a): m for m, arms in enumerate(self.batches) for a in arms},
+                       divergence=test.divergence)
+        return v if guard is None else guard.volatility(v)
+
+    def non_condorcet(self) -> dict[str, Any] | None:
+        """The guard's report (None without a guard)."""
+        return None if self.guard is None else self.guard.report()
+
+    def quiet_steps(self) -> float:
+        """The guard's (its verification may still compare); 0 without one."""
+        return 0 if self.guard is None else self.guard.quiet_steps()
+
+    def steady(self) -> bool:
+        """True when every later step is the champion against itself: always, without
+        a guard; with one, when no eliminated arm will ever be due (the simulator's
+        fast-forward to the end waits for this)."""
+        return self.guard is None or self.guard.quiet_steps() == math.inf
 
     def bonus(self, t: int) -> float:
         """``α log(t + C)``, the numerator of the UCB exploration term (line 10)."""
@@ -225,7 +335,7 @@ class MergeBandit(DuelingBandit):
         arms = [int(a) for a in arms]
         if len(arms) == 1:
             return (arms[0], arms[0])
-        c, d = self._pair_from(np.asarray(W_sub, dtype=float), int(t), rng)
+        c, d = self._pairs.pair_from(np.asarray(W_sub, dtype=float), int(t), rng)
         return (arms[c], arms[d])
 
     def select_at(self, t: int, rng: np.random.Generator) -> Comparison:
@@ -238,6 +348,10 @@ class MergeBandit(DuelingBandit):
         generator is left as it was; ``self.t`` becomes ``t``.
         """
         self.t = int(t)
+        if self.guard is not None:
+            pair = self.guard.special(rng)
+            if pair is not None:
+                return pair
         if not self._batches:
             raise RuntimeError("no active arms left to select")
         bt = self._batches[self.t % len(self._batches)]
@@ -251,8 +365,13 @@ class MergeBandit(DuelingBandit):
         that empirically beats the largest share of the active arms it has been compared
         with (arms only meet inside batches, so a plain Copeland count would favour large
         batches), ties broken by how many arms it has eliminated, then by its overall
-        win rate. An arm that was never compared scores 0.
+        win rate. An arm that was never compared scores 0. A guard that switched to its
+        Copeland rule names that rule's champion.
         """
+        if self.guard is not None and self.guard.mode == "copeland":
+            champion = self.guard.copeland_champion()
+            if champion is not None:
+                return champion
         active = np.flatnonzero(self.status == ACTIVE)
         if active.size == 1:
             return int(active[0])
@@ -272,16 +391,21 @@ class MergeBandit(DuelingBandit):
         return int(active[order[0]])
 
     def params(self) -> dict[str, Any]:
-        """The effective parameters (the preset's values where none was given)."""
-        out: dict[str, Any] = {
-            "preset": self.preset,
-            "alpha": self.alpha,
-            "batch_size": self.batch_size,
-            "c": self.c,
-        }
-        if self.horizon is not None:
-            out["horizon"] = self.horizon
-        return out
+        """The effective parameters (the preset's values where none was given), and
+        the guard's."""
+        guard = self.guard
+        if guard is None:
+            return values_of(self, self.PARAMS)
+        own = {k: p for k, p in self.PARAMS.items() if k not in guard.PARAMS}
+        return {**values_of(self, own), **values_of(guard, guard.PARAMS)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> DuelingBandit:
+        """As the base class; a guard may first upgrade a state an earlier version
+        stored (``GUARD.upgrade_state``)."""
+        if cls.GUARD is not None:
+            state = cls.GUARD.upgrade_state(state)
+        return super().from_state(state)
 
     def state_dict(self) -> dict[str, Any]:
         """The whole state (base class fields, batches, stage), and no cache.
@@ -304,36 +428,21 @@ class MergeBandit(DuelingBandit):
         lines = super().__repr__().split("\n")
         return "\n".join([lines[0], head, *lines[1:]])
 
-    # ------------------------------------------------------------------ algorithm hooks
+    # ------------------------------------------------------------------ components
     def _build_all(self) -> None:
-        """Rebuild the caches of every batch (after the batch list changed)."""
-        for k, bt in enumerate(self._batches):
-            bt.k = k
-            self._build_one(bt)
-
-    def _build_one(self, bt: Batch) -> None:
-        """Rebuild the caches of one batch whose arms changed."""
-        raise NotImplementedError
-
-    def _pair_changed(self, bt: Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
-        """Local pair ``(a, b)`` of ``bt`` now has ``w_ab`` and ``w_ba`` wins."""
-        raise NotImplementedError
-
-    def _pair_for(self, bt: Batch) -> tuple[int, int]:
-        """Local indices ``(c, d)`` of the pair ``bt`` plays at step ``self.t``."""
-        raise NotImplementedError
-
-    def _pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
-        """The same choice from a batch's wins matrix alone (:meth:`select_in_batch`)."""
-        raise NotImplementedError
-
-    def _shrink(self, old: Batch, new: Batch, p: int) -> bool:
-        """Optionally update the caches of ``new``, which is ``old`` without the arm at
-        position ``p``, in place; return False to have them rebuilt from ``W``."""
-        return False
+        self._pairs.build_all()
 
     def _drop_prepared(self) -> None:
-        """Forget draws prepared ahead for :meth:`select` (none by default)."""
+        """Forget draws the pair rule prepared ahead for :meth:`select`."""
+        self._pairs.drop_prepared()
+
+    def _beaten(self, w: float, n: float) -> bool:
+        """Lines 10–11 for one pair at the step the test next runs (``t + 1``): ``w``
+        wins in ``n`` comparisons lose with confidence (``ELIMINATION``; used by the
+        update, the guard's readmission and :mod:`bandits.decision`)."""
+        if 2.0 * w >= n:  # a pair it wins or ties (or n = 0) cannot eliminate it
+            return False
+        return self.ELIMINATION.beaten(w, n, self.alpha * math.log(self.t + 1 + self.c))
 
     def _sub(self, arms: list[int]) -> np.ndarray:
         idx = np.asarray(arms, dtype=np.intp)
@@ -341,6 +450,10 @@ class MergeBandit(DuelingBandit):
 
     # ------------------------------------------------------------------ base-class hooks
     def _select(self) -> Comparison:
+        if self.guard is not None:
+            pair = self.guard.special(self.rng)
+            if pair is not None:
+                return pair
         batches = self._batches
         if not batches:
             raise RuntimeError("no active arms left to select")
@@ -349,11 +462,22 @@ class MergeBandit(DuelingBandit):
             # lines 7-8: one ranker left (b_s = 1); played against itself for ever
             a = bt.arms[0]
             return (a, a)
-        c, d = self._pair_for(bt)  # lines 15-16
+        c, d = self._pairs.pair_for(bt)  # lines 15-16
         arms = bt.arms
         return (arms[c], arms[d])
 
     def _update(self, i: int, j: int, outcome: float) -> None:
+        guard = self.guard
+        if guard is None:
+            if i != j:  # (a one-arm step: nothing to record; the common case once converged)
+                self._merge_update(i, j)
+            return
+        if guard.before_update(i, j):
+            self._merge_update(i, j)
+            guard.after_merge_update(i, j)
+        guard.after_update()
+
+    def _merge_update(self, i: int, j: int) -> None:
         # line 17 (W itself is updated by the base class)
         if i == j:
             return
@@ -365,7 +489,7 @@ class MergeBandit(DuelingBandit):
         w_ij = W.item(i, j)
         w_ji = W.item(j, i)
         pos = bt.pos
-        self._pair_changed(bt, pos[i], pos[j], w_ij, w_ji)
+        self._pairs.pair_changed(bt, pos[i], pos[j], w_ij, w_ji)
         # lines 10-11 for the pair just compared, at the step they would next run
         n = w_ij + w_ji
         if self._beaten(w_ij, n):
@@ -373,15 +497,9 @@ class MergeBandit(DuelingBandit):
         elif self._beaten(w_ji, n):
             self._eliminate_arms([(j, i)])
 
-    def _beaten(self, w: float, n: float) -> bool:
-        """Lines 10–11 for one pair: ``w`` wins in ``n`` comparisons lose with confidence
-        (``w/n + sqrt(α log(t + 1 + C)/n) < ½``). A subclass may change the test
-        (MergeMED: the divergence)."""
-        if 2.0 * w >= n:  # a pair it wins or ties (or n = 0) cannot eliminate it
-            return False
-        return w / n + math.sqrt(self.alpha * math.log(self.t + 1 + self.c) / n) < 0.5
-
     def _add_arm(self, arm: int) -> None:
+        if self.guard is not None and not self.guard.arms_changed():
+            return
         if self._batches:
             k = min(range(len(self._batches)), key=lambda q: self._batches[q].n)
             self._replace(k, [*self._batches[k].arms, arm])
@@ -392,6 +510,8 @@ class MergeBandit(DuelingBandit):
         self._settle([])
 
     def _retire_arm(self, arm: int) -> None:
+        if self.guard is not None and not self.guard.arms_changed():
+            return
         if arm not in self._where:
             return  # already eliminated
         self.stage_field -= 1
@@ -399,11 +519,14 @@ class MergeBandit(DuelingBandit):
         self._settle([])
 
     def _extra_state(self) -> dict[str, Any]:
-        return {
+        out = {
             "batches": self.batches,
             "stage": self.stage,
             "stage_field": self.stage_field,
         }
+        if self.guard is not None:
+            out.update(self.guard.extra_state())
+        return out
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         # (states written before the caches left the snapshot may carry "prepared" and
@@ -412,10 +535,12 @@ class MergeBandit(DuelingBandit):
         self.stage = int(state["stage"])
         self.stage_field = int(state["stage_field"])
         self._sync()
+        if self.guard is not None:
+            self.guard.load_extra_state(state)
 
     # ------------------------------------------------------------------ structure
     def _make(self, arms: list[int]) -> Batch:
-        bt = self._batch_type(arms)
+        bt = self._pairs.batch_type(arms)
         for a in bt.arms:
             self._where[a] = bt
         return bt
@@ -440,7 +565,7 @@ class MergeBandit(DuelingBandit):
         rest = [a for a in bt.arms if a != arm]
         if rest:
             new = self._replace(k, rest)
-            if not self._list_changed and self._shrink(bt, new, bt.pos[arm]):
+            if not self._list_changed and self._pairs.shrink(bt, new, bt.pos[arm]):
                 self._touched.remove(new)  # caches already up to date
         else:
             del self._batches[k]
@@ -453,7 +578,7 @@ class MergeBandit(DuelingBandit):
         else:
             for bt in self._touched:
                 if self._where.get(bt.arms[0]) is bt:
-                    self._build_one(bt)
+                    self._pairs.build_one(bt)
         self._list_changed = False
         self._touched = []
 
@@ -471,16 +596,9 @@ class MergeBandit(DuelingBandit):
 
     def _purge(self, bt: Batch) -> list[tuple[int, int]]:
         """Lines 10–11 over every pair of ``bt``: ``(arm, by)`` for each arm with some
-        ``u_ij < ½`` (``by`` = the arm with the smallest ``u_ij``)."""
-        w = self._sub(bt.arms)
-        n = w + w.T
-        with np.errstate(divide="ignore", invalid="ignore"):
-            u = np.where(n > 0, w / n + np.sqrt(self.bonus(self.t + 1) / n), 2.0)
-        np.fill_diagonal(u, 0.5)
-        out = []
-        for a in np.flatnonzero((u < 0.5).any(axis=1)):
-            out.append((bt.arms[a], bt.arms[int(u[a].argmin())]))
-        return out
+        arm of the batch beating it with confidence (``ELIMINATION.purge``)."""
+        a = self.alpha * math.log(self.t + 1 + self.c)
+        return [(bt.arms[x], bt.arms[y]) for x, y in self.ELIMINATION.purge(self._sub(bt.arms), a)]
 
     def _settle(self, fresh: list[Batch]) -> None:
         """Apply line 11 to batches formed by merges, lines 12–13 and lines 18–22 until

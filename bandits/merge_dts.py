@@ -2,8 +2,10 @@
 
 Where each line of the pseudo-code is
 -------------------------------------
-Algorithm 1 (MergeDTS); the framework lines are shared with MergeRUCB and live in
-:mod:`bandits.merge_base` (its comments cite the same line numbers):
+Algorithm 1 (MergeDTS); the framework lines are shared by every Merge policy and live in
+:mod:`bandits.merge_base` (its comments cite the same line numbers); MergeDTS is that
+framework with two components of this module, the pair rule :class:`DTSPairs` and the
+elimination test :class:`HoeffdingElimination`:
 
 - line 1, ``W = 0``: :class:`bandits.base.DuelingBandit`;
 - line 2, ``C(ε)``: :func:`bandits.merge_base.confidence_constant` (``preset="theoretical"``;
@@ -14,13 +16,14 @@ Algorithm 1 (MergeDTS); the framework lines are shared with MergeRUCB and live i
 - line 6, ``m = t mod b_s``: ``MergeBandit._select`` (and ``MergeBandit.select_at``);
 - lines 7–8, one ranker left: ``MergeBandit._select`` plays it against itself;
   ``best_arm()`` names it;
-- lines 10–11, ``U`` and elimination by ``u_ij < ½``: ``MergeBandit._update`` (the pair
-  just compared) and ``MergeBandit._purge`` (batches a merge formed);
+- line 10, ``U``, and line 11, elimination by ``u_ij < ½``: :class:`HoeffdingElimination`
+  (``beaten`` and ``purge``), applied by ``MergeBandit._merge_update`` to the pair just
+  compared and by ``MergeBandit._purge`` to batches a merge formed;
 - lines 12–13, a one-arm batch merges with the next: ``MergeBandit._settle``;
 - line 15, Phase I (Algorithm 2) and line 16, Phase II (Algorithm 3):
-  ``MergeDTS._pair_for`` with the kernels of :mod:`bandits.merge_sampling`;
+  ``DTSPairs.pair_for`` with the kernels of :mod:`bandits.merge_sampling`;
 - line 17, compare and count: the caller's ``update()`` (``W`` in the base class), then
-  ``MergeDTS._pair_changed`` refreshes the batch's sampling rows;
+  ``DTSPairs.pair_changed`` refreshes the batch's sampling rows;
 - lines 18–22, next stage with the batches paired up: ``MergeBandit._settle`` with
   :func:`bandits.merge_partition.pair_batches`.
 
@@ -100,12 +103,20 @@ of line 2 with ε = 1/T, T = ``horizon`` (10⁶ by default).
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
 from scipy.special import betainc
 
-from bandits.merge_base import THEORETICAL, TUNED_ALPHA, Batch, MergeBandit
+from bandits.merge_base import (
+    THEORETICAL,
+    TUNED_ALPHA,
+    Batch,
+    EliminationTest,
+    MergeBandit,
+    PairRule,
+)
 from bandits.merge_sampling import (
     AHEAD_MAX_BATCHES,
     AHEAD_STEPS,
@@ -130,6 +141,161 @@ class _DTSBatch(Batch):
     def __init__(self, arms: list[int]) -> None:
         super().__init__(arms)
         self.choice: tuple[int, int] | None = None  # local indices
+
+
+class HoeffdingElimination(EliminationTest):
+    """Algorithm 1 lines 10–11 (Li et al. 2020): ``a_i`` is eliminated once
+    ``u_ij = w_ij/n + sqrt(α log(t + C)/n) < ½`` for an arm ``a_j`` of its batch, i.e.
+    ``2n(½ − p̂_ij)² > 2α log(t + C)`` (Hoeffding's bound); MergeRUCB's Algorithm 4
+    lines 7–8 (Zoghi 2017) are the same test. ``a = α log(t + 1 + C)``, the step at
+    which line 11 next runs (see the module docstring)."""
+
+    def beaten(self, w: float, n: float, a: float) -> bool:
+        """Algorithm 1 line 11 for one pair: ``u_ij < ½`` (line 10's bound)."""
+        if 2.0 * w >= n:  # a pair it wins or ties (or n = 0) cannot eliminate it
+            return False
+        return w / n + math.sqrt(a / n) < 0.5  # line 10: u_ij; line 11: < ½
+
+    def purge(self, w: np.ndarray, a: float) -> list[tuple[int, int]]:
+        """Algorithm 1 line 11 over every pair of a batch: ``(i, j)`` for each ``a_i`` with some
+        ``u_ij < ½``, ``j`` the arm with the smallest ``u_ij`` (``x/0 := 1``)."""
+        n = w + w.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(n > 0, w / n + np.sqrt(a / n), 2.0)
+        np.fill_diagonal(u, 0.5)
+        return [(int(i), int(u[i].argmin())) for i in np.flatnonzero((u < 0.5).any(axis=1))]
+
+    def volatility_q(self, a: float) -> float:
+        """``u_ij < ½`` is ``d = w_ji − w_ij > 0`` and ``d² > 4an``: ``q = 4a`` (shaved
+        by 1e-9 for rounding) flags every outcome that eliminates, and a few that do
+        not."""
+        return 4.0 * a * (1.0 - 1e-9)
+
+
+#: the test of lines 10–11 (stateless: one instance serves every policy)
+HOEFFDING = HoeffdingElimination()
+
+
+class DTSPairs(PairRule):
+    """Algorithm 1 lines 15–16 (Li et al. 2020): Phase I (Algorithm 2,
+    SampleTournament) picks ``a_c``, Phase II (Algorithm 3, RelativeTournament) picks
+    ``a_d``, with the kernels of :mod:`bandits.merge_sampling`. Keeps, per batch, the
+    rows ``PP`` (Phase II shapes) and ``pu`` (Phase I probabilities) of
+    :func:`~bandits.merge_sampling.dts_rows` in stacked arrays, and the draws a stacked
+    or look-ahead draw prepared (see :class:`MergeDTS`, *Speed*)."""
+
+    batch_type = _DTSBatch
+    #: the kernel thresholds of :mod:`bandits.merge_sampling` (``bench/bandit_speed.py
+    #: --kernels`` varies them to measure what each kernel buys)
+    small_batch: ClassVar[int] = SMALL_BATCH
+    ahead_max_batches: ClassVar[int] = AHEAD_MAX_BATCHES
+
+    # ------------------------------------------------------------------ caches
+    def build_all(self) -> None:
+        batches = self.policy._batches
+        B = len(batches)
+        N = max([2, *(bt.n for bt in batches)])
+        self._N = N
+        self._ahead: Lookahead | None = None
+        self._PP = np.ones((B, N, 2 * N))
+        self._PU = np.ones((B, N * (N - 1) // 2 + 1))
+        self._pidx = incidence(N)[1]
+        for k, bt in enumerate(batches):
+            bt.k = k
+            self._fill(bt)
+
+    def build_one(self, bt: _DTSBatch) -> None:
+        # the padding N is always the largest batch size, so that the draws are a
+        # function of the batches alone
+        N = max([2, *(b.n for b in self.policy._batches)])
+        if N != self._N or not 0 <= bt.k < len(self.policy._batches):
+            self.build_all()
+        else:
+            self._fill(bt)
+
+    def _fill(self, bt: _DTSBatch) -> None:
+        k = bt.k
+        self._PP[k], self._PU[k] = dts_rows(self.policy._sub(bt.arms), self._N)
+        bt.PP = self._PP[k]
+        bt.pu = self._PU[k]
+        bt.choice = None
+        self._ahead = None
+
+    def shrink(self, old: _DTSBatch, new: _DTSBatch, p: int) -> bool:
+        # Move position p to the first padding slot q = n - 1 and give it padding
+        # values: the same arrays as dts_rows on the smaller batch, without recomputing
+        # the incomplete beta function of every pair.
+        N = self._N
+        if max(b.n for b in self.policy._batches) != N or new.n < 2:
+            return False  # the padding size changes (or one arm is left): rebuild
+        q = new.n
+        order = np.array([*range(p), *range(p + 1, q + 1), p, *range(q + 1, N)])
+        k = new.k
+        PP = self._PP[k]
+        PP[:] = PP[np.ix_(order, np.r_[order, order + N])]
+        PP[q, :N] = 1.0
+        PP[q, N:] = 0.0
+        PP[q, N : N + q] = 1.0
+        PP[:, q] = 1.0
+        PP[:, N + q] = 0.0
+        pu = self._PU[k]
+        _, _, iu, ju = incidence(N)
+        vals = pu[pair_table(N)[order[iu], order[ju]]]
+        vals[ju >= q] = 1.0
+        pu[:-1] = vals
+        new.PP, new.pu, new.choice = PP, pu, None
+        self._ahead = None
+        return True
+
+    def pair_changed(self, bt: _DTSBatch, a: int, b: int, w_ab: float, w_ba: float) -> None:
+        N = self._N
+        PP = bt.PP
+        x = w_ab + 1.0
+        y = w_ba + 1.0
+        # PP[c, j] = w_jc + 1 and PP[c, N + j] = w_cj + 1
+        PP[b, a] = x
+        PP[a, N + b] = x
+        PP[a, b] = y
+        PP[b, N + a] = y
+        # P(θ_ij > ½) = I_½(w_ji + 1, w_ij + 1) for the pair i < j
+        bt.pu[self._pidx[a][b]] = betainc(y, x, 0.5) if a < b else betainc(x, y, 0.5)
+        bt.choice = None
+        if self._ahead is not None:
+            self._ahead.changed[bt.k].add((a, b) if a < b else (b, a))
+
+    def drop_prepared(self) -> None:
+        self._ahead = None
+        for bt in self.policy._batches:
+            bt.choice = None
+
+    # ------------------------------------------------------------------ the pair
+    def pair_for(self, bt: _DTSBatch) -> tuple[int, int]:
+        # lines 15-16 (Algorithms 2 and 3) in select(): a pair prepared by the last
+        # stacked draw, else the kernel that suits the batches (see merge_sampling)
+        choice = bt.choice
+        if choice is not None:
+            bt.choice = None
+            return choice
+        batches = self.policy._batches
+        small = self._N <= self.small_batch  # noqa: SIM300 (_N is no constant)
+        if small and len(batches) == 1:
+            return draw_scalar(bt.PP, bt.pu, self.policy.rng)
+        if not small and len(batches) <= self.ahead_max_batches:
+            ah = self._ahead
+            if ah is None or ah.next[bt.k] == ah.L:
+                L = max(1, AHEAD_STEPS // len(batches))
+                ah = self._ahead = Lookahead(self._PU, self._PP, L, self.policy.rng)
+            return ah.draw(bt.k, bt.pu, bt.PP, self.policy.rng)
+        cs, ds = draw_stacked(self._PU, self._PP, self.policy.rng)
+        for other, c, d in zip(batches, cs, ds, strict=True):
+            other.choice = (c, d)
+        bt.choice = None
+        return cs[bt.k], ds[bt.k]
+
+    def pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
+        # lines 15-16 from the batch's wins alone (select_at, select_in_batch)
+        PP, pu = dts_rows(W_sub, max(2, W_sub.shape[0]))
+        return draw_one(PP, pu, rng)
 
 
 class MergeDTS(MergeBandit):
@@ -216,116 +382,6 @@ class MergeDTS(MergeBandit):
         "tuned": {"alpha": TUNED_ALPHA, "batch_size": 16, "c": 4e6},  # Li et al. 2020, §5.5
         "theoretical": THEORETICAL,
     }
-    #: the kernel thresholds of :mod:`bandits.merge_sampling` (``bench/bandit_speed.py
-    #: --kernels`` varies them to measure what each kernel buys)
-    small_batch: ClassVar[int] = SMALL_BATCH
-    ahead_max_batches: ClassVar[int] = AHEAD_MAX_BATCHES
+    PAIRS = DTSPairs
+    ELIMINATION = HOEFFDING
     _round_up = True
-    _batch_type = _DTSBatch
-
-    # ------------------------------------------------------------------ caches
-    def _build_all(self) -> None:
-        batches = self._batches
-        B = len(batches)
-        N = max([2, *(bt.n for bt in batches)])
-        self._N = N
-        self._ahead: Lookahead | None = None
-        self._PP = np.ones((B, N, 2 * N))
-        self._PU = np.ones((B, N * (N - 1) // 2 + 1))
-        self._pidx = incidence(N)[1]
-        for k, bt in enumerate(batches):
-            bt.k = k
-            self._fill(bt)
-
-    def _build_one(self, bt: _DTSBatch) -> None:
-        # the padding N is always the largest batch size, so that the draws are a
-        # function of the batches alone
-        N = max([2, *(b.n for b in self._batches)])
-        if N != self._N or not 0 <= bt.k < len(self._batches):
-            self._build_all()
-        else:
-            self._fill(bt)
-
-    def _fill(self, bt: _DTSBatch) -> None:
-        k = bt.k
-        self._PP[k], self._PU[k] = dts_rows(self._sub(bt.arms), self._N)
-        bt.PP = self._PP[k]
-        bt.pu = self._PU[k]
-        bt.choice = None
-        self._ahead = None
-
-    def _shrink(self, old: _DTSBatch, new: _DTSBatch, p: int) -> bool:
-        # Move position p to the first padding slot q = n - 1 and give it padding
-        # values: the same arrays as dts_rows on the smaller batch, without recomputing
-        # the incomplete beta function of every pair.
-        N = self._N
-        if max(b.n for b in self._batches) != N or new.n < 2:
-            return False  # the padding size changes (or one arm is left): rebuild
-        q = new.n
-        order = np.array([*range(p), *range(p + 1, q + 1), p, *range(q + 1, N)])
-        k = new.k
-        PP = self._PP[k]
-        PP[:] = PP[np.ix_(order, np.r_[order, order + N])]
-        PP[q, :N] = 1.0
-        PP[q, N:] = 0.0
-        PP[q, N : N + q] = 1.0
-        PP[:, q] = 1.0
-        PP[:, N + q] = 0.0
-        pu = self._PU[k]
-        _, _, iu, ju = incidence(N)
-        vals = pu[pair_table(N)[order[iu], order[ju]]]
-        vals[ju >= q] = 1.0
-        pu[:-1] = vals
-        new.PP, new.pu, new.choice = PP, pu, None
-        self._ahead = None
-        return True
-
-    def _pair_changed(self, bt: _DTSBatch, a: int, b: int, w_ab: float, w_ba: float) -> None:
-        N = self._N
-        PP = bt.PP
-        x = w_ab + 1.0
-        y = w_ba + 1.0
-        # PP[c, j] = w_jc + 1 and PP[c, N + j] = w_cj + 1
-        PP[b, a] = x
-        PP[a, N + b] = x
-        PP[a, b] = y
-        PP[b, N + a] = y
-        # P(θ_ij > ½) = I_½(w_ji + 1, w_ij + 1) for the pair i < j
-        bt.pu[self._pidx[a][b]] = betainc(y, x, 0.5) if a < b else betainc(x, y, 0.5)
-        bt.choice = None
-        if self._ahead is not None:
-            self._ahead.changed[bt.k].add((a, b) if a < b else (b, a))
-
-    def _drop_prepared(self) -> None:
-        self._ahead = None
-        for bt in self._batches:
-            bt.choice = None
-
-    # ------------------------------------------------------------------ the pair
-    def _pair_for(self, bt: _DTSBatch) -> tuple[int, int]:
-        # lines 15-16 (Algorithms 2 and 3) in select(): a pair prepared by the last
-        # stacked draw, else the kernel that suits the batches (see merge_sampling)
-        choice = bt.choice
-        if choice is not None:
-            bt.choice = None
-            return choice
-        batches = self._batches
-        small = self._N <= self.small_batch  # noqa: SIM300 (_N is no constant)
-        if small and len(batches) == 1:
-            return draw_scalar(bt.PP, bt.pu, self.rng)
-        if not small and len(batches) <= self.ahead_max_batches:
-            ah = self._ahead
-            if ah is None or ah.next[bt.k] == ah.L:
-                L = max(1, AHEAD_STEPS // len(batches))
-                ah = self._ahead = Lookahead(self._PU, self._PP, L, self.rng)
-            return ah.draw(bt.k, bt.pu, bt.PP, self.rng)
-        cs, ds = draw_stacked(self._PU, self._PP, self.rng)
-        for other, c, d in zip(batches, cs, ds, strict=True):
-            other.choice = (c, d)
-        bt.choice = None
-        return cs[bt.k], ds[bt.k]
-
-    def _pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
-        # lines 15-16 from the batch's wins alone (select_at, select_in_batch)
-        PP, pu = dts_rows(W_sub, max(2, W_sub.shape[0]))
-        return draw_one(PP, pu, rng)

@@ -62,16 +62,15 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
 
-from bandits.base import Volatility
-from bandits.merge_base import THEORETICAL, Batch
-from bandits.merge_guard import MergeGuard
+from bandits.merge_base import THEORETICAL, EliminationTest, MergeBandit
+from bandits.merge_dts import DTSPairs
+from bandits.merge_guard import GUARD_PARAMS, NonCondorcetGuard
 from bandits.params import Param
 
 #: α of the tuned preset (about 0.9 · 0.8⁶; Li et al. 2020 tuned MergeDTS at 0.8⁶ ≈ 0.262
@@ -95,42 +94,22 @@ def kl_half(p: np.ndarray | float) -> np.ndarray | float:
     return float(out) if np.ndim(out) == 0 else out
 
 
-class MergeMED(MergeGuard):
-    """MergeGuard with the divergence elimination test and re-tuned confidence (see the
-    module docstring). Parameters as :class:`~bandits.merge_guard.MergeGuard`; the
-    ``tuned`` preset is α = 0.236, M = 24, C = 4·10⁶, and ``verify_scale`` defaults to
-    0.5."""
+class DivergenceElimination(EliminationTest):
+    """Algorithm 1 lines 10–11 (Li et al. 2020) with the Bernoulli divergence in place
+    of Hoeffding's bound (see the module docstring): ``a_i`` is eliminated when
+    ``p̂_ij < ½`` and ``n · kl(p̂_ij, ½) > 2α log(t + C)``; ``a = α log(t + 1 + C)``."""
 
-    name = "mergemed"
-    PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {
-        "tuned": {"alpha": MED_ALPHA, "batch_size": 24, "c": 4e6},
-        "theoretical": THEORETICAL,
-    }
-    PARAMS: ClassVar[dict[str, Param]] = {
-        **MergeGuard.PARAMS,
-        "verify_scale": replace(MergeGuard.PARAMS["verify_scale"], default=0.5),
-    }
+    divergence = True
 
-    def volatility(self, t: int) -> Volatility | None:
-        """MergeGuard's, with the elimination test itself as the pair condition:
-        ``n · kl(p̂, ½) > 2a`` at an earlier step (the threshold only grows with ``t``),
-        which includes the Hoeffding shortcut (``kl(p, ½) ≥ 2(½ − p)²``)."""
-        v = super().volatility(t)
-        if v is None:
-            return None
-        a = self.alpha * math.log(int(t) + 1 + self.c)
-        return dataclasses.replace(v, q=2.0 * a * (1.0 - 1e-9), divergence=True)
-
-    # ------------------------------------------------------------------ elimination
-    def _beaten(self, w: float, n: float) -> bool:
-        """Lines 10–11 with the divergence: ``w`` wins in ``n`` lose with confidence
-        (used by the merge's update, verification and readmission alike).
+    def beaten(self, w: float, n: float, a: float) -> bool:
+        """Line 11 with the divergence for one pair (used by the merge's update,
+        verification and readmission alike).
 
         Scalar code on the hot path: ``2(½ − p)² ≤ kl(p, ½) ≤ 4(½ − p)²`` settle most
         pairs without a logarithm."""
         if 2.0 * w >= n:
             return False
-        thr = 2.0 * self.alpha * math.log(self.t + 1 + self.c)
+        thr = 2.0 * a
         g = 0.5 - w / n
         if 2.0 * n * g * g > thr:  # MergeDTS's own test (Pinsker)
             return True
@@ -140,15 +119,47 @@ class MergeMED(MergeGuard):
         kl = (p * math.log(2.0 * p) if p > 0.0 else 0.0) + (1.0 - p) * math.log(2.0 * (1.0 - p))
         return n * kl > thr
 
-    def _purge(self, bt: Batch) -> list[tuple[int, int]]:
-        w = self._sub(bt.arms)
+    def purge(self, w: np.ndarray, a: float) -> list[tuple[int, int]]:
+        """Line 11 with the divergence over every pair of a batch: ``(i, j)`` for each
+        ``a_i`` with some ``n · kl(p̂_ij, ½) > 2a``, ``j`` the arm with the most
+        evidence."""
         n = w + w.T
-        thr = 2.0 * self.alpha * math.log(self.t + 1 + self.c)
+        thr = 2.0 * a
         with np.errstate(divide="ignore", invalid="ignore"):
             p = np.where(n > 0, w / np.maximum(n, 1e-300), 0.5)
         ev = np.where(p < 0.5, n * kl_half(p), 0.0)
         np.fill_diagonal(ev, 0.0)
-        out = []
-        for a in np.flatnonzero((ev > thr).any(axis=1)):
-            out.append((bt.arms[a], bt.arms[int(ev[a].argmax())]))
-        return out
+        return [(int(i), int(ev[i].argmax())) for i in np.flatnonzero((ev > thr).any(axis=1))]
+
+    def volatility_q(self, a: float) -> float:
+        """The elimination test itself as the pair condition: ``n · kl(p̂, ½) > 2a`` at
+        an earlier step (the threshold only grows with ``t``), which includes the
+        Hoeffding shortcut (``kl(p, ½) ≥ 2(½ − p)²``)."""
+        return 2.0 * a * (1.0 - 1e-9)
+
+
+#: the test (stateless: one instance serves every policy)
+DIVERGENCE = DivergenceElimination()
+#: ``verify_scale`` of MergeMED's tuned verification (see the module docstring)
+VERIFY_SCALE = replace(GUARD_PARAMS["verify_scale"], default=0.5)
+
+
+class MergeMED(MergeBandit):
+    """MergeGuard with the divergence elimination test and re-tuned confidence (see the
+    module docstring): the components :class:`~bandits.merge_dts.DTSPairs`,
+    :class:`DivergenceElimination` and :class:`~bandits.merge_guard.NonCondorcetGuard`.
+    Parameters as :class:`~bandits.merge_guard.MergeGuard`; the ``tuned`` preset is
+    α = 0.236, M = 24, C = 4·10⁶, and ``verify_scale`` defaults to 0.5."""
+
+    name = "mergemed"
+    PRESETS: ClassVar[dict[str, dict[str, float | None]]] = {
+        "tuned": {"alpha": MED_ALPHA, "batch_size": 24, "c": 4e6},
+        "theoretical": THEORETICAL,
+    }
+    PARAMS: ClassVar[dict[str, Param]] = {
+        **MergeBandit.PARAMS, **GUARD_PARAMS, "verify_scale": VERIFY_SCALE}
+    PAIRS = DTSPairs
+    ELIMINATION = DIVERGENCE
+    GUARD = NonCondorcetGuard
+    condorcet_guard = True
+    _round_up = True

@@ -6,8 +6,9 @@ line 1 (``W = 0``) is the base class; line 2 (``B_1``) is
 :func:`bandits.merge_partition.initial_batches` with ``round_up=False``; line 3 (``C(δ)``)
 is :func:`bandits.merge_base.confidence_constant`; line 4 (``S = 1``) and line 6
 (``i = t mod b_S``) are ``MergeBandit``; lines 7–8 (``U`` and elimination) are
-``MergeBandit._update`` / ``_purge`` (Li et al. 2020's lines 10–11); lines 9–10 (the pair) are
-:func:`_rucb_pair` below; line 11's comparison is the caller's ``update()``; lines 12–14
+:class:`bandits.merge_dts.HoeffdingElimination` (Li et al. 2020's Algorithm 1 lines 10–11,
+the same test); lines 9–10 (the pair) are :class:`RUCBPairs` and :func:`_rucb_pair`
+below; line 11's comparison is the caller's ``update()``; lines 12–14
 (next stage) are ``MergeBandit._settle`` with :func:`bandits.merge_partition.pair_batches`.
 
 The departures from the pseudo-code that both policies make (horizonless, delayed
@@ -31,7 +32,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from bandits.merge_base import THEORETICAL, TUNED_ALPHA, Batch, MergeBandit
+from bandits.merge_base import THEORETICAL, TUNED_ALPHA, Batch, MergeBandit, PairRule
+from bandits.merge_dts import HOEFFDING
 
 
 class _UCBBatch(Batch):
@@ -39,6 +41,31 @@ class _UCBBatch(Batch):
     its pairs, as ``R = w/n`` and ``S = 1/sqrt(n)`` (:func:`_ucb_parts`)."""
 
     __slots__ = ("R", "S")
+
+
+class RUCBPairs(PairRule):
+    """Algorithm 4 lines 9–10 (Zoghi 2017): ``c`` uniform in the batch, ``d`` the arm
+    with the largest ``U_dc`` (:func:`_rucb_pair`), from per-batch caches ``R`` and
+    ``S`` (:func:`_ucb_parts`)."""
+
+    batch_type = _UCBBatch
+
+    def build_one(self, bt: _UCBBatch) -> None:
+        bt.R, bt.S = _ucb_parts(self.policy._sub(bt.arms))
+
+    def pair_changed(self, bt: _UCBBatch, a: int, b: int, w_ab: float, w_ba: float) -> None:
+        n = w_ab + w_ba
+        bt.R[a, b] = w_ab / n
+        bt.R[b, a] = w_ba / n
+        bt.S[a, b] = bt.S[b, a] = 1.0 / math.sqrt(n)
+
+    def pair_for(self, bt: _UCBBatch) -> tuple[int, int]:
+        policy = self.policy
+        return _rucb_pair(bt.R, bt.S, policy.bonus(policy.t), policy.rng)
+
+    def pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
+        R, S = _ucb_parts(W_sub)
+        return _rucb_pair(R, S, self.policy.bonus(t), rng)
 
 
 class MergeRUCB(MergeBandit):
@@ -103,24 +130,9 @@ class MergeRUCB(MergeBandit):
         "tuned": {"alpha": TUNED_ALPHA, "batch_size": 8, "c": 4e5},  # Li et al. 2020, §5.5
         "theoretical": THEORETICAL,
     }
+    PAIRS = RUCBPairs
+    ELIMINATION = HOEFFDING  # lines 7-8: Li et al. 2020's lines 10-11
     _round_up = False
-    _batch_type = _UCBBatch
-
-    def _build_one(self, bt: _UCBBatch) -> None:
-        bt.R, bt.S = _ucb_parts(self._sub(bt.arms))
-
-    def _pair_changed(self, bt: _UCBBatch, a: int, b: int, w_ab: float, w_ba: float) -> None:
-        n = w_ab + w_ba
-        bt.R[a, b] = w_ab / n
-        bt.R[b, a] = w_ba / n
-        bt.S[a, b] = bt.S[b, a] = 1.0 / math.sqrt(n)
-
-    def _pair_for(self, bt: _UCBBatch) -> tuple[int, int]:
-        return _rucb_pair(bt.R, bt.S, self.bonus(self.t), self.rng)
-
-    def _pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
-        R, S = _ucb_parts(W_sub)
-        return _rucb_pair(R, S, self.bonus(t), rng)
 
 
 def _ucb_parts(W_sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,7 @@ Every kernel draws a pair with exactly the law of the pseudo-code for the counts
 step; they differ only in how many steps one generator call serves. Three remain, each
 the fastest in a regime of its own (``bench/bandit_speed.py --kernels`` times every
 kernel in every regime; BENCHMARKS.md, "Bandit speed", has the figures). Which kernel
-serves which regime (``MergeDTS._pair_for``) also fixes the numbers drawn from a seed,
+serves which regime (``DTSPairs.pair_for``) also fixes the numbers drawn from a seed,
 so the thresholds below stay as they are as long as the regret figures are to be
 reproduced draw for draw:
 

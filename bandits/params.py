@@ -196,6 +196,18 @@ def parse_text(key: str, param: Param, text: str) -> Any:
         return number
 
 
+def values_of(obj: Any, declared: Mapping[str, Param]) -> dict[str, Any]:
+    """The effective value of each declared parameter, read from the attribute of the
+    same name on ``obj`` (a value of ``None``, "not given and not computed", is left
+    out): what a policy's ``params()`` returns, so that it is rebuilt from them."""
+    out = {}
+    for key in declared:
+        value = getattr(obj, key)
+        if value is not None:
+            out[key] = value
+    return out
+
+
 def declared_default(param: Param) -> str:
     """The default as the docs show it."""
     if param.default_doc is not None:
@@ -209,4 +221,5 @@ def declared_default(param: Param) -> str:
     return str(param.default)
 
 
-__all__ = ["DTYPES", "Param", "check", "declared_default", "parse_text", "resolve"]
+__all__ = ["DTYPES", "Param", "check", "declared_default", "parse_text", "resolve",
+           "values_of"]

@@ -174,9 +174,6 @@ class RCS(DuelingBandit):
     def _retire_arm(self, arm: int) -> None:
         self._lq = None
 
-    def params(self) -> dict[str, Any]:
-        return {"alpha": self.alpha}
-
     def _extra_state(self) -> dict[str, Any]:
         return {"champion_counts": self.champion_counts.tolist()}
 

@@ -319,9 +319,6 @@ class RMED1(DuelingBandit):
         rate = self.W[arms].sum(axis=1) / np.maximum(n[arms].sum(axis=1), 1.0)
         return int(arms[np.lexsort((-rate, div))[0]])
 
-    def params(self) -> dict[str, Any]:
-        return {"f_scale": self.f_scale, "f_power": self.f_power}
-
     def _extra_state(self) -> dict[str, Any]:
         return {
             "round": self.round.tolist(),

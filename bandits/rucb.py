@@ -176,9 +176,6 @@ class RUCB(DuelingBandit):
         self.B = [b for b in self.B if b != arm]
         self._lc = self._next = None
 
-    def params(self) -> dict[str, Any]:
-        return {"alpha": self.alpha}
-
     def _extra_state(self) -> dict[str, Any]:
         return {"B": list(self.B)}
 

@@ -119,9 +119,6 @@ class SelfSparring(DuelingBandit):
         F = self.eta * self._losses[arms]
         return int(arms[np.argmax((S + 1.0) / (S + F + 2.0))])
 
-    def params(self) -> dict[str, Any]:
-        return {"eta": self.eta}
-
     def _extra_state(self) -> dict[str, Any]:
         return {"wins": self._wins.tolist(), "losses": self._losses.tolist()}
 

@@ -74,9 +74,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits import condorcet_check, verification
+from bandits import verification
 from bandits.base import ACTIVE, ELIMINATED, Comparison, DuelingBandit, Volatility
+from bandits.merge_guard import GUARD_PARAMS
 from bandits.merge_med import MED_ALPHA
+from bandits.merge_med import VERIFY_SCALE as MED_VERIFY_SCALE
 from bandits.params import Param
 
 
@@ -104,14 +106,10 @@ class SparringCertifier(DuelingBandit):
                        "n·kl(p̂, ½) > 2α log(t + 1 + C)", gt=0, le=1000),
         "c": Param(float, 4e6, "offset C in the elimination threshold's log(t + 1 + C)",
                    ge=0, le=1e15),
-        "delta": Param(float, condorcet_check.DEFAULT_DELTA, "false-flag rate of the "
-                       "non-Condorcet guard over the whole run", ge=1e-12, le=0.5),
-        "check_every": Param(int, 1000, "comparisons between two guard checks", ge=1,
-                             le=10**9),
-        "verify_scale": Param(float, 0.5, "verification after convergence: the champion "
-                              "compares an eliminated ranker while it has not refuted it "
-                              "at this fraction of the elimination threshold", gt=0,
-                              le=1000),
+        # the guard's, declared once (bandits.merge_guard), verify_scale as MergeMED's
+        "delta": GUARD_PARAMS["delta"],
+        "check_every": GUARD_PARAMS["check_every"],
+        "verify_scale": MED_VERIFY_SCALE,
     }
 
     def __init__(self, n_arms: int, *, seed: int | np.random.Generator | None = None,
@@ -160,10 +158,6 @@ class SparringCertifier(DuelingBandit):
         self._sd[k] = math.sqrt((s + 1.0) * (f + 1.0) / (n * n * (n + 1.0)))
 
     # ------------------------------------------------------------------ public
-    def params(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "c": self.c, "delta": self.delta,
-                "check_every": self.check_every, "verify_scale": self.verify_scale}
-
     def threshold(self, t: int | None = None) -> float:
         """The elimination test's threshold ``2α log(t + 1 + C)`` (nats) at step ``t``."""
         return 2.0 * self.alpha * math.log((self.t if t is None else int(t)) + 1 + self.c)

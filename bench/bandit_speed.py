@@ -23,8 +23,8 @@ stands in for the authors' published code, which is not available here).
 ``--kernels`` measures instead what each of MergeDTS's sampling kernels
 (:mod:`bandits.merge_sampling`: scalar, stacked, lookahead) costs in each regime they
 compete for: fixed batch layouts (``C = 10^300``, so nothing is eliminated and the regime
-holds), each kernel forced in turn through ``MergeDTS.small_batch`` /
-``ahead_max_batches``, all runs of a regime interleaved; µs of CPU per step
+holds), each kernel forced in turn through ``DTSPairs.small_batch`` /
+``ahead_max_batches`` (MergeDTS's pair rule), all runs of a regime interleaved; µs of CPU per step
 (select + update), and the kernel the policy chooses there.
 
     .venv/bin/python bench/bandit_speed.py
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bandits import ACTIVE, ALGORITHMS, DuelingBandit, get_algorithm
 from bandits.matrices import bradley_terry
-from bandits.merge_dts import MergeDTS
+from bandits.merge_dts import DTSPairs, MergeDTS
 from bandits.merge_partition import pair_batches
 
 #: tuned parameters from Li et al. 2020, §5.5 (Table/Section 6.7), where the paper gives them
@@ -197,10 +197,10 @@ REGIMES = [(1, 4), (1, 8), (1, 10), (1, 12), (1, 16), (1, 24), (2, 16), (3, 16),
 
 def chosen_kernel(n_batches: int, size: int) -> str:
     """The kernel MergeDTS uses for ``n_batches`` batches of ``size`` arms."""
-    small = size <= MergeDTS.small_batch
+    small = size <= DTSPairs.small_batch
     if small and n_batches == 1:
         return "scalar"
-    if not small and n_batches <= MergeDTS.ahead_max_batches:
+    if not small and n_batches <= DTSPairs.ahead_max_batches:
         return "lookahead"
     return "stacked"
 
@@ -220,7 +220,9 @@ def kernel_table(steps: int, seed: int) -> None:
         for kernel, force in KERNELS.items():
             if kernel == "scalar" and nb > 1:
                 continue
-            cls = MergeDTS if force is None else type(f"MergeDTS_{kernel}", (MergeDTS,), force)
+            cls = MergeDTS if force is None else type(
+                f"MergeDTS_{kernel}", (MergeDTS,),
+                {"PAIRS": type(f"DTSPairs_{kernel}", (DTSPairs,), force)})
             b = cls(K, alpha=0.8**6, batch_size=size, c=1e300, seed=seed)
             assert len(b.batches) == nb, (nb, size, b.batches)
             runs[kernel] = [b, 0, 0.0]

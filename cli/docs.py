@@ -38,8 +38,8 @@ def param_table(params: dict[str, Param]) -> list[str]:
     return lines
 
 
-def _presets(cls: type) -> list[str]:
-    presets = getattr(cls, "PRESETS", None)
+def presets_table(presets: dict[str, dict]) -> list[str]:
+    """The table of a policy's ``PRESETS`` (none: no lines)."""
     if not presets:
         return []
     lines = ["", "Presets (`preset` picks one; `tuned` is the default; `c` empty: "
@@ -52,7 +52,7 @@ def _presets(cls: type) -> list[str]:
     return lines
 
 
-def _section(title: str, registry: dict[str, str], get) -> list[str]:
+def _section(title: str, registry: dict[str, str], get, presets=lambda cls: {}) -> list[str]:
     lines = [f"## {title}", ""]
     targets: dict[str, list[str]] = {}
     for name, target in registry.items():
@@ -62,7 +62,7 @@ def _section(title: str, registry: dict[str, str], get) -> list[str]:
         also = f" (also registered as {', '.join(f'`{n}`' for n in names[1:])})" \
             if len(names) > 1 else ""
         lines += [f"### `{names[0]}`{also}", "", f"Class `{cls.__module__}.{cls.__name__}`.",
-                  "", *param_table(cls.PARAMS), *_presets(cls), ""]
+                  "", *param_table(cls.PARAMS), *presets_table(presets(cls)), ""]
     return lines
 
 
@@ -82,7 +82,8 @@ def render_parameters() -> str:
         "below, a value out of its bounds is refused with the parameter's name.",
         "",
     ]
-    lines += _section("Dueling-bandit policies", bandits.ALGORITHMS, bandits.get_algorithm)
+    lines += _section("Dueling-bandit policies", bandits.ALGORITHMS, bandits.get_algorithm,
+                      lambda cls: cls.PRESETS)
     lines += _section("Judging algorithms", judging.ALGORITHMS, judging.get_judge)
     lines += ["A judging campaign (`POST /judging/campaigns`) takes `budget` and",
               "`max_per_pair` in its `params`; the other parameters are the simulator's.", ""]

@@ -15,6 +15,11 @@ the code they describe:
   :func:`http_api_reference`.
 - ``<!-- rankduel:guardrails -->`` becomes the table of the guardrail thresholds
   (:data:`rollout.guardrails.PARAMS`): :func:`guardrails_reference`.
+- ``<!-- rankduel:params NAME -->`` becomes the parameters of policy ``NAME`` with their
+  defaults, inline (``alpha`` (0.51), ...), and ``<!-- rankduel:presets NAME -->`` the
+  table of its presets, both read from the class's ``PARAMS`` and ``PRESETS``
+  (:mod:`bandits.params`): :func:`policy_params` and :func:`policy_presets`. The
+  algorithms page states no default by hand.
 
 ``tests/service/test_docs.py`` builds the site with ``--strict`` and checks both against the code.
 """
@@ -37,6 +42,32 @@ OPENAPI_MARKER = "<!-- rankduel:openapi -->"
 QUICKSTART_MARKER = "<!-- rankduel:quickstart -->"
 BENCHMARKS_MARKER = "<!-- rankduel:benchmarks -->"
 GUARDRAILS_MARKER = "<!-- rankduel:guardrails -->"
+PARAMS_MARKER = re.compile(r"<!-- rankduel:params ([a-z0-9_]+) -->")
+PRESETS_MARKER = re.compile(r"<!-- rankduel:presets ([a-z0-9_]+) -->")
+
+
+# ---------------------------------------------------------------- policy parameters
+
+
+def policy_params(name: str) -> str:
+    """The parameters of policy ``name`` with their declared defaults, inline:
+    ``alpha`` (0.51), ``beta`` (1.5)."""
+    from bandits import get_algorithm
+    from bandits.params import declared_default
+
+    declared = get_algorithm(name).PARAMS
+    if not declared:
+        return "none"
+    return ", ".join(f"`{key}` ({declared_default(p)})" for key, p in declared.items())
+
+
+def policy_presets(name: str) -> str:
+    """The table of policy ``name``'s presets (``PRESETS``): alpha, batch_size, c."""
+    from bandits import get_algorithm
+    from cli.docs import presets_table
+
+    lines = presets_table(get_algorithm(name).PRESETS)
+    return "\n".join(lines).strip() + "\n"
 
 
 def guardrails_reference() -> str:
@@ -296,4 +327,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = markdown.replace(OPENAPI_MARKER, http_api_reference())
     if GUARDRAILS_MARKER in markdown:
         markdown = markdown.replace(GUARDRAILS_MARKER, guardrails_reference())
+    markdown = PARAMS_MARKER.sub(lambda m: policy_params(m.group(1)), markdown)
+    markdown = PRESETS_MARKER.sub(lambda m: policy_presets(m.group(1)), markdown)
     return markdown

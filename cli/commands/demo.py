@@ -18,20 +18,21 @@ before anything starts: a misspelt name exits with code 2 and lists the valid on
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from typing import Any
 
+from bandits import check_params, get_algorithm
+from cli import params as cli_params
 from cli.help_text import plain
 
 
-def _param(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"--param must be NAME=VALUE, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except ValueError:
-        return key, value
+def parse_params(items: list[str], algorithm: str) -> dict[str, Any]:
+    """``--param`` items for the demo's policy (:func:`cli.params.parse_params`, the
+    parser every command shares), checked against its declaration (``PARAMS``) before
+    anything starts: a bad one exits 2 naming it and the valid ones."""
+    given = cli_params.parse_params(items, [algorithm],
+                                    lambda a: get_algorithm(a).PARAMS)[algorithm]
+    return check_params(algorithm, given)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     opts = DemoOptions(
         queries=args.queries, rankers=args.rankers, algorithm=args.algorithm,
-        params=dict(args.param or []), interleaving=args.interleaving,
+        params=parse_params(args.param or [], args.algorithm), interleaving=args.interleaving,
         click_model=args.click_model, seed=args.seed, concurrency=args.concurrency,
         api_workers=args.api_workers, worker_concurrency=args.worker_concurrency,
         workdir=args.workdir, port=args.port, json_path=args.json,
@@ -70,8 +71,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--queries", type=int, default=3000, help="searches to send (default 3000)")
     p.add_argument("--rankers", type=int, default=12, help="world rankers (default 12)")
     p.add_argument("--algorithm", default="mergedts", help="dueling bandit (default mergedts)")
-    p.add_argument("--param", action="append", type=_param, metavar="NAME=VALUE",
-                   help="algorithm parameter (repeatable)")
+    p.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="algorithm parameter, of the type the algorithm declares "
+                        "(docs/reference/parameters.md; repeatable)")
     p.add_argument("--interleaving", default="team_draft",
                    help="interleaving method (default team_draft)")
     p.add_argument("--click-model", default="navigational",

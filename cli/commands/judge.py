@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from bandits.params import parse_text
+from cli import params as cli_params
 from judging import check_params, get_judge
 from judging.evaluate import evaluate, read_qrels, read_run
 from judging.simulate import (
@@ -58,35 +58,9 @@ def _positive(text: str) -> int:
 
 
 def parse_params(items: list[str], algorithms: list[str]) -> dict[str, dict[str, Any]]:
-    """``--param`` items -> parameters per algorithm (``NAME.KEY=VALUE`` scopes one), each
-    value parsed as the type the algorithm declares for it; a name it does not declare
-    is refused with the valid ones."""
-    out: dict[str, dict[str, Any]] = {a: {} for a in algorithms}
-    scoped = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--param {item!r}: expected KEY=VALUE")
-        key = key.strip()
-        scope, dot, name = key.rpartition(".")
-        if dot:
-            if scope not in out:
-                raise ValueError(f"--param {item!r}: {scope!r} is not one of --algorithm")
-            scoped.append((scope, name, _typed(scope, key, name, value)))
-        else:
-            for a in algorithms:
-                out[a][name] = _typed(a, key, name, value)
-    for scope, name, value in scoped:
-        out[scope][name] = value
-    return out
-
-
-def _typed(algorithm: str, key: str, name: str, text: str) -> Any:
-    declared = get_judge(algorithm).PARAMS
-    if name not in declared:
-        raise ValueError(f"--param {key}: {algorithm} has no parameter {name!r}; valid: "
-                         f"{', '.join(sorted(declared))}")
-    return parse_text(key, declared[name], text)
+    """``--param`` items -> parameters per algorithm (:func:`cli.params.parse_params`, the
+    parser every command shares), each value of the type the algorithm declares."""
+    return cli_params.parse_params(items, algorithms, lambda a: get_judge(a).PARAMS)
 
 
 def load_matrix(path: str) -> np.ndarray:

@@ -36,8 +36,9 @@ import numpy as np
 
 from bandits import ALGORITHMS, get_algorithm
 from bandits.matrices import arm_regret
-from bandits.params import check, parse_text
+from bandits.params import check
 from bandits.simulator import RunResult, aggregate, log_checkpoints, simulate_run
+from cli import params as cli_params
 from cli.matrix_files import load_matrix
 from cli.plots import Curve, PlotsUnavailable, plot_regret
 from cli.progress import Progress
@@ -54,38 +55,10 @@ def parse_value(text: str) -> int | float | str:
     return text
 
 
-def _typed(algorithm: str, key: str, name: str, text: str) -> Any:
-    """``text`` as the type ``algorithm`` declares for ``name`` (``--param key: expected a
-    number, got 'abc'``); a name it does not declare is parsed by :func:`parse_value`
-    and refused with the valid names by :func:`check_params`."""
-    param = get_algorithm(algorithm).PARAMS.get(name)
-    return parse_value(text) if param is None else parse_text(key, param, text)
-
-
 def parse_params(items: list[str], algorithms: list[str]) -> dict[str, dict[str, Any]]:
-    """``--param`` items → parameters per algorithm (unscoped ones go to all), each value
-    parsed as the type the algorithm declares for it."""
-    out: dict[str, dict[str, Any]] = {a: {} for a in algorithms}
-    scoped: list[tuple[str, str, Any]] = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"--param {item!r}: expected key=value")
-        scope, dot, name = key.rpartition(".")
-        if dot:
-            if scope not in out:
-                raise ValueError(
-                    f"--param {item!r}: {scope!r} is not one of --algorithm "
-                    f"{','.join(algorithms)}"
-                )
-            scoped.append((scope, name, _typed(scope, key, name, value)))
-        else:
-            for a in algorithms:
-                out[a][key] = _typed(a, key, key, value)
-    for scope, name, value in scoped:  # scoped settings win over unscoped ones
-        out[scope][name] = value
-    return out
+    """``--param`` items → parameters per policy (:func:`cli.params.parse_params`, the
+    parser every command shares), each value of the type the policy declares."""
+    return cli_params.parse_params(items, algorithms, lambda a: get_algorithm(a).PARAMS)
 
 
 def parse_steps(text: str) -> int:

@@ -240,8 +240,8 @@ def test_ties_count_half_and_caches_stay_consistent(name):
     fresh = bandit_from_state(b.state_dict())
     assert fresh is not b
     if name in ("mergedts", "mergeguard"):
-        assert np.array_equal(b._PP, fresh._PP)
-        assert np.allclose(b._PU, fresh._PU, rtol=0, atol=1e-15)
+        assert np.array_equal(b._pairs._PP, fresh._pairs._PP)
+        assert np.allclose(b._pairs._PU, fresh._pairs._PU, rtol=0, atol=1e-15)
     else:
         for x, y in zip(b._batches, fresh._batches, strict=True):
             assert np.allclose(x.R, y.R, rtol=0, atol=1e-15)
@@ -361,9 +361,9 @@ def test_mergedts_caches_after_each_elimination():
         if len(b.eliminated) != before and len(b.batches) > 1:
             checked += 1
             for k, arms in enumerate(b.batches):
-                PP, pu = dts_rows(b.W[np.ix_(arms, arms)], b._N)
-                assert np.array_equal(b._PP[k], PP)
-                assert np.array_equal(b._PU[k], pu)
+                PP, pu = dts_rows(b.W[np.ix_(arms, arms)], b._pairs._N)
+                assert np.array_equal(b._pairs._PP[k], PP)
+                assert np.array_equal(b._pairs._PU[k], pu)
     assert checked >= 10
 
 
@@ -394,18 +394,18 @@ def test_mergedts_prepared_draws_follow_count_changes(n_batches, size):
         b._build_all()
         for _ in range(n_batches):
             b.select()  # prepares the draws (and uses the first)
-        assert b._ahead is not None and b._ahead.next[0] == 1
+        assert b._pairs._ahead is not None and b._pairs._ahead.next[0] == 1
         for _ in range(40):
             b.update(0, last, 1.0)
         for _ in range(90):
             b.update(3, 0, 1.0)
         assert np.array_equal(b.W[:size, :size], after) and not b.eliminated
-        ah = b._ahead
+        ah = b._pairs._ahead
         while ah.next[0] < ah.L:
             pair = b.select()
             if pair[0] < size:
                 ours[pair] = ours.get(pair, 0) + 1
-        assert b._ahead is ah  # all taken from the same prepared draw
+        assert b._pairs._ahead is ah  # all taken from the same prepared draw
     n = sum(ours.values())
     assert n >= 900
     ref: dict[tuple[int, int], int] = {}
@@ -435,10 +435,10 @@ def test_mergedts_round_trip_mid_lookahead():
     env = np.random.default_rng(6)
     play(a, P, 300, env)
     for _ in range(50):
-        if a._ahead is not None and 0 < a._ahead.next[0] < a._ahead.L:
+        if a._pairs._ahead is not None and 0 < a._pairs._ahead.next[0] < a._pairs._ahead.L:
             break
         play(a, P, 1, env)
-    assert a._ahead is not None and any(a._ahead.changed)
+    assert a._pairs._ahead is not None and any(a._pairs._ahead.changed)
     state = json.loads(json.dumps(a.state_dict()))
     assert set(state) == STATE_KEYS
     b = bandit_from_state(state)
@@ -462,7 +462,7 @@ def test_state_holds_no_cache(name, K, batch_size):
         b = bandit_from_state(state)
         assert b.state_dict() == state
         if name in ("mergedts", "mergeguard"):
-            assert a._ahead is None and all(bt.choice is None for bt in a._batches)
+            assert a._pairs._ahead is None and all(bt.choice is None for bt in a._batches)
         ua, ub = np.random.default_rng(steps), np.random.default_rng(steps)
         assert play(a, P, 40, ua) == play(b, P, 40, ub)
         assert np.array_equal(a.W, b.W) and a.batches == b.batches
@@ -516,3 +516,21 @@ def test_structure(name):
     assert type(s["stage"]) is int
     assert all(type(a) is int for bt in s["batches"] for a in bt)
     assert sorted(a for bt in s["batches"] for a in bt) == b.active_arms()
+
+
+def test_the_merge_family_is_composed_not_stacked():
+    """Every Merge policy is one level below MergeBandit (two below DuelingBandit) and
+    declares its components; each declares the presets its ``preset`` parameter names."""
+    from bandits import get_algorithm
+    from bandits.base import DuelingBandit
+    from bandits.merge_base import EliminationTest, MergeBandit, PairRule
+
+    merge = [get_algorithm(n) for n in ("mergedts", "mergerucb", "mergeguard", "mergemed")]
+    for cls in merge:
+        assert cls.__mro__[1:3] == (MergeBandit, DuelingBandit), cls
+        assert issubclass(cls.PAIRS, PairRule) and isinstance(cls.ELIMINATION, EliminationTest)
+        assert set(cls.PRESETS) == set(cls.PARAMS["preset"].choices), cls
+        assert cls.PARAMS["preset"].default in cls.PRESETS
+        assert cls.condorcet_guard == (cls.GUARD is not None)
+        if cls.GUARD is not None:  # the guard's parameters, declared once on it
+            assert set(cls.GUARD.PARAMS) <= set(cls.PARAMS)

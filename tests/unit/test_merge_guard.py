@@ -83,7 +83,7 @@ def test_switch_plays_every_surviving_arm_and_round_trips(cls):
         b.update(i, j, float(env.random() < P[i, j]))
         # on this instance the guard flags at comparison 600; 2,000 comparisons in the
         # switched mode (ten check periods) are what the checks below need of the run
-        if b.flagged and b.n_updates >= b.flagged_at + 2_000:
+        if b.guard.flagged and b.n_updates >= b.guard.flagged_at + 2_000:
             break
     s = b.structure()
     assert s["non_condorcet"]["flagged"] and s["mode"] == "copeland"
@@ -140,9 +140,9 @@ def test_credit_path_emits_the_audit_event_once_and_describe_names_rankers(cls):
                    if e["action"] == "non_condorcet_flagged"]
         # the guard flags at comparison 600 here; "once" is checked over the next 10,000
         # comparisons (50 check periods), where a repeated event would show
-        if b.flagged and b.n_updates >= b.flagged_at + 10_000:
+        if b.guard.flagged and b.n_updates >= b.guard.flagged_at + 10_000:
             break
-    assert len(events) == 1 and events[0]["step"] == b.flagged_at
+    assert len(events) == 1 and events[0]["step"] == b.guard.flagged_at
     assert events[0]["cycle"] or events[0]["beat_champion"]
     state = _non_condorcet(b.structure(), names)
     assert state["flagged"] and all(n.startswith("r") for n in state["cycle"] +
@@ -203,16 +203,16 @@ def test_verification_keeps_comparing_an_eliminated_upsetter():
     # after 10 wins in 40) and is compared until the data show the upset
     P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
     b = _converged_guard(P, w_up=10.0, n_up=40.0)
-    assert not b.flagged and b.quiet_steps() == 0
+    assert not b.guard.flagged and b.quiet_steps() == 0
     env = np.random.default_rng(0)
     pairs = set()
     for _ in range(5_000):
         i, j = b.select()
         pairs.add((i, j))
         b.update(i, j, float(env.random() < P[i, j]))
-        if b.flagged:
+        if b.guard.flagged:
             break
-    assert b.flagged and b.structure()["non_condorcet"]["evidence"]["beat_champion"]
+    assert b.guard.flagged and b.structure()["non_condorcet"]["evidence"]["beat_champion"]
     # 7 beat 0 by the elimination test first and was readmitted in its place; 7 itself
     # loses to arms 1..5 with confidence (the counts say so already): flagged at once
     assert [x[:2] for x in b.structure()["readmitted"]] == [[7, 0]]
@@ -233,7 +233,7 @@ def test_verification_stops_on_a_condorcet_instance():
         i, j = b.select()
         n7 += (i, j) == (0, 7)
         b.update(i, j, float(env.random() < P[i, j]))
-    assert not b.flagged and 0 < n7 < 200
+    assert not b.guard.flagged and 0 < n7 < 200
     assert b.quiet_steps() > 10_000
     c = bandit_from_state(b.state_dict())
     assert c.quiet_steps() == b.quiet_steps()
@@ -298,7 +298,7 @@ def test_an_eliminated_condorcet_winner_is_readmitted(cls):
         b.update(i, j, float(env.random() < P[i, j]))
     assert b.best_arm() == 7 and b.status[0] == 1 and b.eliminated[0]["by"] == 7
     assert [x[:2] for x in b.structure()["readmitted"]] == [[7, 0]]
-    assert not b.flagged
+    assert not b.guard.flagged
     c = bandit_from_state(b.state_dict())
     assert c.structure() == b.structure()
 
@@ -319,10 +319,11 @@ def test_a_cycle_of_readmissions_stops_and_restores_the_merge_champion():
     for _ in range(20_000):
         i, j = b.select()
         b.update(i, j, float(env.random() < P[i, j]))
-        if b.cycled:
+        if b.guard.verification.cycled:
             break
-    assert b.cycled and b.best_arm() == 0 and b.readmitted[0][:2] == [7, 0]
-    assert bandit_from_state(b.state_dict()).cycled
+    v = b.guard.verification
+    assert v.cycled and b.best_arm() == 0 and v.readmitted[0][:2] == [7, 0]
+    assert bandit_from_state(b.state_dict()).guard.verification.cycled
     pairs = {b.select() for _ in range(50)}
     assert pairs <= {(0, 0), (0, 7)}  # 0 in charge, 7 (which beats it) still due
 

@@ -165,3 +165,24 @@ def test_the_reference_page_is_the_declarations():
     assert page.read_text() == docs.render_parameters(), (
         "docs/reference/parameters.md is out of date: run python -m cli.docs")
     assert docs.main(["--check"]) == 0
+
+
+def test_the_algorithms_page_states_defaults_from_the_declarations():
+    """docs/algorithms.md names each policy's parameters and presets through the MkDocs
+    hook's markers (docs/hooks.py), so its defaults are the declarations'."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("docs_hooks", root / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = (root / "docs" / "algorithms.md").read_text(encoding="utf-8")
+    named = re.findall(r"<!-- rankduel:(?:params|presets) ([a-z0-9_]+) -->", page)
+    assert {"rucb", "mergedts", "mergerucb", "mergemed", "recommended"} <= set(named)
+    assert set(named) <= set(bandits.ALGORITHMS)
+    out = hooks.on_page_markdown(page, None, None, None)
+    assert "rankduel:params" not in out and "rankduel:presets" not in out
+    assert "`alpha` (0.51)" in out and "| `tuned` | 0.236 | 24 | 4e+06 |" in out
+    assert "`verify_scale` (0.5)" in out  # mergemed's and recommended's, declared once
