@@ -21,18 +21,21 @@ import argparse
 import sys
 from typing import Any
 
-from bandits import check_params, get_algorithm
+from bandits import ALGORITHMS, get_algorithm
 from cli import params as cli_params
 from cli.help_text import plain
 
 
 def parse_params(items: list[str], algorithm: str) -> dict[str, Any]:
-    """``--param`` items for the demo's policy (:func:`cli.params.parse_params`, the
-    parser every command shares), checked against its declaration (``PARAMS``) before
-    anything starts: a bad one exits 2 naming it and the valid ones."""
-    given = cli_params.parse_params(items, [algorithm],
-                                    lambda a: get_algorithm(a).PARAMS)[algorithm]
-    return check_params(algorithm, given)
+    """``--param`` items for the demo's policy, each of its declared type
+    (:func:`cli.params.parse_params`, the parser every command shares; a bad one exits 2
+    naming it). An unknown ``--algorithm`` is left to :meth:`demo.run.DemoOptions.check`,
+    which refuses it naming the option and the registered names; that check also holds
+    the typed values, over the demo's defaults, to the policy's bounds."""
+    if algorithm not in ALGORITHMS:
+        return {}
+    return cli_params.parse_params(items, [algorithm],
+                                   lambda a: get_algorithm(a).PARAMS)[algorithm]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -60,10 +60,14 @@ def test_every_command_uses_the_same_parser():
     assert demo.parse_params(items, "mergedts") == {"alpha": 0.5, "batch_size": 8}
     with pytest.raises(ValueError, match="mergedts does not take parameter 'alfa'"):
         demo.parse_params(["alfa=0.5"], "mergedts")
+    # bounds and the algorithm's name are DemoOptions.check's (it names --algorithm)
+    from demo.run import DemoOptions
+
     with pytest.raises(ValueError, match="'alpha' of mergedts must be greater than 0"):
-        demo.parse_params(["alpha=-1"], "mergedts")
-    with pytest.raises(ValueError, match="unknown algorithm 'nosuch'"):
-        demo.parse_params([], "nosuch")
+        DemoOptions(algorithm="mergedts",
+                    params=demo.parse_params(["alpha=-1"], "mergedts")).check()
+    with pytest.raises(ValueError, match="--algorithm: unknown algorithm 'nosuch'"):
+        DemoOptions(algorithm="nosuch", params=demo.parse_params([], "nosuch")).check()
 
 
 def test_the_demo_command_exits_2_on_a_bad_param(capsys):
