@@ -73,7 +73,7 @@ class Volatility:
     """Which recorded outcomes may change a policy's structure (everything in its
     ``state_dict`` but ``W``, ``t``, ``n_updates`` and caches rebuilt from them), declared by
     the policy (:meth:`DuelingBandit.volatility`) for the live credit path
-    (:class:`service.credit.Guard`): an outcome it does not flag only adds to ``W`` and
+    (:class:`service.credit.guard.Guard`): an outcome it does not flag only adds to ``W`` and
     ``n_updates``, so outcomes it does not flag commute.
 
     ``every``: every outcome may (the policy's ``update()`` advances selection state at

@@ -376,7 +376,7 @@ class NonCondorcetGuard:
             },
             # whether the last full check saw the current counts (quiet_steps needs
             # it): a cache, not structure (the live store does not keep it:
-            # service.snapshot)
+            # service.store.snapshot)
             "checked_clean": self._checked == self._version,
         }
 

@@ -1,4 +1,4 @@
-"""The long contract-fuzzing run: ``tests/test_contract_fuzz.py`` with a large
+"""The long contract-fuzzing run: ``tests/service/test_contract_fuzz.py`` with a large
 budget, going on past failures, then its figures.
 
 The same code as the CI test (same fixtures: a real Redis, the app on a real port, the
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                    RANKDUEL_FUZZ_COVERAGE="all", RANKDUEL_FUZZ_REPORT=report)
         t0 = time.monotonic()
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "tests/test_contract_fuzz.py", "-q",
+            [sys.executable, "-m", "pytest", "tests/service/test_contract_fuzz.py", "-q",
              "-p", "no:cacheprovider", "-o", "addopts=", "--timeout=7200"],
             cwd=ROOT, env=env)
         elapsed = time.monotonic() - t0
