@@ -13,7 +13,8 @@ search), the drain time (load paused → nothing pending), lost and double credi
     .venv/bin/python bench/faults.py [--rounds 2] [--users 6] [--load-s 20] [--json OUT]
 
 ``--quick`` runs every fault once with a short load (what
-``tests/service/test_faults_under_load.py`` runs, in smaller pieces). Exit status 1 if any check failed.
+``tests/service/test_faults_under_load.py`` runs, in smaller pieces).
+Exit status 1 if any check failed.
 """
 
 from __future__ import annotations
