@@ -74,10 +74,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits import condorcet_check, verification
-from bandits.base import ACTIVE, ELIMINATED, Comparison, DuelingBandit, Volatility
+from bandits import condorcet_check, confidence, verification
+from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit, Volatility
 from bandits.merge_med import MED_ALPHA
 from bandits.params import Param
+
+#: at most this share of the certification duels before convergence go to arms no longer
+#: shown (the rest to the active arms): enough to recover a wrongly dropped winner, few
+#: enough that the search is not slowed; the rest of their certificate comes after
+#: convergence, when the leader is the champion
+SOFT_SHARE = 0.25
 
 
 class SparringCertifier(DuelingBandit):
@@ -92,6 +98,9 @@ class SparringCertifier(DuelingBandit):
         The elimination test ``n · kl(p̂, ½) > 2α log(t + 1 + C)``.
     delta, check_every, verify_scale
         The non-Condorcet guard and the verification after convergence, as MergeGuard's.
+    error_rate
+        δ of the verdicts (:mod:`bandits.confidence`): a champion is certified, and a
+        ranker shown worse, only at ``1 − δ`` over the whole run and all pairs.
     seed
         Seed or ``numpy.random.Generator``.
     """
@@ -112,6 +121,10 @@ class SparringCertifier(DuelingBandit):
                               "compares an eliminated ranker while it has not refuted it "
                               "at this fraction of the elimination threshold", gt=0,
                               le=1000),
+        "error_rate": Param(float, confidence.DEFAULT_ERROR_RATE, "δ of the verdicts: "
+                            "the chance, over the whole run, that the certified best "
+                            "ranker is not the best, or the best is shown worse",
+                            ge=1e-12, le=0.5),
     }
 
     def __init__(self, n_arms: int, *, seed: int | np.random.Generator | None = None,
@@ -121,6 +134,16 @@ class SparringCertifier(DuelingBandit):
         self.alpha, self.c = float(p["alpha"]), float(p["c"])
         self.delta, self.check_every = float(p["delta"]), int(p["check_every"])
         self.verify_scale = float(p["verify_scale"])
+        self.error_rate = float(p["error_rate"])
+        #: rankers shown worse at 1 − δ: ``arm -> [witness, n_updates]`` (never shown again)
+        self.worse: dict[int, list[int]] = {}
+        #: the certified champion: ``{"champion", "at"}`` (None: not certified)
+        self.certificate: dict[str, int] | None = None
+        #: readmissions before convergence: ``[arm, arm it beat, n_updates]`` each
+        self.revived: list[list[int]] = []
+        #: converged: the arms the champion ``refuted_by`` has itself shown worse
+        self.refuted_by = -1
+        self.refuted: list[int] = []
         self.flagged = False
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
@@ -148,6 +171,24 @@ class SparringCertifier(DuelingBandit):
         self._mu = (s + 1.0) / (s + f + 2.0)
         self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
         self._due = None
+        # arms no longer shown but not shown worse (_soft) still face the leader, so a
+        # wrong soft elimination is recoverable; the pool is them and the active arms
+        out = np.zeros(self.K, dtype=bool)
+        out[list(self.worse)] = True
+        self._soft = np.flatnonzero((self.status == ELIMINATED) & ~out)
+        self._pool = np.flatnonzero(((self.status == ACTIVE) | (self.status == ELIMINATED))
+                                    & ~out)
+        self._pool_pos = {int(a): k for k, a in enumerate(self._pool)}
+        # converged on c: the arms c itself has not yet shown worse (its certificate)
+        self._pending = np.zeros(0, dtype=np.intp)
+        if act.size == 1 and not self.flagged and self.certificate is None:
+            c = int(act[0])
+            if self.refuted_by != c:
+                self.refuted_by, self.refuted = c, []
+            todo = self.status != RETIRED
+            todo[c] = False
+            todo[self.refuted] = False
+            self._pending = np.flatnonzero(todo)
 
     def _add(self, a: int, won: float) -> None:
         """One more duel of the active arm ``a`` against an active arm, ``won`` of it."""
@@ -162,7 +203,8 @@ class SparringCertifier(DuelingBandit):
     # ------------------------------------------------------------------ public
     def params(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "c": self.c, "delta": self.delta,
-                "check_every": self.check_every, "verify_scale": self.verify_scale}
+                "check_every": self.check_every, "verify_scale": self.verify_scale,
+                "error_rate": self.error_rate}
 
     def threshold(self, t: int | None = None) -> float:
         """The elimination test's threshold ``2α log(t + 1 + C)`` (nats) at step ``t``."""
@@ -178,8 +220,10 @@ class SparringCertifier(DuelingBandit):
         if self._arms.size == 1 and not self.flagged and not self.cycled:
             champion = int(self._arms[0])
             challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED))
-        groups = {} if self._arms.size < 2 else {int(a): 0 for a in self._arms}
-        return Volatility(q=q, groups=groups, period=0 if self.flagged else self.check_every,
+        # any two arms of the pool that pass the test may eliminate or readmit; the
+        # checks may certify (edges are drawn only there)
+        groups = {} if self._pool.size < 2 else {int(a): 0 for a in self._pool}
+        return Volatility(q=q, groups=groups, period=self.check_every,
                           champion=champion, challengers=challengers, divergence=True)
 
     def non_condorcet(self) -> dict[str, Any] | None:
@@ -188,11 +232,25 @@ class SparringCertifier(DuelingBandit):
 
     def structure(self) -> dict[str, Any]:
         return {"active": self._arms.tolist(), "readmitted": [list(x) for x in self.readmitted],
-                "non_condorcet": self.non_condorcet()}
+                "non_condorcet": self.non_condorcet(), "verdicts": self.verdicts()}
+
+    def verdicts(self) -> dict[str, Any]:
+        """The verdicts at ``1 − error_rate`` (:mod:`bandits.confidence`): the certified
+        champion (or None), the rankers shown worse (``arm -> witness``) and those only
+        no longer shown (soft-eliminated, recoverable, no claim)."""
+        cert = self.certificate
+        return {"error_rate": self.error_rate,
+                "certified": None if cert is None else int(cert["champion"]),
+                "certified_at": None if cert is None else int(cert["at"]),
+                "shown_worse": {int(a): int(v[0]) for a, v in self.worse.items()},
+                "no_longer_shown": [int(a) for a in self._soft],
+                "family_wise": True}
 
     def best_arm(self) -> int:
         """The active arm with the highest posterior mean (the one searched and
         certified); the only active arm once converged."""
+        if self.certificate is not None:
+            return int(self.certificate["champion"])
         if self._arms.size == 0:
             return super().best_arm()
         return int(self._arms[int(np.argmax(self._mu))])
@@ -203,7 +261,7 @@ class SparringCertifier(DuelingBandit):
     def quiet_steps(self) -> float:
         """Steps that are certainly the champion against itself with nothing to learn:
         converged, no arm due before then, and the last check saw the current counts."""
-        if self._arms.size != 1 or self._checked != self._version:
+        if self._arms.size != 1 or self._checked != self._version or self._pending.size:
             return 0
         due = self._due_min_now()
         if due == math.inf:
@@ -234,6 +292,8 @@ class SparringCertifier(DuelingBandit):
             raise RuntimeError("no active arms")
         if n == 1:
             c = int(arms[0])
+            if self._pending.size:  # certify the champion against the rest, in turn
+                return (c, int(self._pending[self.t % self._pending.size]))
             if self.t >= self._due_min_now():
                 due = np.flatnonzero(self._due <= self.t)
                 return (c, int(due[self.t % due.size]))
@@ -244,7 +304,12 @@ class SparringCertifier(DuelingBandit):
         z += self._mu
         x1, x2 = z.argmax(axis=1).tolist()
         if x1 == x2:  # certification: the leader against a random challenger
-            x2 = int(self.rng.integers(n - 1))
+            u = self.rng.random()
+            soft = self._soft
+            q = min(SOFT_SHARE, soft.size / (soft.size + n - 1.0))
+            if u < q:  # one no longer shown (recovery, and its certificate)
+                return (arms.item(x1), soft.item(int(u / q * soft.size)))
+            x2 = min(int((u - q) / (1.0 - q) * (n - 1)), n - 2)
             x2 += x2 >= x1
         return (arms.item(x1), arms.item(x2))
 
@@ -259,12 +324,26 @@ class SparringCertifier(DuelingBandit):
                     self._drop(i, j)
                 elif self._beaten(wji, wij + wji):
                     self._drop(j, i)
+            elif (self._soft.size and not self.flagged and not self.cycled
+                  and i in self._pool_pos and j in self._pool_pos):
+                # an arm no longer shown against an active one: readmitted when it beats
+                # it by the elimination test, before convergence too (a wrong soft
+                # elimination of the winner is undone even when no survivor is the winner)
+                a, e = (i, j) if self.status.item(i) == ACTIVE else (j, i)
+                if self.status.item(a) == ACTIVE and self.status.item(e) == ELIMINATED:
+                    wae = self.W.item(a, e)
+                    if self._beaten(wae, wae + self.W.item(e, a)):
+                        if self._arms.size == 1:
+                            self._readmit(e, a)  # MergeGuard's, with its cycle rule
+                        else:
+                            self.revived.append([int(e), int(a), int(self.n_updates)])
+                            self._swap(e, a)
             elif self._arms.size == 1 and self._due is not None and self._due_champ in (i, j):
                 c = self._due_champ
                 e = j if i == c else i
                 wce, wec = (wij, wji) if i == c else (wji, wij)
                 if (not self.flagged and not self.cycled and self.status[e] == ELIMINATED
-                        and self._beaten(wce, wce + wec)):
+                        and e not in self.worse and self._beaten(wce, wce + wec)):
                     self._readmit(e, c)
                 else:
                     self._due[e] = self._due_of(np.array([e]), c)[0]
@@ -300,6 +379,7 @@ class SparringCertifier(DuelingBandit):
         self._due = None
 
     def _add_arm(self, arm: int) -> None:
+        self.certificate = None  # the new ranker is not covered by it
         self._rebuild()
 
     def _retire_arm(self, arm: int) -> None:
@@ -309,7 +389,12 @@ class SparringCertifier(DuelingBandit):
         return {"guard": {"flagged": bool(self.flagged), "flagged_at": self.flagged_at,
                           "evidence": self.evidence,
                           "readmitted": [list(x) for x in self.readmitted],
-                          "cycled": bool(self.cycled)}}
+                          "cycled": bool(self.cycled)},
+                "verdicts": {"worse": [[int(a), int(v[0]), int(v[1])]
+                                       for a, v in sorted(self.worse.items())],
+                             "certificate": self.certificate,
+                             "revived": [list(x) for x in self.revived],
+                             "refuted": [int(self.refuted_by), list(self.refuted)]}}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         g = state.get("guard", {})
@@ -318,6 +403,13 @@ class SparringCertifier(DuelingBandit):
         self.evidence = dict(g.get("evidence", {}))
         self.readmitted = [[int(v) for v in x] for x in g.get("readmitted", [])]
         self.cycled = bool(g.get("cycled", False))
+        v = state.get("verdicts", {})
+        self.worse = {int(a): [int(by), int(at)] for a, by, at in v.get("worse", [])}
+        cert = v.get("certificate")
+        self.certificate = None if cert is None else {k: int(x) for k, x in cert.items()}
+        self.revived = [[int(x) for x in r] for r in v.get("revived", [])]
+        by, refuted = v.get("refuted", [-1, []])
+        self.refuted_by, self.refuted = int(by), [int(a) for a in refuted]
         self._version, self._checked = 0, -1  # the next check runs before any skip
         self._rebuild()
 
@@ -336,12 +428,16 @@ class SparringCertifier(DuelingBandit):
         """For each of ``arms``, the first step from which it is due against ``c``:
         while ``n · 2(½ − p̂_ec)² ≤ 2 s α log(t + 1 + C)`` (MergeGuard's rule, with this
         policy's ``t + 1``)."""
-        return verification.due_steps(
+        due = verification.due_steps(
             self.W, self.status, arms, c, alpha=self.alpha, verify_scale=self.verify_scale,
             c=self.c, t_offset=1.0, delta=self.delta)
+        if self.worse:  # shown worse: settled for good
+            due[np.isin(arms, list(self.worse))] = math.inf
+        return due
 
     # ------------------------------------------------------------------ guard
     def _run_check(self) -> None:
+        self._certify()
         if self.flagged:
             self._checked = self._version
             return
@@ -356,3 +452,39 @@ class SparringCertifier(DuelingBandit):
             self.flagged_at = int(self.n_updates)
             self.evidence = evidence
             self._restore()
+
+    # ------------------------------------------------------------------ verdicts
+    def _certify(self) -> None:
+        """Draw the edges into the arms not yet shown worse (:mod:`bandits.confidence`;
+        checking at every ``check_every`` comparisons is checking at stopping times, so
+        the anytime level holds). An arm shown worse leaves play for good; the last arm
+        standing, with every other shown worse and the guard silent, is certified."""
+        if self.certificate is not None:
+            return
+        field = np.flatnonzero(self.status != RETIRED)
+        rest = [int(a) for a in field if int(a) not in self.worse]
+        new = (confidence.shown_worse(self.W, field, self.error_rate, rest)
+               if len(rest) > 1 else {})
+        if new:
+            for e, by in new.items():
+                self.worse[e] = [by, int(self.n_updates)]
+                self.eliminate(e, by)
+            if not (self.status == ACTIVE).any():  # only on data without a Condorcet
+                left = [a for a in rest if a not in new] or rest  # winner: keep one in play
+                self.status[left[0]] = ACTIVE
+                self.eliminated.pop(left[0], None)
+            self._rebuild()
+        if self._pending.size == 0 or self.flagged:
+            return
+        # converged on c: c itself must show every other arm worse (so a field without a
+        # Condorcet winner, where some arm beats c, is not certified but flagged)
+        c = int(self._arms[0])
+        mine = confidence.shown_worse(self.W, [c], self.error_rate, self._pending)
+        if mine:
+            self.refuted = sorted(set(self.refuted) | set(mine))
+            for e in mine:
+                self.worse.setdefault(e, [c, int(self.n_updates)])
+            self._rebuild()
+        if self._pending.size == 0:
+            self.certificate = {"champion": c, "at": int(self.n_updates)}
+            self._rebuild()

@@ -26,7 +26,7 @@ def test_registered_under_its_name_and_recommended():
 def test_defaults_and_round_trip():
     b = make_bandit("recommended", 30, seed=1)
     assert b.params() == {"alpha": MED_ALPHA, "c": 4e6, "delta": 0.01, "check_every": 1000,
-                          "verify_scale": 0.5}
+                          "verify_scale": 0.5, "error_rate": 0.05}
     assert bandit_from_state(b.state_dict()).params() == b.params()
 
 
