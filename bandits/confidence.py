@@ -23,19 +23,21 @@ an edge once drawn is kept.
 
 The union (what δ covers)
 -------------------------
-Every edge of a run of ``K`` rankers is drawn at ``a = δ / K`` (:func:`per_edge_level`).
+Every edge of a run of ``K`` rankers is drawn at ``a = δ / (2(K − 1))``
+(:func:`per_edge_level`).
 
 * **"X is the best" (certified).** Stated when every other ranker of the field is shown
   worse by some ranker (:func:`certified_best`). If the field has a Condorcet winner
   ``c`` and ``X ≠ c``, then ``c`` was shown worse: one of the ``K − 1`` edges *into* ``c``
   was drawn, and each of them is wrong. So P(a certified champion is not the Condorcet
-  winner, ever in the run) ≤ ``(K − 1) δ / K`` < δ. If the best rankers are exactly tied
-  (an A/A test: nobody should be certified), certifying any ``X`` needs the wrong edge
-  ``X → Y_X`` for a fixed rival ``Y_X`` of each ``X``: ``K`` edges, so again ≤ δ.
+  winner, ever in the run) ≤ ``(K − 1) a = δ/2``. If two or more rankers are tied best
+  (an A/A test, where nobody should be certified), any certificate shows one of two of
+  them, ``b₁`` or ``b₂``, worse: one of the ``2(K − 1)`` edges into them, all wrong, so
+  P(any certificate) ≤ δ.
 * **"Y is shown worse" at 1 − δ.** It covers the statement "*Y is not the best ranker*":
-  on the same event (no wrong edge into the winner, probability ≥ 1 − δ) the winner is
-  never among the rankers shown worse, jointly with the champion claim. The witness
-  ``X`` that showed it ("worse than X") is right edge by edge at ``1 − δ/K`` each, but
+  on the same event (no wrong edge into the winner, probability ≥ 1 − δ/2) the winner
+  is never among the rankers shown worse, jointly with the champion claim. The witness
+  ``X`` that showed it ("worse than X") is right edge by edge at ``1 − a`` each, but
   the family of *all* pairwise orderings is not covered at δ (that would need a union
   over all ``K(K − 1)/2`` pairs); the report says "not the best", not a full ranking.
 
@@ -68,9 +70,9 @@ DEFAULT_ERROR_RATE = 0.05
 
 
 def per_edge_level(n_arms: int, delta: float) -> float:
-    """``δ / K``: the level of each edge, so that the union of the module docstring
-    bounds a wrong verdict by δ."""
-    return float(delta) / max(int(n_arms), 1)
+    """``δ / (2(K − 1))``: the level of each edge, so that the union of the module
+    docstring bounds a wrong verdict by δ, with a Condorcet winner or with tied best."""
+    return float(delta) / (2.0 * max(int(n_arms) - 1, 1))
 
 
 def boundary(n: np.ndarray, level: float) -> np.ndarray:

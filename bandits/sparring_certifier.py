@@ -141,9 +141,6 @@ class SparringCertifier(DuelingBandit):
         self.certificate: dict[str, int] | None = None
         #: readmissions before convergence: ``[arm, arm it beat, n_updates]`` each
         self.revived: list[list[int]] = []
-        #: converged: the arms the champion ``refuted_by`` has itself shown worse
-        self.refuted_by = -1
-        self.refuted: list[int] = []
         self.flagged = False
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
@@ -179,15 +176,11 @@ class SparringCertifier(DuelingBandit):
         self._pool = np.flatnonzero(((self.status == ACTIVE) | (self.status == ELIMINATED))
                                     & ~out)
         self._pool_pos = {int(a): k for k, a in enumerate(self._pool)}
-        # converged on c: the arms c itself has not yet shown worse (its certificate)
+        # converged, not certified: the arms not yet shown worse face the champion in turn
         self._pending = np.zeros(0, dtype=np.intp)
         if act.size == 1 and not self.flagged and self.certificate is None:
-            c = int(act[0])
-            if self.refuted_by != c:
-                self.refuted_by, self.refuted = c, []
-            todo = self.status != RETIRED
-            todo[c] = False
-            todo[self.refuted] = False
+            todo = (self.status != RETIRED) & ~out
+            todo[act[0]] = False
             self._pending = np.flatnonzero(todo)
 
     def _add(self, a: int, won: float) -> None:
@@ -393,8 +386,7 @@ class SparringCertifier(DuelingBandit):
                 "verdicts": {"worse": [[int(a), int(v[0]), int(v[1])]
                                        for a, v in sorted(self.worse.items())],
                              "certificate": self.certificate,
-                             "revived": [list(x) for x in self.revived],
-                             "refuted": [int(self.refuted_by), list(self.refuted)]}}
+                             "revived": [list(x) for x in self.revived]}}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         g = state.get("guard", {})
@@ -408,8 +400,6 @@ class SparringCertifier(DuelingBandit):
         cert = v.get("certificate")
         self.certificate = None if cert is None else {k: int(x) for k, x in cert.items()}
         self.revived = [[int(x) for x in r] for r in v.get("revived", [])]
-        by, refuted = v.get("refuted", [-1, []])
-        self.refuted_by, self.refuted = int(by), [int(a) for a in refuted]
         self._version, self._checked = 0, -1  # the next check runs before any skip
         self._rebuild()
 
@@ -428,12 +418,9 @@ class SparringCertifier(DuelingBandit):
         """For each of ``arms``, the first step from which it is due against ``c``:
         while ``n · 2(½ − p̂_ec)² ≤ 2 s α log(t + 1 + C)`` (MergeGuard's rule, with this
         policy's ``t + 1``)."""
-        due = verification.due_steps(
+        return verification.due_steps(
             self.W, self.status, arms, c, alpha=self.alpha, verify_scale=self.verify_scale,
             c=self.c, t_offset=1.0, delta=self.delta)
-        if self.worse:  # shown worse: settled for good
-            due[np.isin(arms, list(self.worse))] = math.inf
-        return due
 
     # ------------------------------------------------------------------ guard
     def _run_check(self) -> None:
@@ -474,17 +461,8 @@ class SparringCertifier(DuelingBandit):
                 self.status[left[0]] = ACTIVE
                 self.eliminated.pop(left[0], None)
             self._rebuild()
-        if self._pending.size == 0 or self.flagged:
-            return
-        # converged on c: c itself must show every other arm worse (so a field without a
-        # Condorcet winner, where some arm beats c, is not certified but flagged)
-        c = int(self._arms[0])
-        mine = confidence.shown_worse(self.W, [c], self.error_rate, self._pending)
-        if mine:
-            self.refuted = sorted(set(self.refuted) | set(mine))
-            for e in mine:
-                self.worse.setdefault(e, [c, int(self.n_updates)])
-            self._rebuild()
-        if self._pending.size == 0:
-            self.certificate = {"champion": c, "at": int(self.n_updates)}
+        left = [a for a in rest if a not in self.worse]
+        if (len(left) == 1 and not self.flagged and self._arms.size == 1
+                and int(self._arms[0]) == left[0]):
+            self.certificate = {"champion": left[0], "at": int(self.n_updates)}
             self._rebuild()
