@@ -40,15 +40,31 @@ Where it departs from the papers
   arrive, and a turn order would give them all to one arm), and any active arm that
   loses the test to any other is eliminated, not only to the leader.
 
-After convergence (one active arm ``c``) the policy is MergeGuard's: an eliminated arm
+Verdicts at a stated error rate (issue 32)
+------------------------------------------
+The elimination test above only stops *showing* an arm (soft, recoverable): its
+per-test confidence ``1 − (t + 1 + C)^(−2α)`` is not the chance that the verdict is wrong.
+The verdicts are :mod:`bandits.confidence`'s, at ``error_rate`` δ: an arm is *shown
+worse* when some arm beats it by the anytime normal-mixture edge at δ/(2(K − 1)) (checked
+at every guard check; such an arm leaves play for good), and the champion is *certified*
+when every other arm is shown worse and the guard is silent, so that P(a certified
+champion is not the Condorcet winner) ≤ δ over the whole run. Arms no longer shown but
+not shown worse stay in the certification pool: up to ``SOFT_SHARE`` of the certification
+duels before convergence go to them, and one that beats the leader by the elimination
+test is readmitted at once, so a run whose survivors are all beaten recovers the winner;
+after convergence the champion meets each of them in turn until it is shown worse (or
+beats the champion and is readmitted).
+
+After certification (one active arm ``c``) the policy is MergeGuard's: an eliminated arm
 ``e`` is *due* for a duel with ``c`` while ``c`` has not refuted it at ``verify_scale``
 times the threshold (Hoeffding form, ``n · 2(½ − p̂)²``), never once the pair is settled
-at the guard's confidence; an eliminated arm that beats ``c`` by the elimination test
-itself is readmitted in place of ``c`` (this undoes the rare elimination of the Condorcet
-winner), and the first readmission that would bring back an earlier champion stops
-readmission (``cycled``). Every ``check_every`` comparisons the guard
-(:mod:`bandits.condorcet_check`) flags the data when every arm, or every active arm, is
-beaten with confidence by some arm (no Condorcet winner, or not among the survivors).
+at the guard's confidence; an eliminated arm not shown worse that beats ``c`` by the
+elimination test itself is readmitted in place of ``c`` (after a certificate there is
+none: the verification then only feeds the guard), and the first readmission that would
+bring back an earlier champion stops readmission (``cycled``). Every ``check_every``
+comparisons the guard (:mod:`bandits.condorcet_check`) flags the data when every arm, or
+every active arm, is beaten with confidence by some arm (no Condorcet winner, or not
+among the survivors).
 
 Parameters were chosen on tuning instances and seeds never used for evaluation
 (bench/results/policy/README.md, "Tuning").
