@@ -229,9 +229,8 @@ class SparringCertifier(DuelingBandit):
         if self._arms.size == 1 and not self.flagged and not self.cycled:
             champion = int(self._arms[0])
             challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED))
-        # any two arms of the pool that pass the test may eliminate or readmit; the
-        # checks may certify (edges are drawn only there)
-        groups = {} if self._pool.size < 2 else {int(a): 0 for a in self._pool}
+        # the checks may readmit before convergence and certify (edges are drawn there)
+        groups = {} if self._arms.size < 2 else {int(a): 0 for a in self._arms}
         return Volatility(q=q, groups=groups, period=self.check_every,
                           champion=champion, challengers=challengers, divergence=True)
 
@@ -333,20 +332,16 @@ class SparringCertifier(DuelingBandit):
                     self._drop(i, j)
                 elif self._beaten(wji, wij + wji):
                     self._drop(j, i)
-            elif (self._soft.size and not self.flagged and not self.cycled
-                  and i in self._pool_pos and j in self._pool_pos):
-                # an arm no longer shown against an active one: readmitted when it beats
-                # it by the elimination test, before convergence too (a wrong soft
-                # elimination of the winner is undone even when no survivor is the winner)
-                a, e = (i, j) if self.status.item(i) == ACTIVE else (j, i)
-                if self.status.item(a) == ACTIVE and self.status.item(e) == ELIMINATED:
-                    wae = self.W.item(a, e)
-                    if self._beaten(wae, wae + self.W.item(e, a)):
-                        if self._arms.size == 1:
-                            self._readmit(e, a)  # MergeGuard's, with its cycle rule
-                        else:
-                            self.revived.append([int(e), int(a), int(self.n_updates)])
-                            self._swap(e, a)
+            elif (self._arms.size == 1 and self._pending.size and not self.flagged
+                  and not self.cycled and i in self._pool_pos and j in self._pool_pos):
+                # converged, certifying: an arm no longer shown that beats the champion by
+                # the elimination test is readmitted (MergeGuard's rule, with its cycles)
+                c = int(self._arms[0])
+                e = j if i == c else i
+                if e != c and self.status.item(e) == ELIMINATED:
+                    wce = self.W.item(c, e)
+                    if self._beaten(wce, wce + self.W.item(e, c)):
+                        self._readmit(e, c)
             elif self._arms.size == 1 and self._due is not None and self._due_champ in (i, j):
                 c = self._due_champ
                 e = j if i == c else i
@@ -440,6 +435,7 @@ class SparringCertifier(DuelingBandit):
 
     # ------------------------------------------------------------------ guard
     def _run_check(self) -> None:
+        self._revive()
         self._certify()
         if self.flagged:
             self._checked = self._version
@@ -457,6 +453,25 @@ class SparringCertifier(DuelingBandit):
             self._restore()
 
     # ------------------------------------------------------------------ verdicts
+    def _revive(self) -> None:
+        """Before convergence, at each check: an arm no longer shown that beats an
+        active arm by the elimination test comes back in its place, so a run whose
+        survivors are all beaten recovers the winner (at the checks, so that the live
+        credit path can hold just those outcomes: :meth:`volatility`'s period)."""
+        if self._arms.size < 2 or self._soft.size == 0 or self.flagged:
+            return
+        act, soft = self._arms, self._soft
+        wae = self.W[np.ix_(act, soft)]
+        n = wae + self.W[np.ix_(soft, act)].T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g = np.where(n > 0, 0.5 - wae / np.maximum(n, 1e-300), 0.0)
+        thr = self.threshold()
+        for x, y in zip(*np.nonzero((g > 0) & (4.0 * n * g * g > thr)), strict=True):
+            a, e = int(act[x]), int(soft[y])
+            if (self.status[a] == ACTIVE and self.status[e] == ELIMINATED
+                    and self._beaten(self.W.item(a, e), self.W.item(a, e) + self.W.item(e, a))):
+                self.revived.append([e, a, int(self.n_updates)])
+                self._swap(e, a)
     def _certify(self) -> None:
         """Draw the edges into the arms not yet shown worse (:mod:`bandits.confidence`;
         checking at every ``check_every`` comparisons is checking at stopping times, so
