@@ -46,11 +46,11 @@ from bandits.simulator import simulate_run
 from bandits.sparring_certifier import SparringCertifier
 
 
-def near_tied(seed: int) -> np.ndarray:
-    """An 8-ranker instance: the winner (arm 0 before shuffling) 0.003–0.01 ahead of
-    three rivals, 0.03–0.2 ahead of four others."""
+def near_tied(seed: int, close: tuple[float, float] = (0.003, 0.01)) -> np.ndarray:
+    """An 8-ranker instance: the winner (arm 0 before shuffling) ``close`` (default
+    0.003–0.01) ahead of three rivals, 0.03–0.2 ahead of four others."""
     rng = np.random.default_rng([7103, seed])
-    gaps = np.concatenate([rng.uniform(0.003, 0.01, 3), rng.uniform(0.03, 0.2, 4)])
+    gaps = np.concatenate([rng.uniform(*close, 3), rng.uniform(0.03, 0.2, 4)])
     # p = Φ((u_w − u)/√2) = ½ + g  ⇔  u = −√2 Φ⁻¹(½ + g)
     from scipy.special import ndtri
 
@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=float, default=1e5)
     ap.add_argument("--seed", type=int, default=1, help="first seed; runs use seed..seed+runs-1")
     ap.add_argument("--error-rate", type=float, default=0.05)
+    ap.add_argument("--close", default="0.003,0.01",
+                    help="near-tied: the winner's gaps to its three rivals, LO,HI")
     ap.add_argument("--out", type=Path, help="JSON file of the runs (written as they finish)")
     ap.add_argument("--resume", action="store_true", help="continue the runs in --out")
     a = ap.parse_args(argv)
@@ -146,11 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(a.seed, a.seed + a.runs):
         if seed in done:
             continue
-        P = near_tied(seed) if a.kind == "near-tied" else fixed
+        lo, hi = (float(x) for x in a.close.split(","))
+        P = near_tied(seed, (lo, hi)) if a.kind == "near-tied" else fixed
         runs.append(one_run(P, int(a.steps), seed, params))
-        if a.out and (len(runs) % 10 == 0 or seed == a.seed + a.runs - 1):
+        if a.out and (a.kind == "matrix" or len(runs) % 10 == 0
+                      or seed == a.seed + a.runs - 1):
             a.out.parent.mkdir(parents=True, exist_ok=True)
-            a.out.write_text(json.dumps({"kind": a.kind, "matrix": a.matrix,
+            a.out.write_text(json.dumps({"kind": a.kind, "matrix": a.matrix, "close": a.close,
                                          "steps": int(a.steps), "params": params,
                                          "summary": summary(runs, a.error_rate),
                                          "runs": runs}, indent=1))
