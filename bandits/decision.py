@@ -13,7 +13,7 @@ Certified
 with an anytime-valid, family-wise error rate δ (its ``error_rate``;
 :mod:`bandits.confidence`): its champion is certified when every other ranker has been
 *shown worse* at ``1 − δ``, and P(a certified champion is not the best) ≤ δ over the
-whole run. ``confidence`` is then ``1 − δ``, the verdict's, and ``shown_worse`` /
+whole run. ``confidence`` is ``1 − δ``, the level its verdicts are stated at, and ``shown_worse`` /
 ``no_longer_shown`` separate the rankers with that claim from those the policy only
 stopped showing (soft elimination, recoverable, no claim). ``statement`` says what the
 confidence means (:func:`bandits.confidence.meaning`).
@@ -302,7 +302,9 @@ def _decide_verdicts(bandit: DuelingBandit, verdicts: dict[str, Any], champion: 
              f"play, not until certification")
     if flagged:
         basis += "; the non-Condorcet guard flagged the data (no single best ranker)"
-    return Decision(champion, False, None, undecided, estimate, basis, vs, remaining,
+    # confidence: the level verdicts are stated at (not yet reached), so a report does
+    # not mistake the policy for one without a test
+    return Decision(champion, False, 1.0 - delta, undecided, estimate, basis, vs, remaining,
                     overhead, flagged, error_rate=delta, shown_worse=worse,
                     no_longer_shown=soft, statement=statement)
 
