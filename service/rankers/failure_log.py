@@ -2,8 +2,9 @@
 with the experiment, the ranker's name and why, rate-limited.
 
 Per (experiment, ranker) in each process: the first failure is logged, and so is a
-failure of another kind than the last one logged; failures of the same kind after it
-are counted and logged as one summary line per ``interval_s`` (default a minute), so a
+failure of another kind than the last one logged (with the count of those held back);
+failures of the same kind after it are counted and logged as one summary line per
+``interval_s`` (default a minute), so a
 dead ranker at 100 searches a second writes a line a minute, not a hundred a second.
 State changes (quarantined, recovered, degraded, restored, and a refusal by this
 process's allow-list) are always logged, and after one the next failure is logged again.
@@ -45,6 +46,13 @@ def _where(exp_id: str, ranker: Ranker) -> str:
     return f"experiment {exp_id} ranker {ranker.name} ({redact(ranker.url)})"
 
 
+def _counts(track: _Track) -> str:
+    """``"12 failures (10 connection, 2 timeout)"``: what ``track`` held back."""
+    n = sum(track.since.values())
+    kinds = ", ".join(f"{k} {r}" for r, k in sorted(track.since.items()))
+    return f"{n} failure{'s' if n != 1 else ''} ({kinds})"
+
+
 def _detail(ranker: Ranker, failure: RankerFailure) -> str:
     text = failure.reason + (f": {failure.detail}" if failure.detail else "")
     return redact(text, header_secrets(ranker.request))
@@ -64,7 +72,10 @@ class FailureLog:
         key, now = (exp_id, ranker.name), self.clock()
         with self._lock:
             track = self._tracks.get(key)
+            held = ""
             if track is None or track.reason != failure.reason:
+                if track is not None and track.since:
+                    held = f" (and {_counts(track)} held back since the last line)"
                 self._tracks[key] = _Track(failure.reason, now)
                 self._tracks.move_to_end(key)
                 while len(self._tracks) > MAX_TRACKED:
@@ -74,9 +85,7 @@ class FailureLog:
                 track.since[failure.reason] = track.since.get(failure.reason, 0) + 1
                 if now - track.logged_at < self.interval_s:
                     return
-                counts = ", ".join(f"{n} {r}" for r, n in sorted(track.since.items()))
-                line = (f"{sum(track.since.values())} more failures in the last "
-                        f"{now - track.logged_at:.0f} s ({counts})")
+                line = f"{_counts(track)} in the last {now - track.logged_at:.0f} s"
                 track.logged_at, track.since = now, {}
         if failure.reason == "refused":
             log.warning("%s: this process's allow-list refused the call (%s); it is not "
@@ -85,7 +94,8 @@ class FailureLog:
                         "ranker (hostnames, IPs, CIDRs, or *)", _where(exp_id, ranker),
                         _detail(ranker, failure))
         elif line is None:
-            log.warning("%s failed: %s", _where(exp_id, ranker), _detail(ranker, failure))
+            log.warning("%s failed: %s%s", _where(exp_id, ranker), _detail(ranker, failure),
+                        held)
         else:
             log.warning("%s: %s; last: %s", _where(exp_id, ranker), line,
                         _detail(ranker, failure))
