@@ -197,3 +197,19 @@ def test_the_failure_log_is_rate_limited_per_ranker(caplog):
     assert "1 failure (1 connection) in the last 65 s" in lines[4], lines[4]
     assert "3 failures (3 connection) in the last 65 s" in lines[5], lines[5]
     assert not any("hunter2" in line for line in lines)
+
+
+def test_the_report_table_shows_a_degraded_ranker_apart():
+    from cli.commands.report import table
+
+    ranker = {"impressions": 3, "vs_champion": None, "eliminated_by": None,
+              "eliminated_at_comparison": None, "status": "active"}
+    rep = {"verdict": "Undecided.", "champion": "good", "estimated_comparisons_to_decide": None,
+           "estimate_basis": "-", "rankers": [{**ranker, "name": "good", "degraded": None},
+                                              {**ranker, "name": "typo",
+                                               "degraded": "no results"}],
+           "degraded": [{"name": "typo", "reason": "no results"}]}
+    lines = table(rep).splitlines()
+    assert lines[4].split()[:2] == ["typo", "degraded"], lines
+    assert lines[5] == ("typo is degraded (no results): out of the comparisons, neither "
+                        "winner nor loser")
