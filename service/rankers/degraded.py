@@ -51,6 +51,8 @@ def screen(health: RankerHealth, ok: list[Answer], failed: list[tuple[int, Ranke
     """The answers and failures of a search with its empty and unparseable answers taken
     out while another ranker answered results (no outcome for them), after recording
     every answer in its ranker's window and marking or restoring degraded rankers."""
+    if not failed and not health.choice.health and all(res for _, _, res in ok):
+        return ok, failed  # the usual search: every ranker healthy and answering
     unparseable = [arm for arm, f in failed if f.reason in UNPARSEABLE]
     failed = [(arm, f) for arm, f in failed if f.reason not in UNPARSEABLE]
     _probed(health, ok, unparseable)
