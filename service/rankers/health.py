@@ -160,8 +160,10 @@ class RankerHealth:
                 failures=n, seconds=cfg.ranker_quarantine_s))
             FAILURES.event(self.exp_id, ranker, f"quarantined for {cfg.ranker_quarantine_s:g} s "
                            f"after {n} consecutive failures")
-            retire_if_failing(self.rt.store, self.exp_id, arm, ranker.name,
-                              after=cfg.ranker_retire_after)
+            if retire_if_failing(self.rt.store, self.exp_id, arm, ranker.name,
+                                 after=cfg.ranker_retire_after):
+                FAILURES.event(self.exp_id, ranker, f"retired: quarantined "
+                               f"{cfg.ranker_retire_after} times in a row")
 
     def _recovered(self, arm: int, ranker: Ranker) -> None:
         if self.rt.store.ranker_recovered(self.exp_id, arm):
