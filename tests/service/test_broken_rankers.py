@@ -267,10 +267,12 @@ def test_an_allow_list_refusal_is_this_processs_configuration(app_with, ranker_s
 # ---------------------------------------------------------------------- the API's log
 @pytest.mark.starts_process  # rankduel serve, as an operator runs it
 def test_ranker_failures_reach_the_api_log_rate_limited_and_redacted(
-        stack, service_env, ranker_server):
+        stack, service_env, ranker_server, tmp_path):
     port = free_port()
     dead = free_port()  # nothing listens: connection refused
-    env = {**service_env, "RANKDUEL_RANKER_QUARANTINE_S": "60"}
+    # its own metrics folder: serve empties the one it is given (the worker's is shared)
+    env = {**service_env, "RANKDUEL_RANKER_QUARANTINE_S": "60",
+           "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prom")}
     api = stack.start_api(env, bind=f"127.0.0.1:{port}", workers=1, name="api-ranker-log")
     from conftest import ADMIN
 
