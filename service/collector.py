@@ -33,6 +33,7 @@ ranker names; all label values are bounded by what operators registered):
 ``rankduel_ranker_status``                      1 for the ranker's status, 0 for the others
 ``rankduel_ranker_quarantined``                 1 while its circuit breaker is open
 ``rankduel_ranker_consecutive_failures``        failures since its last good answer
+``rankduel_ranker_degraded``                    1 while it is degraded (no or unparseable results)
 ``rankduel_ranker_stage``                       stage the ranker plays in (active only)
 ``rankduel_ranker_batch``                       index of its batch (active only)
 ``rankduel_ranker_impressions_total``           impressions that showed the ranker
@@ -143,6 +144,9 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rankduel_ranker_consecutive_failures": (
         "gauge", "Failures of the ranker since its last successful answer.",
         ("experiment", "ranker")),
+    "rankduel_ranker_degraded": (
+        "gauge", "1 while the ranker is degraded: out of comparisons for answering no or "
+        "unparseable results while others answered.", ("experiment", "ranker")),
     "rankduel_ranker_stage": (
         "gauge", "Stage in which an active ranker plays.", ("experiment", "ranker")),
     "rankduel_ranker_batch": (
@@ -388,6 +392,7 @@ class StateCollector:
             fams["rankduel_ranker_quarantined"].add_metric(
                 rk, int(until is not None and until > now))
             fams["rankduel_ranker_consecutive_failures"].add_metric(rk, health.get("failures", 0))
+            fams["rankduel_ranker_degraded"].add_metric(rk, int(bool(health.get("degraded"))))
             elim = bandit.eliminated.get(a)
             if elim is not None:
                 fams["rankduel_ranker_eliminated_at_comparison"].add_metric(

@@ -141,7 +141,9 @@ class Config:
         play about ``(ranker_retire_after - 1) * ranker_quarantine_s`` (90 s) after its
         first quarantine.
     probe_query
-        The test query sent to a ranker's URL when it is added (unless ``"probe": false``).
+        The test query sent to a ranker's URL when it is added (unless ``"probe": false``):
+        one every engine answers with results (an empty answer is refused unless the
+        ranker says ``"allow_empty": true``, :mod:`service.rankers.probe`).
     log_level
         Python logging level name.
     worker_metrics_bind

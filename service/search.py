@@ -8,13 +8,17 @@ interleaving record the credit step needs) and returns the page with a click tok
 * A chosen ranker that fails (error, timeout, invalid body) while an opponent answers
   **forfeits**: the opponent's list is served and the impression records the failed
   ranker's loss to it, credited by the worker like any outcome (counted by reason in
-  ``rankduel_ranker_forfeits_total``). A quarantined ranker
+  ``rankduel_ranker_forfeits_total``). A ranker that answers no results, or results it
+  cannot read, while another answers results is left out, no outcome
+  (:mod:`service.rankers.degraded`, which marks a ranker that keeps doing so
+  ``degraded``). A quarantined ranker
   (:class:`~service.rankers.health.RankerHealth`) is not called: its opponent is served
   alone, no outcome. A ranker whose quarantine ended is probed by the next search,
   whether selection chose it or not (an unchosen one's answer is not shown).
 * Every chosen ranker failed or is quarantined: the champion, or another healthy ranker,
   is served alone without a duel; 502 only when no ranker of the experiment answers.
-  The 502 names no internal error (it must not tell a client which addresses answer).
+  The 502 names no internal error (it must not tell a client which addresses answer);
+  when this process's allow-list refused the rankers, it says so (its configuration).
 
 Clicks and ends (:mod:`service.clicks`) only touch the impression; crediting happens in a
 worker once the impression closes (:mod:`service.credit`).
@@ -31,6 +35,7 @@ import numpy as np
 
 from service import metrics
 from service.errors import BadGateway
+from service.rankers import degraded
 from service.rankers.health import RankerHealth, SearchTiming
 from service.runtime import Runtime
 from service.store.keys import new_impression_id
@@ -78,11 +83,13 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
               if health.may_call(arm)]
     ok, failed = health.fetch(called, q, k, user=user,
                               probes=health.unchosen_probes(set(choice.arms)))
+    ok, failed = degraded.screen(health, ok, failed)  # no results is never a loss
     if not ok:  # serve the champion, or another healthy ranker, without a duel
         ok, _ = health.fetch(health.substitutes(exclude={a for a, _ in called}), q, k,
                              first_only=True, user=user)
         failed = []
         if not ok:
+            health.refuse_misconfigured()  # this process's allow-list, not the rankers
             raise BadGateway(f"no ranker of experiment {exp_id!r} could answer")
     fallback = len(ok) < len(choice.arms) or ok[0][0] not in choice.arms
     if fallback:

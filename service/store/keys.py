@@ -27,7 +27,9 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:shown            HASH  per arm: n:{arm} impressions that showed it, share:{arm}
                                   the same weighted 1/(rankers in the impression)
     rd:{e}:health           HASH  per arm: f:{arm} consecutive failures, q:{arm} end of its
-                                  quarantine (epoch seconds); only failing rankers appear
+                                  quarantine (epoch seconds); only failing rankers appear;
+                                  w:{arm} its last answers (codes o/e/u), d:{arm} why it is
+                                  degraded, u:{arm} its next probe (service.rankers.degraded)
     rd:{e}:probe:<a>        STR   (TTL) taken by the one request that probes quarantined arm a
     rd:{e}:pending          ZSET  impressions not yet credited, by the time they are due (a
                                   drain that claims one pushes it forward by its lease)

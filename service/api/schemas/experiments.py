@@ -84,6 +84,10 @@ class RankerIn(Closed):
         None, description="optional: how to call the engine (default: GET URL?q=&k=)")
     response: RankerResponse | None = Field(
         None, description='optional: where the results are (default: {"results": [{"id"}]})')
+    allow_empty: bool = Field(
+        False, description="the probe at creation accepts an answer with no results (by "
+        "default such a ranker is refused: an empty answer usually means a wrong results "
+        "path)")
 
 
 class NewRanker(RankerIn):
@@ -135,6 +139,11 @@ class Elimination(Out):
 class RankerHealth(Out):
     failures: Annotated[int, Field(ge=0, description="consecutive failures")]
     quarantined_until: float | None = Field(description="unix time; null: not quarantined")
+    degraded: str | None = Field(
+        None, description='why it is out of comparisons ("no results", "unparseable '
+        'results"); null: not degraded')
+    degraded_until: float | None = Field(
+        None, description="unix time of its next probe while degraded")
 
 
 class RankerState(RankerEntry):

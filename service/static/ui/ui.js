@@ -165,6 +165,8 @@
       case "ranker_retired": return `${item.ranker} retired`;
       case "ranker_quarantined": return `${item.ranker} quarantined`;
       case "ranker_recovered": return `${item.ranker} recovered`;
+      case "ranker_degraded": return `${item.ranker} degraded (${item.reason})`;
+      case "ranker_restored": return `${item.ranker} restored`;
       case "non_condorcet_flagged": return "flagged: no Condorcet winner";
       default: return item.event;
     }
@@ -185,7 +187,15 @@
         (rep.estimated_seconds_to_decide !== null ? ` (≈ ${Math.round(rep.estimated_seconds_to_decide)} s)` : "") + ". ") +
       rep.estimate_basis));
     const tbody = el("tbody");
+    const degraded = rep.degraded || [];
+    if (degraded.length) {  // apart: out of the comparisons, neither winners nor losers
+      root.appendChild(el("h2", {}, "Degraded rankers"));
+      root.appendChild(el("ul", { id: "degraded" }, ...degraded.map((d) => el("li", {},
+        el("strong", {}, d.name), ` — ${d.reason}: out of the comparisons, neither winner ` +
+        "nor loser; probed again until it answers results."))));
+    }
     for (const r of rep.rankers) {
+      if (r.degraded) continue;  // listed apart above
       const vs = r.vs_champion;
       tbody.appendChild(el("tr", {}, el("td", {}, r.name),
         el("td", {}, el("span", { class: "badge " + (r.name === rep.champion ? "champion" : r.status) },
