@@ -188,6 +188,28 @@ class NonCondorcet(Out):
         description="eliminated rankers that beat the champion with confidence")
 
 
+class Tripped(Out):
+    """The guardrail that paused an experiment."""
+
+    rule: str
+    ranker: str | None
+    reason: str = Field(description="a sentence with the figures")
+    observed: float
+    threshold: float
+    ts: float
+
+
+class ExperimentRollout(Out):
+    """An experiment's place on its placement."""
+
+    placement: str
+    traffic: float | list[dict[str, Any]] | None
+    status: str
+    share: float
+    guardrails: dict[str, Any] = Field(description="the thresholds it overrides")
+    guardrail: Tripped | None = Field(description="the guardrail that paused it, if any")
+
+
 class Experiment(_ExperimentHead):
     """The full state of an experiment."""
 
@@ -210,6 +232,8 @@ class Experiment(_ExperimentHead):
     preferences: Preferences
     dwell_unsatisfied_s: float | None = Field(
         description="clicks with a shorter dwell do not count (null: every click counts)")
+    rollout: ExperimentRollout | None = Field(
+        None, description="its placement, share and guardrail state (null: no placement)")
 
 
 class LifecycleChanged(Out):
