@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollout.allocation import allocate
+from rollout.hashing import BUCKETS
 from rollout.placements import Placement
 from rollout.ramps import next_change, parse_traffic, share_at
 from service.errors import Conflict, NotFound, Unprocessable
@@ -75,7 +76,8 @@ def change(store: Store, name: str, edit, *, actor: str = "operator",
 
     def write(data: dict[str, Any], pipe) -> dict[str, Any]:
         now = time.time()
-        before = shares_now(data, now)
+        before = {e: sum(b - a for a, b in spans) / BUCKETS  # what its buckets held
+                  for e, spans in (data["ranges"] or {}).items()}
         edit(data, now)
         try:
             _rollout(data)

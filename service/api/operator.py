@@ -177,4 +177,7 @@ def audit(exp_id: str):
     responses={200: Report, 401: None, 404: None, 503: None})
 def report(exp_id: str):
     """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
-    return jsonify(build_report(runtime().store, exp_id))
+    rt = runtime()
+    out = build_report(rt.store, exp_id)
+    out["rollout"] = placements.rollout_state(rt.store, rt.store.snapshot(exp_id).meta)
+    return jsonify(out)

@@ -193,6 +193,17 @@ def test_every_ranker_down_serves_control_and_the_guardrail_pauses(rc, ranker_se
     audit = rc.request("GET", f"/experiments/{exp}/audit", admin=True)[1]["audit"]
     assert any(a["action"] == "guardrail_tripped" and a["rule"] == "failures"
                for a in audit)
+    report = rc.request("GET", f"/experiments/{exp}/report", admin=True)[1]
+    assert report["rollout"]["guardrail"]["reason"] == tripped["reason"]
+    status, text = rc.request("GET", "/metrics", admin=True)
+    assert status == 200
+    assert (f'rankduel_guardrail_tripped{{experiment="{exp}",placement="{name}",'
+            f'rule="failures"}} 1.0') in text
+    assert f'rankduel_placement_share{{experiment="control",placement="{name}"}} 1.0' in text
+    # resumed, it takes its traffic again and counts afresh
+    assert rc.request("POST", f"/experiments/{exp}/resume", admin=True)[0] == 200
+    state = rc.experiment(exp)
+    assert state["rollout"]["guardrail"] is None and state["rollout"]["share"] == 1.0
 
 
 def test_a_placement_search_needs_a_known_placement(rc):
@@ -201,3 +212,50 @@ def test_a_placement_search_needs_a_known_placement(rc):
     status, body = rc.request("GET", "/search?" + urlencode(
         {"placement": "x", "experiment": "y", "q": "q"}))
     assert status == 400 and "one of the two" in body["error"]
+
+
+def test_a_ramp_moves_its_share_on_schedule(rc, ranker_server):
+    import time
+
+    name = f"ramp-{secrets.token_hex(3)}"
+    placement(rc, ranker_server, name)
+    exp = experiment(rc, ranker_server, "ramp", name,
+                     [{"after": "0m", "share": 0.1}, {"after": "1s", "share": 0.5}],
+                     "mid", "alt")
+    assert rc.experiment(exp)["rollout"]["share"] == pytest.approx(0.1)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        search(rc, name, "someone")  # a search's view reallocates when a step is due
+        if rc.request("GET", f"/placements/{name}", admin=True)[1]["ranges"].get(exp) \
+                == [[0, 5000]]:
+            break
+        time.sleep(0.05)
+    state = rc.request("GET", f"/placements/{name}", admin=True)[1]
+    assert state["ranges"][exp] == [[0, 5000]] and state["next_change"] is None
+    audit = rc.request("GET", f"/experiments/{exp}/audit", admin=True)[1]["audit"]
+    steps = [a for a in audit if a["action"] == "traffic_step"]
+    assert len(steps) == 1 and steps[0]["share_to"] == 0.5  # one process wrote it
+
+
+def test_concurrent_changes_never_overlap(rc, ranker_server):
+    """Eight threads (two API processes would do the same: one WATCH per change) change
+    the shares of three experiments at once: the ranges stay disjoint and match."""
+    from rollout import check_ranges
+
+    name = f"race-{secrets.token_hex(3)}"
+    placement(rc, ranker_server, name)
+    exps = [experiment(rc, ranker_server, f"r{i}", name, 0.1, "mid", "alt")
+            for i in range(3)]
+    shares = [0.05, 0.2, 0.3, 0.1, 0.25, 0.15, 0.3, 0.2]
+
+    def patch(i: int) -> int:
+        return rc.request("PATCH", f"/experiments/{exps[i % 3]}",
+                          {"traffic": shares[i]}, admin=True)[0]
+
+    with ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(patch, range(8))) == {200}
+    state = rc.request("GET", f"/placements/{name}", admin=True)[1]
+    ranges = check_ranges(state["ranges"])  # disjoint, or a ValueError
+    for e in state["experiments"]:
+        held = sum(b - a for a, b in ranges.get(e["experiment"], []))
+        assert held == round(e["share"] * 10_000)

@@ -179,6 +179,15 @@
       (rep.certified ? "certified" : "undecided") }, rep.verdict));
     root.appendChild(el("p", {}, "Champion: ", el("strong", { id: "champion" }, rep.champion || "–"),
       rep.certified ? " (certified)" : " (not certified)"));
+    const ro = rep.rollout;
+    if (ro) {  // its placement, share now and guardrail state (docs/operations/rollout.md)
+      root.appendChild(el("p", { id: "rollout" }, "Placement ", el("strong", {}, ro.placement),
+        ` · share now ${(100 * ro.share).toFixed(2)} % · traffic ${ro.status}` +
+        (Object.keys(ro.guardrails || {}).length ? ` · guardrails ${JSON.stringify(ro.guardrails)}` : "")));
+      root.appendChild(el("p", { id: "guardrail", class: ro.guardrail ? "error" : "muted" },
+        ro.guardrail ? `Paused by the guardrail ${ro.guardrail.rule}: ${ro.guardrail.reason}`
+          : "Guardrails: none tripped."));
+    }
     const estimate = rep.estimated_comparisons_to_decide;
     root.appendChild(el("p", { class: "muted", id: "estimate" },
       (estimate === null ? "No estimate. " : `Estimate: ${estimate.toLocaleString("en")} more comparisons` +
