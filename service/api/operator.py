@@ -104,13 +104,13 @@ def delete(exp_id: str):
 @OPS.patch("/<exp_id>", "renameExperiment",
     "Rename, or change its traffic share (algorithm, params, interleaving, seed and "
     "rankers are immutable: 409)",
-    body=s.ExperimentChange, path_params=EXP_ID, operator=True,
+    body=s.ExperimentPatch, path_params=EXP_ID, operator=True,
     responses={200: s.Experiment, 400: None, 401: None, 404: None, 409: None,
                413: None, 422: None, 503: None})
 def patch(exp_id: str):
     body = json_body(request)
     experiments.refuse_definition_change(body)
-    change = parse(s.ExperimentChange, body, status=422)
+    change = parse(s.ExperimentPatch, body, status=422)
     if change.name is None and change.traffic is None:
         raise Unprocessable("send a new name or a new traffic")
     if change.traffic is not None:

@@ -34,7 +34,14 @@ def _control(body) -> object:
 @OPS.post("", "createPlacement", "Create a placement (a search box) with its control ranker",
     body=s.NewPlacement, operator=True,
     responses={201: s.PlacementState, 400: None, 401: None, 409: "It exists", 413: None,
-               422: None, 503: None})
+               422: None, 503: None},
+    links={201: {
+        "GetPlacement": {"operationId": "getPlacement",
+                         "parameters": {"name": "$response.body#/name"}},
+        "UpdatePlacement": {"operationId": "updatePlacement",
+                            "parameters": {"name": "$response.body#/name"}},
+        "SearchPlacement": {"operationId": "search",
+                            "parameters": {"placement": "$response.body#/name"}}}})
 def create():
     body = parse(s.NewPlacement, json_body(request), status=422)
     return jsonify(placements.create(runtime().store, body.name, _control(body.control),

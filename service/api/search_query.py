@@ -67,8 +67,10 @@ def parse_search_query(args: Any, default_k: int, max_k: int) -> SearchArgs:
                 return SearchArgs(exp or "", q, k, user, placement=place)
     parsed = parse(search_query(default_k, max_k), args.to_dict(), query=True)
     if (parsed.experiment is None) == (parsed.placement is None):
-        raise BadRequest("send experiment=ID (an experiment's search) or placement=NAME (a "
-                         "search box's), one of the two")
+        raise BadRequest("missing parameter 'experiment' (an experiment's search) or "
+                         "'placement' (a search box's): send one of the two"
+                         if parsed.experiment is None else
+                         "send experiment or placement, one of the two, not both")
     if parsed.placement is not None and (parsed.page > 1 or parsed.impression_id):
         raise BadRequest("a next page continues an impression: send experiment=ID (the "
                          "first page's answer names it), not placement")

@@ -259,3 +259,24 @@ def test_concurrent_changes_never_overlap(rc, ranker_server):
     for e in state["experiments"]:
         held = sum(b - a for a, b in ranges.get(e["experiment"], []))
         assert held == round(e["share"] * 10_000)
+
+
+def test_the_command_line(rollout_api, rc, ranker_server, capsys):
+    from conftest import ADMIN
+
+    from cli.main import main
+
+    name = f"cli-{secrets.token_hex(3)}"
+    common = ["--api", rollout_api.url, "--token", ADMIN]
+    assert main(["placement", "create", name, "--control-url",
+                 f"{ranker_server.url}/r/good", "--control-name", "prod", *common]) == 0
+    assert f"{name}: control prod" in capsys.readouterr().out
+    exp = experiment(rc, ranker_server, "cli", name, 0.1, "mid", "alt")
+    assert main(["placement", "set-traffic", exp, "0.25", *common]) == 0
+    assert f"{exp}: 25.00 % now, running" in capsys.readouterr().out
+    assert main(["placement", "show", name, "--json", *common]) == 0
+    assert '"control_share": 0.75' in capsys.readouterr().out
+    assert main(["placement", "set-traffic", exp, "0.9", *common]) == 0  # alone: fits
+    assert main(["placement", "create", name, "--control-url",
+                 f"{ranker_server.url}/r/good", *common]) == 2  # exists
+    assert "409" in capsys.readouterr().err

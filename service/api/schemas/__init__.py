@@ -131,7 +131,6 @@ from service.api.schemas.params import (
     param_description,
 )
 from service.api.schemas.placements import (
-    ExperimentChange,
     Guardrails,
     NewPlacement,
     PlacementList,
@@ -174,7 +173,6 @@ __all__ = [
     "Ended",
     "Error",
     "Experiment",
-    "ExperimentChange",
     "ExperimentDeleted",
     "ExperimentList",
     "ExperimentPatch",

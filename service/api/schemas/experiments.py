@@ -92,10 +92,28 @@ class NewRanker(RankerIn):
     probe: bool = Field(True, description=PROBE)
 
 
-class ExperimentPatch(Closed):
-    """``PATCH /experiments/ID``: only the name can change (the definition fields are 409)."""
+Share = Annotated[float, Field(ge=0, le=1, description="0.1 is 10 % of the searches")]
 
-    name: Name
+
+class RampStep(Closed):
+    """From ``after`` (since the schedule started) on, the share is ``share``."""
+
+    after: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*[smhd]?\s*$", max_length=20,
+                                description="a duration: 30s, 30m, 2h, 1d (or 0)")]
+    share: Share
+
+
+Traffic = Share | Annotated[list[RampStep], Field(min_length=1, max_length=100)]
+TRAFFIC_DOC = ("the share of the placement's searches (0.1), or a ramp: "
+               '[{"after": "0m", "share": 0.01}, {"after": "30m", "share": 0.1}]')
+
+
+class ExperimentPatch(Closed):
+    """``PATCH /experiments/ID``: a new name, or a new ``traffic`` on its placement (from
+    now, audited); the definition fields are 409."""
+
+    name: Name | None = None
+    traffic: Traffic | None = Field(None, description=TRAFFIC_DOC + " (from now)")
 
 
 class AuditQuery(BaseModel):

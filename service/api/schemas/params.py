@@ -28,12 +28,14 @@ from service.api.schemas.base import (
     RankerName,
 )
 from service.api.schemas.experiments import (
+    TRAFFIC_DOC,
     RankerIn,
+    Traffic,
 )
 from service.api.schemas.frontend import (
     _no_default,
 )
-from service.api.schemas.placements import TRAFFIC_DOC, Guardrails, PlacementName, Traffic
+from service.api.schemas.placements import Guardrails, PlacementName
 
 
 # algorithm params

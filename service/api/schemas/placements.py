@@ -10,28 +10,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, create_model
 
 from rollout.guardrails import PARAMS as GUARDRAIL_PARAMS
-from service.api.schemas.base import Closed, Int, Name, Out
-from service.api.schemas.experiments import ExperimentPatch, RankerIn, Tripped
+from service.api.schemas.base import Closed, Int, Out
+from service.api.schemas.experiments import RankerIn, Tripped
 
 PLACEMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 PlacementName = Annotated[str, Field(pattern=PLACEMENT_PATTERN, description=(
     "1 to 64 letters, digits, _, - or ., starting with a letter or a digit"))]
-Share = Annotated[float, Field(ge=0, le=1, description="0.1 is 10 % of the searches")]
-
-
-class RampStep(Closed):
-    """From ``after`` (since the schedule started) on, the share is ``share``."""
-
-    after: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*[smhd]?\s*$", max_length=20,
-                                description="a duration: 30s, 30m, 2h, 1d (or 0)")]
-    share: Share
-
-
-Traffic = Share | Annotated[list[RampStep], Field(min_length=1, max_length=100)]
-TRAFFIC_DOC = ("the share of the placement's searches (0.1), or a ramp: "
-               '[{"after": "0m", "share": 0.01}, {"after": "30m", "share": 0.1}]')
-
-
 def _annotation(name: str) -> Any:
     p = GUARDRAIL_PARAMS[name]
     if p.dtype is bool:
@@ -63,13 +47,6 @@ class PlacementPatch(Closed):
 
     control: RankerIn | None = None
     salt: Annotated[str, Field(min_length=1, max_length=64)] | None = None
-
-
-class ExperimentChange(ExperimentPatch):
-    """``PATCH /experiments/ID``: a new name, or a new ``traffic`` (from now, audited)."""
-
-    name: Name | None = None
-    traffic: Traffic | None = Field(None, description=TRAFFIC_DOC + " (from now)")
 
 
 class PlacementExperiment(Out):
