@@ -247,6 +247,10 @@ class View:
     loaded_at: float
     checked_at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the control's guardrail counts not yet written (service.placement_search.control)
+    unsent: dict[str, int] = field(default_factory=dict)
+    sent_at: float = 0.0
+    count_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class PlacementCache:
@@ -273,7 +277,9 @@ class PlacementCache:
                     ranges=data["ranges"] or {}, next_change=data["next_change"],
                     running=tuple(e["experiment"] for e in data["experiments"]
                                   if e["status"] == "running"),
-                    loaded_at=now, checked_at=view.checked_at if view else 0.0)
+                    loaded_at=now, checked_at=view.checked_at if view else 0.0,
+                    unsent=view.unsent if view else {}, sent_at=view.sent_at if view else 0.0,
+                    count_lock=view.count_lock if view else threading.Lock())
         self._views[name] = view
         return view
 
