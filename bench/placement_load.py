@@ -13,7 +13,9 @@ machine:
   is a control search: the control ranker's list, no impression).
 
 What rankduel adds is the latency minus ``Server-Timing: rankers`` (the slowest ranker
-call). The medians over the rounds are printed last, with the load average.
+call); ``api_cpu_us_per_search`` is the API processes' CPU per search (``/proc``), which
+a busy machine disturbs less than latency. The medians over the rounds are printed
+last, with the load average.
 
     .venv/bin/python bench/placement_load.py [--rounds 3] [--seconds 5] [--rate 100]
 """
@@ -35,9 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.proxy_ab import start_api  # noqa: E402
-from bench.service_load import open_load  # noqa: E402
+from bench.service_load import open_load, proc_cpu_seconds  # noqa: E402
 from demo.client import Client  # noqa: E402
-from demo.stack import Stack, free_port  # noqa: E402
+from demo.stack import Stack, child_pids, free_port  # noqa: E402
 from demo.world_rankers import demo_world, ranker_name  # noqa: E402
 
 KINDS = ("experiment", "placement_exp", "placement_ctl")
@@ -80,7 +82,8 @@ def main() -> int:
         url = f"http://127.0.0.1:{port}"
         stack.wait_healthy(rankers, url)
         world = demo_world(1, args.rankers)
-        _, base = start_api(stack, "api", ROOT, env, args.api_workers, args.api_threads)
+        api, base = start_api(stack, "api", ROOT, env, args.api_workers, args.api_threads)
+        pids = [api.proc.pid, *child_pids(api.proc.pid)]
         client = Client(base, admin)
         definition = [{"name": ranker_name(n), "url": f"{url}/rankers/{n}",
                        "timeout_ms": 1000} for n in range(args.rankers)]
@@ -107,10 +110,13 @@ def main() -> int:
         for r in range(args.rounds):
             order = KINDS[r % 3:] + KINDS[:r % 3]
             for kind in order:
+                cpu0 = proc_cpu_seconds(pids)
                 got = open_load(base, paths[kind], rate=args.rate, seconds=args.seconds,
                                 procs=args.procs)
+                cpu = proc_cpu_seconds(pids) - cpu0
                 row = {k: got.get(k) for k in ("added_p50_ms", "added_p99_ms",
                                                "rankers_p50_ms", "p50_ms", "errors")}
+                row["api_cpu_us_per_search"] = round(cpu / max(got["requests"], 1) * 1e6)
                 row["load_average_1m"] = round(os.getloadavg()[0], 1)
                 rows[kind].append(row)
                 print(f"round {r + 1} {kind:14s} {json.dumps(row)}", flush=True)
