@@ -280,3 +280,18 @@ def test_the_command_line(rollout_api, rc, ranker_server, capsys):
     assert main(["placement", "create", name, "--control-url",
                  f"{ranker_server.url}/r/good", *common]) == 2  # exists
     assert "409" in capsys.readouterr().err
+
+
+def test_a_control_ranker_down_is_a_502_that_names_it(rc, ranker_server):
+    name = f"ctl-{secrets.token_hex(3)}"
+    placement(rc, ranker_server, name)
+    status, body = search(rc, name, "u1")
+    assert status == 200 and body["rankers"] == ["prod"]
+    status, body = rc.request("PATCH", f"/placements/{name}",
+                              {"control": ranker(ranker_server, "prod2", "broken")},
+                              admin=True)
+    assert status == 200 and body["control"]["name"] == "prod2"
+    status, body = search(rc, name, "u1")
+    assert status == 502
+    assert f"control ranker 'prod2' of placement '{name}'" in body["error"]
+    assert "rankduel itself is up" in body["error"]
