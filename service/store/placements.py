@@ -98,9 +98,5 @@ class PlacementStore(StoreBase):
         if fields:
             self.r.hdel(counters_key(exp_id), *fields)
 
-    def delete_placement(self, name: str) -> None:
-        self.r.delete(placement_key(name), placement_control_key(name))
-        self.r.srem(PLACEMENTS, name)
-
 
 __all__ = ["GUARD_PREFIX", "JSON_FIELDS", "PlacementStore"]
