@@ -34,7 +34,7 @@ from typing import Any
 
 from rollout.guardrails import PageCounters, RankerCounters, Trip, evaluate, latency_bucket
 from service import placements
-from service.errors import Conflict
+from service.errors import Conflict, NotFound
 from service.experiments import set_lifecycle
 from service.store import Contention, Store, audit_entry
 from service.store.placements import GUARD_PREFIX
@@ -102,26 +102,31 @@ def check(store: Store, name: str, experiments: Iterable[str]) -> list[tuple[str
                                                              credited))
         trips = evaluate(meta.get("guardrails"), _experiment_rankers(counts), pages,
                          control, PageCounters())
-        if trips:
-            trip(store, name, exp_id, trips[0])
+        if trips and trip(store, name, exp_id, trips[0]):
             out.append((exp_id, trips[0]))
     return out
 
 
-def trip(store: Store, name: str, exp_id: str, t: Trip) -> None:
-    """Pause ``exp_id`` for the guardrail ``t``: lifecycle, audit, share, reason."""
+def trip(store: Store, name: str, exp_id: str, t: Trip) -> bool:
+    """Pause ``exp_id`` for the guardrail ``t``: its share to control first (at once),
+    then its lifecycle, the audit entry and the reason. False (nothing done) when it was
+    no longer running: another process's check tripped it first."""
     now = time.time()
-    # already paused or stopped, or gone: its share still goes to control
+    try:
+        placements.set_status(store, name, exp_id, "paused", actor="guardrail", tripped={
+            "rule": t.rule, "ranker": t.ranker, "reason": t.reason, "observed": t.observed,
+            "threshold": t.threshold, "ts": now})
+    except (placements.NotRunning, NotFound):
+        return False
+    # already paused or stopped, or gone: its share went to control all the same
     with contextlib.suppress(Conflict, ExperimentMissing, Contention):
         set_lifecycle(store, exp_id, "pause", actor="guardrail")
     store.add_audit(exp_id, audit_entry(now, "guardrail_tripped", actor="service",
                                         rule=t.rule, ranker=t.ranker, reason=t.reason,
                                         placement=name))
-    placements.set_status(store, name, exp_id, "paused", actor="guardrail", tripped={
-        "rule": t.rule, "ranker": t.ranker, "reason": t.reason, "observed": t.observed,
-        "threshold": t.threshold, "ts": now})
     log.warning("guardrail %s tripped: experiment %s paused on placement %s: %s",
                 t.rule, exp_id, name, t.reason)
+    return True
 
 
 __all__ = ["Call", "check", "fields", "ranker_counters", "tally", "trip"]

@@ -14,7 +14,8 @@
    ``"token": null``, ``"rankers": [control]``: no impression, no interleaving, no
    clicks to report. A control ranker that fails is a 502 naming it.
 5. After the answer is built, at most every ``guardrail_interval_s`` per process, the
-   placement's guardrails are checked (:func:`service.guardrails.check`). The control's
+   placement's guardrails are checked (:func:`service.guardrails.check`); an experiment
+   that fell back to control is checked at once, on that search. The control's
    counts are gathered in memory and written at most every second (no Redis call per
    control search); an experiment's go with its impression's write.
 """
@@ -67,6 +68,10 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
                      exc)
             if calls:
                 rt.store.count_guard(exp_id, guardrails.fields(calls, GUARD_PREFIX))
+                # a failing experiment is checked at once: it trips on the search that
+                # reaches its threshold (bounded: once paused it takes no searches)
+                if guardrails.check(rt.store, name, [exp_id]):
+                    cache(rt).forget(name)
     if out is None:
         out = control(rt, view, q, k, user, timing)
     _maybe_check(rt, view)

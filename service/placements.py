@@ -186,13 +186,21 @@ def set_traffic(store: Store, name: str, exp_id: str, traffic: Any) -> None:
     change(store, name, edit)
 
 
+class NotRunning(Exception):
+    """A guardrail's trip found the experiment no longer running (another got there)."""
+
+
 def set_status(store: Store, name: str, exp_id: str, status: str, *,
                tripped: dict[str, Any] | None = None, actor: str = "operator") -> None:
     """Running, paused or stopped (pause and stop: the share goes to control at once);
-    ``tripped``: the guardrail that paused it (cleared on resume)."""
+    ``tripped``: the guardrail that paused it (cleared on resume); a trip of an
+    experiment that is not running raises :class:`NotRunning` and changes nothing (two
+    processes that see the same trip pause it once)."""
 
     def edit(data: dict[str, Any], now: float) -> None:
         e = _entry(data, exp_id)
+        if tripped is not None and e["status"] != "running":
+            raise NotRunning(exp_id)
         if status == "running" and e["status"] != "running":
             e["since"] = now  # a ramp starts again on resume
         e["status"] = status
@@ -287,5 +295,6 @@ class PlacementCache:
         self._views.pop(name, None)
 
 
-__all__ = ["PlacementCache", "View", "change", "check_join", "create", "describe", "join",
-           "leave", "rollout_state", "set_status", "set_traffic", "shares_now", "update"]
+__all__ = ["NotRunning", "PlacementCache", "View", "change", "check_join", "create",
+           "describe", "join", "leave", "rollout_state", "set_status", "set_traffic",
+           "shares_now", "update"]

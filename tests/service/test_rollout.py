@@ -17,12 +17,13 @@ USERS = [f"user-{i}" for i in range(5000)]
 
 @pytest.fixture(scope="module")
 def rollout_api(service_env):
-    """The app with its guardrails checked after every placement search."""
+    """The app at the default guardrail interval (5 s): a failing experiment must trip on
+    the search that reaches its threshold, not at the next periodic check."""
     from demo.stack import ThreadedServer
     from service.app import create_app
     from service.config import load_config
 
-    config = load_config(env=service_env, overrides={"guardrail_interval_s": 0.0})
+    config = load_config(env=service_env)
     server = ThreadedServer(create_app(config))
     yield server
     server.close()
@@ -191,8 +192,8 @@ def test_every_ranker_down_serves_control_and_the_guardrail_pauses(rc, ranker_se
     assert tripped["rule"] == "failures" and "max_failure_rate" in tripped["reason"]
     assert state["rollout"]["share"] == 0.0
     audit = rc.request("GET", f"/experiments/{exp}/audit", admin=True)[1]["audit"]
-    assert any(a["action"] == "guardrail_tripped" and a["rule"] == "failures"
-               for a in audit)
+    trips = [a for a in audit if a["action"] == "guardrail_tripped"]
+    assert len(trips) == 1 and trips[0]["rule"] == "failures"
     report = rc.request("GET", f"/experiments/{exp}/report", admin=True)[1]
     assert report["rollout"]["guardrail"]["reason"] == tripped["reason"]
     status, text = rc.request("GET", "/metrics", admin=True)
