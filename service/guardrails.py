@@ -11,8 +11,9 @@ it (a duel's rankers are called concurrently: each is given the slower of the tw
 only errs towards caution).
 
 :func:`check` runs at most every ``guardrail_interval_s`` per API process and placement
-(after a search of the placement, :mod:`service.placement_search`), and may be called by
-anything else that holds a store (a worker's sweep): for each running experiment it reads
+(after a search of the placement, :mod:`service.placement_search`), at once for an
+experiment that could not serve a search, and for every placement at each sweep of the
+workers (:func:`check_all`): for each running experiment it reads
 the counters, :func:`rollout.guardrails.evaluate`, and on a trip pauses the experiment
 (its lifecycle, audit entry ``guardrail_tripped``, its share to control at once, the
 reason kept on the placement for the experiment's state, its report, ``/ui/`` and the
@@ -107,6 +108,22 @@ def check(store: Store, name: str, experiments: Iterable[str]) -> list[tuple[str
     return out
 
 
+def check_all(store: Store) -> int:
+    """Check every placement's running experiments (the worker's sweep calls it, so a
+    placement is checked even when no API process serves it); returns the trips. One
+    unreadable placement does not stop the others."""
+    tripped = 0
+    for name in store.placement_names():
+        try:
+            data = store.placement(name)
+            running = [e["experiment"] for e in (data or {}).get("experiments", [])
+                       if e["status"] == "running"]
+            tripped += len(check(store, name, running)) if running else 0
+        except Exception:
+            log.exception("guardrails of placement %s not checked", name)
+    return tripped
+
+
 def trip(store: Store, name: str, exp_id: str, t: Trip) -> bool:
     """Pause ``exp_id`` for the guardrail ``t``: its share to control first (at once),
     then its lifecycle, the audit entry and the reason. False (nothing done) when it was
@@ -129,4 +146,4 @@ def trip(store: Store, name: str, exp_id: str, t: Trip) -> bool:
     return True
 
 
-__all__ = ["Call", "check", "fields", "ranker_counters", "tally", "trip"]
+__all__ = ["Call", "check", "check_all", "fields", "ranker_counters", "tally", "trip"]

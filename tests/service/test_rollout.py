@@ -296,3 +296,21 @@ def test_a_control_ranker_down_is_a_502_that_names_it(rc, ranker_server):
     assert status == 502
     assert f"control ranker 'prod2' of placement '{name}'" in body["error"]
     assert "rankduel itself is up" in body["error"]
+
+
+def test_the_workers_sweep_checks_placements_nobody_searches(rc, ranker_server, rd, worker):
+    """Counts past a threshold and no search: the worker's sweep pauses the experiment."""
+    import time
+
+    from service.store.keys import counters_key
+
+    name = f"sweep-{secrets.token_hex(3)}"
+    placement(rc, ranker_server, name)
+    exp = experiment(rc, ranker_server, "swept", name, 0.5, "mid", "alt")
+    rd.hset(counters_key(exp), mapping={"g:swept-0:calls": 300, "g:swept-0:failures": 300})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and rc.experiment(exp)["lifecycle"] != "paused":
+        time.sleep(0.2)
+    state = rc.experiment(exp)
+    assert state["lifecycle"] == "paused"
+    assert state["rollout"]["guardrail"]["ranker"] == "swept-0"
