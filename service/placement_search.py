@@ -64,8 +64,8 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
         except redis.RedisError:
             raise  # rankduel itself is down: 503
         except Exception as exc:  # the experiment cannot serve: the control's list
-            log.info("placement %s: experiment %s fell back to control: %s", name, exp_id,
-                     exc)
+            log.debug("placement %s: experiment %s fell back to control: %s", name,
+                      exp_id, exc)
             if calls:
                 rt.store.count_guard(exp_id, guardrails.fields(calls, GUARD_PREFIX))
                 # a failing experiment is checked at once: it trips on the search that
