@@ -31,7 +31,7 @@ from rollout.hashing import BUCKETS
 from rollout.placements import Placement
 from rollout.ramps import next_change, parse_traffic, share_at
 from service.errors import Conflict, NotFound, Unprocessable
-from service.store import Store, audit_entry
+from service.store import Contention, Store, audit_entry
 from service.store.keys import placement_key
 from service.store.records import Ranker
 from service.transaction import transact
@@ -278,8 +278,10 @@ class PlacementCache:
             return view
         data = _load(self.store, name)
         if data["next_change"] is not None and data["next_change"] <= time.time():
-            data = change(self.store, name, lambda d, t: None, actor="ramp",
-                          action="traffic_step")
+            # others changing it all the time: serve what was read, step on the next read
+            with contextlib.suppress(Contention):
+                data = change(self.store, name, lambda d, t: None, actor="ramp",
+                              action="traffic_step")
         d = data["def"]
         view = View(name=name, salt=d["salt"], control=Ranker.from_json(d["control"]),
                     ranges=data["ranges"] or {}, next_change=data["next_change"],
