@@ -6,7 +6,8 @@ gunicorn), three kinds of search, each an open loop at ``--rate`` searches/s for
 ``--seconds``, the order rotated every round (``--rounds``) so all three see the same
 machine:
 
-* ``experiment``: ``/search?experiment=ID`` (today's path);
+* ``experiment``: ``/search?experiment=ID&user=…`` (today's path; the same users, whose
+  ids seed the interleaving as on a placement);
 * ``placement_exp``: ``/search?placement=P1&user=…``, P1 holding one experiment at a
   share of 1 (every search in the experiment: assignment, then today's path);
 * ``placement_ctl``: ``/search?placement=P2&user=…``, P2 with no experiment (every search
@@ -98,8 +99,8 @@ def main() -> int:
             **extra)["id"] for n, extra in enumerate(({}, {"placement": "p1", "traffic": 1.0}))]
         queries = [world.query_text(q) for q in range(world.n_queries)]
         paths = {
-            "experiment": [f"/search?{urlencode({'experiment': exps[0], 'q': q, 'k': 10})}"
-                           for q in queries],
+            "experiment": [f"/search?{urlencode({'experiment': exps[0], 'q': q, 'k': 10, 'user': f'u{i}'})}"  # noqa: E501
+                           for i, q in enumerate(queries)],
             "placement_exp": [f"/search?{urlencode({'placement': 'p1', 'q': q, 'k': 10, 'user': f'u{i}'})}"  # noqa: E501
                               for i, q in enumerate(queries)],
             "placement_ctl": [f"/search?{urlencode({'placement': 'p2', 'q': q, 'k': 10, 'user': f'u{i}'})}"  # noqa: E501
