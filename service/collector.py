@@ -45,6 +45,8 @@ ranker names; all label values are bounded by what operators registered):
 ``rankduel_queue_length``                       tasks waiting in the Celery queue
 ``rankduel_queue_unacked_tasks``                tasks delivered to workers, not yet acked
 ``rankduel_state_scrape_errors``                experiments that could not be read
+``rankduel_guardrail_tripped``                  1 while a guardrail keeps it paused
+``rankduel_placement_share``                    its share of the placement's searches now
 =============================================== ========================================
 
 Regret follows the papers' definition (Li et al. 2020, §5.4, eq. 1): an impression comparing
@@ -176,7 +178,17 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "gauge", "Tasks delivered to workers and not yet acknowledged.", ()),
     "rankduel_state_scrape_errors": (
         "gauge", "Experiments whose state could not be read during this scrape.", ()),
+    # placements, read by service.rollout_collector
+    "rankduel_guardrail_tripped": (
+        "gauge", "1 while a guardrail keeps the experiment paused (docs/operations/rollout.md).",
+        ("placement", "experiment", "rule")),
+    "rankduel_placement_share": (
+        "gauge", "An experiment's share of its placement's searches now (experiment "
+        "\"control\": the control ranker's).", ("placement", "experiment")),
 }
+
+#: the families service.rollout_collector exports (declared here with the others)
+PLACEMENT_FAMILIES = ("rankduel_guardrail_tripped", "rankduel_placement_share")
 
 
 def exported_names() -> set[str]:
@@ -272,7 +284,7 @@ class StateCollector:
         self.pairwise_max = pairwise_max
 
     def describe(self) -> list[Metric]:
-        return [_family(name) for name in FAMILIES]
+        return [_family(name) for name in FAMILIES if name not in PLACEMENT_FAMILIES]
 
     def collect(self) -> Iterator[Metric]:
         """prometheus-client's collector interface."""
@@ -288,7 +300,7 @@ class StateCollector:
         return "".join(out).encode()
 
     def _families(self) -> dict[str, Family]:
-        fams = {name: Family(name) for name in FAMILIES}
+        fams = {name: Family(name) for name in FAMILIES if name not in PLACEMENT_FAMILIES}
         errors = 0
         for exp_id, read in self.store.scrape(self.store.list_ids()):
             try:

@@ -121,7 +121,9 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     now = time.time()
     meta = {"id": exp_id, "name": body.name, "algorithm": algorithm, "params": params,
             "interleaving": body.interleaving, "seed": seed, "created_at": now,
-            "dwell_unsatisfied_s": body.dwell_unsatisfied_s}
+            "dwell_unsatisfied_s": body.dwell_unsatisfied_s, "placement": body.placement,
+            "guardrails": body.guardrails.model_dump(exclude_none=True)
+            if body.guardrails is not None else None}
     table = [replace(r, arm=a, status="active", added_at=now, retired_at=None)
              for a, r in enumerate(rankers)]
     store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,

@@ -33,12 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from service import metrics
+from service import guardrails, metrics
 from service.errors import BadGateway
 from service.rankers import degraded
 from service.rankers.health import RankerHealth, SearchTiming
 from service.runtime import Runtime
 from service.store.keys import new_impression_id
+from service.store.placements import GUARD_PREFIX
 from service.tokens import issue_token
 
 
@@ -71,9 +72,12 @@ def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
 
 
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
-           timing: SearchTiming | None = None) -> dict[str, Any]:
+           timing: SearchTiming | None = None,
+           calls: list[guardrails.Call] | None = None) -> dict[str, Any]:
     """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
-    receives the time spent waiting for rankers."""
+    receives the time spent waiting for rankers; ``calls`` (a search of a placement)
+    receives each ranker call, and their guardrail counts are saved with the impression
+    (:mod:`service.guardrails`)."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     choice = rt.controller.choose(exp_id)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
@@ -81,8 +85,14 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     health = RankerHealth(rt, exp_id, choice, timing)
     called = [(arm, r) for arm, r in zip(choice.arms, choice.rankers, strict=True)
               if health.may_call(arm)]
+    waited = health.timing.rankers_s
     ok, failed = health.fetch(called, q, k, user=user,
                               probes=health.unchosen_probes(set(choice.arms)))
+    if calls is not None:  # a chosen ranker skipped (quarantined) failed, for the user
+        skipped = [choice.by_arm[a].name for a in choice.arms
+                   if a not in {arm for arm, _ in called}]
+        guardrails.tally(calls, ok, [*(choice.by_arm[a].name for a, _ in failed), *skipped],
+                         health.timing.rankers_s - waited)
     ok, failed = degraded.screen(health, ok, failed)  # no results is never a loss
     if not ok:  # serve the champion, or another healthy ranker, without a duel
         ok, _ = health.fetch(health.substitutes(exclude={a for a, _ in called}), q, k,
@@ -122,6 +132,8 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     counters = {"impressions": 1, kind: 1}
     if fallback:  # also a multileaved comparison that lost some of its rankers
         counters["fallback"] = 1
+    if calls:
+        counters.update(guardrails.fields(calls, GUARD_PREFIX))
     rt.store.save_impression(
         imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,

@@ -64,3 +64,6 @@ class Report(BaseModel):
     regret: Regret
     timeline: list[dict[str, Any]]
     generated_at: float
+    rollout: dict[str, Any] | None = Field(
+        None, description="its placement, share and guardrail state, with the reason a "
+                          "guardrail paused it (null: no placement)")
