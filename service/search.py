@@ -33,6 +33,7 @@ from service import metrics
 from service.errors import BadGateway
 from service.rankers.health import RankerHealth, SearchTiming
 from service.runtime import Runtime
+from service.segments import labels as segment_labels
 from service.store.keys import new_impression_id
 from service.tokens import issue_token
 
@@ -66,9 +67,12 @@ def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
 
 
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
-           timing: SearchTiming | None = None) -> dict[str, Any]:
+           timing: SearchTiming | None = None,
+           segments: dict[str, str] | None = None) -> dict[str, Any]:
     """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
-    receives the time spent waiting for rankers."""
+    receives the time spent waiting for rankers; ``segments`` (dimension -> value) are
+    the search's segment values, stored with the impression as labels
+    (:mod:`service.segments`)."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     choice = rt.controller.choose(exp_id)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
@@ -120,6 +124,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,
         inactivity_s=rt.config.inactivity_s, counters=counters,
         urls=[_url(by_id[doc]) for doc in shown],
+        segments=segment_labels(choice.snapshot.meta.get("segments"), segments),
     )
     metrics.IMPRESSIONS.labels(exp_id, kind).inc()
     results = []

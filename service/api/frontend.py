@@ -83,7 +83,7 @@ def search():
                                               args.impression_id, args.token,
                                               args.user or None, timing))
     return json_response(searching.search(rt, args.experiment, args.q, args.k,
-                                            args.user or None, timing))
+                                            args.user or None, timing, args.segments))
 
 
 @bp.after_request

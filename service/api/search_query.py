@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from service.api.schemas import MAX_NAME_CHARS, MAX_QUERY_CHARS, search_query
 from service.api.validation import parse
 from service.id_limits import MAX_ID_CHARS
+from service.segments import PARAM_PREFIX, from_params
 
 _FAST_PARAMS = frozenset(("experiment", "q", "k", "user"))
 
@@ -30,6 +31,8 @@ class SearchArgs(NamedTuple):
     page: int = 1
     impression_id: str | None = None
     token: str | None = None
+    #: ``segment.<dimension>=<value>`` parameters (:mod:`service.segments`); None: none
+    segments: dict[str, str] | None = None
 
 
 def parse_search_query(args: Any, default_k: int, max_k: int) -> SearchArgs:
@@ -37,23 +40,31 @@ def parse_search_query(args: Any, default_k: int, max_k: int) -> SearchArgs:
     ``MultiDict``: the first value of each name counts, as in the schema's path).
 
     >>> from werkzeug.datastructures import MultiDict
-    >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "k": "5"}), 10, 100)
-    SearchArgs(experiment='e1', q='cats', k=5, user=None, page=1, impression_id=None, token=None)
+    >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "k": "5"}), 10, 100)[:6]
+    ('e1', 'cats', 5, None, 1, None)
+    >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats",
+    ...                               "segment.device": "mobile"}), 10, 100).segments
+    {'device': 'mobile'}
     >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "page": "2",
     ...                               "impression_id": "i", "token": "t"}), 10, 100)[4:]
-    (2, 'i', 't')
+    (2, 'i', 't', None)
     """
     exp, q, k_raw, user = (args.get("experiment"), args.get("q"), args.get("k"),
                            args.get("user"))
+    segments = None
+    fast = _FAST_PARAMS.issuperset(args.keys())
+    if not fast:  # segment.* parameters are the schema's extras: taken apart here
+        segments = from_params(args.to_dict()) or None
+        fast = segments is not None and _FAST_PARAMS.issuperset(
+            k for k in args if not k.startswith(PARAM_PREFIX))
     if (exp and q and len(exp) <= MAX_ID_CHARS and len(q) <= MAX_QUERY_CHARS
-            and (user is None or len(user) <= MAX_NAME_CHARS)
-            and _FAST_PARAMS.issuperset(args.keys())):
+            and (user is None or len(user) <= MAX_NAME_CHARS) and fast):
         if k_raw is None:
-            return SearchArgs(exp, q, default_k, user)
+            return SearchArgs(exp, q, default_k, user, segments=segments)
         if k_raw.isascii() and k_raw.isdigit() and len(k_raw) <= 18:
             k = int(k_raw)
             if 1 <= k <= max_k:
-                return SearchArgs(exp, q, k, user)
+                return SearchArgs(exp, q, k, user, segments=segments)
     parsed = parse(search_query(default_k, max_k), args.to_dict(), query=True)
     return SearchArgs(parsed.experiment, parsed.q, parsed.k, parsed.user, parsed.page,
-                      parsed.impression_id, parsed.token)
+                      parsed.impression_id, parsed.token, segments)

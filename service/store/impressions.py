@@ -50,10 +50,14 @@ class ImpressionStore(DrainStore):
         inactivity_s: float,
         counters: dict[str, int],
         urls: list[str | None] | None = None,
+        segments: list[str] | None = None,
     ) -> None:
         """Store an impression (with TTL), count it and its rankers' exposure, and
         schedule its credit for when it goes idle: one script, so a client that retries
         it after a lost reply (a shard restarting) stores and counts it once.
+
+        ``segments``: the search's segment labels (:mod:`service.segments`), kept as
+        the impression's ``seg`` field, which the credit script reads.
 
         Raises :class:`ExperimentMissing` (and writes nothing) when the experiment is gone:
         a search that was waiting for its rankers while the experiment was deleted must
@@ -73,6 +77,8 @@ class ImpressionStore(DrainStore):
         }
         if urls and any(urls):  # the result URLs, for the click redirect /r
             fields["urls"] = json.dumps(urls)
+        if segments:
+            fields["seg"] = ",".join(segments)
         out = self._save_script(
             keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
                   shown_key(exp_id), exp_key(exp_id)],

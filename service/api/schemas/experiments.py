@@ -210,6 +210,12 @@ class Experiment(_ExperimentHead):
     preferences: Preferences
     dwell_unsatisfied_s: float | None = Field(
         description="clicks with a shorter dwell do not count (null: every click counts)")
+    segments: dict[str, list[str]] | None = Field(
+        None, description="the declared segment values per dimension, `other` last (null: "
+                          "no segments)")
+    segment_W: dict[str, dict[str, Matrix]] | None = Field(
+        None, description="W per dimension and value (each dimension's matrices sum to the "
+                          "total W but for judged outcomes); null: no segments")
 
 
 class LifecycleChanged(Out):

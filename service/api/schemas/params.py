@@ -33,6 +33,28 @@ from service.api.schemas.experiments import (
 from service.api.schemas.frontend import (
     _no_default,
 )
+from service.segments import (
+    DIMENSION_PATTERN,
+    MAX_DIMENSIONS,
+    MAX_VALUES,
+    VALUE_PATTERN,
+)
+from service.segments import problems as segment_problems
+
+
+def _check_segments(declared: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
+    """What the field's JSON Schema cannot say: no value twice, ``other`` reserved."""
+    found = segment_problems(declared or {})
+    if found:
+        raise PydanticCustomError("rd_segments", "{problems}", {"problems": "; ".join(found)})
+    return declared
+
+
+Segments = Annotated[
+    dict[Annotated[str, Field(pattern=DIMENSION_PATTERN)],
+         Annotated[list[Annotated[str, Field(pattern=VALUE_PATTERN)]],
+                   Field(min_length=1, max_length=MAX_VALUES)]],
+    Field(min_length=1, max_length=MAX_DIMENSIONS), AfterValidator(_check_segments)]
 
 
 # algorithm params
@@ -137,6 +159,12 @@ class _NewExperiment(Closed):
         None, description="off by default: a click whose user came back to the results "
                           "within this many seconds (the dwell rankduel.js reports) is "
                           "an unsatisfied click and does not count")
+    segments: Segments | None = Field(
+        None, description=f"optional: up to {MAX_DIMENSIONS} dimensions of up to "
+        f"{MAX_VALUES} values each, e.g. {{\"device\": [\"mobile\", \"desktop\"]}}; a "
+        "search names its values with segment.<dimension>=<value> (an undeclared or absent "
+        "value counts as `other`, which is reserved) and W is kept per value beside the "
+        "total (docs/segments-and-export.md)")
 
     def params_dict(self) -> dict[str, Any]:
         """The parameters as given (absent ones take the policy's defaults)."""
