@@ -53,7 +53,7 @@ def problems(declared: Mapping[str, Iterable[str]]) -> list[str]:
         out.append(f"segments: at most {MAX_DIMENSIONS} dimensions (got {len(declared)})")
     for dim, values in declared.items():
         values = list(values)
-        if not _DIMENSION.match(dim):
+        if not _DIMENSION.fullmatch(dim):
             out.append(f"segments: dimension {dim!r} must match {DIMENSION_PATTERN} "
                        "(lower-case letters, digits, _)")
         if not 1 <= len(values) <= MAX_VALUES:
@@ -61,7 +61,7 @@ def problems(declared: Mapping[str, Iterable[str]]) -> list[str]:
                        f"{len(values)})")
         seen: set[str] = set()
         for v in values:
-            if not isinstance(v, str) or not _VALUE.match(v):
+            if not isinstance(v, str) or not _VALUE.fullmatch(v):
                 out.append(f"segments.{dim}: value {v!r} must match {VALUE_PATTERN}")
             elif v in seen:
                 out.append(f"segments.{dim}: {v!r} is declared twice")

@@ -37,6 +37,7 @@ from service.segments import (
     DIMENSION_PATTERN,
     MAX_DIMENSIONS,
     MAX_VALUES,
+    OTHER,
     VALUE_PATTERN,
 )
 from service.segments import problems as segment_problems
@@ -50,11 +51,24 @@ def _check_segments(declared: dict[str, list[str]] | None) -> dict[str, list[str
     return declared
 
 
+def _segment_values_schema(schema: dict[str, Any]) -> None:
+    """Each value once, ``other`` never (it is the values' catch-all)."""
+    schema["uniqueItems"] = True
+    schema["items"]["not"] = {"const": OTHER}
+
+
+def _closed_segments(schema: dict[str, Any]) -> None:
+    """Only dimensions whose names match the pattern."""
+    schema["additionalProperties"] = False
+
+
 Segments = Annotated[
     dict[Annotated[str, Field(pattern=DIMENSION_PATTERN)],
          Annotated[list[Annotated[str, Field(pattern=VALUE_PATTERN)]],
-                   Field(min_length=1, max_length=MAX_VALUES)]],
-    Field(min_length=1, max_length=MAX_DIMENSIONS), AfterValidator(_check_segments)]
+                   Field(min_length=1, max_length=MAX_VALUES,
+                         json_schema_extra=_segment_values_schema)]],
+    Field(min_length=1, max_length=MAX_DIMENSIONS, json_schema_extra=_closed_segments),
+    AfterValidator(_check_segments)]
 
 
 # algorithm params
