@@ -46,6 +46,7 @@ ENV: dict[str, str] = {
     "credit_retry_s": "RANKDUEL_CREDIT_RETRY_S",
     "drain_lease_s": "RANKDUEL_DRAIN_LEASE_S",
     "ranker_timeout_ms": "RANKDUEL_RANKER_TIMEOUT_MS",
+    "events_maxlen": "RANKDUEL_EVENTS_MAXLEN",
     "state_max_age_ms": "RANKDUEL_STATE_MAX_AGE_MS",
     "default_k": "RANKDUEL_DEFAULT_K",
     "max_k": "RANKDUEL_MAX_K",
@@ -119,6 +120,9 @@ class Config:
         sweep_interval_s`` after any fault.
     ranker_timeout_ms
         Default per-ranker timeout when an experiment's ranker gives none.
+    events_maxlen
+        Each experiment's event log keeps about this many newest events (0, the default:
+        all of them, for the experiment's life; docs/segments-and-export.md).
     state_max_age_ms
         An API process re-reads the bandit state at most this often (delayed feedback).
     default_k, max_k
@@ -213,6 +217,7 @@ class Config:
     credit_retry_s: float = 60.0
     drain_lease_s: float = 3.0
     ranker_timeout_ms: int = 300
+    events_maxlen: int = 0
     state_max_age_ms: float = 100.0
     default_k: int = 10
     max_k: int = 100

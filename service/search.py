@@ -54,6 +54,15 @@ def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...]
     return np.random.default_rng(seed)
 
 
+def user_hash(secret: bytes, exp_id: str, user: str | None) -> str | None:
+    """What the event log keeps of the user: a keyed hash (the service's secret, the
+    experiment), stable within the experiment, never the user id."""
+    if not user:
+        return None
+    return hashlib.blake2b(f"{exp_id}:{user}".encode(), key=secret[:64],
+                           digest_size=12).hexdigest()
+
+
 def query_digest(q: str) -> str:
     """A short digest of the query, kept in a duel's record so that a next page can
     check it is for page 1's query (the query itself is not stored)."""
@@ -125,6 +134,8 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         inactivity_s=rt.config.inactivity_s, counters=counters,
         urls=[_url(by_id[doc]) for doc in shown],
         segments=segment_labels(choice.snapshot.meta.get("segments"), segments),
+        user_hash=user_hash(rt.secret, exp_id, user),
+        rankers=[choice.by_arm[a].name for a in arms], events_maxlen=rt.config.events_maxlen,
     )
     metrics.IMPRESSIONS.labels(exp_id, kind).inc()
     results = []

@@ -1,6 +1,8 @@
 -- The credit script: step 6 of the protocol (service.credit). Runs after guard.lua.
 -- include: guard
--- KEYS: exp, W, counters, pending, ties, segments, then per impression: imp, clicks
+-- KEYS: exp, W, counters, pending, ties, segments, events, then per impression: imp, clicks
+--   (each impression credited is appended to the events stream: an outcome event with its
+--   mark and segment labels)
 --   (an impression's outcomes are added to W and, per label of its 'seg' field, to the
 --   segments hash: service.segments, service.store.keys)
 -- ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
@@ -35,8 +37,8 @@ local period = tonumber(sp) or 0
 local kl = sk == 'kl'
 local counts, codes = {}, {}
 local updates, applied, held = 0, 0, ''
-for k = 0, (#KEYS - 6) / 2 - 1 do
-  local imp, clicks = KEYS[7 + 2 * k], KEYS[8 + 2 * k]
+for k = 0, (#KEYS - 7) / 2 - 1 do
+  local imp, clicks = KEYS[8 + 2 * k], KEYS[9 + 2 * k]
   local id, mark, spec = ARGV[3 + 3 * k], ARGV[4 + 3 * k], ARGV[5 + 3 * k]
   local nreports, counted, outcomes = string.match(spec, '^(%d+)|([^|]*)|(.*)$')
   local code
@@ -72,12 +74,13 @@ for k = 0, (#KEYS - 6) / 2 - 1 do
       redis.call('SETRANGE', W, w[3], struct.pack('<d', w[4]))
       if w[5] then redis.call('HINCRBY', KEYS[5], w[5], 1) end
     end
+    local seg = redis.call('HGET', imp, 'seg')
     if no > 0 then
       updates = updates + 1
-      local seg = redis.call('HGET', imp, 'seg')
       if seg then add_segments(KEYS[6], seg, writes) end
     end
     redis.call('HSET', imp, 'closed', '1', 'credited', mark)
+    redis.call('XADD', KEYS[7], '*', 'type', 'outcome', 'id', id, 'mark', mark, 'seg', seg or '')
     for name in string.gmatch(counted, '[^,]+') do counts[name] = (counts[name] or 0) + 1 end
     applied = applied + 1
     code = 'ok'

@@ -18,6 +18,7 @@ from service.store.base import StoreBase
 from service.store.keys import (
     clicks_key,
     counters_key,
+    events_key,
     exp_key,
     imp_key,
     pending_key,
@@ -155,7 +156,7 @@ class CreditStore(StoreBase):
         if not entries:
             return Committed("ok", dict(gone))
         keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id),
-                ties_key(exp_id), segments_key(exp_id)]
+                ties_key(exp_id), segments_key(exp_id), events_key(exp_id)]
         args: list[Any] = [sv, guard]
         for e in entries:
             keys += [imp_key(exp_id, e.imp_id), clicks_key(exp_id, e.imp_id)]
@@ -198,7 +199,8 @@ class CreditStore(StoreBase):
         and ties; the impressions leave the pending set and the hold is cleared. Without
         ``state_written`` (the policy's state not written in this transaction) the
         snapshot's ``version`` moves by one here. ``segments`` (id -> its labels) adds
-        each impression's outcomes to the per-segment counts as the credit script does."""
+        each impression's outcomes to the per-segment counts as the credit script does;
+        each impression's outcome event goes to the event log, as the script's."""
         if not state_written:
             pipe.hincrby(exp_key(exp_id), "version", 1)
         counts: dict[str, int] = {}
@@ -207,7 +209,10 @@ class CreditStore(StoreBase):
             res = results[i]
             if res["status"] in ("missing", "already"):
                 continue
-            pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": json.dumps(res)})
+            mark = json.dumps(res)
+            pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": mark})
+            pipe.xadd(events_key(exp_id), {"type": "outcome", "id": i, "mark": mark,
+                                           "seg": ",".join((segments or {}).get(i, ()))})
             for name in counted.get(i, []):
                 counts[name] = counts.get(name, 0) + 1
             for pair in (tie_field(a, b) for a, b, s in res.get("outcomes", ())

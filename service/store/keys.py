@@ -24,6 +24,9 @@ are part of the key), ``<i>`` an impression id::
                                   writes: w:<dim>=<value>:<i>:<j> -> W_ij of the impressions
                                   of that value, t:<dim>=<value>:<i>:<j> (i < j) -> their
                                   ties, n:<dim>=<value> -> their comparisons
+    rd:{e}:events           STREAM the event log: every impression saved, click report
+                                  recorded and impression credited, appended by the
+                                  script or transaction that writes it (service.store.events)
     rd:{e}:t                STR   selection counter t, INCR'd by every /search
     rd:{e}:counters         HASH  impressions, duels, decisive, ties, no_clicks, ...
     rd:{e}:audit            LIST  operator actions, eliminations, stage changes, ranker
@@ -135,6 +138,11 @@ def segments_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:segments"
 
 
+def events_key(exp_id: str) -> str:
+    """The event log of experiment ``exp_id`` (:mod:`service.store.events`)."""
+    return f"{_tag(exp_id)}:events"
+
+
 def t_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:t"
 
@@ -204,7 +212,8 @@ def experiment_keys(exp_id: str) -> list[str]:
     """
     return [exp_key(exp_id), w_key(exp_id), t_key(exp_id), counters_key(exp_id),
             shown_key(exp_id), health_key(exp_id), pending_key(exp_id), drains_key(exp_id),
-            audit_key(exp_id), history_key(exp_id), ties_key(exp_id), segments_key(exp_id)]
+            audit_key(exp_id), history_key(exp_id), ties_key(exp_id), segments_key(exp_id),
+            events_key(exp_id)]
 
 
 def rate_key(client: str, window: int) -> str:

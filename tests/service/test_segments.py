@@ -11,13 +11,14 @@ W equals the sum of the outcomes recorded in the credited marks of its impressio
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
 
 from demo.client import ApiResponseError
 from service.store.keys import experiment_of as exp_of
-from service.store.keys import imp_key
+from service.store.keys import imp_key, pending_key
 from tests.service.test_workers_credit import (
     all_credited,
     expected_decisive,
@@ -35,17 +36,35 @@ def ikey(imp_id: str) -> str:
     return imp_key(exp_of(imp_id), imp_id)
 
 
-def drive(client, exp_id, n, rng):
-    ids = []
+def drive(client, exp_id, n, rng, *, rd=None):
+    """``n`` searches with random clicks, then every impression ended. With ``rd``: the
+    first is ended and credited alone, then the rest, and this returns once a drain has
+    claimed a batch of them (due times pushed past now) and credited none: a worker
+    killed then is killed mid-batch."""
+    pages = []
     for s in range(n):
         page = client.search(exp_id, "some query", k=6, segments=SENT[s % len(SENT)])
-        ids.append(page["impression_id"])
+        pages.append(page)
         res = page["results"]
         picks = [p for p in range(len(res)) if rng.random() < 0.3]
         if picks:
             client.click(page, [(res[p]["id"], p + 1) for p in picks])
+    if rd is not None:
+        client.end(pages[0])
+        wait_for(lambda: client.experiment(exp_id)["counters"].get("credited", 0) >= 1,
+                 what="the first impression credited")
+        pages_left = pages[1:]
+    else:
+        pages_left = pages
+    for page in pages_left:
         client.end(page)
-    return ids
+    if rd is not None:
+        def claimed():
+            now = time.time()
+            due = rd.zrange(pending_key(exp_id), 0, -1, withscores=True)
+            return any(score > now for _, score in due)
+        wait_for(claimed, what="the backlog claimed")
+    return [page["impression_id"] for page in pages]
 
 
 def expected_by_label(rd, ids, k):
@@ -121,9 +140,7 @@ def test_segment_w_sums_hold_through_a_killed_worker_and_replays(client, ranker_
     exp = client.create_experiment(name="seg-crash", rankers=rankers_for(
         ranker_server, "good", "bad", "mid", "alt"), algorithm="uniform",
         interleaving="team_draft", seed=4, segments=SEGMENTS)
-    ids = drive(client, exp["id"], 40, np.random.default_rng(9))
-    wait_for(lambda: client.experiment(exp["id"])["counters"].get("credited", 0) >= 1,
-             what="the first batch credited before the kill")
+    ids = drive(client, exp["id"], 40, np.random.default_rng(9), rd=rd)
     worker.kill9()
     assert client.experiment(exp["id"])["counters"].get("credited", 0) < 40
     worker.restart(delay_ms=0)

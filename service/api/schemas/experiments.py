@@ -107,6 +107,18 @@ class AuditQuery(BaseModel):
 
 
 
+class EventsQuery(BaseModel):
+    """``GET /experiments/ID/events``: a page of the event log."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    after: Annotated[str, Field(pattern=r"^(0|[0-9]{1,20}-[0-9]{1,20})$")] = Field(
+        "0", description="the cursor: 0 (the start), or the X-Next-Cursor of the previous "
+                         "page")
+    limit: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_query_int)] = Field(
+        1000, description="at most this many events")
+
+
 Lifecycle = Literal["running", "paused", "stopped"]
 RankerStatus = Literal["active", "eliminated", "retired"]
 
