@@ -121,12 +121,17 @@ class Client:
         return {"Authorization": f"Bearer {self.frontend_token}"} if self.frontend_token else {}
 
     def search(self, experiment: str, q: str, k: int | None = None,
-               user: str | None = None) -> dict[str, Any]:
+               user: str | None = None,
+               segments: dict[str, str] | None = None) -> dict[str, Any]:
+        """``GET /search``; ``segments`` (dimension -> value) are sent as
+        ``segment.<dimension>=<value>``."""
         params = {"experiment": experiment, "q": q}
         if k is not None:
             params["k"] = k
         if user is not None:
             params["user"] = user
+        for dim, value in (segments or {}).items():
+            params[f"segment.{dim}"] = value
         return self._ok("GET", "/search?" + urlencode(params), headers=self._front())
 
     def click(self, impression: dict[str, Any], docs: list[tuple[Any, int]]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ ENV: dict[str, str] = {
     "credit_retry_s": "RANKDUEL_CREDIT_RETRY_S",
     "drain_lease_s": "RANKDUEL_DRAIN_LEASE_S",
     "ranker_timeout_ms": "RANKDUEL_RANKER_TIMEOUT_MS",
+    "events_maxlen": "RANKDUEL_EVENTS_MAXLEN",
     "state_max_age_ms": "RANKDUEL_STATE_MAX_AGE_MS",
     "guardrail_interval_s": "RANKDUEL_GUARDRAIL_INTERVAL_S",
     "default_k": "RANKDUEL_DEFAULT_K",
@@ -120,6 +121,9 @@ class Config:
         sweep_interval_s`` after any fault.
     ranker_timeout_ms
         Default per-ranker timeout when an experiment's ranker gives none.
+    events_maxlen
+        Each experiment's event log keeps about this many newest events (0, the default:
+        all of them, for the experiment's life; docs/segments-and-export.md).
     state_max_age_ms
         An API process re-reads the bandit state at most this often (delayed feedback),
         and a placement's shares too.
@@ -220,6 +224,7 @@ class Config:
     credit_retry_s: float = 60.0
     drain_lease_s: float = 3.0
     ranker_timeout_ms: int = 300
+    events_maxlen: int = 0
     state_max_age_ms: float = 100.0
     guardrail_interval_s: float = 5.0
     default_k: int = 10

@@ -26,6 +26,7 @@ from service.rankers.allow_list import RankerPolicy
 from service.rankers.client import RankerClient
 from service.rankers.parsing import validate_url
 from service.rankers.probe import probe_all
+from service.segment_counts import segment_state
 from service.store import Contention, Store, audit_entry
 from service.store.records import Ranker
 from service.store.snapshot import ExperimentMissing, Snapshot
@@ -124,6 +125,9 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
             "dwell_unsatisfied_s": body.dwell_unsatisfied_s, "placement": body.placement,
             "guardrails": body.guardrails.model_dump(exclude_none=True)
             if body.guardrails is not None else None}
+    if body.segments:
+        meta["segments"] = body.segments
+
     table = [replace(r, arm=a, status="active", added_at=now, retired_at=None)
              for a, r in enumerate(rankers)]
     store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
@@ -363,6 +367,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         "seed": snap.meta["seed"],
         "created_at": snap.meta["created_at"],
         "dwell_unsatisfied_s": snap.meta.get("dwell_unsatisfied_s"),
+        **segment_state(store, snap, bandit.K),
         "version": snap.version,
         "selections": snap.selections,
         "counters": snap.counters,

@@ -51,15 +51,16 @@ def cache(rt: Runtime) -> PlacementCache:
 
 
 def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
-           timing: SearchTiming) -> dict[str, Any]:
-    """Serve one search of placement ``name`` (module docstring)."""
+           timing: SearchTiming, segments: dict[str, str] | None = None) -> dict[str, Any]:
+    """Serve one search of placement ``name`` (module docstring); ``segments`` go with
+    an experiment's search (:mod:`service.segments`)."""
     view = cache(rt).get(name)
     exp_id = assign(view.ranges, view.salt, user, _RNG) if view.ranges else None
     out = None
     if exp_id is not None:
         calls: list[guardrails.Call] = []
         try:
-            out = searching.search(rt, exp_id, q, k, user, timing, calls)
+            out = searching.search(rt, exp_id, q, k, user, timing, calls, segments)
             out["placement"] = name
         except redis.RedisError:
             raise  # rankduel itself is down: 503

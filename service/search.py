@@ -38,6 +38,7 @@ from service.errors import BadGateway
 from service.rankers import degraded
 from service.rankers.health import RankerHealth, SearchTiming
 from service.runtime import Runtime
+from service.segments import labels as segment_labels
 from service.store.keys import new_impression_id
 from service.store.placements import GUARD_PREFIX
 from service.tokens import issue_token
@@ -59,6 +60,15 @@ def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...]
     return np.random.default_rng(seed)
 
 
+def user_hash(secret: bytes, exp_id: str, user: str | None) -> str | None:
+    """What the event log keeps of the user: a keyed hash (the service's secret, the
+    experiment), stable within the experiment, never the user id."""
+    if not user:
+        return None
+    return hashlib.blake2b(f"{exp_id}:{user}".encode(), key=secret[:64],
+                           digest_size=12).hexdigest()
+
+
 def query_digest(q: str) -> str:
     """A short digest of the query, kept in a duel's record so that a next page can
     check it is for page 1's query (the query itself is not stored)."""
@@ -73,11 +83,13 @@ def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
 
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
            timing: SearchTiming | None = None,
-           calls: list[guardrails.Call] | None = None) -> dict[str, Any]:
+           calls: list[guardrails.Call] | None = None,
+           segments: dict[str, str] | None = None) -> dict[str, Any]:
     """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
     receives the time spent waiting for rankers; ``calls`` (a search of a placement)
     receives each ranker call, and their guardrail counts are saved with the impression
-    (:mod:`service.guardrails`)."""
+    (:mod:`service.guardrails`); ``segments`` (dimension -> value) are the search's
+    segment values, stored with the impression as labels (:mod:`service.segments`)."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     choice = rt.controller.choose(exp_id)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
@@ -139,6 +151,9 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,
         inactivity_s=rt.config.inactivity_s, counters=counters,
         urls=[_url(by_id[doc]) for doc in shown],
+        segments=segment_labels(choice.snapshot.meta.get("segments"), segments),
+        user_hash=user_hash(rt.secret, exp_id, user),
+        rankers=[choice.by_arm[a].name for a in arms], events_maxlen=rt.config.events_maxlen,
     )
     metrics.IMPRESSIONS.labels(exp_id, kind).inc()
     results = []

@@ -59,10 +59,30 @@ def table(rep: dict[str, Any]) -> str:
     for d in rep.get("degraded", []):  # apart: neither winner nor loser
         lines.append(f"{d['name']} is degraded ({d['reason']}): out of the comparisons, "
                      "neither winner nor loser")
+    lines += segment_tables(rep.get("segments"))
     est = rep["estimated_comparisons_to_decide"]
     lines += ["", f"estimate: {'none' if est is None else f'{est:,} comparisons'}"
               f" ({rep['estimate_basis']})"]
     return "\n".join(lines)
+
+
+def segment_tables(seg: dict[str, Any] | None) -> list[str]:
+    """The report per segment as text: a table per dimension (nothing without
+    segments)."""
+    if not seg:
+        return []
+    lines = ["", f"segments: each ranker against {seg['champion']} within each value "
+                 f"(bounds anytime-valid, Bonferroni over {seg['tests']} tests, "
+                 f"delta {seg['delta']}; * = that value prefers the ranker)"]
+    for dim, rows in seg["dimensions"].items():
+        lines += ["", f"{dim:<16} {'ranker':<16} {'W-L-T':>17} {'p [bounds]':>22}"]
+        for row in rows:
+            for r in row["rankers"]:
+                wl = f"{r['wins']:g}-{r['losses']:g}-{r['ties']}"
+                p = f"{r['p']:.3f} [{r['lower']:.3f}, {r['upper']:.3f}]"
+                lines.append(f"{row['value']:<16} {r['name']:<16} {wl:>17} {p:>22}"
+                             f"{'  *' if r['preferred'] else ''}")
+    return lines
 
 
 def html(rep: dict[str, Any]) -> str:

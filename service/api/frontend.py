@@ -85,9 +85,11 @@ def search():
                                               args.user or None, timing))
     if args.placement is not None:  # a search box: an experiment's search or control's
         return json_response(placement_search.search(rt, args.placement, args.q, args.k,
-                                                     args.user or None, timing))
+                                                     args.user or None, timing,
+                                                     args.segments))
     return json_response(searching.search(rt, args.experiment, args.q, args.k,
-                                            args.user or None, timing))
+                                            args.user or None, timing,
+                                            segments=args.segments))
 
 
 @bp.after_request

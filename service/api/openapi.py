@@ -179,6 +179,12 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
         elif model == "text/plain":
             responses[str(status)] = {"description": "Prometheus text exposition",
                                       "content": {"text/plain": {"schema": {"type": "string"}}}}
+        elif model == "application/x-ndjson":
+            responses[str(status)] = {
+                "description": "JSON lines: one event a line (docs/segments-and-export.md)",
+                "headers": {"X-Next-Cursor": {"schema": {"type": "string"}, "description":
+                                              "the cursor of the next page (after=)"}},
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}
         elif model == "object":
             responses[str(status)] = _json({"type": "object"}, "OK")
         else:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from functools import partial
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 
 from service import experiments, placements
 from service import traffic as rollout_api
@@ -169,6 +170,26 @@ def audit(exp_id: str):
         raise NotFound(f"no experiment {exp_id!r}")
     args = parse(AuditQuery, request.args.to_dict(), query=True)
     return jsonify({"id": exp_id, "audit": rt.store.audit(exp_id, -args.limit, -1)})
+
+
+@OPS.get("/<exp_id>/events", "getEvents",
+    "The event log, a page of JSON lines: impressions, clicks, outcomes",
+    query=s.EventsQuery, path_params=EXP_ID, operator=True,
+    responses={200: "application/x-ndjson", 400: None, 401: None, 404: None, 503: None})
+def events(exp_id: str):
+    """A page of the event log (:mod:`service.store.events`) as JSON lines, oldest
+    first; ``X-Next-Cursor`` is the cursor to pass as ``after`` for the next page (the
+    same as ``after`` when the page is empty: nothing new yet)."""
+    rt = runtime()
+    if not rt.store.exists(exp_id):
+        raise NotFound(f"no experiment {exp_id!r}")
+    args = parse(s.EventsQuery, request.args.to_dict(), query=True)
+    page = rt.store.events(exp_id, args.after, args.limit)
+    body = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in page)
+    resp = Response(body, mimetype="application/x-ndjson")
+    resp.headers["X-Next-Cursor"] = page[-1]["cursor"] if page else args.after
+    resp.headers["X-Events-Total"] = str(rt.store.event_count(exp_id))
+    return resp
 
 
 @OPS.get("/<exp_id>/report", "getReport",

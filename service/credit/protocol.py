@@ -130,7 +130,9 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
                                       dwell_unsatisfied_s=snap.meta.get("dwell_unsatisfied_s"))
                 pipe.multi()
                 moved = _write_resolution(store, pipe, exp_id, bandit, result, ids,
-                                          structure_before=before)
+                                          structure_before=before,
+                                          segments={i: m.segments for i, m in zip(
+                                              ids, imps, strict=True) if m is not None})
                 pipe.execute()
                 return Resolved(result.results,
                                 View(snap.sv + int(moved), bandit, snap.names,
@@ -142,11 +144,12 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
 
 def _write_resolution(store: Store, pipe, exp_id: str, bandit: DuelingBandit,
                       result: credit.Credit, ids: Sequence[str], *,
-                      structure_before: str) -> bool:
+                      structure_before: str,
+                      segments: dict[str, tuple[str, ...]] | None = None) -> bool:
     """Queue on ``pipe`` (in MULTI) what deciding a hold wrote: the policy's state if it
     changed (its structure, ``sv`` + 1, only if that differs from ``structure_before``),
-    the audit events, each impression's mark and counters, the hold cleared. Whether
-    the structure moved."""
+    the audit events, each impression's mark, counters and per-segment counts
+    (``segments``: id -> labels), the hold cleared. Whether the structure moved."""
     moved = False
     if result.changed:
         moved = encode_structure(bandit)["state"] != structure_before
@@ -154,7 +157,7 @@ def _write_resolution(store: Store, pipe, exp_id: str, bandit: DuelingBandit,
         store.add_audit(exp_id, *(audit_entry(store.clock(), **e) for e in result.audit),
                         pipe=pipe)
     store.write_marks(pipe, exp_id, result.results, result.counted, ids,
-                      state_written=result.changed)
+                      state_written=result.changed, segments=segments)
     return moved
 
 

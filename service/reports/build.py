@@ -25,6 +25,9 @@ from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
 from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
+from service.reports import segments as by_segment
+from service.segment_counts import matrices as segment_matrices
+from service.segments import values as segment_values
 from service.store import Store, history
 
 #: audit actions that go on the timeline
@@ -257,14 +260,17 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         })
     audit = store.audit(exp_id)
     series = comparisons_over_time(points, audit, snap.meta["created_at"], now, n)
+    segments = _segments(store, snap, d, names, bandit.K)
+    told = verdict(d, names, k=k, n=n, algorithm=snap.meta["algorithm"], seconds=seconds)
+    flagged = by_segment.sentence(names.get(d.champion),
+                                  segments["heterogeneous"] if segments else ())
     return {
         "id": exp_id,
         "name": snap.meta["name"],
         "algorithm": snap.meta["algorithm"],
         "lifecycle": snap.lifecycle,
         "comparisons": n,
-        "verdict": verdict(d, names, k=k, n=n, algorithm=snap.meta["algorithm"],
-                           seconds=seconds),
+        "verdict": f"{told} {flagged}" if flagged else told,
         "champion": names.get(d.champion),
         "certified": d.certified,
         "confidence": None if d.confidence is None else round(d.confidence, 6),
@@ -290,4 +296,20 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         "history": points,
         "comparisons_over_time": series,
         "generated_at": now,
+        "segments": segments,
     }
+
+
+def _segments(store: Store, snap, d: Decision, names: dict[int, str],
+              k: int) -> dict[str, Any] | None:
+    """The champion against each ranker per segment value, with the heterogeneity
+    flags (:mod:`service.reports.segments`); None without declared segments."""
+    declared = snap.meta.get("segments")
+    if not declared:
+        return None
+    counts = store.segment_counts(snap.exp_id)
+    return by_segment.per_segment(
+        {dim: segment_values(declared, dim) for dim in declared},
+        segment_matrices(declared, counts, k),
+        {label: c.ties for label, c in counts.items()},
+        d.champion, sorted(d.vs_champion), names)

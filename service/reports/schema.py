@@ -43,6 +43,53 @@ class Regret(BaseModel):
     true: float | None = None
 
 
+class SegmentRanker(BaseModel):
+    """A ranker against the champion within one segment value: as
+    :class:`VsChampion`, its bounds anytime-valid at ``δ / tests``; ``preferred``: the
+    value's users prefer it to the champion (``lower > ½``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    wins: float
+    losses: float
+    ties: int
+    p: float
+    lower: float
+    upper: float
+    preferred: bool
+
+
+class SegmentValue(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    value: str
+    rankers: list[SegmentRanker]
+
+
+class Heterogeneity(BaseModel):
+    """A segment value that prefers another ranker to the overall champion."""
+
+    model_config = ConfigDict(extra="forbid")
+    dimension: str
+    value: str
+    ranker: str
+    p: float
+    lower: float
+
+
+class SegmentReport(BaseModel):
+    """The report per segment (experiments that declare segments; see
+    docs/segments-and-export.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    delta: float = Field(description="the chance, over the whole run, of any false flag")
+    tests: int = Field(description="values (other included) x rankers: the Bonferroni "
+                                   "divisor of delta")
+    interval: str
+    champion: str | None
+    dimensions: dict[str, list[SegmentValue]]
+    heterogeneous: list[Heterogeneity]
+
+
 class Report(BaseModel):
     """What the experiment has decided; besides the fields below, the page's data:
     ``arms``, ``preferences``, ``comparisons_by_pair``, ``traffic_share``, ``history``."""
@@ -67,3 +114,6 @@ class Report(BaseModel):
     rollout: dict[str, Any] | None = Field(
         None, description="its placement, share and guardrail state, with the reason a "
                           "guardrail paused it (null: no placement)")
+    segments: SegmentReport | None = Field(
+        None, description="per segment value, the champion against each ranker, and the "
+                          "values that prefer another ranker (null: no segments)")

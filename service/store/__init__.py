@@ -52,6 +52,7 @@ from service.store.base import (
 from service.store.campaigns import JudgingStore
 from service.store.credits import Committed, CreditStore, Entry
 from service.store.drains import DrainStore
+from service.store.events import EventStore
 from service.store.experiments import ExperimentStore
 from service.store.impressions import ImpressionStore
 from service.store.placements import PlacementStore
@@ -60,7 +61,8 @@ from service.store.rate_limits import LimitStore
 
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
-            LimitStore, JudgingStore, PlacementStore, StoreBase):
+            LimitStore, JudgingStore, PlacementStore, EventStore,
+            StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

@@ -1,6 +1,10 @@
 -- The credit script: step 6 of the protocol (service.credit). Runs after guard.lua.
 -- include: guard
--- KEYS: exp, W, counters, pending, ties, then per impression: imp, clicks
+-- KEYS: exp, W, counters, pending, ties, segments, events, then per impression: imp, clicks
+--   (each impression credited is appended to the events stream: an outcome event with its
+--   mark and segment labels)
+--   (an impression's outcomes are added to W and, per label of its 'seg' field, to the
+--   segments hash: service.segments, service.store.keys)
 -- ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
 --   watched pair with d² > q·n, or n·kl(p, ½) > q with kl, is held, and so is the
 --   impression whose outcomes make n a multiple of period), then per impression: id,
@@ -10,6 +14,17 @@
 -- -> {'sv', current sv} | {'hold', held id} | {'missing'} |
 --    {'ok' | 'held', held id or '', code per impression handled...}
 local exp, W = KEYS[1], KEYS[2]
+-- an impression's outcomes (its writes) added per label "dim=value" of its seg field
+local function add_segments(key, seg, writes)
+  for label in string.gmatch(seg, '[^,]+') do
+    redis.call('HINCRBY', key, 'n:' .. label, 1)
+    for _, w in ipairs(writes) do
+      if w[8] ~= 0 then redis.call('HINCRBYFLOAT', key, 'w:' .. label .. ':' .. w[6], w[8]) end
+      if w[8] ~= 1 then redis.call('HINCRBYFLOAT', key, 'w:' .. label .. ':' .. w[7], 1 - w[8]) end
+      if w[5] then redis.call('HINCRBY', key, 't:' .. label .. ':' .. w[5], 1) end
+    end
+  end
+end
 local meta = redis.call('HMGET', exp, 'sv', 'hold', 'K', 'n')
 if not meta[1] then return {'missing'} end
 if meta[1] ~= ARGV[1] then return {'sv', meta[1]} end
@@ -22,8 +37,8 @@ local period = tonumber(sp) or 0
 local kl = sk == 'kl'
 local counts, codes = {}, {}
 local updates, applied, held = 0, 0, ''
-for k = 0, (#KEYS - 5) / 2 - 1 do
-  local imp, clicks = KEYS[6 + 2 * k], KEYS[7 + 2 * k]
+for k = 0, (#KEYS - 7) / 2 - 1 do
+  local imp, clicks = KEYS[8 + 2 * k], KEYS[9 + 2 * k]
   local id, mark, spec = ARGV[3 + 3 * k], ARGV[4 + 3 * k], ARGV[5 + 3 * k]
   local nreports, counted, outcomes = string.match(spec, '^(%d+)|([^|]*)|(.*)$')
   local code
@@ -45,7 +60,8 @@ for k = 0, (#KEYS - 5) / 2 - 1 do
         if q and sw ~= '0' and guard_trips(q, kl, tonumber(sw), wij, wji) then
           trip = true
         end
-        writes[#writes + 1] = {oij, wij, oji, wji, s == 0.5 and math.min(i, j) .. ':' .. math.max(i, j)}
+        writes[#writes + 1] = {oij, wij, oji, wji, s == 0.5 and math.min(i, j) .. ':' .. math.max(i, j),
+                               i .. ':' .. j, j .. ':' .. i, s}
       end
     end
     if no > 0 and guard_periodic(period, n0 + updates + 1) then trip = true end
@@ -58,8 +74,13 @@ for k = 0, (#KEYS - 5) / 2 - 1 do
       redis.call('SETRANGE', W, w[3], struct.pack('<d', w[4]))
       if w[5] then redis.call('HINCRBY', KEYS[5], w[5], 1) end
     end
-    if no > 0 then updates = updates + 1 end
+    local seg = redis.call('HGET', imp, 'seg')
+    if no > 0 then
+      updates = updates + 1
+      if seg then add_segments(KEYS[6], seg, writes) end
+    end
     redis.call('HSET', imp, 'closed', '1', 'credited', mark)
+    redis.call('XADD', KEYS[7], '*', 'type', 'outcome', 'id', id, 'mark', mark, 'seg', seg or '')
     for name in string.gmatch(counted, '[^,]+') do counts[name] = (counts[name] or 0) + 1 end
     applied = applied + 1
     code = 'ok'

@@ -13,13 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from service.segments import parse_labels
 from service.store.base import StoreBase
 from service.store.keys import (
     clicks_key,
     counters_key,
+    events_key,
     exp_key,
     imp_key,
     pending_key,
+    segments_key,
     tie_field,
     ties_key,
     w_key,
@@ -68,12 +71,42 @@ class Committed:
     held: str | None = None
 
 
+@dataclass
+class SegmentCounts:
+    """What one segment value (a label, ``device=mobile``) has counted: ``W`` per pair
+    of arms ``(i, j)`` (absent: 0), ties per pair ``(i, j)``, ``i < j``, and its
+    comparisons ``n``."""
+
+    W: dict[tuple[int, int], float] = field(default_factory=dict)
+    ties: dict[tuple[int, int], int] = field(default_factory=dict)
+    n: int = 0
+
+
+def _queue_segments(pipe, exp_id: str, labels: Sequence[str],
+                    outcomes: Sequence[Sequence[float]]) -> None:
+    """Queue on ``pipe`` the per-segment additions of one impression's ``outcomes``
+    (``[i, j, s]``), exactly as ``credit.lua``'s ``add_segments`` makes them."""
+    key = segments_key(exp_id)
+    for label in labels:
+        pipe.hincrby(key, f"n:{label}", 1)
+        for i, j, s in outcomes:
+            i, j, s = int(i), int(j), float(s)
+            if i == j:
+                continue
+            if s != 0:
+                pipe.hincrbyfloat(key, f"w:{label}:{i}:{j}", s)
+            if s != 1:
+                pipe.hincrbyfloat(key, f"w:{label}:{j}:{i}", 1 - s)
+            if s == 0.5:
+                pipe.hincrby(key, f"t:{label}:{tie_field(i, j)}", 1)
+
+
 def _impression(imp_id: str, row: bytes) -> Impression | None:
     """An impression from its row of :data:`_READ_LUA`."""
     if not row:
         return None
     try:
-        record, arms, forfeits, duel, created, credited, clicks, dwell, reports = (
+        record, arms, forfeits, duel, created, credited, clicks, dwell, reports, *seg = (
             json.loads(row))
         forfeits = [tuple(f) for f in forfeits]
         dwell = {int(p): int(ms) for p, ms in dwell}
@@ -91,6 +124,7 @@ def _impression(imp_id: str, row: bytes) -> Impression | None:
         credited=credited == 1,
         dwell_ms=dwell,
         reports=int(reports),
+        segments=parse_labels(seg[0] if seg else None),
     )
 
 
@@ -122,7 +156,7 @@ class CreditStore(StoreBase):
         if not entries:
             return Committed("ok", dict(gone))
         keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id),
-                ties_key(exp_id)]
+                ties_key(exp_id), segments_key(exp_id), events_key(exp_id)]
         args: list[Any] = [sv, guard]
         for e in entries:
             keys += [imp_key(exp_id, e.imp_id), clicks_key(exp_id, e.imp_id)]
@@ -158,12 +192,15 @@ class CreditStore(StoreBase):
 
     def write_marks(self, pipe, exp_id: str, results: Mapping[str, dict[str, Any]],
                     counted: Mapping[str, Sequence[str]], ids: Sequence[str], *,
-                    state_written: bool) -> None:
+                    state_written: bool,
+                    segments: Mapping[str, Sequence[str]] | None = None) -> None:
         """Queue on ``pipe`` (in MULTI, after :meth:`watch_hold`) each impression's mark
         (``results``, but those ``missing`` or ``already``), its counters (``counted``)
         and ties; the impressions leave the pending set and the hold is cleared. Without
         ``state_written`` (the policy's state not written in this transaction) the
-        snapshot's ``version`` moves by one here."""
+        snapshot's ``version`` moves by one here. ``segments`` (id -> its labels) adds
+        each impression's outcomes to the per-segment counts as the credit script does;
+        each impression's outcome event goes to the event log, as the script's."""
         if not state_written:
             pipe.hincrby(exp_key(exp_id), "version", 1)
         counts: dict[str, int] = {}
@@ -172,18 +209,38 @@ class CreditStore(StoreBase):
             res = results[i]
             if res["status"] in ("missing", "already"):
                 continue
-            pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": json.dumps(res)})
+            mark = json.dumps(res)
+            pipe.hset(imp_key(exp_id, i), mapping={"closed": 1, "credited": mark})
+            pipe.xadd(events_key(exp_id), {"type": "outcome", "id": i, "mark": mark,
+                                           "seg": ",".join((segments or {}).get(i, ()))})
             for name in counted.get(i, []):
                 counts[name] = counts.get(name, 0) + 1
             for pair in (tie_field(a, b) for a, b, s in res.get("outcomes", ())
                          if s == 0.5 and a != b):
                 ties[pair] = ties.get(pair, 0) + 1
+            if segments and segments.get(i) and res.get("outcomes"):
+                _queue_segments(pipe, exp_id, segments[i], res["outcomes"])
         for name, n in counts.items():
             pipe.hincrby(counters_key(exp_id), name, n)
         for pair, n in ties.items():
             pipe.hincrby(ties_key(exp_id), pair, n)
         pipe.zrem(pending_key(exp_id), *ids)
         pipe.hdel(exp_key(exp_id), "hold")
+
+    def segment_counts(self, exp_id: str) -> dict[str, SegmentCounts]:
+        """The per-segment counts of ``exp_id`` by label (``device=mobile``); a label
+        that has seen no comparison is absent."""
+        out: dict[str, SegmentCounts] = {}
+        for field_, value in self.r.hgetall(segments_key(exp_id)).items():
+            kind, label, *pair = text(field_).split(":")
+            c = out.setdefault(label, SegmentCounts())
+            if kind == "n":
+                c.n = int(value)
+            elif kind == "w":
+                c.W[int(pair[0]), int(pair[1])] = float(value)
+            elif kind == "t":
+                c.ties[int(pair[0]), int(pair[1])] = int(value)
+        return out
 
     def count_conflict(self, exp_id: str) -> None:
         self.r.hincrby(counters_key(exp_id), "credit_conflicts", 1)

@@ -13,6 +13,7 @@ from service.store.keys import (
     clicks_key,
     counters_key,
     drains_key,
+    events_key,
     exp_key,
     experiment_of,
     imp_key,
@@ -50,10 +51,20 @@ class ImpressionStore(DrainStore):
         inactivity_s: float,
         counters: dict[str, int],
         urls: list[str | None] | None = None,
+        segments: list[str] | None = None,
+        user_hash: str | None = None,
+        rankers: list[str] | None = None,
+        events_maxlen: int = 0,
     ) -> None:
         """Store an impression (with TTL), count it and its rankers' exposure, and
         schedule its credit for when it goes idle: one script, so a client that retries
         it after a lost reply (a shard restarting) stores and counts it once.
+
+        ``segments``: the search's segment labels (:mod:`service.segments`), kept as
+        the impression's ``seg`` field, which the credit script reads. The same script
+        appends the impression's event to the experiment's event log (with ``rankers``,
+        their names, and ``user_hash``, never the user id), trimmed to about
+        ``events_maxlen`` events when that is positive.
 
         Raises :class:`ExperimentMissing` (and writes nothing) when the experiment is gone:
         a search that was waiting for its rankers while the experiment was deleted must
@@ -73,16 +84,23 @@ class ImpressionStore(DrainStore):
         }
         if urls and any(urls):  # the result URLs, for the click redirect /r
             fields["urls"] = json.dumps(urls)
+        if segments:
+            fields["seg"] = ",".join(segments)
+        # the event from the field values already encoded (no second encoding of the record)
+        event = (f'{{"t":{int(t)},"arms":{fields["arms"]},"rankers":{json.dumps(rankers or [])},'
+                 f'"shown":{fields["shown"]},"record":{fields["record"]},"duel":{int(duel)},'
+                 f'"forfeits":{fields["forfeits"]},"seg":{json.dumps(fields.get("seg", ""))},'
+                 f'"user":{json.dumps(user_hash)},"created":{fields["created"]}}}')
         out = self._save_script(
             keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
-                  shown_key(exp_id), exp_key(exp_id)],
+                  shown_key(exp_id), exp_key(exp_id), events_key(exp_id)],
             args=[imp_id, int(ttl_s), repr(now + inactivity_s),
                   ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
                   ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
                   # the field/value pairs as one JSON array of strings: one argument to
                   # encode instead of two dozen (the values stored are the same strings)
                   json.dumps([str(x) for kv in fields.items() for x in kv],
-                             ensure_ascii=False)])
+                             ensure_ascii=False), event, int(events_maxlen)])
         if out == -1:
             raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
         self.mark_due(exp_id, now + inactivity_s)
@@ -139,7 +157,8 @@ class ImpressionStore(DrainStore):
         keep it from being credited until it expires."""
         now = self.clock()
         out = self._click_script(
-            keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id), pending_key(exp_id)],
+            keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id), pending_key(exp_id),
+                  events_key(exp_id)],
             args=[now + inactivity_s, imp_id, ttl_s, int(max_reports),
                   ",".join(f"{int(p)}:{int(ms)}" for p, ms in (dwell_ms or {}).items()),
                   *positions],

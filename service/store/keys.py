@@ -20,6 +20,13 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:ties             HASH  "i:j" (arms, i < j) -> outcomes of exactly ½ between
                                   them (W holds each as ½ a win to both sides; the report
                                   splits them out); written beside W by the same writes
+    rd:{e}:segments         HASH  W per segment (service.segments), beside W by the same
+                                  writes: w:<dim>=<value>:<i>:<j> -> W_ij of the impressions
+                                  of that value, t:<dim>=<value>:<i>:<j> (i < j) -> their
+                                  ties, n:<dim>=<value> -> their comparisons
+    rd:{e}:events           STREAM the event log: every impression saved, click report
+                                  recorded and impression credited, appended by the
+                                  script or transaction that writes it (service.store.events)
     rd:{e}:t                STR   selection counter t, INCR'd by every /search
     rd:{e}:counters         HASH  impressions, duels, decisive, ties, no_clicks, ...
     rd:{e}:audit            LIST  operator actions, eliminations, stage changes, ranker
@@ -39,7 +46,8 @@ are part of the key), ``<i>`` an impression id::
                                   report is read (service.store.history), capped at MAX_POINTS
     rd:{e}:imp:<i>          HASH  exp, t (the selection's step), arms, record, shown,
                                   duel, forfeits, closed, credited (JSON result, with
-                                  the step t it was credited at), ...              (TTL)
+                                  the step t it was credited at), seg (its segment
+                                  labels, "dim=value,..."), ...                    (TTL)
     rd:{e}:imp:<i>:clicks   SET   clicked positions (0-based)                      (TTL)
 
 and keys outside any experiment, never read inside a per-experiment transaction or
@@ -145,6 +153,17 @@ def tie_field(i: int, j: int) -> str:
     return f"{a}:{b}"
 
 
+def segments_key(exp_id: str) -> str:
+    """The per-segment ``W``, ties and comparisons of experiment ``exp_id`` (see
+    :mod:`service.segments`)."""
+    return f"{_tag(exp_id)}:segments"
+
+
+def events_key(exp_id: str) -> str:
+    """The event log of experiment ``exp_id`` (:mod:`service.store.events`)."""
+    return f"{_tag(exp_id)}:events"
+
+
 def t_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:t"
 
@@ -214,7 +233,8 @@ def experiment_keys(exp_id: str) -> list[str]:
     """
     return [exp_key(exp_id), w_key(exp_id), t_key(exp_id), counters_key(exp_id),
             shown_key(exp_id), health_key(exp_id), pending_key(exp_id), drains_key(exp_id),
-            audit_key(exp_id), history_key(exp_id), ties_key(exp_id)]
+            audit_key(exp_id), history_key(exp_id), ties_key(exp_id), segments_key(exp_id),
+            events_key(exp_id)]
 
 
 def rate_key(client: str, window: int) -> str:

@@ -1,11 +1,11 @@
 -- KEYS: imp, clicks per impression -> per impression '' (unknown or expired) or the JSON
 -- array [record, arms, forfeits, duel, created, credited, [clicked positions],
--- [[position, dwell ms], ...], reports] (the stored fields are JSON already: one string to
+-- [[position, dwell ms], ...], reports, seg] (the stored fields are JSON already: one string to
 -- decode per impression, not a dozen replies)
 local out = {}
 for k = 1, #KEYS, 2 do
   local v = redis.call('HMGET', KEYS[k], 'record', 'arms', 'forfeits', 'duel', 'created',
-                       'credited', 'reports')
+                       'credited', 'reports', 'seg')
   if not v[2] then
     out[#out + 1] = ''
   else
@@ -18,7 +18,7 @@ for k = 1, #KEYS, 2 do
     out[#out + 1] = '[' .. (v[1] or 'null') .. ',' .. v[2] .. ',' .. (v[3] or '[]') .. ','
       .. (v[4] or '0') .. ',' .. (v[5] or '0') .. ',' .. (v[6] and '1' or '0') .. ',['
       .. table.concat(c, ',') .. '],[' .. table.concat(dwell, ',') .. '],'
-      .. (v[7] or '0') .. ']'
+      .. (v[7] or '0') .. ',"' .. (v[8] or '') .. '"]'
   end
 end
 return out

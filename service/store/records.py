@@ -45,6 +45,8 @@ class Impression:
     expires: int = 0
     #: closed to new clicks (ended, or credited)
     closed: bool = False
+    #: its segment labels, ``dimension=value`` (:mod:`service.segments`)
+    segments: tuple[str, ...] = ()
 
 
 #: a stored ranker's keys, in the order they are written (what :meth:`Ranker.to_json`

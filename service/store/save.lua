@@ -1,6 +1,7 @@
--- KEYS: imp, pending, counters, shown, exp; ARGV: imp_id, ttl, due, "name:n,...",
+-- KEYS: imp, pending, counters, shown, exp, events; ARGV: imp_id, ttl, due, "name:n,...",
 -- "arm,...", exposure share per arm, the impression's field/value pairs (a JSON array of
--- strings) -> 1 stored,
+-- strings), its event (JSON, appended to the events stream), the stream's MAXLEN (0: no
+-- trimming; else trimmed to about that many) -> 1 stored,
 -- 0 already there (a retried call), -1 the experiment is gone (nothing written)
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if redis.call('EXISTS', KEYS[5]) == 0 then return -1 end
@@ -13,5 +14,11 @@ end
 for arm in string.gmatch(ARGV[5], '%d+') do
   redis.call('HINCRBY', KEYS[4], 'n:' .. arm, 1)
   redis.call('HINCRBYFLOAT', KEYS[4], 'share:' .. arm, ARGV[6])
+end
+if tonumber(ARGV[9]) > 0 then
+  redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[9], '*', 'type', 'impression', 'id', ARGV[1],
+             'data', ARGV[8])
+else
+  redis.call('XADD', KEYS[6], '*', 'type', 'impression', 'id', ARGV[1], 'data', ARGV[8])
 end
 return 1

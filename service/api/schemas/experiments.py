@@ -129,6 +129,18 @@ class AuditQuery(BaseModel):
 
 
 
+class EventsQuery(BaseModel):
+    """``GET /experiments/ID/events``: a page of the event log."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    after: Annotated[str, Field(pattern=r"^(0|[0-9]{1,20}-[0-9]{1,20})$")] = Field(
+        "0", description="the cursor: 0 (the start), or the X-Next-Cursor of the previous "
+                         "page")
+    limit: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_query_int)] = Field(
+        1000, description="at most this many events")
+
+
 Lifecycle = Literal["running", "paused", "stopped"]
 RankerStatus = Literal["active", "eliminated", "retired"]
 
@@ -261,6 +273,12 @@ class Experiment(_ExperimentHead):
         description="clicks with a shorter dwell do not count (null: every click counts)")
     rollout: ExperimentRollout | None = Field(
         None, description="its placement, share and guardrail state (null: no placement)")
+    segments: dict[str, list[str]] | None = Field(
+        None, description="the declared segment values per dimension, `other` last (null: "
+                          "no segments)")
+    segment_W: dict[str, dict[str, Matrix]] | None = Field(
+        None, description="W per dimension and value (each dimension's matrices sum to the "
+                          "total W but for judged outcomes); null: no segments")
 
 
 class LifecycleChanged(Out):

@@ -36,6 +36,42 @@ from service.api.schemas.frontend import (
     _no_default,
 )
 from service.api.schemas.placements import Guardrails, PlacementName
+from service.segments import (
+    DIMENSION_PATTERN,
+    MAX_DIMENSIONS,
+    MAX_VALUES,
+    OTHER,
+    VALUE_PATTERN,
+)
+from service.segments import problems as segment_problems
+
+
+def _check_segments(declared: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
+    """What the field's JSON Schema cannot say: no value twice, ``other`` reserved."""
+    found = segment_problems(declared or {})
+    if found:
+        raise PydanticCustomError("rd_segments", "{problems}", {"problems": "; ".join(found)})
+    return declared
+
+
+def _segment_values_schema(schema: dict[str, Any]) -> None:
+    """Each value once, ``other`` never (it is the values' catch-all)."""
+    schema["uniqueItems"] = True
+    schema["items"]["not"] = {"const": OTHER}
+
+
+def _closed_segments(schema: dict[str, Any]) -> None:
+    """Only dimensions whose names match the pattern."""
+    schema["additionalProperties"] = False
+
+
+Segments = Annotated[
+    dict[Annotated[str, Field(pattern=DIMENSION_PATTERN)],
+         Annotated[list[Annotated[str, Field(pattern=VALUE_PATTERN)]],
+                   Field(min_length=1, max_length=MAX_VALUES,
+                         json_schema_extra=_segment_values_schema)]],
+    Field(min_length=1, max_length=MAX_DIMENSIONS, json_schema_extra=_closed_segments),
+    AfterValidator(_check_segments)]
 
 
 # algorithm params
@@ -140,6 +176,12 @@ class _NewExperiment(Closed):
         None, description="off by default: a click whose user came back to the results "
                           "within this many seconds (the dwell rankduel.js reports) is "
                           "an unsatisfied click and does not count")
+    segments: Segments | None = Field(
+        None, description=f"optional: up to {MAX_DIMENSIONS} dimensions of up to "
+        f"{MAX_VALUES} values each, e.g. {{\"device\": [\"mobile\", \"desktop\"]}}; a "
+        "search names its values with segment.<dimension>=<value> (an undeclared or absent "
+        "value counts as `other`, which is reserved) and W is kept per value beside the "
+        "total (docs/segments-and-export.md)")
 
     placement: PlacementName | None = Field(
         None, description="the placement (search box) it takes traffic from; needs traffic")

@@ -193,6 +193,29 @@
     }
   }
 
+  // the report per segment: one small table per dimension, a row per value and ranker
+  function segments(root, seg) {
+    root.appendChild(el("h2", {}, "Segments"));
+    root.appendChild(el("p", { class: "muted" }, `Each ranker against ${seg.champion || "the champion"} ` +
+      `within each value; bounds anytime-valid, Bonferroni over ${seg.tests} tests ` +
+      `(δ = ${seg.delta}); a flagged row's users prefer that ranker.`));
+    for (const [dim, rows] of Object.entries(seg.dimensions)) {
+      const tbody = el("tbody");
+      for (const row of rows) {
+        for (const r of row.rankers) {
+          tbody.appendChild(el("tr", { class: r.preferred ? "flagged" : "" },
+            el("td", {}, row.value), el("td", {}, r.name),
+            el("td", {}, `${r.wins}–${r.losses}–${r.ties}`),
+            el("td", {}, `${r.p} [${r.lower}, ${r.upper}]`),
+            el("td", {}, r.preferred ? "preferred" : "")));
+        }
+      }
+      root.appendChild(el("table", { class: "segment", "data-dimension": dim }, el("thead", {},
+        el("tr", {}, el("th", {}, dim), el("th", {}, "ranker"), el("th", {}, "wins–losses–ties"),
+          el("th", {}, "p [bounds]"), el("th", {}, ""))), tbody));
+    }
+  }
+
   function render(rep) {
     const root = $("experiment");
     root.replaceChildren();
@@ -241,6 +264,7 @@
       el("th", {}, "ranker"), el("th", {}, "status"), el("th", {}, "impressions"),
       el("th", {}, "vs champion (wins–losses–ties)"), el("th", {}, "p [95% interval]"),
       el("th", {}, "eliminated by"), el("th", {}, "at comparison"))), tbody));
+    if (rep.segments) segments(root, rep.segments);
     const grid = el("div", { class: "grid" });
     grid.appendChild(el("div", {}, el("h2", {}, "Pairwise preferences"),
       el("div", { id: "heatmap" }, heatmap(rep)),

@@ -1,0 +1,125 @@
+"""``rankduel export EXP --api URL --token TOKEN --format jsonl|parquet --out FILE``: an
+experiment's event log, every event (impressions, clicks, outcomes), written to FILE.
+
+Pages ``GET /experiments/EXP/events`` from the start to the end of the log (each page
+after the last page's cursor: nothing skipped or repeated, even while the experiment
+runs), with a progress line on stderr. ``jsonl``: one JSON object a line, as the API
+serves them. ``parquet`` (needs the ``export`` extra: ``pip install 'rankduel[export]'``):
+one row per event, columns ``cursor``, ``type``, ``id`` and ``event`` (the event's JSON).
+``rankduel replay FILE`` recomputes W from either. The token may also come from
+``RANKDUEL_ADMIN_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+#: events per page
+PAGE = 5000
+
+
+def pages(api: str, token: str, exp_id: str, page: int = PAGE
+          ) -> Iterator[tuple[list[dict[str, Any]], int]]:
+    """Every page of the log, with the log's size when it was read; ``ValueError`` (exit
+    code 2) with the API's message."""
+    after = "0"
+    while True:
+        url = (f"{api.rstrip('/')}/experiments/{quote(exp_id)}/events?"
+               + urlencode({"after": after, "limit": page}))
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                body = resp.read().decode()
+                after = resp.headers["X-Next-Cursor"]
+                total = int(resp.headers.get("X-Events-Total", "0"))
+        except urllib.error.HTTPError as exc:
+            try:
+                msg = json.loads(exc.read()).get("error")
+            except ValueError:
+                msg = exc.reason
+            raise ValueError(f"the API answered {exc.code}: {msg}") from None
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot reach the API at {api}: {exc}") from None
+        events = [json.loads(line) for line in body.splitlines() if line]
+        if not events:
+            return
+        yield events, total
+
+
+def _parquet_writer(out: Path):
+    try:
+        import pyarrow as pa  # deferred: the optional export extra
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ValueError("--format parquet needs pyarrow: pip install 'rankduel[export]' "
+                         "(or use --format jsonl)") from None
+    schema = pa.schema([("cursor", pa.string()), ("type", pa.string()), ("id", pa.string()),
+                        ("event", pa.string())])
+    writer = pq.ParquetWriter(str(out), schema)
+
+    def write(events: list[dict[str, Any]]) -> None:
+        writer.write_table(pa.table({
+            "cursor": [e["cursor"] for e in events], "type": [e["type"] for e in events],
+            "id": [e["id"] for e in events],
+            "event": [json.dumps(e, separators=(",", ":")) for e in events]}, schema=schema))
+
+    return write, writer.close
+
+
+def export(api: str, token: str, exp_id: str, fmt: str, out: Path, *,
+           progress=sys.stderr) -> int:
+    """Write the log to ``out``; the number of events written."""
+    if fmt == "parquet":
+        write, close = _parquet_writer(out)
+    else:
+        fh = out.open("w")
+
+        def write(events: list[dict[str, Any]]) -> None:
+            fh.writelines(json.dumps(e, separators=(",", ":")) + "\n" for e in events)
+
+        close = fh.close
+    n = 0
+    try:
+        for events, total in pages(api, token, exp_id):
+            write(events)
+            n += len(events)
+            if progress is not None:
+                pct = f" ({100 * n / total:.0f} %)" if total >= n and total else ""
+                progress.write(f"\rexported {n:,} events{pct}")
+                progress.flush()
+    finally:
+        close()
+    if progress is not None:
+        progress.write(f"\rexported {n:,} events to {out}\n")
+    return n
+
+
+def _run(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("RANKDUEL_ADMIN_TOKEN", "")
+    if not token:
+        raise ValueError("give the admin token with --token or RANKDUEL_ADMIN_TOKEN")
+    export(args.api, token, args.experiment, args.format, Path(args.out))
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("export", help="write an experiment's event log to a file",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", metavar="EXP", help="experiment id")
+    p.add_argument("--api", required=True, help="base URL of the rankduel API")
+    p.add_argument("--token", default=None,
+                   help="admin token (default: $RANKDUEL_ADMIN_TOKEN)")
+    p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
+                   help="jsonl (default) or parquet (needs the export extra)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the file to write")
+    p.set_defaults(func=_run)

@@ -1,0 +1,73 @@
+"""The event log of an experiment: a Redis Stream, ``rd:{e}:events`` (hash-tagged with the
+experiment), to which every impression saved (``save.lua``), click report recorded
+(``click.lua``) and impression credited (``credit.lua``, or the hold's transaction) is
+appended **by the same script or transaction that writes it**: nothing is logged that
+did not happen, nothing happens unlogged.
+
+Each entry has a ``type`` and the impression ``id``:
+
+* ``impression``: ``data``, JSON: ``t``, ``arms`` (indices in ``W``), ``rankers`` (their
+  names), ``shown`` (document ids), ``record`` (the interleaving record: its teams),
+  ``duel``, ``forfeits``, ``seg`` (segment labels), ``user`` (a keyed hash, or null),
+  ``created``;
+* ``click``: ``positions`` (0-based, comma-separated), ``dwell`` (``position:ms,...``);
+* ``outcome``: ``mark`` (the credit result, JSON: ``status``, ``outcomes`` ``[[i, j, s],
+  ...]``, ``t``) and ``seg``.
+
+The stream entry id is the cursor: paging with ``XRANGE (cursor + limit`` returns every
+entry once, in order, however the pages are cut. Its millisecond part is the time the
+entry was written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from service.store.base import StoreBase
+from service.store.keys import events_key
+from service.store.snapshot import text
+
+#: a cursor: ``0`` (the start) or a stream entry id
+CURSOR = re.compile(r"^(0|\d{1,20}-\d{1,20})$")
+
+
+def event(entry_id: Any, fields: dict[Any, Any]) -> dict[str, Any]:
+    """One stream entry as the JSON object the API pages: ``cursor``, ``type``, ``id``,
+    and the entry's fields, its JSON ones decoded.
+
+    >>> event(b"5-0", {b"type": b"click", b"id": b"e.1", b"positions": b"0,2",
+    ...                b"dwell": b""})
+    {'cursor': '5-0', 'type': 'click', 'id': 'e.1', 'positions': [0, 2], 'dwell': {}}
+    """
+    f = {text(k): text(v) for k, v in fields.items()}
+    out: dict[str, Any] = {"cursor": text(entry_id), "type": f.get("type"), "id": f.get("id")}
+    kind = out["type"]
+    if kind == "impression":
+        out.update(json.loads(f.get("data") or "{}"))
+        out["seg"] = [x for x in (out.get("seg") or "").split(",") if x]
+    elif kind == "click":
+        out["positions"] = [int(p) for p in (f.get("positions") or "").split(",") if p]
+        out["dwell"] = {int(p): int(ms) for p, ms in (
+            x.split(":") for x in (f.get("dwell") or "").split(",") if x)}
+    elif kind == "outcome":
+        out["mark"] = json.loads(f.get("mark") or "null")
+        out["seg"] = [x for x in (f.get("seg") or "").split(",") if x]
+    return out
+
+
+class EventStore(StoreBase):
+    """Reading an experiment's event log."""
+
+    def events(self, exp_id: str, after: str = "0", limit: int = 1000
+               ) -> list[dict[str, Any]]:
+        """Up to ``limit`` events after the cursor ``after`` (``0``: from the start), in
+        order (:func:`event`)."""
+        start = "-" if after == "0" else f"({after}"
+        rows = self.r.xrange(events_key(exp_id), min=start, max="+", count=int(limit))
+        return [event(i, f) for i, f in rows]
+
+    def event_count(self, exp_id: str) -> int:
+        """Events the log holds now."""
+        return int(self.r.xlen(events_key(exp_id)))
