@@ -7,7 +7,7 @@ from functools import partial
 
 from flask import Blueprint, jsonify, request
 
-from service import experiments
+from service import experiments, idempotency
 from service.api import schemas as s
 from service.api.auth import require_bearer
 from service.api.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
@@ -46,15 +46,36 @@ def _describe(exp_id: str):
 
 @OPS.post("", "createExperiment", "Create an experiment",
     body=s.NewExperiment, operator=True,
-    responses={201: s.Experiment, 400: None, 401: None, 413: None, 422: None,
-               503: None},
+    header_params=[{"name": idempotency.HEADER, "required": False,
+                    "schema": {"type": "string", "minLength": 1,
+                               "maxLength": idempotency.MAX_KEY_CHARS},
+                    "description": "makes a retried creation safe: the same key and body "
+                    "within 24 h answer 200 with the experiment the first created "
+                    "(Idempotent-Replayed: true); the same key with another body, 422"}],
+    responses={200: s.Experiment, 201: s.Experiment, 400: None, 401: None, 404: None,
+               409: "A request with the same Idempotency-Key is still creating",
+               413: None, 422: None, 503: None},
     links={201: exp_links(FROM_CREATED)})
 def create():
     rt = runtime()
-    spec = parse(NewExperiment, json_body(request), status=422)
-    exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms,
-                                probe=_prober(rt), policy=rt.rankers.policy)
-    return _describe(exp_id), 201
+    key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
+    body = json_body(request)
+    spec = parse(NewExperiment, body, status=422)
+
+    def make() -> str:
+        return experiments.create(rt.store, spec,
+                                  default_timeout_ms=rt.config.ranker_timeout_ms,
+                                  probe=_prober(rt), policy=rt.rankers.policy)
+
+    if key is None:
+        return _describe(make()), 201
+    exp_id, replayed = idempotency.create_once(rt.store.r, key, body, make,
+                                               exists=rt.store.exists)
+    if not replayed:
+        return _describe(exp_id), 201
+    out = _describe(exp_id)
+    out.headers[idempotency.REPLAYED] = "true"
+    return out, 200
 
 
 @OPS.get("", "listExperiments", "List experiments", operator=True,
