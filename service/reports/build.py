@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from bandits import get_algorithm
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
 from bandits.decision import Decision, decide
@@ -99,6 +100,19 @@ def verdict(d: Decision, names: dict[int, str], *, k: int, n: int, algorithm: st
                 f"the time to decide can be made yet.")
     when = f" (≈ {_duration(seconds)} at the current rate)" if seconds is not None else ""
     return f"{head}; about {_count(d.estimate)} more comparisons{when} should settle it."
+
+
+def policy_about(algorithm: str) -> str:
+    """What the policy an experiment was created with is, said once (the report names it
+    by ``algorithm`` everywhere else).
+
+    >>> policy_about("uniform")[:46]
+    'uniform is the Uniform policy: Duel two distin'
+    """
+    cls = get_algorithm(algorithm)
+    first = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    alias = "" if cls.name == algorithm else f" (also registered as {cls.name})"
+    return f"{algorithm} is the {cls.__name__} policy{alias}: {first}"
 
 
 def _rate(points: list[dict[str, Any]], now: float) -> float | None:
@@ -217,7 +231,8 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     names = snap.names
     W = bandit.W
     n = int(bandit.n_updates)
-    d = decide(bandit)
+    algorithm = snap.meta["algorithm"]
+    d = decide(bandit, name=algorithm)  # one name for the policy in every sentence
     exposure = np.zeros(bandit.K)
     impressions = np.zeros(bandit.K, dtype=np.int64)
     for arm, (count, share) in shown.items():
@@ -258,14 +273,17 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     return {
         "id": exp_id,
         "name": snap.meta["name"],
-        "algorithm": snap.meta["algorithm"],
+        "algorithm": algorithm,
+        "algorithm_about": policy_about(algorithm),
         "lifecycle": snap.lifecycle,
         "comparisons": n,
-        "verdict": verdict(d, names, k=k, n=n, algorithm=snap.meta["algorithm"],
-                           seconds=seconds),
+        "verdict": verdict(d, names, k=k, n=n, algorithm=algorithm, seconds=seconds),
         "champion": names.get(d.champion),
         "certified": d.certified,
-        "confidence": None if d.confidence is None else round(d.confidence, 6),
+        # the confidence of a verdict: null until there is one (an undecided report
+        # states no confidence that could read as a decision)
+        "confidence": (round(d.confidence, 6) if d.certified and d.confidence is not None
+                       else None),
         "rankers": rankers,
         "undecided": [names.get(a) for a in d.undecided],
         "estimated_comparisons_to_decide": d.estimate,

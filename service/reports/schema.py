@@ -46,10 +46,15 @@ class Report(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     id: str
+    algorithm: str = Field(description="the policy, by the name the experiment was created "
+                           "with (every sentence of the report uses it)")
+    algorithm_about: str = Field(description="what that policy is, in a sentence")
     verdict: str
     champion: str | None
     certified: bool
-    confidence: float | None
+    confidence: float | None = Field(
+        description="the confidence the verdict is stated at; null until the champion is "
+        "certified (no verdict, no confidence)")
     rankers: list[ReportRanker]
     undecided: list[str]
     estimated_comparisons_to_decide: int | None
