@@ -158,7 +158,9 @@ def refuse_definition_change(body: dict[str, Any]) -> None:
     fixed = sorted(set(body) & set(IMMUTABLE))
     if fixed:
         raise Conflict(f"{', '.join(fixed)} cannot change after an experiment is created"
-                       " (add or retire rankers with /experiments/ID/rankers)")
+                       " (add or retire rankers with /experiments/ID/rankers; change a "
+                       "ranker by adding a version: POST /experiments/ID/rankers/NAME/"
+                       "versions)")
 
 
 def rename(store: Store, exp_id: str, name: str) -> None:
@@ -183,7 +185,10 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
         if snap.lifecycle == "stopped":
             raise Conflict(f"experiment {exp_id!r} is stopped")
         if any(r.name == ranker.name for r in snap.rankers):
-            raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker.name!r}")
+            raise Conflict(
+                f"experiment {exp_id!r} already has a ranker {ranker.name!r}; a ranker's "
+                f"definition cannot change inside an experiment: to change it, add a new "
+                f"version with POST /experiments/{exp_id}/rankers/{ranker.name}/versions")
 
     check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
     if spec.probe and probe is not None:
@@ -334,6 +339,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         elim = bandit.eliminated.get(a)
         rankers.append({
             **r.to_json(),
+            "version": r.version, "version_of": r.version_of,
             "status": status,
             "eliminated": None if elim is None else {
                 "step": elim["step"], "by": names.get(elim["by"], elim["by"])},

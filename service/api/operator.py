@@ -7,10 +7,11 @@ from functools import partial
 
 from flask import Blueprint, jsonify, request
 
-from service import experiments, idempotency
+from service import experiments, idempotency, ranker_versions
 from service.api import schemas as s
 from service.api.auth import require_bearer
 from service.api.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
+from service.api.schemas.ranker_versions import NewRankerVersion
 from service.api.spec import (
     EXP_ID,
     FROM_CREATED,
@@ -141,6 +142,25 @@ def add_ranker(exp_id: str):
     entry = experiments.add_ranker(rt.store, exp_id, ranker,
                                    default_timeout_ms=rt.config.ranker_timeout_ms,
                                    probe=_prober(rt), policy=rt.rankers.policy)
+    return jsonify(entry.to_json()), 201
+
+
+@OPS.post("/<exp_id>/rankers/<name>/versions", "addRankerVersion",
+    "Change a ranker: add a new version (a new arm NAME@vN; the previous version retired "
+    "unless retire_previous is false)",
+    body=NewRankerVersion,
+    path_params={**EXP_ID, "name": {"type": "string", "description": "ranker name"}},
+    operator=True,
+    responses={201: s.RankerEntry, 400: None, 401: None, 404: None,
+               409: "The experiment is stopped", 413: None,
+               422: "Nothing changed, or an invalid definition", 503: None})
+def add_ranker_version(exp_id: str, name: str):
+    rt = runtime()
+    body = parse(NewRankerVersion, json_body(request), status=422)
+    entry = ranker_versions.add_version(
+        rt.store, exp_id, name, body.change(), retire_previous=body.retire_previous,
+        probe=body.probe, default_timeout_ms=rt.config.ranker_timeout_ms,
+        prober=_prober(rt), policy=rt.rankers.policy)
     return jsonify(entry.to_json()), 201
 
 

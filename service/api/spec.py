@@ -100,6 +100,8 @@ def exp_links(source: str) -> dict[str, Any]:
         "AddRanker": {"operationId": "addRanker", "parameters": exp},
         "RetireRanker": {"operationId": "retireRanker",
                          "parameters": {**exp, "name": "$response.body#/rankers/0/name"}},
+        "AddRankerVersion": {"operationId": "addRankerVersion",
+                             "parameters": {**exp, "name": "$response.body#/rankers/0/name"}},
         "ChangeLifecycle": {"operationId": "changeLifecycle", "parameters": exp},
         "GetAudit": {"operationId": "getAudit", "parameters": exp},
         "GetReport": {"operationId": "getReport", "parameters": exp},

@@ -30,8 +30,8 @@ from service.store import Store, history
 
 #: audit actions that go on the timeline
 TIMELINE_ACTIONS = ("created", "eliminated", "stage_changed", "ranker_added",
-                    "ranker_retired", "ranker_quarantined", "ranker_recovered",
-                    "non_condorcet_flagged", "pause", "resume", "stop")
+                    "ranker_version_added", "ranker_retired", "ranker_quarantined",
+                    "ranker_recovered", "non_condorcet_flagged", "pause", "resume", "stop")
 #: the comparison rate is measured over the history points of the last this many seconds
 RATE_WINDOW_S = 600.0
 
@@ -174,7 +174,7 @@ def timeline(audit: list[dict[str, Any]], bandit, names: dict[int, str],
             continue
         item: dict[str, Any] = {"event": action, "ts": e.get("ts")}
         for key in ("ranker", "by", "from", "to", "cycle", "beat_champion", "switched",
-                    "failures", "seconds", "actor"):
+                    "failures", "seconds", "actor", "previous", "version", "reason"):
             if key in e:
                 item[key] = e[key]
         step = e.get("step")
@@ -261,6 +261,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         vs = d.vs_champion.get(a)
         rankers.append({
             "name": r.name,
+            "version": r.version, "version_of": r.version_of,  # the definition compared
             "status": _status(int(bandit.status[a])),
             "impressions": int(impressions[a]),
             "vs_champion": None if vs is None else _vs_champion(

@@ -26,7 +26,9 @@ class VsChampion(BaseModel):
 
 class ReportRanker(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
+    name: str = Field(description="NAME, or NAME@vN for version N of a ranker")
+    version: int = Field(description="which version of the ranker's definition was compared")
+    version_of: str = Field(description="the ranker's plain name")
     status: str = Field(examples=["active", "eliminated", "retired"])
     impressions: int
     vs_champion: VsChampion | None
