@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from service.api.schemas import RankerIn
-from service.errors import Conflict, Unprocessable
+from service.errors import Conflict
 from service.experiments import Prober, ranker_entry
 from service.rankers.allow_list import RankerPolicy
 from service.store import Store, audit_entry
@@ -90,8 +90,8 @@ def add_version(store: Store, exp_id: str, name: str, change: dict[str, Any], *,
         base, n = version_of(prev)
         current = {k: getattr(prev, k) for k in DEFINITION}
         merged = {**current, **change}
-        if merged == current:
-            raise Unprocessable(f"the body changes nothing of {prev.name!r}: give the "
+        if merged == current:  # well formed, but nothing to do in this state
+            raise Conflict(f"the body changes nothing of {prev.name!r}: give the "
                                 f"definition fields to change ({', '.join(DEFINITION)})")
         spec = RankerIn.model_validate({"name": base, **{
             k: v for k, v in merged.items() if v is not None}})

@@ -152,8 +152,8 @@ def add_ranker(exp_id: str):
     path_params={**EXP_ID, "name": {"type": "string", "description": "ranker name"}},
     operator=True,
     responses={201: s.RankerEntry, 400: None, 401: None, 404: None,
-               409: "The experiment is stopped", 413: None,
-               422: "Nothing changed, or an invalid definition", 503: None})
+               409: "The experiment is stopped, or the body changes nothing", 413: None,
+               422: None, 503: None})
 def add_ranker_version(exp_id: str, name: str):
     rt = runtime()
     body = parse(NewRankerVersion, json_body(request), status=422)

@@ -75,7 +75,7 @@ def test_a_new_version_is_a_new_arm_audited_and_named_in_the_report(client, rank
 def test_version_refusals(client, ranker_server):
     exp_id = _exp(client, ranker_server)
     status, body = _version(client, exp_id, "good", {"url": _url(ranker_server, "good")})
-    assert status == 422 and "changes nothing" in body["error"]
+    assert status == 409 and "changes nothing" in body["error"]
     status, body = _version(client, exp_id, "nope", {"timeout_ms": 100})
     assert status == 404 and "nope" in body["error"]
     status, body = _version(client, exp_id, "good", {"url": _url(ranker_server, "broken")})
