@@ -19,6 +19,7 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences, wilson_interval
+from service import error_rates
 from service.api.schemas import NewExperiment, NewRanker, RankerIn
 from service.errors import Conflict, Unprocessable
 from service.rankers import template as ranker_template
@@ -105,6 +106,8 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
     truth = parse_truth(body.true_preferences, body.true_best, names)
+    error_rate = error_rates.resolve(algorithm, params, body.error_rate,
+                                     "error_rate" in body.model_fields_set)
     seed = secrets.randbits(63) if body.seed is None else body.seed
     try:
         bandit = bandits.make_bandit(algorithm, len(rankers), seed=seed, **params)
@@ -116,7 +119,7 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     now = time.time()
     meta = {"id": exp_id, "name": body.name, "algorithm": algorithm, "params": params,
             "interleaving": body.interleaving, "seed": seed, "created_at": now,
-            "dwell_unsatisfied_s": body.dwell_unsatisfied_s}
+            "dwell_unsatisfied_s": body.dwell_unsatisfied_s, "error_rate": error_rate}
     table = [replace(r, arm=a, status="active", added_at=now, retired_at=None)
              for a, r in enumerate(rankers)]
     store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
