@@ -244,7 +244,7 @@ def decide(bandit: DuelingBandit, *, name: str | None = None) -> Decision:
     if verdicts is not None:
         return _decide_verdicts(bandit, verdicts, champion, active, vs, flagged)
     conf = confidence_of(bandit)
-    statement = NO_GUARANTEE.format(name=bandit.name)
+    statement = NO_GUARANTEE.format(name=label)
     if not undecided:
         basis = ("decided: one ranker left, every other eliminated by "
                  f"{label}'s elimination test")

@@ -30,6 +30,11 @@ class ReportRanker(BaseModel):
     version: int = Field(description="which version of the ranker's definition was compared")
     version_of: str = Field(description="the ranker's plain name")
     status: str = Field(examples=["active", "eliminated", "retired"])
+    verdict: str | None = Field(
+        None, description="shown worse (at 1 − error_rate: not the best), no longer shown "
+        "(the policy stopped showing it to save traffic: no claim), or null",
+        examples=["shown worse", "no longer shown"])
+    shown_worse_by: str | None = Field(None, description="the ranker that showed it worse")
     impressions: int
     vs_champion: VsChampion | None
     eliminated_by: str | None
@@ -57,6 +62,18 @@ class Report(BaseModel):
     confidence: float | None = Field(
         description="the confidence the verdict is stated at; null until the champion is "
         "certified (no verdict, no confidence)")
+    error_rate: float | None = Field(
+        None, description="δ: the chance, over the whole run, that a verdict stated is "
+        "wrong; null for a policy whose verdicts carry no family-wise guarantee")
+    confidence_meaning: str | None = Field(
+        None, description="what the confidence means, in one sentence (for the Merge "
+        "policies: that their eliminations carry no family-wise guarantee)")
+    shown_worse: dict[str, str] = Field(
+        default_factory=dict, description="ranker -> the ranker that showed it worse at "
+        "1 − error_rate")
+    no_longer_shown: list[str] = Field(
+        default_factory=list, description="rankers the policy stopped showing on weaker "
+        "evidence (recoverable; no claim that they are worse)")
     rankers: list[ReportRanker]
     undecided: list[str]
     estimated_comparisons_to_decide: int | None

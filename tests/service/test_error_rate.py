@@ -4,10 +4,6 @@ with what it means in the report."""
 
 from __future__ import annotations
 
-import pytest
-
-import bandits
-
 
 def _body(ranker_server, algorithm: str, **extra) -> dict:
     return {"name": f"delta-{algorithm}", "algorithm": algorithm, "interleaving": "team_draft",
@@ -30,8 +26,6 @@ def test_error_rate_is_refused_where_the_policy_has_none(client, ranker_server):
     assert status == 201  # the default is no claim for a policy without δ
 
 
-@pytest.mark.skipif("error_rate" not in bandits.get_algorithm("recommended").PARAMS,
-                    reason="recommended declares error_rate once the verdicts work is in")
 def test_recommended_takes_the_experiment_s_error_rate(client, ranker_server):
     status, exp = client.request("POST", "/experiments",
                                  _body(ranker_server, "recommended", error_rate=0.01),
