@@ -106,7 +106,8 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
     truth = parse_truth(body.true_preferences, body.true_best, names)
-    error_rate = error_rates.resolve(algorithm, params, body.error_rate,
+    error_rate = error_rates.resolve(algorithm, params,
+                                     getattr(body, "error_rate", error_rates.DEFAULT),
                                      "error_rate" in body.model_fields_set)
     seed = secrets.randbits(63) if body.seed is None else body.seed
     try:
