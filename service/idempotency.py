@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,8 @@ WAIT_S = 30.0
 MAX_KEY_CHARS = 255
 #: how often a waiting request looks again (seconds)
 POLL_S = 0.05
+#: a key: printable ASCII, no space at either end (a transport may strip those)
+KEY_PATTERN = r"^[!-~]([ -~]{0,253}[!-~])?$"
 
 
 def parse_key(raw: str | None) -> str | None:
@@ -50,9 +53,10 @@ def parse_key(raw: str | None) -> str | None:
     """
     if raw is None:
         return None
-    if not 1 <= len(raw) <= MAX_KEY_CHARS or not all(" " <= c <= "~" for c in raw):
+    if not re.fullmatch(KEY_PATTERN, raw):
         raise BadRequest(f"header {HEADER} must be 1-{MAX_KEY_CHARS} printable ASCII "
-                         "characters (a UUID, for example); leave it out to create without one")
+                         "characters, no space at either end (a UUID, for example); leave "
+                         "it out to create without one")
     return raw
 
 

@@ -49,7 +49,8 @@ def _describe(exp_id: str):
     body=s.NewExperiment, operator=True,
     header_params=[{"name": idempotency.HEADER, "required": False,
                     "schema": {"type": "string", "minLength": 1,
-                               "maxLength": idempotency.MAX_KEY_CHARS},
+                               "maxLength": idempotency.MAX_KEY_CHARS,
+                               "pattern": idempotency.KEY_PATTERN},
                     "description": "makes a retried creation safe: the same key and body "
                     "within 24 h answer 200 with the experiment the first created "
                     "(Idempotent-Replayed: true); the same key with another body, 422"}],
