@@ -196,9 +196,11 @@ def confidence_of(bandit: DuelingBandit) -> float | None:
     return 1.0 - math.exp(-2.0 * bandit.alpha * math.log(bandit.t + 1 + bandit.c))
 
 
-def decide(bandit: DuelingBandit) -> Decision:
+def decide(bandit: DuelingBandit, *, name: str | None = None) -> Decision:
     """The champion, whether it is certified, each ranker against it, and the estimate of
-    the comparisons still needed (see the module docstring).
+    the comparisons still needed (see the module docstring). ``name``: what the words
+    call the policy (the name an experiment was created with, e.g. ``recommended``;
+    default: the policy's own, ``bandit.name``).
 
     Examples
     --------
@@ -215,6 +217,7 @@ def decide(bandit: DuelingBandit) -> Decision:
     >>> d.certified, d.estimate is not None and d.estimate > 0
     (False, True)
     """
+    label = name or bandit.name
     W = bandit.W
     champion = int(bandit.best_arm())
     status = bandit.status
@@ -233,7 +236,7 @@ def decide(bandit: DuelingBandit) -> Decision:
     undecided = [a for a in active if a != champion]
     if not has_test(bandit):
         return Decision(champion, False, None, undecided if len(active) > 1 else [],
-                        None, f"{bandit.name} has no elimination test: it keeps every ranker "
+                        None, f"{label} has no elimination test: it keeps every ranker "
                         "in play and never certifies a winner, so there is nothing to "
                         "count down to (the champion is its current leader)",
                         vs, flagged=flagged)
@@ -241,17 +244,17 @@ def decide(bandit: DuelingBandit) -> Decision:
     if verdicts is not None:
         return _decide_verdicts(bandit, verdicts, champion, active, vs, flagged)
     conf = confidence_of(bandit)
-    statement = NO_GUARANTEE.format(name=bandit.name)
+    statement = NO_GUARANTEE.format(name=label)
     if not undecided:
         basis = ("decided: one ranker left, every other eliminated by "
-                 f"{bandit.name}'s elimination test")
+                 f"{label}'s elimination test")
         if flagged:
             basis += "; but the non-Condorcet guard flagged the data (no single best ranker)"
         return Decision(champion, not flagged, conf, [], 0, basis, vs, flagged=flagged,
                         statement=statement)
     estimate, remaining, overhead = _estimate(bandit, champion, active)
     basis = (f"estimate: for each undecided ranker, the comparisons its cheapest eliminator "
-             f"still needs, from the evidence the pair has so far, until {bandit.name}'s "
+             f"still needs, from the evidence the pair has so far, until {label}'s "
              f"own elimination test fires, at the preferences estimated so far (empirical, "
              f"shrunk towards a Bradley-Terry fit with {PRIOR:g} pseudo-comparisons; a "
              f"preference closer to 1/2 than the comparisons so far can resolve, at most "

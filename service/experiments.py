@@ -19,6 +19,7 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences, wilson_interval
+from service import error_rates
 from service.api.schemas import NewExperiment, NewRanker, RankerIn
 from service.errors import Conflict, Unprocessable
 from service.rankers import template as ranker_template
@@ -111,6 +112,9 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
     truth = parse_truth(body.true_preferences, body.true_best, names)
+    error_rate = error_rates.resolve(algorithm, params,
+                                     getattr(body, "error_rate", error_rates.DEFAULT),
+                                     "error_rate" in body.model_fields_set)
     seed = secrets.randbits(63) if body.seed is None else body.seed
     try:
         bandit = bandits.make_bandit(algorithm, len(rankers), seed=seed, **params)
@@ -123,6 +127,7 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     meta = {"id": exp_id, "name": body.name, "algorithm": algorithm, "params": params,
             "interleaving": body.interleaving, "seed": seed, "created_at": now,
             "dwell_unsatisfied_s": body.dwell_unsatisfied_s, "placement": body.placement,
+            "error_rate": error_rate,
             "guardrails": body.guardrails.model_dump(exclude_none=True)
             if body.guardrails is not None else None}
     if body.segments:
@@ -175,7 +180,9 @@ def refuse_definition_change(body: dict[str, Any]) -> None:
     fixed = sorted(set(body) & set(IMMUTABLE))
     if fixed:
         raise Conflict(f"{', '.join(fixed)} cannot change after an experiment is created"
-                       " (add or retire rankers with /experiments/ID/rankers)")
+                       " (add or retire rankers with /experiments/ID/rankers; change a "
+                       "ranker by adding a version: POST /experiments/ID/rankers/NAME/"
+                       "versions)")
 
 
 def rename(store: Store, exp_id: str, name: str) -> None:
@@ -200,7 +207,10 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
         if snap.lifecycle == "stopped":
             raise Conflict(f"experiment {exp_id!r} is stopped")
         if any(r.name == ranker.name for r in snap.rankers):
-            raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker.name!r}")
+            raise Conflict(
+                f"experiment {exp_id!r} already has a ranker {ranker.name!r}; a ranker's "
+                f"definition cannot change inside an experiment: to change it, add a new "
+                f"version with POST /experiments/{exp_id}/rankers/{ranker.name}/versions")
 
     check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
     if spec.probe and probe is not None:
@@ -351,6 +361,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         elim = bandit.eliminated.get(a)
         rankers.append({
             **r.to_json(),
+            "version": r.version, "version_of": r.version_of,
             "status": status,
             "eliminated": None if elim is None else {
                 "step": elim["step"], "by": names.get(elim["by"], elim["by"])},

@@ -45,7 +45,7 @@ from service.controller import Choice
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
 from service.rankers.health import RankerHealth, SearchTiming
 from service.runtime import Runtime
-from service.search import _interleaving, _url, query_digest
+from service.search import _interleaving, _url, query_digest, shown_copies
 from service.store import ImpressionClosed
 from service.store.records import Impression
 
@@ -117,10 +117,6 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
         why = "could answer" if called else "may be called: they are in quarantine"
         raise BadGateway(f"no ranker of impression {imp.id!r} {why}; start a new search "
                          "(page 1), which healthy rankers serve")
-    by_id: dict[str, dict[str, Any]] = {}
-    for res in lists.values():
-        for item in res:
-            by_id.setdefault(str(item["id"]), item)
     shown = [str(d) for d in imp.shown]
     rankings = [[str(item["id"]) for item in lists.get(a, [])] for a in arms]
     if record is not None:
@@ -131,13 +127,15 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
         seen = set(shown)
         full = shown + [d for d in rankings[0] if d not in seen][: max(0, depth - len(shown))]
         new_record = None
+    # each document as the ranker it is credited to returned it (interleaving.owners)
+    items = shown_copies(new_record, full, [lists.get(a, []) for a in arms])
     urls = (list(imp.urls) + [None] * len(shown))[: len(shown)]
     if len(full) > len(shown):
         if start > len(shown):
             raise Unprocessable(
                 f"page {page} of k={k} would skip ranks {len(shown) + 1}..{start}, which "
                 f"were never shown: ask for page {len(shown) // k + 1} first")
-        urls += [_url(by_id[d]) for d in full[len(shown):]]
+        urls += [_url(item) for item in items[len(shown):]]
         if not rt.store.extend_impression(imp.id, imp.exp, expect=shown, shown=full,
                                           record=new_record, urls=urls,
                                           inactivity_s=rt.config.inactivity_s):
@@ -145,9 +143,8 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
                                "meanwhile; retry")
     results = []
     for rank in range(start + 1, min(depth, len(full)) + 1):
-        doc = full[rank - 1]
-        item = dict(by_id.get(doc) or {"id": doc})
-        if doc not in by_id and urls[rank - 1]:
+        item = dict(items[rank - 1])
+        if len(item) == 1 and urls[rank - 1]:  # no ranker returned it now: its id alone
             item["url"] = urls[rank - 1]
         item["rank"] = rank
         results.append(item)

@@ -120,10 +120,6 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     forfeits = [(w, loser) for w, _, _ in ok for loser, _ in failed]
     for loser, failure in failed:
         metrics.FORFEITS.labels(exp_id, choice.by_arm[loser].name, failure.reason).inc()
-    by_id: dict[str, dict[str, Any]] = {}
-    for _, _, res in ok:
-        for item in res:
-            by_id.setdefault(str(item["id"]), item)
     if len(ok) >= 2:
         # participants in arm order, so the pair (j, i) interleaves exactly like (i, j)
         # and a repeated (user, query) view of the same comparison shows the same list
@@ -139,6 +135,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         shown = [str(item["id"]) for item in ok[0][2][:k]]
         record, duel = None, False
         kind = "fallback" if fallback else "single"
+    items = shown_copies(record, shown, [res for _, _, res in ok])
     now = time.time()
     expires = int(now + rt.config.token_ttl_s)
     counters = {"impressions": 1, kind: 1}
@@ -150,15 +147,15 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,
         inactivity_s=rt.config.inactivity_s, counters=counters,
-        urls=[_url(by_id[doc]) for doc in shown],
+        urls=[_url(item) for item in items],
         segments=segment_labels(choice.snapshot.meta.get("segments"), segments),
         user_hash=user_hash(rt.secret, exp_id, user),
         rankers=[choice.by_arm[a].name for a in arms], events_maxlen=rt.config.events_maxlen,
     )
     metrics.IMPRESSIONS.labels(exp_id, kind).inc()
     results = []
-    for rank, doc in enumerate(shown, start=1):
-        item = dict(by_id[doc])
+    for rank, copy in enumerate(items, start=1):
+        item = dict(copy)
         item["rank"] = rank
         results.append(item)
     return {
@@ -168,6 +165,25 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         "rankers": [choice.by_arm[a].name for a in arms],
         "results": results,
     }
+
+
+def shown_copies(record: dict[str, Any] | None, shown: list[str],
+                 lists: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each shown document as the ranker it is credited to returned it (its fields, e.g.
+    a price: :mod:`interleaving.owners` gives the rule), ``lists`` being the participants'
+    results in the order the interleaving took them; ``{"id"}`` alone for a document no
+    list holds."""
+    from interleaving.owners import owners
+
+    copies: list[dict[str, dict[str, Any]]] = []
+    for res in lists:
+        mine: dict[str, dict[str, Any]] = {}
+        for item in res:
+            mine.setdefault(str(item["id"]), item)
+        copies.append(mine)
+    rankings = [list(c) for c in copies]
+    return [copies[o][doc] if o >= 0 else {"id": doc}
+            for doc, o in zip(shown, owners(record, shown, rankings), strict=True)]
 
 
 #: the longest result URL kept for the click redirect

@@ -259,6 +259,7 @@ SERVER_FIXTURES = frozenset({
     "own_redis", "own_redis_url", "platform", "make_ranker", "engines", "metrics_run",
     "rollout_api", "rc",
     "browser", "rankers", "fixed_rankers", "matrix_rankers", "world_rankers",
+    "aa_rankers",
 })
 #: pure tests still in a server tier, each with why and where it goes: a test, or a whole
 #: file. An entry that no longer matches a pure test of its file fails collection, so it

@@ -54,6 +54,10 @@ def table(rep: dict[str, Any]) -> str:
         p = f"{vs['p']:.3f} [{vs['lower']:.3f}, {vs['upper']:.3f}]" if vs else "-"
         elim = (f"by {r['eliminated_by']} at {r['eliminated_at_comparison']:,}"
                 if r["eliminated_by"] is not None else "")
+        if r.get("verdict") == "shown worse":
+            elim = f"shown worse by {r['shown_worse_by']}"
+        elif r.get("verdict") == "no longer shown":
+            elim = "no longer shown (not shown worse)"
         lines.append(f"{r['name']:<16} {status:<10} {r['impressions']:>11,} {wl:>17} "
                      f"{p:>22}  {elim}")
     for d in rep.get("degraded", []):  # apart: neither winner nor loser

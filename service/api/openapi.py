@@ -138,6 +138,7 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
               for n, schema in op.path_params.items()]
     if op.query is not None:
         params += _query_parameters(op.query)
+    params += [{**h, "in": "header"} for h in op.header_params]
     if params:
         out["parameters"] = params
     if op.body is not None:

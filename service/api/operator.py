@@ -8,11 +8,12 @@ from functools import partial
 
 from flask import Blueprint, Response, jsonify, request
 
-from service import experiments, placements
+from service import experiments, idempotency, placements, ranker_versions
 from service import traffic as rollout_api
 from service.api import schemas as s
 from service.api.auth import require_bearer
 from service.api.schemas import AuditQuery, NewExperiment, NewRanker
+from service.api.schemas.ranker_versions import NewRankerVersion
 from service.api.spec import (
     EXP_ID,
     FROM_CREATED,
@@ -50,20 +51,43 @@ def _describe(exp_id: str):
 
 @OPS.post("", "createExperiment", "Create an experiment",
     body=s.NewExperiment, operator=True,
-    responses={201: s.Experiment, 400: None, 401: None, 413: None, 422: None,
-               503: None},
+    header_params=[{"name": idempotency.HEADER, "required": False,
+                    "schema": {"type": "string", "minLength": 1,
+                               "maxLength": idempotency.MAX_KEY_CHARS,
+                               "pattern": idempotency.KEY_PATTERN},
+                    "description": "makes a retried creation safe: the same key and body "
+                    "within 24 h answer 200 with the experiment the first created "
+                    "(Idempotent-Replayed: true); the same key with another body, 422"}],
+    responses={200: s.Experiment, 201: s.Experiment, 400: None, 401: None, 404: None,
+               409: "A request with the same Idempotency-Key is still creating",
+               413: None, 422: None, 503: None},
     links={201: exp_links(FROM_CREATED)})
 def create():
     rt = runtime()
-    spec = parse(NewExperiment, json_body(request), status=422)
+    key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
+    body = json_body(request)
+    spec = parse(NewExperiment, body, status=422)
     traffic = rollout_api.traffic_of(spec.root)
-    if traffic is not None:
-        placements.check_join(rt.store, spec.root.placement, "new", traffic)
-    exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms,
-                                probe=_prober(rt), policy=rt.rankers.policy)
-    if traffic is not None:
-        rollout_api.join_or_delete(rt, exp_id, spec.root.placement, traffic)
-    return _describe(exp_id), 201
+
+    def make() -> str:
+        if traffic is not None:
+            placements.check_join(rt.store, spec.root.placement, "new", traffic)
+        exp_id = experiments.create(rt.store, spec,
+                                    default_timeout_ms=rt.config.ranker_timeout_ms,
+                                    probe=_prober(rt), policy=rt.rankers.policy)
+        if traffic is not None:
+            rollout_api.join_or_delete(rt, exp_id, spec.root.placement, traffic)
+        return exp_id
+
+    if key is None:
+        return _describe(make()), 201
+    exp_id, replayed = idempotency.create_once(rt.store.r, key, body, make,
+                                               exists=rt.store.exists)
+    if not replayed:
+        return _describe(exp_id), 201
+    out = _describe(exp_id)
+    out.headers[idempotency.REPLAYED] = "true"
+    return out, 200
 
 
 @OPS.get("", "listExperiments", "List experiments", operator=True,
@@ -136,6 +160,25 @@ def add_ranker(exp_id: str):
     entry = experiments.add_ranker(rt.store, exp_id, ranker,
                                    default_timeout_ms=rt.config.ranker_timeout_ms,
                                    probe=_prober(rt), policy=rt.rankers.policy)
+    return jsonify(entry.to_json()), 201
+
+
+@OPS.post("/<exp_id>/rankers/<name>/versions", "addRankerVersion",
+    "Change a ranker: add a new version (a new arm NAME@vN; the previous version retired "
+    "unless retire_previous is false)",
+    body=NewRankerVersion,
+    path_params={**EXP_ID, "name": {"type": "string", "description": "ranker name"}},
+    operator=True,
+    responses={201: s.RankerEntry, 400: None, 401: None, 404: None,
+               409: "The experiment is stopped, or the body changes nothing", 413: None,
+               422: None, 503: None})
+def add_ranker_version(exp_id: str, name: str):
+    rt = runtime()
+    body = parse(NewRankerVersion, json_body(request), status=422)
+    entry = ranker_versions.add_version(
+        rt.store, exp_id, name, body.change(), retire_previous=body.retire_previous,
+        probe=body.probe, default_timeout_ms=rt.config.ranker_timeout_ms,
+        prober=_prober(rt), policy=rt.rankers.policy)
     return jsonify(entry.to_json()), 201
 
 

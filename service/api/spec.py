@@ -39,6 +39,8 @@ class Op:
     #: the query model built from the configuration (``k``'s default and bound)
     query_for: Callable[[int, int], type[BaseModel]] | None = None
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: request headers it reads, as OpenAPI parameter objects without ``"in"``
+    header_params: list[dict[str, Any]] = field(default_factory=list)
     operator: bool = False
     links: dict[int, dict[str, Any]] = field(default_factory=dict)
 
@@ -98,6 +100,8 @@ def exp_links(source: str) -> dict[str, Any]:
         "AddRanker": {"operationId": "addRanker", "parameters": exp},
         "RetireRanker": {"operationId": "retireRanker",
                          "parameters": {**exp, "name": "$response.body#/rankers/0/name"}},
+        "AddRankerVersion": {"operationId": "addRankerVersion",
+                             "parameters": {**exp, "name": "$response.body#/rankers/0/name"}},
         "ChangeLifecycle": {"operationId": "changeLifecycle", "parameters": exp},
         "GetAudit": {"operationId": "getAudit", "parameters": exp},
         "GetReport": {"operationId": "getReport", "parameters": exp},

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from bandits import get_algorithm
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
 from bandits.decision import Decision, decide
@@ -32,8 +33,8 @@ from service.store import Store, history
 
 #: audit actions that go on the timeline
 TIMELINE_ACTIONS = ("created", "eliminated", "stage_changed", "ranker_added",
-                    "ranker_retired", "ranker_quarantined", "ranker_recovered",
-                    "ranker_degraded", "ranker_restored",
+                    "ranker_version_added", "ranker_retired", "ranker_quarantined",
+                    "ranker_recovered", "ranker_degraded", "ranker_restored",
                     "non_condorcet_flagged", "pause", "resume", "stop")
 #: the comparison rate is measured over the history points of the last this many seconds
 RATE_WINDOW_S = 600.0
@@ -80,15 +81,21 @@ def _names_list(names: list[str]) -> str:
 
 def verdict(d: Decision, names: dict[int, str], *, k: int, n: int, algorithm: str,
             seconds: float | None) -> str:
-    """One or two plain sentences saying what the experiment has decided."""
+    """A few plain sentences saying what the experiment has decided: for a policy with
+    family-wise verdicts (``recommended``), at which error rate δ and what that means;
+    for the Merge policies, that their eliminations carry no such guarantee."""
     champ = names.get(d.champion, str(d.champion))
     if n == 0:
         return f"No comparisons yet: {k} rankers, nothing decided."
+    meaning = f" {d.statement[0].upper()}{d.statement[1:]}." if d.statement else ""
     if d.certified:
-        pct = f"{_percent(d.confidence)}%" if d.confidence is not None else "stated"
+        if d.error_rate is not None:
+            return (f"{champ} is the best of {k} rankers: each of the {k - 1} others was "
+                    f"shown worse by {algorithm}'s test at error rate δ = "
+                    f"{_percent(d.error_rate)}%, after {_count(n)} comparisons.{meaning}")
         return (f"{champ} is the best of {k} rankers: each of the {k - 1} others was "
-                f"eliminated with {pct} confidence by {algorithm}'s test, after "
-                f"{_count(n)} comparisons.")
+                f"eliminated by {algorithm}'s test, after {_count(n)} comparisons."
+                f"{meaning}")
     if d.flagged:
         return (f"No single best ranker: the comparisons show a preference cycle or an "
                 f"eliminated ranker beating the champion; {champ} leads by the Copeland "
@@ -98,11 +105,33 @@ def verdict(d: Decision, names: dict[int, str], *, k: int, n: int, algorithm: st
         return (f"{champ} leads after {_count(n)} comparisons; {algorithm} has no "
                 f"elimination test, so it will not certify a winner.")
     head = f"Undecided between {_names_list(undecided)}"
+    soft = [names.get(a, str(a)) for a in d.no_longer_shown]
+    if soft:
+        head += (f" ({_names_list(soft)} no longer shown to save traffic, not shown "
+                 f"worse)")
     if d.estimate is None:
-        return (f"{head} after {_count(n)} comparisons; {champ} leads, and no estimate of "
+        text = (f"{head} after {_count(n)} comparisons; {champ} leads, and no estimate of "
                 f"the time to decide can be made yet.")
-    when = f" (≈ {_duration(seconds)} at the current rate)" if seconds is not None else ""
-    return f"{head}; about {_count(d.estimate)} more comparisons{when} should settle it."
+    else:
+        when = f" (≈ {_duration(seconds)} at the current rate)" if seconds is not None else ""
+        text = f"{head}; about {_count(d.estimate)} more comparisons{when} should settle it."
+    if d.error_rate is not None:
+        text += (f" Nothing is certified yet: a verdict is stated at error rate δ = "
+                 f"{_percent(d.error_rate)}%.{meaning}")
+    return text
+
+
+def policy_about(algorithm: str) -> str:
+    """What the policy an experiment was created with is, said once (the report names it
+    by ``algorithm`` everywhere else).
+
+    >>> policy_about("uniform")[:46]
+    'uniform is the Uniform policy: Duel two distin'
+    """
+    cls = get_algorithm(algorithm)
+    first = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    alias = "" if cls.name == algorithm else f" (also registered as {cls.name})"
+    return f"{algorithm} is the {cls.__name__} policy{alias}: {first}"
 
 
 def _rate(points: list[dict[str, Any]], now: float) -> float | None:
@@ -164,7 +193,7 @@ def timeline(audit: list[dict[str, Any]], bandit, names: dict[int, str],
             continue
         item: dict[str, Any] = {"event": action, "ts": e.get("ts")}
         for key in ("ranker", "by", "from", "to", "cycle", "beat_champion", "switched",
-                    "failures", "seconds", "actor", "reason"):
+                    "failures", "seconds", "actor", "previous", "version", "reason"):
             if key in e:
                 item[key] = e[key]
         step = e.get("step")
@@ -221,7 +250,8 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     names = snap.names
     W = bandit.W
     n = int(bandit.n_updates)
-    d = decide(bandit)
+    algorithm = snap.meta["algorithm"]
+    d = decide(bandit, name=algorithm)  # one name for the policy in every sentence
     exposure = np.zeros(bandit.K)
     impressions = np.zeros(bandit.K, dtype=np.int64)
     for arm, (count, share) in shown.items():
@@ -248,9 +278,14 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         a = r.arm
         elim = bandit.eliminated.get(a) if int(bandit.status[a]) == ELIMINATED else None
         vs = d.vs_champion.get(a)
+        worse_by = d.shown_worse.get(a)
         rankers.append({
             "name": r.name,
+            "version": r.version, "version_of": r.version_of,  # the definition compared
             "status": _status(int(bandit.status[a])),
+            "verdict": ("shown worse" if worse_by is not None else
+                        "no longer shown" if a in d.no_longer_shown else None),
+            "shown_worse_by": None if worse_by is None else names.get(worse_by, worse_by),
             "impressions": int(impressions[a]),
             "vs_champion": None if vs is None else _vs_champion(
                 vs, ties.get((min(a, d.champion), max(a, d.champion)), 0)),
@@ -261,19 +296,28 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     audit = store.audit(exp_id)
     series = comparisons_over_time(points, audit, snap.meta["created_at"], now, n)
     segments = _segments(store, snap, d, names, bandit.K)
-    told = verdict(d, names, k=k, n=n, algorithm=snap.meta["algorithm"], seconds=seconds)
+    told = verdict(d, names, k=k, n=n, algorithm=algorithm, seconds=seconds)
     flagged = by_segment.sentence(names.get(d.champion),
                                   segments["heterogeneous"] if segments else ())
     return {
         "id": exp_id,
         "name": snap.meta["name"],
-        "algorithm": snap.meta["algorithm"],
+        "algorithm": algorithm,
+        "algorithm_about": policy_about(algorithm),
         "lifecycle": snap.lifecycle,
         "comparisons": n,
         "verdict": f"{told} {flagged}" if flagged else told,
         "champion": names.get(d.champion),
         "certified": d.certified,
-        "confidence": None if d.confidence is None else round(d.confidence, 6),
+        # the confidence of a verdict: null until there is one (an undecided report
+        # states no confidence that could read as a decision)
+        "confidence": (round(d.confidence, 6) if d.certified and d.confidence is not None
+                       else None),
+        "error_rate": d.error_rate,
+        "confidence_meaning": d.statement or None,
+        "shown_worse": {names.get(a, str(a)): names.get(b, str(b))
+                        for a, b in d.shown_worse.items()},
+        "no_longer_shown": [names.get(a, str(a)) for a in d.no_longer_shown],
         "rankers": rankers,
         # apart from the verdict: out of the comparisons, neither winners nor losers
         "degraded": [{"name": r["name"], "reason": r["degraded"]} for r in rankers

@@ -26,8 +26,15 @@ class VsChampion(BaseModel):
 
 class ReportRanker(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
+    name: str = Field(description="NAME, or NAME@vN for version N of a ranker")
+    version: int = Field(description="which version of the ranker's definition was compared")
+    version_of: str = Field(description="the ranker's plain name")
     status: str = Field(examples=["active", "eliminated", "retired"])
+    verdict: str | None = Field(
+        None, description="shown worse (at 1 − error_rate: not the best), no longer shown "
+        "(the policy stopped showing it to save traffic: no claim), or null",
+        examples=["shown worse", "no longer shown"])
+    shown_worse_by: str | None = Field(None, description="the ranker that showed it worse")
     impressions: int
     vs_champion: VsChampion | None
     eliminated_by: str | None
@@ -96,10 +103,27 @@ class Report(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     id: str
+    algorithm: str = Field(description="the policy, by the name the experiment was created "
+                           "with (every sentence of the report uses it)")
+    algorithm_about: str = Field(description="what that policy is, in a sentence")
     verdict: str
     champion: str | None
     certified: bool
-    confidence: float | None
+    confidence: float | None = Field(
+        description="the confidence the verdict is stated at; null until the champion is "
+        "certified (no verdict, no confidence)")
+    error_rate: float | None = Field(
+        None, description="δ: the chance, over the whole run, that a verdict stated is "
+        "wrong; null for a policy whose verdicts carry no family-wise guarantee")
+    confidence_meaning: str | None = Field(
+        None, description="what the confidence means, in one sentence (for the Merge "
+        "policies: that their eliminations carry no family-wise guarantee)")
+    shown_worse: dict[str, str] = Field(
+        default_factory=dict, description="ranker -> the ranker that showed it worse at "
+        "1 − error_rate")
+    no_longer_shown: list[str] = Field(
+        default_factory=list, description="rankers the policy stopped showing on weaker "
+        "evidence (recoverable; no claim that they are worse)")
     rankers: list[ReportRanker]
     degraded: list[dict[str, str]] = Field(
         default_factory=list, description="the degraded rankers ({name, reason}), apart "

@@ -65,6 +65,9 @@ script (on a cluster they live wherever their own name hashes)::
                                   /healthz)
     rd:legacy-imp:<i>       STR   (TTL) the experiment of an impression id issued before
                                   this layout (written by ``rankduel migrate-keys``)
+    rd:idem:create:<h>      STR   (TTL) a POST /experiments' Idempotency-Key (h: its
+                                  SHA-256): JSON {body digest, experiment id once created}
+                                  (service.store.idempotency)
 
 Placements (one hash tag per placement, ``{pl-<p>}``, so a placement's transactions run
 on one shard; :mod:`service.placements`)::
@@ -244,6 +247,16 @@ def rate_key(client: str, window: int) -> str:
 
 def legacy_imp_key(imp_id: str) -> str:
     return f"{PREFIX}legacy-imp:{imp_id}"
+
+
+def idempotency_key(scope: str, digest: str) -> str:
+    """An ``Idempotency-Key`` of operation ``scope``, by the key's digest
+    (:mod:`service.store.idempotency`).
+
+    >>> idempotency_key("create", "ab12")
+    'rd:idem:create:ab12'
+    """
+    return f"{PREFIX}idem:{scope}:{digest}"
 
 
 def new_impression_id(exp_id: str) -> str:

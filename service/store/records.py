@@ -95,6 +95,17 @@ class Ranker:
     def timeout_s(self) -> float:
         return self.timeout_ms / 1000.0
 
+    @property
+    def version(self) -> int:
+        """Which version of its ranker this is (1 unless added as a new version:
+        :mod:`service.ranker_versions`)."""
+        return int(self.extra.get("version", 1))
+
+    @property
+    def version_of(self) -> str:
+        """The plain name of its ranker (``bm25`` for ``bm25@v2``)."""
+        return str(self.extra.get("version_of", self.name))
+
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> Ranker:
         """The ranker of one stored entry (a dict of the ``rankers`` JSON list)."""

@@ -320,6 +320,7 @@ REST = {
     "search": {"query": {"q": "lake", "k": 3}},
     "renameExperiment": {"body": {"name": "renamed"}},
     "addRanker": {"body": {"name": "late", "url": "{toy}/r/mid"}},
+    "addRankerVersion": {"body": {"url": "{toy}/r/alt"}},
     "changeLifecycle": {"path": {"action": "pause"}},
 }
 

@@ -159,6 +159,11 @@ class RankerEntry(Out):
     status: RankerStatus
     added_at: float
     retired_at: float | None
+    version: Annotated[int, Field(ge=1)] = Field(
+        1, description="which version of the ranker this is: 1, or N for NAME@vN (a "
+        "definition never changes inside an experiment; a change is a new version)")
+    version_of: str | None = Field(
+        None, description="the ranker's plain name (NAME for NAME@vN)")
 
 
 class Elimination(Out):

@@ -198,8 +198,13 @@ def _experiment_model(algorithm: str) -> type[_NewExperiment]:
     cls = bandits.get_algorithm(algorithm)
     params = _params_model(algorithm)
     title = "".join(p.title() for p in algorithm.split("_"))
+    # δ of the verdicts, for a policy that states them at one (service.error_rates)
+    delta = {"error_rate": (Annotated[float, Field(gt=0, le=0.5)], Field(
+        0.05, description="δ: the chance, over the whole run, that a verdict the report "
+        "states is wrong (the certified best ranker is not the best, or the best is shown "
+        "worse)"))} if "error_rate" in cls.PARAMS else {}
     return create_model(
-        f"New{title}Experiment", __base__=_NewExperiment,
+        f"New{title}Experiment", __base__=_NewExperiment, **delta,
         algorithm=(Literal[algorithm], ...),
         params=(params, Field(default_factory=params)),
         interleaving=(_interleaving_for(algorithm, cls.multi), ...),
