@@ -62,18 +62,24 @@ SEMANTIC_422 = {
     "POST /clicks": ("was not shown in impression", "was shown at rank"),
     "POST /impressions/{imp_id}/end": ("was not shown in impression", "was shown at rank"),
     "POST /experiments": ("ranker names must be unique", "true_preferences", "true_best",
-                          "C(eps)", "did not answer the test query"),
+                          "C(eps)", "did not answer the test query",
+                          "go together", "add up to"),
+    "PATCH /experiments/{exp_id}": ("send a new name or a new traffic",),
     "POST /experiments/{exp_id}/rankers": ("did not answer the test query",),
+    "POST /placements": ("did not answer the test query",),
+    "PATCH /placements/{name}": ("did not answer the test query",),
     "GET /r": ("not shown at rank", "not the one shown"),
     "GET /search": ("is not the query of page 1", "were never shown"),
     "POST /judging/campaigns": ("fewer than two distinct items", "appears twice"),
     "POST /judging/tasks/{task_id}/judgments": ("each of its pairs", "judged once"),
 }
 #: 400s a schema-valid request can get: a next result page deeper than
-#: RANKDUEL_MAX_DEPTH (page·k, a product no schema bounds), or without the impression it
-#: continues (a dependency between parameters)
+#: RANKDUEL_MAX_DEPTH (page·k, a product no schema bounds), without the impression it
+#: continues, or with both or neither of experiment and placement (dependencies between
+#: parameters)
 SEMANTIC_400 = {
-    "GET /search": ("beyond the deepest result served", "continues an impression"),
+    "GET /search": ("beyond the deepest result served", "continues an impression",
+                    "one of the two"),
 }
 TOY_RANKERS = ("good", "bad", "mid", "alt")
 _URL = re.compile(RANKER_URL_PATTERN)
@@ -205,6 +211,8 @@ def before_call(context, case, kwargs):
                     _fix_ranker(r, n)
         elif "url" in body:
             _fix_ranker(body, 0)
+        if isinstance(body.get("control"), dict):  # a placement's control ranker
+            _fix_ranker(body["control"], 0)
 
 
 def load_schema(url: str, *, token: str | None, coverage: bool = True):
@@ -322,6 +330,7 @@ REST = {
     "addRanker": {"body": {"name": "late", "url": "{toy}/r/mid"}},
     "addRankerVersion": {"body": {"url": "{toy}/r/alt"}},
     "changeLifecycle": {"path": {"action": "pause"}},
+    "updatePlacement": {"body": {"control": {"name": "prod2", "url": "{toy}/r/mid"}}},
 }
 
 
@@ -398,6 +407,9 @@ def test_links_lead_everywhere(api, ranker_server):
         {"id": "Q1", "text": "a question", "items": items, "test_pairs": [
             {"better": items[0], "worse": {"id": "off", "text": "off topic"}}]}]})
     follow("createCampaign", 201, campaign.json(), {})
+    placement = call("createPlacement", {}, body={
+        "name": "links", "control": {"name": "prod", "url": f"{toy}/r/good"}})
+    follow("createPlacement", 201, placement.json(), {})
     needs_ids = {op_id for op_id, (_, path, _) in ops.items() if "{" in path}
     assert needs_ids | {"search", "recordClicks"} <= visited, sorted(
         (needs_ids | {"search", "recordClicks"}) - visited)
