@@ -20,6 +20,8 @@ last: ``cpu_ratio`` (rankduel's CPU per search over the floor's) and ``added_p50
     .venv/bin/python bench/fanout_floor.py [--rounds 4] [--seconds 10] [--json out.json]
     # another checkout's API (its .venv) against the same floor:
     .venv/bin/python bench/fanout_floor.py --code /work/main
+    # before and after in the same run: a third server, main's API, in the rotation
+    .venv/bin/python bench/fanout_floor.py --before /work/main
 """
 
 from __future__ import annotations
@@ -130,6 +132,8 @@ def main() -> int:
     ap.add_argument("--procs", type=int, default=2, help="load generator processes")
     ap.add_argument("--code", default=str(ROOT),
                     help="the checkout whose API is measured (its .venv is used)")
+    ap.add_argument("--before", help="also measure this checkout's API (its .venv), in the "
+                    "same rounds: a before/after in one run")
     ap.add_argument("--json", help="write the rounds and medians here too")
     args = ap.parse_args()
 
@@ -166,28 +170,27 @@ def main() -> int:
             env)
         floor_url = f"http://127.0.0.1:{floor_port}"
         stack.wait_healthy(floor, floor_url)
-        api, api_url = start_api(stack, "rankduel", Path(args.code).resolve(), env,
-                                 args.workers, args.threads)
-
         world = demo_world(1, args.rankers)
-        exp = Client(api_url, admin).create_experiment(
-            name="floor", algorithm="mergedts", interleaving="team_draft", seed=1,
-            params={"alpha": 0.8**6, "c": 4e6, "batch_size": 4},
-            rankers=[{"name": ranker_name(n), "url": f"{rank_url}/rankers/{n}",
-                      "timeout_ms": 1000} for n in range(args.rankers)])
         queries = [world.query_text(q) for q in range(world.n_queries)]
-        servers = {
-            "floor": (floor_url, floor,
-                      ["/search?" + urlencode({"q": q, "k": 10}) for q in queries]),
-            "rankduel": (api_url, api,
-                         ["/search?" + urlencode({"experiment": exp["id"], "q": q, "k": 10})
-                          for q in queries]),
-        }
+        servers = {"floor": (floor_url, floor,
+                             ["/search?" + urlencode({"q": q, "k": 10}) for q in queries])}
+        apis = {"rankduel": args.code, **({"before": args.before} if args.before else {})}
+        for name, code in apis.items():
+            api, api_url = start_api(stack, name, Path(code).resolve(), env, args.workers,
+                                     args.threads)
+            exp = Client(api_url, admin).create_experiment(
+                name=name, algorithm="mergedts", interleaving="team_draft", seed=1,
+                params={"alpha": 0.8**6, "c": 4e6, "batch_size": 4},
+                rankers=[{"name": ranker_name(n), "url": f"{rank_url}/rankers/{n}",
+                          "timeout_ms": 1000} for n in range(args.rankers)])
+            servers[name] = (api_url, api, [
+                "/search?" + urlencode({"experiment": exp["id"], "q": q, "k": 10})
+                for q in queries])
         for base, _, paths in servers.values():  # warm: connections, caches
             open_load(base, paths, rate=args.rate, seconds=2, procs=args.procs)
         rows: dict[str, list[dict]] = {name: [] for name in servers}
         for r in range(args.rounds):
-            order = list(servers) if r % 2 == 0 else list(servers)[::-1]
+            order = list(servers) if r % 2 == 0 else list(servers)[::-1]  # A B .. B A
             for name in order:
                 base, child, paths = servers[name]
                 pids = [child.proc.pid, *child_pids(child.proc.pid)]
@@ -205,20 +208,24 @@ def main() -> int:
     keys = ("cpu_us_per_search", "p50_ms", "p99_ms", "errors", "send_lag_p99_ms")
     med = {name: {k: round(statistics.median(row[k] for row in rs), 2) for k in keys}
            for name, rs in rows.items()}
-    ratios = {
-        "cpu_ratio": round(med["rankduel"]["cpu_us_per_search"]
-                           / med["floor"]["cpu_us_per_search"], 3),
-        "cpu_ratio_per_round": [round(a["cpu_us_per_search"] / b["cpu_us_per_search"], 3)
-                                for a, b in zip(rows["rankduel"], rows["floor"],
-                                                strict=True)],
-        "added_p50_ms": round(med["rankduel"]["p50_ms"] - med["floor"]["p50_ms"], 2),
-        "added_p99_ms": round(med["rankduel"]["p99_ms"] - med["floor"]["p99_ms"], 2),
-    }
+    ratios = {}
+    for name in apis:
+        tag = "" if name == "rankduel" else f"{name}_"
+        ratios.update({
+            f"{tag}cpu_ratio": round(med[name]["cpu_us_per_search"]
+                                     / med["floor"]["cpu_us_per_search"], 3),
+            f"{tag}cpu_ratio_per_round": [
+                round(a["cpu_us_per_search"] / b["cpu_us_per_search"], 3)
+                for a, b in zip(rows[name], rows["floor"], strict=True)],
+            f"{tag}added_p50_ms": round(med[name]["p50_ms"] - med["floor"]["p50_ms"], 2),
+            f"{tag}added_p99_ms": round(med[name]["p99_ms"] - med["floor"]["p99_ms"], 2),
+        })
     print(f"\nmedians over {args.rounds} rounds at {args.rate:g} searches/s, "
-          f"{args.delay_ms:g} ms rankers ({args.code}, {time.strftime('%H:%M')})")
-    print(f"{'':20s} {'floor':>10s} {'rankduel':>10s}")
+          f"{args.delay_ms:g} ms rankers (rankduel: {args.code}; before: {args.before}; "
+          f"{time.strftime('%H:%M')})")
+    print(f"{'':20s}" + "".join(f"{name:>10s}" for name in servers))
     for k in keys:
-        print(f"{k:20s} {med['floor'][k]:>10} {med['rankduel'][k]:>10}")
+        print(f"{k:20s}" + "".join(f"{med[name][k]:>10}" for name in servers))
     for k, v in ratios.items():
         print(f"{k:20s} {v}")
     if args.json:
