@@ -121,7 +121,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         inactivity_s=rt.config.inactivity_s, counters=counters,
         urls=[_url(by_id[doc]) for doc in shown],
     )
-    metrics.IMPRESSIONS.labels(exp_id, kind).inc()
+    metrics.labelled(metrics.IMPRESSIONS, exp_id, kind).inc()
     results = []
     for rank, doc in enumerate(shown, start=1):
         item = dict(by_id[doc])

@@ -26,6 +26,10 @@ from service.store.snapshot import (
     text,
 )
 
+#: ``json.dumps(..., ensure_ascii=False)`` built once (dumps builds an encoder per call
+#: when given any option): the same text
+_ARGS = json.JSONEncoder(ensure_ascii=False)
+
 
 class ImpressionStore(DrainStore):
     """Impressions: saved by ``/search``, clicked, ended, read."""
@@ -73,7 +77,8 @@ class ImpressionStore(DrainStore):
         }
         if urls and any(urls):  # the result URLs, for the click redirect /r
             fields["urls"] = json.dumps(urls)
-        out = self._save_script(
+        out = self.call(
+            self._save_script,
             keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
                   shown_key(exp_id), exp_key(exp_id)],
             args=[imp_id, int(ttl_s), repr(now + inactivity_s),
@@ -81,8 +86,7 @@ class ImpressionStore(DrainStore):
                   ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
                   # the field/value pairs as one JSON array of strings: one argument to
                   # encode instead of two dozen (the values stored are the same strings)
-                  json.dumps([str(x) for kv in fields.items() for x in kv],
-                             ensure_ascii=False)])
+                  _ARGS.encode([str(x) for kv in fields.items() for x in kv])])
         if out == -1:
             raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
         self.mark_due(exp_id, now + inactivity_s)
