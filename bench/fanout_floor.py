@@ -12,7 +12,8 @@ gunicorn settings (``--workers`` 2 × ``--threads`` 8, gthread, no access log), 
 alternates rounds (floor, rankduel, rankduel, floor, ...: the order swapped each round)
 of the same open-loop load (``--rate`` 100 searches/s for ``--seconds``, the Python
 generator of :mod:`bench.service_load`). Each round and server: the server's CPU per
-search (utime + stime of the gunicorn master and workers, from ``/proc``) and p50/p99
+search (utime + stime of the gunicorn master and workers, from ``/proc``; the stime
+part too) and p50/p99
 latency as the client sees it. The medians over the rounds and their ratios are printed
 last: ``cpu_ratio`` (rankduel's CPU per search over the floor's) and ``added_p50_ms``
 (rankduel's p50 minus the floor's).
@@ -113,9 +114,24 @@ def create_floor_app(ranker_base: str, n_rankers: int = 12):
     return app
 
 
+def user_system_seconds(pids: list[int]) -> tuple[float, float]:
+    """utime and stime (seconds) of processes ``pids``, from ``/proc`` (their sum is
+    :func:`bench.service_load.proc_cpu_seconds`): system time is the kernel's share, the
+    sockets' system calls and the threads' waits for the GIL."""
+    tick = os.sysconf("SC_CLK_TCK")
+    user = system = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        user, system = user + int(fields[11]), system + int(fields[12])
+    return user / tick, system / tick
+
+
 def main() -> int:
     from bench.proxy_ab import start_api
-    from bench.service_load import open_load, proc_cpu_seconds
+    from bench.service_load import open_load
     from demo.client import Client
     from demo.stack import Stack, child_pids, free_port
     from demo.world_rankers import demo_world, ranker_name
@@ -194,18 +210,21 @@ def main() -> int:
             for name in order:
                 base, child, paths = servers[name]
                 pids = [child.proc.pid, *child_pids(child.proc.pid)]
-                cpu0 = proc_cpu_seconds(pids)
+                user0, sys0 = user_system_seconds(pids)
                 out = open_load(base, paths, rate=args.rate, seconds=args.seconds,
                                 procs=args.procs)
-                cpu = proc_cpu_seconds(pids) - cpu0
-                row = {"cpu_us_per_search": round(cpu / max(out["requests"], 1) * 1e6),
+                user1, sys1 = user_system_seconds(pids)
+                n = max(out["requests"], 1)
+                row = {"cpu_us_per_search": round((user1 - user0 + sys1 - sys0) / n * 1e6),
+                       "system_us_per_search": round((sys1 - sys0) / n * 1e6),
                        "p50_ms": out["p50_ms"], "p99_ms": out["p99_ms"],
                        "requests": out["requests"], "errors": out["errors"],
                        "send_lag_p99_ms": out["send_lag_p99_ms"],
                        "load_average_1m": round(os.getloadavg()[0], 1)}
                 rows[name].append(row)
                 print(f"round {r + 1} {name:8s} {json.dumps(row)}", flush=True)
-    keys = ("cpu_us_per_search", "p50_ms", "p99_ms", "errors", "send_lag_p99_ms")
+    keys = ("cpu_us_per_search", "system_us_per_search", "p50_ms", "p99_ms", "errors",
+            "send_lag_p99_ms")
     med = {name: {k: round(statistics.median(row[k] for row in rs), 2) for k in keys}
            for name, rs in rows.items()}
     ratios = {}
