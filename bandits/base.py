@@ -260,6 +260,13 @@ class DuelingBandit(abc.ABC):
         ``delta``) for a policy with :attr:`condorcet_guard`; None otherwise."""
         return None
 
+    def verdicts(self) -> dict[str, Any] | None:
+        """Verdicts with a family-wise, anytime-valid error rate (:mod:`bandits.confidence`):
+        ``{"error_rate", "certified", "certified_at", "shown_worse", "no_longer_shown",
+        "family_wise"}`` for a policy that certifies so (``recommended``); None for the
+        others, whose eliminations (if any) carry no family-wise guarantee."""
+        return None
+
     def structure(self) -> dict[str, Any]:
         """The policy's structure for people and dashboards, as plain JSON: for the
         Merge policies ``{"stage": s, "batches": [[arm, ...], ...]}``; ``{}`` for

@@ -9,8 +9,18 @@ comparisons it should take to settle (an *estimate*). No I/O: the service's repo
 
 Certified
 ---------
-A policy with an elimination test (the Merge family: MergeDTS, MergeRUCB, MergeGuard,
-MergeMED; seed 000 Algorithm 1 lines 10–11) certifies its champion when every other
+``recommended`` (:class:`bandits.sparring_certifier.SparringCertifier`) states verdicts
+with an anytime-valid, family-wise error rate δ (its ``error_rate``;
+:mod:`bandits.confidence`): its champion is certified when every other ranker has been
+*shown worse* at ``1 − δ``, and P(a certified champion is not the best) ≤ δ over the
+whole run. ``confidence`` is ``1 − δ``, the level its verdicts are stated at, and ``shown_worse`` /
+``no_longer_shown`` separate the rankers with that claim from those the policy only
+stopped showing (soft elimination, recoverable, no claim). ``statement`` says what the
+confidence means (:func:`bandits.confidence.meaning`).
+
+For the other policies: a policy with an elimination test (the Merge family: MergeDTS,
+MergeRUCB, MergeGuard, MergeMED; seed 000 Algorithm 1 lines 10–11) certifies its champion
+when every other
 non-retired ranker has been eliminated by that test, i.e. only one active ranker is left
 (line 8: "return the remaining ranker"), and its non-Condorcet guard (MergeGuard,
 MergeMED) has not flagged the data. Each elimination was made at confidence
@@ -18,7 +28,9 @@ MergeMED) has not flagged the data. Each elimination was made at confidence
 MergeMED's divergence: both thresholds are ``2α log(t + 1 + C)`` nats of evidence), which
 is the ``confidence`` reported. Policies without an elimination test (RUCB, DTS, RCS, CCB,
 Self-Sparring, RMED1, MDB, uniform) keep every ranker in play: they never certify, and
-their ``confidence`` is None.
+their ``confidence`` is None. The eliminations of the Merge family (faithful to their
+papers) carry no family-wise guarantee: ``error_rate`` is None and ``statement`` says so,
+so a report does not present a per-test figure as the verdict's.
 
 The estimate
 ------------
@@ -105,6 +117,14 @@ class Decision:
     remaining: dict[int, int] = field(default_factory=dict)
     overhead: float | None = None
     flagged: bool = False
+    #: δ of a family-wise verdict (None: the policy's verdicts carry no such guarantee)
+    error_rate: float | None = None
+    #: rankers shown worse at 1 − δ: arm -> the ranker that showed it
+    shown_worse: dict[int, int] = field(default_factory=dict)
+    #: rankers the policy no longer shows, with no claim that they are worse
+    no_longer_shown: list[int] = field(default_factory=list)
+    #: what the confidence means, in one sentence for a reader of the report
+    statement: str = ""
 
 
 def has_test(bandit: DuelingBandit) -> bool:
@@ -217,13 +237,18 @@ def decide(bandit: DuelingBandit) -> Decision:
                         "in play and never certifies a winner, so there is nothing to "
                         "count down to (the champion is its current leader)",
                         vs, flagged=flagged)
+    verdicts = bandit.verdicts()
+    if verdicts is not None:
+        return _decide_verdicts(bandit, verdicts, champion, active, vs, flagged)
     conf = confidence_of(bandit)
+    statement = NO_GUARANTEE.format(name=bandit.name)
     if not undecided:
         basis = ("decided: one ranker left, every other eliminated by "
                  f"{bandit.name}'s elimination test")
         if flagged:
             basis += "; but the non-Condorcet guard flagged the data (no single best ranker)"
-        return Decision(champion, not flagged, conf, [], 0, basis, vs, flagged=flagged)
+        return Decision(champion, not flagged, conf, [], 0, basis, vs, flagged=flagged,
+                        statement=statement)
     estimate, remaining, overhead = _estimate(bandit, champion, active)
     basis = (f"estimate: for each undecided ranker, the comparisons its cheapest eliminator "
              f"still needs, from the evidence the pair has so far, until {bandit.name}'s "
@@ -236,7 +261,52 @@ def decide(bandit: DuelingBandit) -> Decision:
         basis = ("no estimate: some undecided ranker looks as strong as its rivals, so the "
                  "test may never separate them at the current estimates; " + basis)
     return Decision(champion, False, conf, undecided, estimate, basis, vs, remaining,
-                    overhead, flagged)
+                    overhead, flagged, statement=statement)
+
+
+#: what a Merge policy's report says instead of presenting a per-test figure as the verdict's
+NO_GUARANTEE = ("{name} eliminates by one test at a time (as its paper does); the "
+                "confidence shown is one test's, not the chance that the verdict is wrong: "
+                "its eliminations carry no family-wise guarantee")
+
+
+def _decide_verdicts(bandit: DuelingBandit, verdicts: dict[str, Any], champion: int,
+                     active: list[int], vs: dict[int, tuple[float, float, float, float, float]],
+                     flagged: bool) -> Decision:
+    """The decision of a policy with family-wise verdicts (``recommended``)."""
+    from bandits.confidence import meaning
+
+    delta = float(verdicts["error_rate"])
+    worse = {int(a): int(b) for a, b in verdicts["shown_worse"].items()}
+    soft = [int(a) for a in verdicts["no_longer_shown"]]
+    certified = verdicts["certified"] is not None and not flagged
+    field_ = [int(a) for a in np.flatnonzero(bandit.status != RETIRED)]
+    open_ = [a for a in field_ if a != champion and a not in worse]
+    statement = meaning(delta)
+    if certified:
+        basis = (f"certified at {100 * (1 - delta):g}%: every other ranker shown worse "
+                 f"(anytime-valid normal-mixture test, union over the rankers that could "
+                 f"be the best)")
+        return Decision(champion, True, 1.0 - delta, [], 0, basis, vs, flagged=flagged,
+                        error_rate=delta, shown_worse=worse, no_longer_shown=soft,
+                        statement=statement)
+    undecided = [a for a in active if a != champion]
+    if undecided:
+        estimate, remaining, overhead = _estimate(bandit, champion, active)
+    else:
+        estimate, remaining, overhead = None, {}, None
+    basis = (f"not certified: {len(open_)} ranker(s) not yet shown worse at "
+             f"{100 * (1 - delta):g}% ({len(undecided)} still shown, {len(soft)} no longer "
+             f"shown but not shown worse, still compared with the leader); the estimate "
+             f"counts the comparisons until the policy stops showing the rankers still in "
+             f"play, not until certification")
+    if flagged:
+        basis += "; the non-Condorcet guard flagged the data (no single best ranker)"
+    # confidence: the level verdicts are stated at (not yet reached), so a report does
+    # not mistake the policy for one without a test
+    return Decision(champion, False, 1.0 - delta, undecided, estimate, basis, vs, remaining,
+                    overhead, flagged, error_rate=delta, shown_worse=worse,
+                    no_longer_shown=soft, statement=statement)
 
 
 def _estimate(bandit: DuelingBandit, champion: int, active: list[int]
@@ -325,4 +395,8 @@ def as_dict(d: Decision, names: dict[int, str]) -> dict[str, Any]:
         "undecided": [names.get(a, a) for a in d.undecided],
         "estimated_comparisons_to_decide": d.estimate,
         "estimate_basis": d.basis,
+        "error_rate": d.error_rate,
+        "shown_worse": {names.get(a, a): names.get(b, b) for a, b in d.shown_worse.items()},
+        "no_longer_shown": [names.get(a, a) for a in d.no_longer_shown],
+        "statement": d.statement,
     }

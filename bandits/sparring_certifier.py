@@ -40,15 +40,31 @@ Where it departs from the papers
   arrive, and a turn order would give them all to one arm), and any active arm that
   loses the test to any other is eliminated, not only to the leader.
 
-After convergence (one active arm ``c``) the policy is MergeGuard's: an eliminated arm
+Verdicts at a stated error rate (issue 32)
+------------------------------------------
+The elimination test above only stops *showing* an arm (soft, recoverable): its
+per-test confidence ``1 − (t + 1 + C)^(−2α)`` is not the chance that the verdict is wrong.
+The verdicts are :mod:`bandits.confidence`'s, at ``error_rate`` δ: an arm is *shown
+worse* when some arm beats it by the anytime normal-mixture edge at δ/(2(K − 1)) (checked
+at every guard check; such an arm leaves play for good), and the champion is *certified*
+when every other arm is shown worse and the guard is silent, so that P(a certified
+champion is not the Condorcet winner) ≤ δ over the whole run. Arms no longer shown but
+not shown worse stay in the certification pool: up to ``SOFT_SHARE`` of the certification
+duels before convergence go to them, and one that beats the leader by the elimination
+test is readmitted at once, so a run whose survivors are all beaten recovers the winner;
+after convergence the champion meets each of them in turn until it is shown worse (or
+beats the champion and is readmitted).
+
+After certification (one active arm ``c``) the policy is MergeGuard's: an eliminated arm
 ``e`` is *due* for a duel with ``c`` while ``c`` has not refuted it at ``verify_scale``
 times the threshold (Hoeffding form, ``n · 2(½ − p̂)²``), never once the pair is settled
-at the guard's confidence; an eliminated arm that beats ``c`` by the elimination test
-itself is readmitted in place of ``c`` (this undoes the rare elimination of the Condorcet
-winner), and the first readmission that would bring back an earlier champion stops
-readmission (``cycled``). Every ``check_every`` comparisons the guard
-(:mod:`bandits.condorcet_check`) flags the data when every arm, or every active arm, is
-beaten with confidence by some arm (no Condorcet winner, or not among the survivors).
+at the guard's confidence; an eliminated arm not shown worse that beats ``c`` by the
+elimination test itself is readmitted in place of ``c`` (after a certificate there is
+none: the verification then only feeds the guard), and the first readmission that would
+bring back an earlier champion stops readmission (``cycled``). Every ``check_every``
+comparisons the guard (:mod:`bandits.condorcet_check`) flags the data when every arm, or
+every active arm, is beaten with confidence by some arm (no Condorcet winner, or not
+among the survivors).
 
 Parameters were chosen on tuning instances and seeds never used for evaluation
 (bench/results/policy/README.md, "Tuning").
@@ -74,12 +90,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits import verification
-from bandits.base import ACTIVE, ELIMINATED, Comparison, DuelingBandit, Volatility
+from bandits import confidence, verification
+from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit, Volatility
 from bandits.merge_guard import GUARD_PARAMS
 from bandits.merge_med import MED_ALPHA
 from bandits.merge_med import VERIFY_SCALE as MED_VERIFY_SCALE
 from bandits.params import Param
+
+#: at most this share of the certification duels before convergence go to arms no longer
+#: shown (the rest to the active arms): enough to recover a wrongly dropped winner, few
+#: enough that the search is not slowed; the rest of their certificate comes after
+#: convergence, when the leader is the champion
+SOFT_SHARE = 0.25
 
 
 class SparringCertifier(DuelingBandit):
@@ -94,6 +116,9 @@ class SparringCertifier(DuelingBandit):
         The elimination test ``n · kl(p̂, ½) > 2α log(t + 1 + C)``.
     delta, check_every, verify_scale
         The non-Condorcet guard and the verification after convergence, as MergeGuard's.
+    error_rate
+        δ of the verdicts (:mod:`bandits.confidence`): a champion is certified, and a
+        ranker shown worse, only at ``1 − δ`` over the whole run and all pairs.
     seed
         Seed or ``numpy.random.Generator``.
     """
@@ -110,6 +135,10 @@ class SparringCertifier(DuelingBandit):
         "delta": GUARD_PARAMS["delta"],
         "check_every": GUARD_PARAMS["check_every"],
         "verify_scale": MED_VERIFY_SCALE,
+        "error_rate": Param(float, confidence.DEFAULT_ERROR_RATE, "δ of the verdicts: "
+                            "the chance, over the whole run, that the certified best "
+                            "ranker is not the best, or the best is shown worse",
+                            ge=1e-12, le=0.5),
     }
 
     def __init__(self, n_arms: int, *, seed: int | np.random.Generator | None = None,
@@ -119,6 +148,13 @@ class SparringCertifier(DuelingBandit):
         self.alpha, self.c = float(p["alpha"]), float(p["c"])
         self.delta, self.check_every = float(p["delta"]), int(p["check_every"])
         self.verify_scale = float(p["verify_scale"])
+        self.error_rate = float(p["error_rate"])
+        #: rankers shown worse at 1 − δ: ``arm -> [witness, n_updates]`` (never shown again)
+        self.worse: dict[int, list[int]] = {}
+        #: the certified champion: ``{"champion", "at"}`` (None: not certified)
+        self.certificate: dict[str, int] | None = None
+        #: readmissions before convergence: ``[arm, arm it beat, n_updates]`` each
+        self.revived: list[list[int]] = []
         self.flagged = False
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
@@ -146,6 +182,20 @@ class SparringCertifier(DuelingBandit):
         self._mu = (s + 1.0) / (s + f + 2.0)
         self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
         self._due = None
+        # arms no longer shown but not shown worse (_soft) still face the leader, so a
+        # wrong soft elimination is recoverable; the pool is them and the active arms
+        out = np.zeros(self.K, dtype=bool)
+        out[list(self.worse)] = True
+        self._soft = np.flatnonzero((self.status == ELIMINATED) & ~out)
+        self._pool = np.flatnonzero(((self.status == ACTIVE) | (self.status == ELIMINATED))
+                                    & ~out)
+        self._pool_pos = {int(a): k for k, a in enumerate(self._pool)}
+        # converged, not certified: the arms not yet shown worse face the champion in turn
+        self._pending = np.zeros(0, dtype=np.intp)
+        if act.size == 1 and not self.flagged and self.certificate is None:
+            todo = (self.status != RETIRED) & ~out
+            todo[act[0]] = False
+            self._pending = np.flatnonzero(todo)
 
     def _add(self, a: int, won: float) -> None:
         """One more duel of the active arm ``a`` against an active arm, ``won`` of it."""
@@ -172,8 +222,9 @@ class SparringCertifier(DuelingBandit):
         if self._arms.size == 1 and not self.flagged and not self.cycled:
             champion = int(self._arms[0])
             challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED))
+        # the checks may readmit before convergence and certify (edges are drawn there)
         groups = {} if self._arms.size < 2 else {int(a): 0 for a in self._arms}
-        return Volatility(q=q, groups=groups, period=0 if self.flagged else self.check_every,
+        return Volatility(q=q, groups=groups, period=self.check_every,
                           champion=champion, challengers=challengers, divergence=True)
 
     def non_condorcet(self) -> dict[str, Any] | None:
@@ -182,11 +233,25 @@ class SparringCertifier(DuelingBandit):
 
     def structure(self) -> dict[str, Any]:
         return {"active": self._arms.tolist(), "readmitted": [list(x) for x in self.readmitted],
-                "non_condorcet": self.non_condorcet()}
+                "non_condorcet": self.non_condorcet(), "verdicts": self.verdicts()}
+
+    def verdicts(self) -> dict[str, Any]:
+        """The verdicts at ``1 − error_rate`` (:mod:`bandits.confidence`): the certified
+        champion (or None), the rankers shown worse (``arm -> witness``) and those only
+        no longer shown (soft-eliminated, recoverable, no claim)."""
+        cert = self.certificate
+        return {"error_rate": self.error_rate,
+                "certified": None if cert is None else int(cert["champion"]),
+                "certified_at": None if cert is None else int(cert["at"]),
+                "shown_worse": {int(a): int(v[0]) for a, v in self.worse.items()},
+                "no_longer_shown": [int(a) for a in self._soft],
+                "family_wise": True}
 
     def best_arm(self) -> int:
         """The active arm with the highest posterior mean (the one searched and
         certified); the only active arm once converged."""
+        if self.certificate is not None:
+            return int(self.certificate["champion"])
         if self._arms.size == 0:
             return super().best_arm()
         return int(self._arms[int(np.argmax(self._mu))])
@@ -197,7 +262,7 @@ class SparringCertifier(DuelingBandit):
     def quiet_steps(self) -> float:
         """Steps that are certainly the champion against itself with nothing to learn:
         converged, no arm due before then, and the last check saw the current counts."""
-        if self._arms.size != 1 or self._checked != self._version:
+        if self._arms.size != 1 or self._checked != self._version or self._pending.size:
             return 0
         due = self._due_min_now()
         if due == math.inf:
@@ -228,6 +293,8 @@ class SparringCertifier(DuelingBandit):
             raise RuntimeError("no active arms")
         if n == 1:
             c = int(arms[0])
+            if self._pending.size:  # certify the champion against the rest, in turn
+                return (c, int(self._pending[self.t % self._pending.size]))
             if self.t >= self._due_min_now():
                 due = np.flatnonzero(self._due <= self.t)
                 return (c, int(due[self.t % due.size]))
@@ -238,7 +305,12 @@ class SparringCertifier(DuelingBandit):
         z += self._mu
         x1, x2 = z.argmax(axis=1).tolist()
         if x1 == x2:  # certification: the leader against a random challenger
-            x2 = int(self.rng.integers(n - 1))
+            u = self.rng.random()
+            soft = self._soft
+            q = min(SOFT_SHARE, soft.size / (soft.size + n - 1.0))
+            if u < q:  # one no longer shown (recovery, and its certificate)
+                return (arms.item(x1), soft.item(int(u / q * soft.size)))
+            x2 = min(int((u - q) / (1.0 - q) * (n - 1)), n - 2)
             x2 += x2 >= x1
         return (arms.item(x1), arms.item(x2))
 
@@ -253,12 +325,22 @@ class SparringCertifier(DuelingBandit):
                     self._drop(i, j)
                 elif self._beaten(wji, wij + wji):
                     self._drop(j, i)
+            elif (self._arms.size == 1 and self._pending.size and not self.flagged
+                  and not self.cycled and i in self._pool_pos and j in self._pool_pos):
+                # converged, certifying: an arm no longer shown that beats the champion by
+                # the elimination test is readmitted (MergeGuard's rule, with its cycles)
+                c = int(self._arms[0])
+                e = j if i == c else i
+                if e != c and self.status.item(e) == ELIMINATED:
+                    wce = self.W.item(c, e)
+                    if self._beaten(wce, wce + self.W.item(e, c)):
+                        self._readmit(e, c)
             elif self._arms.size == 1 and self._due is not None and self._due_champ in (i, j):
                 c = self._due_champ
                 e = j if i == c else i
                 wce, wec = (wij, wji) if i == c else (wji, wij)
                 if (not self.flagged and not self.cycled and self.status[e] == ELIMINATED
-                        and self._beaten(wce, wce + wec)):
+                        and e not in self.worse and self._beaten(wce, wce + wec)):
                     self._readmit(e, c)
                 else:
                     self._due[e] = self._due_of(np.array([e]), c)[0]
@@ -294,6 +376,7 @@ class SparringCertifier(DuelingBandit):
         self._due = None
 
     def _add_arm(self, arm: int) -> None:
+        self.certificate = None  # the new ranker is not covered by it
         self._rebuild()
 
     def _retire_arm(self, arm: int) -> None:
@@ -303,7 +386,11 @@ class SparringCertifier(DuelingBandit):
         return {"guard": {"flagged": bool(self.flagged), "flagged_at": self.flagged_at,
                           "evidence": self.evidence,
                           "readmitted": [list(x) for x in self.readmitted],
-                          "cycled": bool(self.cycled)}}
+                          "cycled": bool(self.cycled)},
+                "verdicts": {"worse": [[int(a), int(v[0]), int(v[1])]
+                                       for a, v in sorted(self.worse.items())],
+                             "certificate": self.certificate,
+                             "revived": [list(x) for x in self.revived]}}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         g = state.get("guard", {})
@@ -312,6 +399,11 @@ class SparringCertifier(DuelingBandit):
         self.evidence = dict(g.get("evidence", {}))
         self.readmitted = [[int(v) for v in x] for x in g.get("readmitted", [])]
         self.cycled = bool(g.get("cycled", False))
+        v = state.get("verdicts", {})
+        self.worse = {int(a): [int(by), int(at)] for a, by, at in v.get("worse", [])}
+        cert = v.get("certificate")
+        self.certificate = None if cert is None else {k: int(x) for k, x in cert.items()}
+        self.revived = [[int(x) for x in r] for r in v.get("revived", [])]
         self._version, self._checked = 0, -1  # the next check runs before any skip
         self._rebuild()
 
@@ -336,6 +428,8 @@ class SparringCertifier(DuelingBandit):
 
     # ------------------------------------------------------------------ guard
     def _run_check(self) -> None:
+        self._revive()
+        self._certify()
         if self.flagged:
             self._checked = self._version
             return
@@ -350,3 +444,49 @@ class SparringCertifier(DuelingBandit):
             self.flagged_at = int(self.n_updates)
             self.evidence = evidence
             self._restore()
+
+    # ------------------------------------------------------------------ verdicts
+    def _revive(self) -> None:
+        """Before convergence, at each check: an arm no longer shown that beats an
+        active arm by the elimination test comes back in its place, so a run whose
+        survivors are all beaten recovers the winner (at the checks, so that the live
+        credit path can hold just those outcomes: :meth:`volatility`'s period)."""
+        if self._arms.size < 2 or self._soft.size == 0 or self.flagged:
+            return
+        act, soft = self._arms, self._soft
+        wae = self.W[np.ix_(act, soft)]
+        n = wae + self.W[np.ix_(soft, act)].T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g = np.where(n > 0, 0.5 - wae / np.maximum(n, 1e-300), 0.0)
+        thr = self.threshold()
+        for x, y in zip(*np.nonzero((g > 0) & (4.0 * n * g * g > thr)), strict=True):
+            a, e = int(act[x]), int(soft[y])
+            if (self.status[a] == ACTIVE and self.status[e] == ELIMINATED
+                    and self._beaten(self.W.item(a, e), self.W.item(a, e) + self.W.item(e, a))):
+                self.revived.append([e, a, int(self.n_updates)])
+                self._swap(e, a)
+    def _certify(self) -> None:
+        """Draw the edges into the arms not yet shown worse (:mod:`bandits.confidence`;
+        checking at every ``check_every`` comparisons is checking at stopping times, so
+        the anytime level holds). An arm shown worse leaves play for good; the last arm
+        standing, with every other shown worse and the guard silent, is certified."""
+        if self.certificate is not None:
+            return
+        field = np.flatnonzero(self.status != RETIRED)
+        rest = [int(a) for a in field if int(a) not in self.worse]
+        new = (confidence.shown_worse(self.W, field, self.error_rate, rest)
+               if len(rest) > 1 else {})
+        if new:
+            for e, by in new.items():
+                self.worse[e] = [by, int(self.n_updates)]
+                self.eliminate(e, by)
+            if not (self.status == ACTIVE).any():  # only on data without a Condorcet
+                left = [a for a in rest if a not in new] or rest  # winner: keep one in play
+                self.status[left[0]] = ACTIVE
+                self.eliminated.pop(left[0], None)
+            self._rebuild()
+        left = [a for a in rest if a not in self.worse]
+        if (len(left) == 1 and not self.flagged and self._arms.size == 1
+                and int(self._arms[0]) == left[0]):
+            self.certificate = {"champion": left[0], "at": int(self.n_updates)}
+            self._rebuild()

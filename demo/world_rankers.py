@@ -4,7 +4,9 @@ the metrics tests and the benchmarks).
 One small Flask app serves every ranker of an :class:`interleaving.world.World`:
 ``GET /rankers/<n>?q=TEXT&k=K`` returns ``{"results": [{"id", "title", "score"}]}``, the
 top ``k`` documents of world ranker ``n`` for the query whose text is ``TEXT`` (an empty
-list for a query the world does not know, as a real engine with no match would).
+list for a query the world does not know, as a real engine with no match would; the
+service's probe query, ``RANKDUEL_PROBE_QUERY``'s default, is answered as query 0, as a
+real engine answers it with some match).
 ``GET /world`` describes the world (true best ranker, NDCG@10 of each ranker).
 
 Run under gunicorn by the demo::
@@ -17,6 +19,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from flask import Flask, jsonify, request
+
+from service.config import Config
 
 
 @lru_cache(maxsize=4)
@@ -48,7 +52,10 @@ def create_ranker_app(seed: int = 1, n_rankers: int = 12, n_queries: int = 200,
             k = int(request.args.get("k", 10))
         except ValueError:
             return jsonify({"error": "k must be an integer"}), 400
-        q = world.query_id(request.args.get("q", ""))
+        text = request.args.get("q", "")
+        q = world.query_id(text)
+        if q is None and text == Config.probe_query:  # the probe at creation: query 0
+            q = 0
         if q is None or k < 1:
             return jsonify({"results": []})
         docs = world.ranking(n, q, k)

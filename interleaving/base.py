@@ -219,6 +219,36 @@ def identical_prefix(rankings: Sequence[Sequence[str]], k: int) -> int:
     return p
 
 
+def nested_depth(rankings: Sequence[Sequence[str]]) -> int | None:
+    """The length of the shortest list when every list is a prefix of the longest (the
+    rankers agree on everything the shorter ones returned, as one ranker asked for 5 and
+    for 10 results does); None otherwise, or when some list is empty.
+
+    The rule for such lists (team draft, probabilistic): the documents past the shorter
+    lists' end are shown, from the longest list in its order, and credit nobody, so the
+    comparison is a tie on any clicks. The rankers then differ only in how many results
+    they return, which is not what an interleaved comparison measures; crediting those
+    documents to the longer list would make the same ranker win against itself whenever
+    a user clicks below the fifth result. An empty list is not nested: a ranker that
+    returned nothing still loses (and the service reports it).
+
+    Examples
+    --------
+    >>> nested_depth([["a", "b"], ["a", "b", "c"]])
+    2
+    >>> nested_depth([["a", "c"], ["a", "b", "c"]]) is None
+    True
+    >>> nested_depth([[], ["a"]]) is None
+    True
+    """
+    if not rankings or min(len(r) for r in rankings) == 0:
+        return None
+    longest = max(rankings, key=len)
+    if all(list(longest[: len(r)]) == list(r) for r in rankings):
+        return min(len(r) for r in rankings)
+    return None
+
+
 def rng_state(rng: np.random.Generator) -> list[str]:
     """The state of a PCG64 generator as two hex strings (JSON-able, 70 characters),
     so that a continuation (:meth:`Interleaver.extend`) can draw exactly what a one-shot

@@ -49,6 +49,12 @@ the softmax over the top ``k`` rather than the top N·k, which differ by the tai
 (under 0.4% at τ = 3 and k = 10), so the pages are one draw of a process that differs
 from the one-shot interleaving by that much.
 
+**Nested lists** (every list a prefix of the longest, e.g. the same ranker asked for 5
+and for 10 results; :func:`interleaving.base.nested_depth`): the slots up to the
+shortest list's length ``d`` are sampled from the softmaxes over the top ``d`` of each
+list (identical, so every posterior is uniform), and the rest of the page comes from the
+longest list in its order with a posterior of "neither": clicks give a tie.
+
 **Short or empty lists:** a ranker whose documents are all shown is out of the draw (the
 other rankers fill the page, the coin or die covers only rankers with documents left),
 and a slot only a single ranker could have filled is credited to it with certainty.
@@ -60,7 +66,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interleaving.base import Interleaver, Outcome
+from interleaving.base import Interleaver, Outcome, nested_depth
 
 #: Hofmann et al. (2011) §4: τ = 3
 DEFAULT_TAU = 3.0
@@ -76,6 +82,26 @@ def probabilistic_interleave(
     ``shown`` list and ``posterior`` of an earlier page, sampling continues from the
     rankers' softmaxes without the documents already shown.
     """
+    d = nested_depth(rankings) if len(rankings) > 1 else None
+    if d is not None:
+        longest = max(rankings, key=len)
+        shown, posterior = _sample([r[:d] for r in rankings], min(k, d), rng, tau,
+                                   shown, posterior)
+        seen = set(shown)
+        for doc in longest:
+            if len(shown) >= k:
+                break
+            if doc not in seen:  # past the shorter lists' end: credits nobody
+                shown.append(doc)
+                posterior.append([0.0] * len(rankings))
+        return shown, posterior
+    return _sample(rankings, k, rng, tau, shown, posterior)
+
+
+def _sample(
+    rankings: list[list[str]], k: int, rng: np.random.Generator, tau: float,
+    shown: list[str] | None, posterior: list[list[float]] | None,
+) -> tuple[list[str], list[list[float]]]:
     m = len(rankings)
     shown = list(shown or [])
     posterior = [list(row) for row in posterior or []]

@@ -16,6 +16,10 @@ Decisions, where the papers leave room:
 * **Identical top prefix.** Documents on which all participants agree position by
   position are shown first and belong to no team (team ``-1``); clicks on them count as
   clicks (so a comparison with only such clicks is a tie) but credit nobody.
+* **Nested lists** (one list a prefix of the other, e.g. the same ranker asked for 5
+  and for 10 results; :func:`interleaving.base.nested_depth`): the longest list is
+  shown as it is and every document belongs to no team, so clicks give a tie: the
+  identical-prefix rule carried past the shorter list's end.
 * **A list that runs out** (shorter than the page, or everything it has is already
   shown): it stops picking and the others keep drafting until the page is full or every
   list is exhausted. An empty list never gets a team member.
@@ -33,7 +37,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interleaving.base import Interleaver, Outcome, identical_prefix, pairwise_from_scores
+from interleaving.base import (
+    Interleaver,
+    Outcome,
+    identical_prefix,
+    nested_depth,
+    pairwise_from_scores,
+)
 
 
 def team_draft(
@@ -50,6 +60,11 @@ def team_draft(
     m = len(rankings)
     shown = list(shown or [])
     teams = list(teams or [])
+    if m > 1 and nested_depth(rankings) is not None and all(t == -1 for t in teams):
+        longest = max(rankings, key=len)
+        if longest[: len(shown)] == shown:  # nested lists: shown as one, no team
+            shown = list(longest[: max(k, len(shown))])
+            return shown, [-1] * len(shown)
     prefix = identical_prefix(rankings, k) if m > 1 else 0
     if all(t == -1 for t in teams) and rankings and rankings[0][: len(shown)] == shown:
         # the page so far is all identical prefix: it goes on as far as the lists agree

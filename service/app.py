@@ -78,6 +78,9 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(operator.bp)
     app.register_blueprint(status_api.bp)
     app.register_blueprint(campaigns.bp)
+    from service.api import placements as placements_api
+
+    app.register_blueprint(placements_api.bp)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(ui.bp)
 

@@ -33,6 +33,7 @@ ranker names; all label values are bounded by what operators registered):
 ``rankduel_ranker_status``                      1 for the ranker's status, 0 for the others
 ``rankduel_ranker_quarantined``                 1 while its circuit breaker is open
 ``rankduel_ranker_consecutive_failures``        failures since its last good answer
+``rankduel_ranker_degraded``                    1 while it is degraded (no or unparseable results)
 ``rankduel_ranker_stage``                       stage the ranker plays in (active only)
 ``rankduel_ranker_batch``                       index of its batch (active only)
 ``rankduel_ranker_impressions_total``           impressions that showed the ranker
@@ -44,6 +45,8 @@ ranker names; all label values are bounded by what operators registered):
 ``rankduel_queue_length``                       tasks waiting in the Celery queue
 ``rankduel_queue_unacked_tasks``                tasks delivered to workers, not yet acked
 ``rankduel_state_scrape_errors``                experiments that could not be read
+``rankduel_guardrail_tripped``                  1 while a guardrail keeps it paused
+``rankduel_placement_share``                    its share of the placement's searches now
 =============================================== ========================================
 
 Regret follows the papers' definition (Li et al. 2020, §5.4, eq. 1): an impression comparing
@@ -143,6 +146,9 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rankduel_ranker_consecutive_failures": (
         "gauge", "Failures of the ranker since its last successful answer.",
         ("experiment", "ranker")),
+    "rankduel_ranker_degraded": (
+        "gauge", "1 while the ranker is degraded: out of comparisons for answering no or "
+        "unparseable results while others answered.", ("experiment", "ranker")),
     "rankduel_ranker_stage": (
         "gauge", "Stage in which an active ranker plays.", ("experiment", "ranker")),
     "rankduel_ranker_batch": (
@@ -172,7 +178,17 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "gauge", "Tasks delivered to workers and not yet acknowledged.", ()),
     "rankduel_state_scrape_errors": (
         "gauge", "Experiments whose state could not be read during this scrape.", ()),
+    # placements, read by service.rollout_collector
+    "rankduel_guardrail_tripped": (
+        "gauge", "1 while a guardrail keeps the experiment paused (docs/operations/rollout.md).",
+        ("placement", "experiment", "rule")),
+    "rankduel_placement_share": (
+        "gauge", "An experiment's share of its placement's searches now (experiment "
+        "\"control\": the control ranker's).", ("placement", "experiment")),
 }
+
+#: the families service.rollout_collector exports (declared here with the others)
+PLACEMENT_FAMILIES = ("rankduel_guardrail_tripped", "rankduel_placement_share")
 
 
 def exported_names() -> set[str]:
@@ -268,7 +284,7 @@ class StateCollector:
         self.pairwise_max = pairwise_max
 
     def describe(self) -> list[Metric]:
-        return [_family(name) for name in FAMILIES]
+        return [_family(name) for name in FAMILIES if name not in PLACEMENT_FAMILIES]
 
     def collect(self) -> Iterator[Metric]:
         """prometheus-client's collector interface."""
@@ -284,7 +300,7 @@ class StateCollector:
         return "".join(out).encode()
 
     def _families(self) -> dict[str, Family]:
-        fams = {name: Family(name) for name in FAMILIES}
+        fams = {name: Family(name) for name in FAMILIES if name not in PLACEMENT_FAMILIES}
         errors = 0
         for exp_id, read in self.store.scrape(self.store.list_ids()):
             try:
@@ -388,6 +404,7 @@ class StateCollector:
             fams["rankduel_ranker_quarantined"].add_metric(
                 rk, int(until is not None and until > now))
             fams["rankduel_ranker_consecutive_failures"].add_metric(rk, health.get("failures", 0))
+            fams["rankduel_ranker_degraded"].add_metric(rk, int(bool(health.get("degraded"))))
             elim = bandit.eliminated.get(a)
             if elim is not None:
                 fams["rankduel_ranker_eliminated_at_comparison"].add_metric(

@@ -47,6 +47,7 @@ ENV: dict[str, str] = {
     "drain_lease_s": "RANKDUEL_DRAIN_LEASE_S",
     "ranker_timeout_ms": "RANKDUEL_RANKER_TIMEOUT_MS",
     "state_max_age_ms": "RANKDUEL_STATE_MAX_AGE_MS",
+    "guardrail_interval_s": "RANKDUEL_GUARDRAIL_INTERVAL_S",
     "default_k": "RANKDUEL_DEFAULT_K",
     "max_k": "RANKDUEL_MAX_K",
     "max_depth": "RANKDUEL_MAX_DEPTH",
@@ -120,7 +121,11 @@ class Config:
     ranker_timeout_ms
         Default per-ranker timeout when an experiment's ranker gives none.
     state_max_age_ms
-        An API process re-reads the bandit state at most this often (delayed feedback).
+        An API process re-reads the bandit state at most this often (delayed feedback),
+        and a placement's shares too.
+    guardrail_interval_s
+        An API process checks a placement's guardrails at most this often (after a
+        search of the placement; docs/operations/rollout.md).
     default_k, max_k
         Result-page size when ``/search`` has no ``k``, and its upper limit.
     max_depth
@@ -141,7 +146,9 @@ class Config:
         play about ``(ranker_retire_after - 1) * ranker_quarantine_s`` (90 s) after its
         first quarantine.
     probe_query
-        The test query sent to a ranker's URL when it is added (unless ``"probe": false``).
+        The test query sent to a ranker's URL when it is added (unless ``"probe": false``):
+        one every engine answers with results (an empty answer is refused unless the
+        ranker says ``"allow_empty": true``, :mod:`service.rankers.probe`).
     log_level
         Python logging level name.
     worker_metrics_bind
@@ -214,6 +221,7 @@ class Config:
     drain_lease_s: float = 3.0
     ranker_timeout_ms: int = 300
     state_max_age_ms: float = 100.0
+    guardrail_interval_s: float = 5.0
     default_k: int = 10
     max_k: int = 100
     max_depth: int = 100
@@ -270,6 +278,8 @@ class Config:
                 raise ValueError(f"config {name} must be >= 0, got {getattr(self, name)}")
         if self.state_max_age_ms < 0:
             raise ValueError("config state_max_age_ms must be >= 0")
+        if self.guardrail_interval_s < 0:
+            raise ValueError("config guardrail_interval_s must be >= 0")
         if self.inactivity_s >= self.impression_ttl_s or self.token_ttl_s > self.impression_ttl_s:
             raise ValueError("config impression_ttl_s must exceed inactivity_s and token_ttl_s "
                              "(an impression must outlive its clicks and its credit)")

@@ -73,7 +73,8 @@ def reseed(gen: np.random.Generator, seed: int, t: int) -> np.random.Generator:
 
 
 def quarantined(health: dict[int, dict[str, Any]], now: float) -> frozenset[int]:
-    """The arms whose quarantine is open at ``now``: unavailable to selection, so the
+    """The arms whose quarantine is open at ``now``, or that are degraded and not yet due
+    for a probe (:mod:`service.rankers.degraded`): unavailable to selection, so the
     policy compares the healthy rankers (:meth:`bandits.base.DuelingBandit.select_available`).
     A ranker whose quarantine ended is available again: the search that chooses it
     probes it (:class:`service.rankers.health.RankerHealth`), and only a successful probe
@@ -86,7 +87,8 @@ def quarantined(health: dict[int, dict[str, Any]], now: float) -> frozenset[int]
     [1]
     """
     return frozenset(arm for arm, h in health.items()
-                     if (h.get("quarantined_until") or 0.0) > now)
+                     if max(h.get("quarantined_until") or 0.0,
+                            h.get("degraded_until") or 0.0) > now)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
@@ -23,8 +23,9 @@ from service.api.schemas import NewExperiment, NewRanker, RankerIn
 from service.errors import Conflict, Unprocessable
 from service.rankers import template as ranker_template
 from service.rankers.allow_list import RankerPolicy
-from service.rankers.client import RankerClient, RankerFailure
+from service.rankers.client import RankerClient
 from service.rankers.parsing import validate_url
+from service.rankers.probe import probe_all
 from service.store import Contention, Store, audit_entry
 from service.store.records import Ranker
 from service.store.snapshot import ExperimentMissing, Snapshot
@@ -69,15 +70,19 @@ def ranker_entry(ranker: RankerIn, *, default_timeout_ms: int, where: str = "",
                   response=response)
 
 
-Prober = Callable[[list[Ranker]], None]
+#: a probe of rankers before they are added; its keyword ``allow_empty`` names those that
+#: may answer no results (:mod:`service.rankers.probe`)
+Prober = Callable[..., None]
 
 
-def probe_rankers(client: RankerClient, rankers: list[Ranker], query: str) -> None:
+def probe_rankers(client: RankerClient, rankers: list[Ranker], query: str, *,
+                  allow_empty: Collection[str] = ()) -> None:
     """Send each ranker a test query; 422 naming every one that does not answer with a
-    valid result list (an operator may skip this with ``"probe": false``)."""
-    answers = client.fetch_all(rankers, query, 10, experiment="", observe=False)
-    bad = [f"{r.name} ({res.reason}{': ' + res.detail if res.detail else ''})"
-           for r, res in zip(rankers, answers, strict=True) if isinstance(res, RankerFailure)]
+    non-empty valid result list (an empty one passes for the rankers in ``allow_empty``),
+    with why (:func:`service.rankers.probe.probe_one`). An operator may skip this with
+    ``"probe": false``."""
+    bad = [f"{r.name} ({why})" for r, why in probe_all(client, rankers, query,
+                                                       allow_empty=allow_empty)]
     if bad:
         raise Unprocessable(f"ranker did not answer the test query {query!r}: "
                             f"{'; '.join(bad)} (pass \"probe\": false to add it anyway)")
@@ -111,18 +116,26 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     except (TypeError, ValueError, OverflowError) as exc:
         raise Unprocessable(f"invalid params for {algorithm}: {exc}") from None
     if body.probe and probe is not None:
-        probe(rankers)
+        probe(rankers, allow_empty={r.name for r in body.rankers if r.allow_empty})
     exp_id = secrets.token_hex(6)
     now = time.time()
     meta = {"id": exp_id, "name": body.name, "algorithm": algorithm, "params": params,
             "interleaving": body.interleaving, "seed": seed, "created_at": now,
-            "dwell_unsatisfied_s": body.dwell_unsatisfied_s}
+            "dwell_unsatisfied_s": body.dwell_unsatisfied_s, "placement": body.placement,
+            "guardrails": body.guardrails.model_dump(exclude_none=True)
+            if body.guardrails is not None else None}
     table = [replace(r, arm=a, status="active", added_at=now, retired_at=None)
              for a, r in enumerate(rankers)]
     store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
                             audit=audit_entry(now, "created", actor="operator", name=body.name,
                                               algorithm=algorithm, rankers=names))
     return exp_id
+
+
+def _health(h: dict[str, Any]) -> dict[str, Any]:
+    """A ranker's health as the state shows it (its window of answers left out)."""
+    return {"failures": h.get("failures", 0), "quarantined_until": h.get("quarantined_until"),
+            "degraded": h.get("degraded"), "degraded_until": h.get("degraded_until")}
 
 
 def parse_truth(preferences: list[list[float]] | None, best: str | None,
@@ -187,7 +200,7 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
 
     check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
     if spec.probe and probe is not None:
-        probe([ranker])
+        probe([ranker], allow_empty={ranker.name} if spec.allow_empty else ())
 
     def write(snap: Snapshot, pipe) -> Ranker:
         check(snap)
@@ -337,7 +350,7 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
             "status": status,
             "eliminated": None if elim is None else {
                 "step": elim["step"], "by": names.get(elim["by"], elim["by"])},
-            "health": (snap.health or {}).get(a, {"failures": 0, "quarantined_until": None}),
+            "health": _health((snap.health or {}).get(a, {})),
             "wins": float(W[a].sum()),
             "losses": float(W[:, a].sum()),
             "comparisons": float(n[a].sum()),

@@ -113,6 +113,7 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
     ok, _failed = health.fetch(called, q, depth, user=user, offset=start)
     lists = {a: res for a, _, res in ok}
     if not lists:
+        health.refuse_misconfigured()  # this process's allow-list, not the rankers
         why = "could answer" if called else "may be called: they are in quarantine"
         raise BadGateway(f"no ranker of impression {imp.id!r} {why}; start a new search "
                          "(page 1), which healthy rankers serve")

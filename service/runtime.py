@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from flask import current_app
 
@@ -26,6 +27,8 @@ class Runtime:
     controller: Controller
     rankers: RankerClient
     queue: TaskQueue
+    #: placements' views, made on the first search of a placement (service.placement_search)
+    placements: Any = None
 
     @property
     def secret(self) -> bytes:

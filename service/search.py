@@ -8,13 +8,17 @@ interleaving record the credit step needs) and returns the page with a click tok
 * A chosen ranker that fails (error, timeout, invalid body) while an opponent answers
   **forfeits**: the opponent's list is served and the impression records the failed
   ranker's loss to it, credited by the worker like any outcome (counted by reason in
-  ``rankduel_ranker_forfeits_total``). A quarantined ranker
+  ``rankduel_ranker_forfeits_total``). A ranker that answers no results, or results it
+  cannot read, while another answers results is left out, no outcome
+  (:mod:`service.rankers.degraded`, which marks a ranker that keeps doing so
+  ``degraded``). A quarantined ranker
   (:class:`~service.rankers.health.RankerHealth`) is not called: its opponent is served
   alone, no outcome. A ranker whose quarantine ended is probed by the next search,
   whether selection chose it or not (an unchosen one's answer is not shown).
 * Every chosen ranker failed or is quarantined: the champion, or another healthy ranker,
   is served alone without a duel; 502 only when no ranker of the experiment answers.
-  The 502 names no internal error (it must not tell a client which addresses answer).
+  The 502 names no internal error (it must not tell a client which addresses answer);
+  when this process's allow-list refused the rankers, it says so (its configuration).
 
 Clicks and ends (:mod:`service.clicks`) only touch the impression; crediting happens in a
 worker once the impression closes (:mod:`service.credit`).
@@ -29,11 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from service import metrics
+from service import guardrails, metrics
 from service.errors import BadGateway
+from service.rankers import degraded
 from service.rankers.health import RankerHealth, SearchTiming
 from service.runtime import Runtime
 from service.store.keys import new_impression_id
+from service.store.placements import GUARD_PREFIX
 from service.tokens import issue_token
 
 
@@ -66,9 +72,12 @@ def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
 
 
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
-           timing: SearchTiming | None = None) -> dict[str, Any]:
+           timing: SearchTiming | None = None,
+           calls: list[guardrails.Call] | None = None) -> dict[str, Any]:
     """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
-    receives the time spent waiting for rankers."""
+    receives the time spent waiting for rankers; ``calls`` (a search of a placement)
+    receives each ranker call, and their guardrail counts are saved with the impression
+    (:mod:`service.guardrails`)."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     choice = rt.controller.choose(exp_id)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
@@ -76,13 +85,21 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     health = RankerHealth(rt, exp_id, choice, timing)
     called = [(arm, r) for arm, r in zip(choice.arms, choice.rankers, strict=True)
               if health.may_call(arm)]
+    waited = health.timing.rankers_s
     ok, failed = health.fetch(called, q, k, user=user,
                               probes=health.unchosen_probes(set(choice.arms)))
+    if calls is not None:  # a chosen ranker skipped (quarantined) failed, for the user
+        skipped = [choice.by_arm[a].name for a in choice.arms
+                   if a not in {arm for arm, _ in called}]
+        guardrails.tally(calls, ok, [*(choice.by_arm[a].name for a, _ in failed), *skipped],
+                         health.timing.rankers_s - waited)
+    ok, failed = degraded.screen(health, ok, failed)  # no results is never a loss
     if not ok:  # serve the champion, or another healthy ranker, without a duel
         ok, _ = health.fetch(health.substitutes(exclude={a for a, _ in called}), q, k,
                              first_only=True, user=user)
         failed = []
         if not ok:
+            health.refuse_misconfigured()  # this process's allow-list, not the rankers
             raise BadGateway(f"no ranker of experiment {exp_id!r} could answer")
     fallback = len(ok) < len(choice.arms) or ok[0][0] not in choice.arms
     if fallback:
@@ -115,6 +132,8 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     counters = {"impressions": 1, kind: 1}
     if fallback:  # also a multileaved comparison that lost some of its rankers
         counters["fallback"] = 1
+    if calls:
+        counters.update(guardrails.fields(calls, GUARD_PREFIX))
     rt.store.save_impression(
         imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,

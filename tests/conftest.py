@@ -257,6 +257,7 @@ SERVER_TIERS = ("service", "e2e")
 SERVER_FIXTURES = frozenset({
     "stack", "redis_url", "rd", "service_env", "ranker_server", "api", "worker", "client",
     "own_redis", "own_redis_url", "platform", "make_ranker", "engines", "metrics_run",
+    "rollout_api", "rc",
     "browser", "rankers", "fixed_rankers", "matrix_rankers", "world_rankers",
 })
 #: pure tests still in a server tier, each with why and where it goes: a test, or a whole

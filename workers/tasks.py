@@ -77,8 +77,13 @@ def drain(exp_id: str, token: str | None = None) -> int:
              max_retries=3)
 def sweep() -> int:
     """Queue a drain for each experiment with due impressions and no drain in flight
-    (:meth:`service.credit.drains.Crediting.sweep`)."""
-    return _crediting().sweep()
+    (:meth:`service.credit.drains.Crediting.sweep`), then check the placements'
+    guardrails (:func:`service.guardrails.check_all`)."""
+    from service.guardrails import check_all
+
+    queued = _crediting().sweep()
+    check_all(_store())
+    return queued
 
 
 @shared_task(name=JUDGING_APPLY, **RETRY)

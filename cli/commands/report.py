@@ -48,13 +48,17 @@ def table(rep: dict[str, Any]) -> str:
     lines.append(head)
     for r in rep["rankers"]:
         vs = r["vs_champion"]
-        status = "champion" if r["name"] == rep["champion"] else r["status"]
+        status = ("champion" if r["name"] == rep["champion"] else
+                  "degraded" if r.get("degraded") else r["status"])
         wl = f"{vs['wins']:g}-{vs['losses']:g}-{vs['ties']}" if vs else "-"
         p = f"{vs['p']:.3f} [{vs['lower']:.3f}, {vs['upper']:.3f}]" if vs else "-"
         elim = (f"by {r['eliminated_by']} at {r['eliminated_at_comparison']:,}"
                 if r["eliminated_by"] is not None else "")
         lines.append(f"{r['name']:<16} {status:<10} {r['impressions']:>11,} {wl:>17} "
                      f"{p:>22}  {elim}")
+    for d in rep.get("degraded", []):  # apart: neither winner nor loser
+        lines.append(f"{d['name']} is degraded ({d['reason']}): out of the comparisons, "
+                     "neither winner nor loser")
     est = rep["estimated_comparisons_to_decide"]
     lines += ["", f"estimate: {'none' if est is None else f'{est:,} comparisons'}"
               f" ({rep['estimate_basis']})"]

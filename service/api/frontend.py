@@ -9,7 +9,7 @@ from importlib.resources import files
 from flask import Blueprint, Response, g, jsonify, redirect, request
 
 from service import clicks as click_ops
-from service import metrics, paging
+from service import metrics, paging, placement_search
 from service import search as searching
 from service.api import schemas as s
 from service.api.auth import front_end
@@ -50,7 +50,8 @@ OPS = Operations(bp)
                409: "A next page of a closed (ended or credited) impression",
                422: "A next page for another q than page 1's, or one that would "
                     "skip ranks never shown",
-               502: None,
+               502: "No ranker of the experiment answered (?experiment=), or the "
+                    "placement's control ranker did not (?placement=; named)",
                503: None},
     links={200: {
         "RecordClicks": {"operationId": "recordClicks", "requestBody": {
@@ -82,6 +83,9 @@ def search():
         return json_response(paging.next_page(rt, args.experiment, args.q, args.k, args.page,
                                               args.impression_id, args.token,
                                               args.user or None, timing))
+    if args.placement is not None:  # a search box: an experiment's search or control's
+        return json_response(placement_search.search(rt, args.placement, args.q, args.k,
+                                                     args.user or None, timing))
     return json_response(searching.search(rt, args.experiment, args.q, args.k,
                                             args.user or None, timing))
 

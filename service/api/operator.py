@@ -7,10 +7,11 @@ from functools import partial
 
 from flask import Blueprint, jsonify, request
 
-from service import experiments
+from service import experiments, placements
+from service import traffic as rollout_api
 from service.api import schemas as s
 from service.api.auth import require_bearer
-from service.api.schemas import AuditQuery, ExperimentPatch, NewExperiment, NewRanker
+from service.api.schemas import AuditQuery, NewExperiment, NewRanker
 from service.api.spec import (
     EXP_ID,
     FROM_CREATED,
@@ -18,7 +19,7 @@ from service.api.spec import (
     exp_links,
 )
 from service.api.validation import json_body, parse
-from service.errors import NotFound
+from service.errors import NotFound, Unprocessable
 from service.reports.build import build as build_report
 from service.reports.schema import Report
 from service.runtime import Runtime, runtime
@@ -41,7 +42,9 @@ def _prober(rt: Runtime) -> experiments.Prober:
 
 def _describe(exp_id: str):
     rt = runtime()
-    return jsonify(experiments.describe(rt.store, rt.store.snapshot(exp_id, full=True)))
+    snap = rt.store.snapshot(exp_id, full=True)
+    return jsonify({**experiments.describe(rt.store, snap),
+                    "rollout": placements.rollout_state(rt.store, snap.meta)})
 
 
 @OPS.post("", "createExperiment", "Create an experiment",
@@ -52,8 +55,13 @@ def _describe(exp_id: str):
 def create():
     rt = runtime()
     spec = parse(NewExperiment, json_body(request), status=422)
+    traffic = rollout_api.traffic_of(spec.root)
+    if traffic is not None:
+        placements.check_join(rt.store, spec.root.placement, "new", traffic)
     exp_id = experiments.create(rt.store, spec, default_timeout_ms=rt.config.ranker_timeout_ms,
                                 probe=_prober(rt), policy=rt.rankers.policy)
+    if traffic is not None:
+        rollout_api.join_or_delete(rt, exp_id, spec.root.placement, traffic)
     return _describe(exp_id), 201
 
 
@@ -86,6 +94,7 @@ def get(exp_id: str):
     responses={200: s.ExperimentDeleted, 401: None, 404: None, 503: None})
 def delete(exp_id: str):
     rt = runtime()
+    rollout_api.leave(rt, exp_id)
     keys = rt.store.delete_experiment(exp_id)
     rt.controller.forget(exp_id)
     log.info("experiment %s deleted (%d keys)", exp_id, keys)
@@ -93,15 +102,21 @@ def delete(exp_id: str):
 
 
 @OPS.patch("/<exp_id>", "renameExperiment",
-    "Rename (algorithm, params, interleaving, seed and rankers are immutable: 409)",
+    "Rename, or change its traffic share (algorithm, params, interleaving, seed and "
+    "rankers are immutable: 409)",
     body=s.ExperimentPatch, path_params=EXP_ID, operator=True,
     responses={200: s.Experiment, 400: None, 401: None, 404: None, 409: None,
                413: None, 422: None, 503: None})
 def patch(exp_id: str):
     body = json_body(request)
     experiments.refuse_definition_change(body)
-    change = parse(ExperimentPatch, body, status=422)
-    experiments.rename(runtime().store, exp_id, change.name)
+    change = parse(s.ExperimentPatch, body, status=422)
+    if change.name is None and change.traffic is None:
+        raise Unprocessable("send a new name or a new traffic")
+    if change.traffic is not None:
+        rollout_api.set_traffic(runtime(), exp_id, change.traffic)
+    if change.name is not None:
+        experiments.rename(runtime().store, exp_id, change.name)
     return _describe(exp_id)
 
 
@@ -140,7 +155,7 @@ def retire_ranker(exp_id: str, name: str):
     responses={200: s.LifecycleChanged, 401: None, 404: None,
                409: "Transition not allowed from the current lifecycle", 503: None})
 def lifecycle(exp_id: str, action: str):
-    state = experiments.set_lifecycle(runtime().store, exp_id, action)
+    state = rollout_api.set_lifecycle(runtime(), exp_id, action)
     return jsonify({"id": exp_id, "lifecycle": state})
 
 
@@ -162,4 +177,7 @@ def audit(exp_id: str):
     responses={200: Report, 401: None, 404: None, 503: None})
 def report(exp_id: str):
     """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
-    return jsonify(build_report(runtime().store, exp_id))
+    rt = runtime()
+    out = build_report(rt.store, exp_id)
+    out["rollout"] = placements.rollout_state(rt.store, rt.store.snapshot(exp_id).meta)
+    return jsonify(out)

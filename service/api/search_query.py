@@ -1,8 +1,8 @@
 """``GET /search``'s query parameters, read on the hot path of every search.
 
-The common case — a first page: only ``experiment``, ``q``, ``k`` and ``user``, each
-within its bounds — is checked directly, without building a pydantic model per request;
-anything else (a next page's ``page``/``impression_id``/``token``, an unknown name, a
+The common case — a first page: only ``experiment`` (or ``placement``), ``q``, ``k`` and
+``user``, each within its bounds — is checked directly, without building a pydantic model
+per request; anything else (a next page's ``page``/``impression_id``/``token``, an unknown name, a
 value out of bounds) is handed to the schema (:func:`service.api.schemas.search_query`), so
 that every value accepted and every refusal and its message stay the schema's (and the
 OpenAPI document's).
@@ -14,9 +14,12 @@ from typing import Any, NamedTuple
 
 from service.api.schemas import MAX_NAME_CHARS, MAX_QUERY_CHARS, search_query
 from service.api.validation import parse
+from service.errors import BadRequest
 from service.id_limits import MAX_ID_CHARS
 
-_FAST_PARAMS = frozenset(("experiment", "q", "k", "user"))
+_FAST_PARAMS = frozenset(("experiment", "placement", "q", "k", "user"))
+#: the longest placement name (rollout.placements)
+MAX_PLACEMENT_CHARS = 64
 
 
 class SearchArgs(NamedTuple):
@@ -30,6 +33,7 @@ class SearchArgs(NamedTuple):
     page: int = 1
     impression_id: str | None = None
     token: str | None = None
+    placement: str | None = None
 
 
 def parse_search_query(args: Any, default_k: int, max_k: int) -> SearchArgs:
@@ -38,22 +42,37 @@ def parse_search_query(args: Any, default_k: int, max_k: int) -> SearchArgs:
 
     >>> from werkzeug.datastructures import MultiDict
     >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "k": "5"}), 10, 100)
-    SearchArgs(experiment='e1', q='cats', k=5, user=None, page=1, impression_id=None, token=None)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    SearchArgs(experiment='e1', q='cats', k=5, user=None, page=1, impression_id=None,
+               token=None, placement=None)
     >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "page": "2",
-    ...                               "impression_id": "i", "token": "t"}), 10, 100)[4:]
+    ...                               "impression_id": "i", "token": "t"}), 10, 100)[4:7]
     (2, 'i', 't')
+    >>> parse_search_query(MultiDict({"placement": "web", "q": "cats"}), 10, 100).placement
+    'web'
     """
     exp, q, k_raw, user = (args.get("experiment"), args.get("q"), args.get("k"),
                            args.get("user"))
-    if (exp and q and len(exp) <= MAX_ID_CHARS and len(q) <= MAX_QUERY_CHARS
-            and (user is None or len(user) <= MAX_NAME_CHARS)
-            and _FAST_PARAMS.issuperset(args.keys())):
+    place = args.get("placement")
+    if ((exp and len(exp) <= MAX_ID_CHARS) if place is None else
+            (not exp and place and len(place) <= MAX_PLACEMENT_CHARS)) \
+            and q and len(q) <= MAX_QUERY_CHARS \
+            and (user is None or len(user) <= MAX_NAME_CHARS) \
+            and _FAST_PARAMS.issuperset(args.keys()):
         if k_raw is None:
-            return SearchArgs(exp, q, default_k, user)
+            return SearchArgs(exp or "", q, default_k, user, placement=place)
         if k_raw.isascii() and k_raw.isdigit() and len(k_raw) <= 18:
             k = int(k_raw)
             if 1 <= k <= max_k:
-                return SearchArgs(exp, q, k, user)
+                return SearchArgs(exp or "", q, k, user, placement=place)
     parsed = parse(search_query(default_k, max_k), args.to_dict(), query=True)
-    return SearchArgs(parsed.experiment, parsed.q, parsed.k, parsed.user, parsed.page,
-                      parsed.impression_id, parsed.token)
+    if (parsed.experiment is None) == (parsed.placement is None):
+        raise BadRequest("missing parameter 'experiment' (an experiment's search) or "
+                         "'placement' (a search box's): send one of the two"
+                         if parsed.experiment is None else
+                         "send experiment or placement, one of the two, not both")
+    if parsed.placement is not None and (parsed.page > 1 or parsed.impression_id):
+        raise BadRequest("a next page continues an impression: send experiment=ID (the "
+                         "first page's answer names it), not placement")
+    return SearchArgs(parsed.experiment or "", parsed.q, parsed.k, parsed.user, parsed.page,
+                      parsed.impression_id, parsed.token, parsed.placement)

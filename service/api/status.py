@@ -41,10 +41,12 @@ def readyz():
     operator=True, responses={200: "text/plain", 401: None, 503: None})
 def metrics_endpoint():
     from service.collector import StateCollector
+    from service.rollout_collector import RolloutCollector
 
     rt = runtime()
     # the metrics name every experiment: the scraper's token, or the operator's
     require_bearer(request.headers.get("Authorization", ""),
                    [rt.config.metrics_token, rt.config.admin_token], what="metrics token")
-    body, content_type = metrics.render([StateCollector(rt.store, broker=rt.queue.broker())])
+    body, content_type = metrics.render([StateCollector(rt.store, broker=rt.queue.broker()),
+                                         RolloutCollector(rt.store)])
     return Response(body, content_type=content_type)

@@ -9,7 +9,12 @@
   shape (pure);
 * :mod:`service.rankers.allow_list`: where rankers may live (``RANKDUEL_RANKER_ALLOW``);
 * :mod:`service.rankers.health`: the circuit breaker of a search (quarantine, probes,
-  retirement of a ranker that keeps failing).
+  retirement of a ranker that keeps failing);
+* :mod:`service.rankers.degraded`: a ranker answering no (or unreadable) results is never
+  a loser: no outcome, and marked ``degraded`` when it keeps doing so;
+* :mod:`service.rankers.probe`: the test query at creation, and what its refusal says;
+* :mod:`service.rankers.failure_log`: ranker failures in the API's log, rate-limited;
+* :mod:`service.rankers.redact`: secrets out of what is said about a ranker.
 
 Limits, so that one ranker cannot hurt anything but its own duels:
 

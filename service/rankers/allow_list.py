@@ -9,7 +9,9 @@ service (169.254.169.254), internal admin ports. So by default a ranker must be 
 The rule is checked twice: when a ranker is added (a 422 naming the rule) and on every
 connection, against the address actually connected to, so that a name which resolves to
 a public address at the check and to an internal one later (DNS rebinding) is refused
-too (a ranker failure: the ranker forfeits, as for any other failure).
+too. A refusal at connect time is this process's configuration, not the ranker's
+failure: no strike, no forfeit; it is logged naming ``RANKDUEL_RANKER_ALLOW``, and a search
+left with no ranker says so (:meth:`service.rankers.health.RankerHealth.refuse_misconfigured`).
 
 Syntax: comma-separated entries, each a hostname (exact, case-insensitive), an IP address,
 a CIDR network, or ``*`` for anywhere.

@@ -67,7 +67,6 @@ def _target(parts: SplitResult, q: str, k: int) -> str:
     return f"{path}?{query}"
 
 
-
 class RankerClient:
     """Fetch several rankers concurrently.
 
@@ -110,7 +109,7 @@ class RankerClient:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._idle.close()
 
-    def _connect(self, req: Request, timeout: float) -> http.client.HTTPConnection:
+    def connect(self, req: Request, timeout: float) -> http.client.HTTPConnection:
         """A new connection to ``req``'s origin, checked against the allow-list."""
         parts = req.parts
         cls = (http.client.HTTPSConnection if parts.scheme == "https"
@@ -126,7 +125,7 @@ class RankerClient:
                 raise
         return conn
 
-    def _prepare(self, ranker: Ranker, q: str, k: int, user: str | None = None,
+    def prepare(self, ranker: Ranker, q: str, k: int, user: str | None = None,
                  offset: int = 0) -> Request:
         parts, origin = split_origin(ranker.url)
         template = ranker.request
@@ -181,7 +180,7 @@ class RankerClient:
             token = None
             try:
                 if conn is None:
-                    conn = self._connect(req, remaining)
+                    conn = self.connect(req, remaining)
                 conn.sock.settimeout(remaining)
                 token = self._watchdog.watch(deadline, conn.sock)
                 try:
@@ -283,7 +282,7 @@ class RankerClient:
                 continue
             deadline = now + r.timeout_s
             try:
-                req = self._prepare(r, q, k, user, offset)
+                req = self.prepare(r, q, k, user, offset)
                 call = self._send_inline(i, req, deadline, r.timeout_s)
             except Exception as exc:
                 self._release(r.url)
@@ -401,7 +400,7 @@ class RankerClient:
         except HttpStatus as e:
             return RankerFailure(f"http_{e.status}", f"HTTP {e.status}")
         except RankerRefused as e:
-            return RankerFailure("refused", str(e))
+            return RankerFailure("refused", str(e), blame=False)  # our configuration
         except ranker_template.MissingSecret as e:
             return RankerFailure("missing_secret", str(e))
         except TooLarge as e:

@@ -12,8 +12,10 @@ from typing import Any
 from bandits.base import ELIMINATED, RETIRED
 from service import metrics
 from service.controller import Choice
+from service.errors import BadGateway
 from service.experiments import retire_if_failing
 from service.rankers.client import RankerFailure
+from service.rankers.failure_log import FAILURES
 from service.runtime import Runtime
 from service.store import audit_entry
 from service.store.records import Ranker
@@ -27,6 +29,11 @@ class SearchTiming:
 
     rankers_s: float = 0.0
 
+
+#: the reasons of an answer that came but could not be read as results: a failure for the
+#: circuit breaker, but never a forfeit (a broken integration is not a worse ranker); it
+#: counts toward degraded (:mod:`service.rankers.degraded`)
+UNPARSEABLE = frozenset({"bad_response"})
 
 #: a ranker's answer: its arm, the ranker and its results
 Answer = tuple[int, Ranker, list[dict[str, Any]]]
@@ -52,12 +59,17 @@ class RankerHealth:
         self.rt, self.exp_id, self.choice = rt, exp_id, choice
         self.timing = timing if timing is not None else SearchTiming()
         self.now = time.time()
+        #: the answers of the unchosen rankers probed (never shown)
+        self.probed: dict[int, list[dict[str, Any]] | RankerFailure] = {}
+        #: the calls this process's allow-list refused (:mod:`service.rankers.allow_list`)
+        self.refused: list[tuple[Ranker, RankerFailure]] = []
 
     def _state(self, arm: int) -> str:
-        until = self.choice.health.get(arm, {}).get("quarantined_until")
-        if until is None:
-            return "closed"
-        return "open" if until > self.now else "half_open"
+        h = self.choice.health.get(arm, {})
+        ends = [u for u in (h.get("quarantined_until"), h.get("degraded_until")) if u]
+        if not ends:
+            return "closed"  # a degraded ranker is open until its probe is due
+        return "open" if max(ends) > self.now else "half_open"
 
     def may_call(self, arm: int) -> bool:
         state = self._state(arm)
@@ -117,14 +129,22 @@ class RankerHealth:
         for n, ((arm, r), res) in enumerate(zip(every, lists, strict=True)):
             shown = n < len(called)
             if isinstance(res, RankerFailure):
-                if res.blame:  # our concurrency cap is no fault of the ranker's
+                if not shown:
+                    self.probed[arm] = res
+                FAILURES.failure(self.exp_id, r, res)
+                if res.reason == "refused":
+                    self.refused.append((r, res))
+                if res.blame:  # our concurrency cap, our allow-list: no fault of the ranker's
                     if shown:
                         failed.append((arm, res))
                     self._failed(arm, r)
             else:
                 if shown:
                     ok.append((arm, r, res))
-                if arm in self.choice.health:
+                if not shown:
+                    self.probed[arm] = res
+                h = self.choice.health.get(arm, {})
+                if h.get("failures") or h.get("quarantined_until"):
                     self._recovered(arm, r)
         return (ok[:1] if first_only else ok), failed
 
@@ -138,12 +158,29 @@ class RankerHealth:
             self.rt.store.add_audit(self.exp_id, audit_entry(
                 time.time(), "ranker_quarantined", actor="service", ranker=ranker.name,
                 failures=n, seconds=cfg.ranker_quarantine_s))
-            retire_if_failing(self.rt.store, self.exp_id, arm, ranker.name,
-                              after=cfg.ranker_retire_after)
+            FAILURES.event(self.exp_id, ranker, f"quarantined for {cfg.ranker_quarantine_s:g} s "
+                           f"after {n} consecutive failures")
+            if retire_if_failing(self.rt.store, self.exp_id, arm, ranker.name,
+                                 after=cfg.ranker_retire_after):
+                FAILURES.event(self.exp_id, ranker, f"retired: quarantined "
+                               f"{cfg.ranker_retire_after} times in a row")
 
     def _recovered(self, arm: int, ranker: Ranker) -> None:
         if self.rt.store.ranker_recovered(self.exp_id, arm):
+            FAILURES.event(self.exp_id, ranker, "recovered: it answered again")
             self.rt.store.add_audit(self.exp_id, audit_entry(
                 time.time(), "ranker_recovered", actor="service", ranker=ranker.name))
 
 
+
+    def refuse_misconfigured(self) -> None:
+        """A 502 naming the configuration when this process's allow-list refused a ranker
+        of a search that found no ranker to serve: the fault is this process's, not the
+        rankers' (the log names the address, :mod:`service.rankers.failure_log`). Not a
+        503, which the alerts read as Redis unreachable."""
+        if self.refused:
+            raise BadGateway(
+                f"no ranker of experiment {self.exp_id!r} could answer: this API process's "
+                "ranker allow-list refused the calls (its configuration, not the rankers'): "
+                "set RANKDUEL_RANKER_ALLOW for this process as for the process that added "
+                "the rankers (the API's log names them)")

@@ -30,6 +30,7 @@ from service.store import Store, history
 #: audit actions that go on the timeline
 TIMELINE_ACTIONS = ("created", "eliminated", "stage_changed", "ranker_added",
                     "ranker_retired", "ranker_quarantined", "ranker_recovered",
+                    "ranker_degraded", "ranker_restored",
                     "non_condorcet_flagged", "pause", "resume", "stop")
 #: the comparison rate is measured over the history points of the last this many seconds
 RATE_WINDOW_S = 600.0
@@ -160,7 +161,7 @@ def timeline(audit: list[dict[str, Any]], bandit, names: dict[int, str],
             continue
         item: dict[str, Any] = {"event": action, "ts": e.get("ts")}
         for key in ("ranker", "by", "from", "to", "cycle", "beat_champion", "switched",
-                    "failures", "seconds", "actor"):
+                    "failures", "seconds", "actor", "reason"):
             if key in e:
                 item[key] = e[key]
         step = e.get("step")
@@ -252,6 +253,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
                 vs, ties.get((min(a, d.champion), max(a, d.champion)), 0)),
             "eliminated_by": None if elim is None else names.get(elim["by"], elim["by"]),
             "eliminated_at_comparison": None if elim is None else int(elim["step"]),
+            "degraded": (snap.health or {}).get(a, {}).get("degraded"),
         })
     audit = store.audit(exp_id)
     series = comparisons_over_time(points, audit, snap.meta["created_at"], now, n)
@@ -267,6 +269,9 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         "certified": d.certified,
         "confidence": None if d.confidence is None else round(d.confidence, 6),
         "rankers": rankers,
+        # apart from the verdict: out of the comparisons, neither winners nor losers
+        "degraded": [{"name": r["name"], "reason": r["degraded"]} for r in rankers
+                     if r["degraded"]],
         "undecided": [names.get(a) for a in d.undecided],
         "estimated_comparisons_to_decide": d.estimate,
         "estimated_seconds_to_decide": None if seconds is None else round(seconds, 1),

@@ -32,6 +32,9 @@ class ReportRanker(BaseModel):
     vs_champion: VsChampion | None
     eliminated_by: str | None
     eliminated_at_comparison: int | None
+    degraded: str | None = Field(
+        None, description='why it is out of the comparisons ("no results", "unparseable '
+        'results"): not judged, neither winner nor loser')
 
 
 class Regret(BaseModel):
@@ -51,6 +54,9 @@ class Report(BaseModel):
     certified: bool
     confidence: float | None
     rankers: list[ReportRanker]
+    degraded: list[dict[str, str]] = Field(
+        default_factory=list, description="the degraded rankers ({name, reason}), apart "
+        "from the verdict")
     undecided: list[str]
     estimated_comparisons_to_decide: int | None
     estimated_seconds_to_decide: float | None
@@ -58,3 +64,6 @@ class Report(BaseModel):
     regret: Regret
     timeline: list[dict[str, Any]]
     generated_at: float
+    rollout: dict[str, Any] | None = Field(
+        None, description="its placement, share and guardrail state, with the reason a "
+                          "guardrail paused it (null: no placement)")

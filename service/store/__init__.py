@@ -16,6 +16,7 @@
 * :mod:`service.store.ranker_health`: ranker health (failures, quarantine, probes);
 * :mod:`service.store.rate_limits`: rate limits;
 * :mod:`service.store.campaigns`: judging campaigns' storage;
+* :mod:`service.store.placements`: placements (traffic, bucket ranges, control counters);
 * :mod:`service.store.history`: a small time series per experiment;
 * :mod:`service.store.migration`: from the previous key layout to the current one.
 
@@ -53,12 +54,13 @@ from service.store.credits import Committed, CreditStore, Entry
 from service.store.drains import DrainStore
 from service.store.experiments import ExperimentStore
 from service.store.impressions import ImpressionStore
+from service.store.placements import PlacementStore
 from service.store.ranker_health import HealthStore, parse_health
 from service.store.rate_limits import LimitStore
 
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
-            LimitStore, JudgingStore, StoreBase):
+            LimitStore, JudgingStore, PlacementStore, StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

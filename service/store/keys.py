@@ -27,7 +27,9 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:shown            HASH  per arm: n:{arm} impressions that showed it, share:{arm}
                                   the same weighted 1/(rankers in the impression)
     rd:{e}:health           HASH  per arm: f:{arm} consecutive failures, q:{arm} end of its
-                                  quarantine (epoch seconds); only failing rankers appear
+                                  quarantine (epoch seconds); only failing rankers appear;
+                                  w:{arm} its last answers (codes o/e/u), d:{arm} why it is
+                                  degraded, u:{arm} its next probe (service.rankers.degraded)
     rd:{e}:probe:<a>        STR   (TTL) taken by the one request that probes quarantined arm a
     rd:{e}:pending          ZSET  impressions not yet credited, by the time they are due (a
                                   drain that claims one pushes it forward by its lease)
@@ -55,6 +57,25 @@ script (on a cluster they live wherever their own name hashes)::
                                   /healthz)
     rd:legacy-imp:<i>       STR   (TTL) the experiment of an impression id issued before
                                   this layout (written by ``rankduel migrate-keys``)
+
+Placements (one hash tag per placement, ``{pl-<p>}``, so a placement's transactions run
+on one shard; :mod:`service.placements`)::
+
+    rd:{pl-<p>}             HASH  def (JSON: name, salt, control ranker, created_at),
+                                  experiments (JSON: [{experiment, traffic, status,
+                                  since}]), ranges (JSON: experiment -> [[start, end), ...]
+                                  of buckets, rollout.allocation), next_change (epoch
+                                  seconds of the next ramp step, or empty), tripped (JSON:
+                                  experiment -> the guardrail that paused it), version (+1
+                                  on every change: API processes re-read on a move)
+    rd:{pl-<p>}:control     HASH  the control ranker's guardrail counters on the
+                                  placement's control searches: calls, failures, empty,
+                                  lat:<i> (answered calls per latency bucket)
+    rd:placements           SET   placement names
+
+An experiment's own guardrail counters on its placement searches are ``g:``-prefixed
+fields of ``rd:{e}:counters`` (``g:<ranker>:calls``, ``:failures``, ``:empty``,
+``:lat:<i>``), counted by the script that saves the impression (no extra round trip).
 
 Judging campaigns (one hash tag per campaign, ``{jc-<c>}``, so each campaign's
 transactions run on one shard; :mod:`service.campaigns`)::
@@ -225,6 +246,24 @@ def experiment_of(imp_id: str) -> str | None:
     if not sep or not exp_id or not rest:
         return None
     return exp_id
+
+
+# ---------------------------------------------------------------------- placements
+PLACEMENTS = PREFIX + "placements"
+
+
+def placement_key(name: str) -> str:
+    """The hash of placement ``name`` (hash tag ``{pl-<name>}``).
+
+    >>> placement_key("web")
+    'rd:{pl-web}'
+    """
+    return f"{PREFIX}{{pl-{name}}}"
+
+
+def placement_control_key(name: str) -> str:
+    """The control ranker's guardrail counters of placement ``name``."""
+    return f"{placement_key(name)}:control"
 
 
 # ---------------------------------------------------------------------- judging campaigns

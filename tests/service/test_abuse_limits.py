@@ -90,12 +90,14 @@ def test_allow_list_entries_open_hosts_and_networks(app_with, ranker_server):
 
 def test_every_connection_is_checked_not_only_the_added_url(app_with, ranker_server, rd):
     """A ranker allowed when added, on an address the rule no longer allows when fetched
-    (as after a DNS change): refused at connect time, a forfeit, never fetched."""
+    (as after a DNS change): refused at connect time, never fetched; this process's
+    configuration, not counted against the ranker (no strike, no forfeit)."""
     exp = _exp(app_with(ranker_allow="127.0.0.1"), ranker_server, probe=False)
     strict = app_with(ranker_allow="")
     status, body = strict.request("GET", f"/search?experiment={exp['id']}&q=x")
-    assert_error((status, body), 502, "no ranker")
+    assert_error((status, body), 502, "no ranker", "allow-list", "RANKDUEL_RANKER_ALLOW")
     assert "127.0.0.1" not in body["error"]  # no upstream detail for the client
+    assert not rd.hgetall(f"rd:{{{exp['id']}}}:health")  # no failure counted
     _, text = strict.request("GET", "/metrics", admin=True)
     refused = [line for line in text.splitlines()
                if line.startswith("rankduel_ranker_failures_total{")

@@ -29,6 +29,7 @@ from test_workers_credit import wait_for
 
 from demo.run import Demo, DemoOptions
 from demo.world_rankers import demo_world, ranker_name
+from service.config import Config
 from service.rankers.client import RankerClient, RankerFailure
 from service.store.records import Ranker
 
@@ -48,7 +49,7 @@ def engine_app(seed: int = SEED) -> Flask:
     lock = threading.Lock()
 
     def docs(n: int, text: str, k: int) -> list[str]:
-        q = world.query_id(text)
+        q = 0 if text == Config.probe_query else world.query_id(text)  # probed: query 0
         return [] if q is None or k < 1 else world.ranking(n, q, k)
 
     def record(**what):
@@ -258,13 +259,17 @@ def test_the_allow_list_applies_to_templated_urls(client, secret_env):
 
 def test_the_probe_uses_the_template(client, engines, secret_env):
     rankers = templated_rankers(engines.url)
+    status, body = client.request("POST", "/experiments", {
+        "name": "probe", "rankers": rankers[:2], "algorithm": "uniform",
+        "interleaving": "team_draft"}, admin=True)
+    # the OpenSearch ranker answering results proves the template (POST, secret) was used
+    assert status == 201, body
     broken = {**rankers[1], "response": {"results": "response.docs", "id": "missing_id"}}
     status, body = client.request("POST", "/experiments", {
         "name": "probe", "rankers": [rankers[0], broken], "algorithm": "uniform",
         "interleaving": "team_draft"}, admin=True)
-    # the probe query is unknown to the world: no docs, so the mapping is not exercised;
-    # the OpenSearch ranker answering 200 proves the template (POST, secret) was used
-    assert status == 201, body
+    assert status == 422 and "r01 (bad_response: result 0" in body["error"], body
+    assert "missing_id" in body["error"] and "the engine answered: " in body["error"], body
 
 
 def test_three_engines_in_one_experiment(client, engines, worker, rd, api, secret_env):

@@ -10,7 +10,7 @@ import pytest
 
 from bandits import make_bandit
 from bandits.common import wilson_interval as wilson
-from bandits.decision import comparisons_needed, decide, remaining_needed
+from bandits.decision import as_dict, comparisons_needed, decide, remaining_needed
 from bandits.matrices import bradley_terry
 
 
@@ -58,6 +58,10 @@ def test_converged_merge_policy_is_certified_with_its_confidence():
     assert d.champion == int(np.argmax((P > 0.5).sum(axis=1)))
     alpha, c = b.alpha, b.c
     assert d.confidence == pytest.approx(1 - (b.t + 1 + c) ** (-2 * alpha))
+    # a faithful paper reproduction: its eliminations carry no family-wise guarantee,
+    # and the decision says so rather than passing the per-test figure off as the verdict's
+    assert d.error_rate is None and "no family-wise guarantee" in d.statement
+    assert as_dict(d, {})["statement"] == d.statement and d.shown_worse == {}
     for a, (w, lo, p, lower, upper) in d.vs_champion.items():
         assert a != d.champion and lower <= p <= upper
         assert (w, lo) == (b.W[a, d.champion], b.W[d.champion, a])

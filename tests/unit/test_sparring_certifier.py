@@ -26,7 +26,7 @@ def test_registered_under_its_name_and_recommended():
 def test_defaults_and_round_trip():
     b = make_bandit("recommended", 30, seed=1)
     assert b.params() == {"alpha": MED_ALPHA, "c": 4e6, "delta": 0.01, "check_every": 1000,
-                          "verify_scale": 0.5}
+                          "verify_scale": 0.5, "error_rate": 0.05}
     assert bandit_from_state(b.state_dict()).params() == b.params()
 
 
@@ -99,3 +99,52 @@ def test_select_is_spread_over_challengers_live():
         b.update(i, j, float(env.random() < P[i, j]))
     picks = {b.select_at(b.t + k, np.random.default_rng([3, k])) for k in range(1, 60)}
     assert len(b.active_arms()) > 5 and len({p[1] for p in picks}) >= 5
+
+
+def test_a_winner_dropped_before_convergence_comes_back():
+    # issue 32: the winner 0 was soft-eliminated by a fluke and the two survivors (1, 2)
+    # are near-tied, so the run never converges; the winner still faces the leader in
+    # the certification duels, beats it by the elimination test and is readmitted, and
+    # the run ends certified on it
+    P = np.array([[0.5, 0.6, 0.6, 0.7], [0.4, 0.5, 0.501, 0.6],
+                  [0.4, 0.499, 0.5, 0.6], [0.3, 0.4, 0.4, 0.5]])
+    b = SparringCertifier(4, seed=1, check_every=200)
+    st = b.state_dict()
+    W = P * 400.0
+    np.fill_diagonal(W, 0.0)
+    W[0, 1], W[1, 0] = 185.0, 215.0  # the fluke (not shown worse at 1 − δ)
+    st["W"] = W.tolist()
+    st["status"] = [ELIMINATED, ACTIVE, ACTIVE, ELIMINATED]
+    st["eliminated"] = {"0": {"step": 1, "by": 1}, "3": {"step": 1, "by": 1}}
+    b = SparringCertifier.from_state(st)
+    assert b.verdicts()["no_longer_shown"] == [0, 3] and b.verdicts()["shown_worse"] == {}
+    env = np.random.default_rng(0)
+    for _ in range(100_000):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < P[i, j]))
+        if b.certificate is not None:
+            break
+    assert b.revived and b.revived[0][0] == 0
+    v = b.verdicts()
+    assert v["certified"] == 0 and set(v["shown_worse"]) == {1, 2, 3}
+    assert v["no_longer_shown"] == [] and b.best_arm() == 0
+
+
+def test_verdicts_are_kept_in_the_state_and_reported():
+    from bandits.decision import as_dict, decide
+
+    P = bradley_terry(6, gap=0.1, seed=4)
+    r = simulate_run(P, "recommended", 30_000, seed=2, shuffle=False)
+    assert r.correct
+    b = SparringCertifier(6, seed=5, error_rate=0.01)
+    env = np.random.default_rng(3)
+    for _ in range(30_000):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < P[i, j]))
+    v = b.verdicts()
+    assert v["certified"] == condorcet_winner(P) and v["error_rate"] == 0.01
+    assert bandit_from_state(b.state_dict()).verdicts() == v
+    d = decide(b)
+    assert d.certified and d.confidence == pytest.approx(0.99) and d.error_rate == 0.01
+    assert "1%" in d.statement and set(d.shown_worse) == set(range(6)) - {v["certified"]}
+    assert as_dict(d, {})["error_rate"] == 0.01

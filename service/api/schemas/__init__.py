@@ -87,6 +87,7 @@ from service.api.schemas.experiments import (
     ExperimentDeleted,
     ExperimentList,
     ExperimentPatch,
+    ExperimentRollout,
     ExperimentSummary,
     HeaderName,
     HeaderValue,
@@ -106,6 +107,7 @@ from service.api.schemas.experiments import (
     RankerState,
     RankerStatus,
     TemplateText,
+    Tripped,
 )
 from service.api.schemas.frontend import (
     Click,
@@ -127,6 +129,13 @@ from service.api.schemas.params import (
     NewExperiment,
     param_annotation,
     param_description,
+)
+from service.api.schemas.placements import (
+    Guardrails,
+    NewPlacement,
+    PlacementList,
+    PlacementPatch,
+    PlacementState,
 )
 
 __all__ = [
@@ -167,7 +176,9 @@ __all__ = [
     "ExperimentDeleted",
     "ExperimentList",
     "ExperimentPatch",
+    "ExperimentRollout",
     "ExperimentSummary",
+    "Guardrails",
     "HeaderName",
     "HeaderValue",
     "Healthy",
@@ -186,6 +197,7 @@ __all__ = [
     "NewAssessor",
     "NewCampaign",
     "NewExperiment",
+    "NewPlacement",
     "NewRanker",
     "NonCondorcet",
     "Number",
@@ -193,6 +205,9 @@ __all__ = [
     "Out",
     "ParamValue",
     "PathText",
+    "PlacementList",
+    "PlacementPatch",
+    "PlacementState",
     "Preferences",
     "RankerEntry",
     "RankerHealth",
@@ -214,6 +229,7 @@ __all__ = [
     "TaskQuery",
     "TemplateText",
     "TestPair",
+    "Tripped",
     "param_annotation",
     "param_description",
     "search_query",

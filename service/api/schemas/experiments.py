@@ -84,6 +84,10 @@ class RankerIn(Closed):
         None, description="optional: how to call the engine (default: GET URL?q=&k=)")
     response: RankerResponse | None = Field(
         None, description='optional: where the results are (default: {"results": [{"id"}]})')
+    allow_empty: bool = Field(
+        False, description="the probe at creation accepts an answer with no results (by "
+        "default such a ranker is refused: an empty answer usually means a wrong results "
+        "path)")
 
 
 class NewRanker(RankerIn):
@@ -92,10 +96,28 @@ class NewRanker(RankerIn):
     probe: bool = Field(True, description=PROBE)
 
 
-class ExperimentPatch(Closed):
-    """``PATCH /experiments/ID``: only the name can change (the definition fields are 409)."""
+Share = Annotated[float, Field(ge=0, le=1, description="0.1 is 10 % of the searches")]
 
-    name: Name
+
+class RampStep(Closed):
+    """From ``after`` (since the schedule started) on, the share is ``share``."""
+
+    after: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*[smhd]?\s*$", max_length=20,
+                                description="a duration: 30s, 30m, 2h, 1d (or 0)")]
+    share: Share
+
+
+Traffic = Share | Annotated[list[RampStep], Field(min_length=1, max_length=100)]
+TRAFFIC_DOC = ("the share of the placement's searches (0.1), or a ramp: "
+               '[{"after": "0m", "share": 0.01}, {"after": "30m", "share": 0.1}]')
+
+
+class ExperimentPatch(Closed):
+    """``PATCH /experiments/ID``: a new name, or a new ``traffic`` on its placement (from
+    now, audited); the definition fields are 409."""
+
+    name: Name | None = None
+    traffic: Traffic | None = Field(None, description=TRAFFIC_DOC + " (from now)")
 
 
 class AuditQuery(BaseModel):
@@ -135,6 +157,11 @@ class Elimination(Out):
 class RankerHealth(Out):
     failures: Annotated[int, Field(ge=0, description="consecutive failures")]
     quarantined_until: float | None = Field(description="unix time; null: not quarantined")
+    degraded: str | None = Field(
+        None, description='why it is out of comparisons ("no results", "unparseable '
+        'results"); null: not degraded')
+    degraded_until: float | None = Field(
+        None, description="unix time of its next probe while degraded")
 
 
 class RankerState(RankerEntry):
@@ -188,6 +215,28 @@ class NonCondorcet(Out):
         description="eliminated rankers that beat the champion with confidence")
 
 
+class Tripped(Out):
+    """The guardrail that paused an experiment."""
+
+    rule: str
+    ranker: str | None
+    reason: str = Field(description="a sentence with the figures")
+    observed: float
+    threshold: float
+    ts: float
+
+
+class ExperimentRollout(Out):
+    """An experiment's place on its placement."""
+
+    placement: str
+    traffic: float | list[dict[str, Any]] | None
+    status: str
+    share: float
+    guardrails: dict[str, Any] = Field(description="the thresholds it overrides")
+    guardrail: Tripped | None = Field(description="the guardrail that paused it, if any")
+
+
 class Experiment(_ExperimentHead):
     """The full state of an experiment."""
 
@@ -210,6 +259,8 @@ class Experiment(_ExperimentHead):
     preferences: Preferences
     dwell_unsatisfied_s: float | None = Field(
         description="clicks with a shorter dwell do not count (null: every click counts)")
+    rollout: ExperimentRollout | None = Field(
+        None, description="its placement, share and guardrail state (null: no placement)")
 
 
 class LifecycleChanged(Out):

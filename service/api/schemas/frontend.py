@@ -37,8 +37,12 @@ def search_query(default_k: int, max_k: int) -> type[BaseModel]:
     return create_model(
         "SearchQuery",
         __config__=ConfigDict(extra="ignore"),
-        experiment=(Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS,
-                                         description="experiment id")], ...),
+        experiment=(Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)] | None,
+                    Field(None, description="experiment id (or placement: one of the two)")),
+        placement=(Annotated[str, Field(min_length=1, max_length=64)] | None,
+                   Field(None, description="a placement (search box): its experiments and "
+                                           "control share the searches (instead of "
+                                           "experiment; a first page only)")),
         q=(Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS,
                                 description="the user's query")], ...),
         k=(Annotated[int, Field(ge=1, le=max_k), BeforeValidator(_query_int)],
@@ -192,9 +196,12 @@ class ResultItem(BaseModel):
 
 
 class SearchResult(Out):
-    impression_id: str
-    token: str = Field(description="send it back with /clicks and /impressions/ID/end")
-    experiment: str
+    impression_id: str | None = Field(description="null: a control search of a placement "
+                                                  "(no impression, no clicks to report)")
+    token: str | None = Field(description="send it back with /clicks and "
+                                          "/impressions/ID/end (null: a control search)")
+    experiment: str | None = Field(description="null: the placement's control answered")
+    placement: str | None = Field(None, description="the placement searched, if any")
     rankers: list[str] = Field(description="the rankers whose lists were interleaved "
                                            "(one: no duel)")
     results: list[ResultItem]

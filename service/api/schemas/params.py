@@ -28,11 +28,14 @@ from service.api.schemas.base import (
     RankerName,
 )
 from service.api.schemas.experiments import (
+    TRAFFIC_DOC,
     RankerIn,
+    Traffic,
 )
 from service.api.schemas.frontend import (
     _no_default,
 )
+from service.api.schemas.placements import Guardrails, PlacementName
 
 
 # algorithm params
@@ -137,6 +140,12 @@ class _NewExperiment(Closed):
         None, description="off by default: a click whose user came back to the results "
                           "within this many seconds (the dwell rankduel.js reports) is "
                           "an unsatisfied click and does not count")
+
+    placement: PlacementName | None = Field(
+        None, description="the placement (search box) it takes traffic from; needs traffic")
+    traffic: Traffic | None = Field(None, description=TRAFFIC_DOC + "; needs placement")
+    guardrails: Guardrails | None = Field(  # type: ignore[valid-type]
+        None, description="guardrail thresholds it changes (docs/operations/rollout.md)")
 
     def params_dict(self) -> dict[str, Any]:
         """The parameters as given (absent ones take the policy's defaults)."""

@@ -69,8 +69,29 @@
         el("td", {}, e.champion || "–"), el("td", {}, e.lifecycle),
         el("td", {}, e.comparisons.toLocaleString("en"))));
     }
+    await showPlacements();
     show("list");
     timer = setTimeout(route, REFRESH_MS);
+  }
+
+  // placements: the control's share and each experiment's share now, status, guardrail
+  async function showPlacements() {
+    const data = await api("/placements");
+    const body = $("placements");
+    body.replaceChildren();
+    $("placements-section").hidden = data.placements.length === 0;
+    const pct = (x) => `${(100 * x).toFixed(2)} %`;
+    for (const p of data.placements) {
+      const exps = el("ul", { class: "plain" });
+      for (const e of p.experiments) {
+        exps.appendChild(el("li", {}, el("a", { href: "#exp=" + e.experiment }, e.experiment),
+          ` ${pct(e.share)} · ${e.status}`,
+          e.guardrail ? el("span", { class: "error" },
+            ` · paused by guardrail ${e.guardrail.rule}: ${e.guardrail.reason}`) : null));
+      }
+      body.appendChild(el("tr", {}, el("td", {}, p.name),
+        el("td", {}, p.control.name), el("td", {}, pct(p.control_share)), el("td", {}, exps)));
+    }
   }
 
   async function showExperiment(id) {
@@ -165,6 +186,8 @@
       case "ranker_retired": return `${item.ranker} retired`;
       case "ranker_quarantined": return `${item.ranker} quarantined`;
       case "ranker_recovered": return `${item.ranker} recovered`;
+      case "ranker_degraded": return `${item.ranker} degraded (${item.reason})`;
+      case "ranker_restored": return `${item.ranker} restored`;
       case "non_condorcet_flagged": return "flagged: no Condorcet winner";
       default: return item.event;
     }
@@ -179,13 +202,30 @@
       (rep.certified ? "certified" : "undecided") }, rep.verdict));
     root.appendChild(el("p", {}, "Champion: ", el("strong", { id: "champion" }, rep.champion || "–"),
       rep.certified ? " (certified)" : " (not certified)"));
+    const ro = rep.rollout;
+    if (ro) {  // its placement, share now and guardrail state (docs/operations/rollout.md)
+      root.appendChild(el("p", { id: "rollout" }, "Placement ", el("strong", {}, ro.placement),
+        ` · share now ${(100 * ro.share).toFixed(2)} % · traffic ${ro.status}` +
+        (Object.keys(ro.guardrails || {}).length ? ` · guardrails ${JSON.stringify(ro.guardrails)}` : "")));
+      root.appendChild(el("p", { id: "guardrail", class: ro.guardrail ? "error" : "muted" },
+        ro.guardrail ? `Paused by the guardrail ${ro.guardrail.rule}: ${ro.guardrail.reason}`
+          : "Guardrails: none tripped."));
+    }
     const estimate = rep.estimated_comparisons_to_decide;
     root.appendChild(el("p", { class: "muted", id: "estimate" },
       (estimate === null ? "No estimate. " : `Estimate: ${estimate.toLocaleString("en")} more comparisons` +
         (rep.estimated_seconds_to_decide !== null ? ` (≈ ${Math.round(rep.estimated_seconds_to_decide)} s)` : "") + ". ") +
       rep.estimate_basis));
     const tbody = el("tbody");
+    const degraded = rep.degraded || [];
+    if (degraded.length) {  // apart: out of the comparisons, neither winners nor losers
+      root.appendChild(el("h2", {}, "Degraded rankers"));
+      root.appendChild(el("ul", { id: "degraded" }, ...degraded.map((d) => el("li", {},
+        el("strong", {}, d.name), ` — ${d.reason}: out of the comparisons, neither winner ` +
+        "nor loser; probed again until it answers results."))));
+    }
     for (const r of rep.rankers) {
+      if (r.degraded) continue;  // listed apart above
       const vs = r.vs_champion;
       tbody.appendChild(el("tr", {}, el("td", {}, r.name),
         el("td", {}, el("span", { class: "badge " + (r.name === rep.champion ? "champion" : r.status) },

@@ -1,0 +1,135 @@
+"""Serving a search of a placement (``GET /search?placement=web&q=…``).
+
+1. The placement's view (:class:`service.placements.PlacementCache`: no Redis call while
+   it is fresh) and the search's experiment: :func:`rollout.assign` of the ``user`` id
+   and the placement's salt (sticky), or of a random bucket without one.
+2. **In an experiment**: that experiment's search (:func:`service.search.search`, as
+   ``?experiment=ID``), with ``"placement"`` added to the answer and the rankers' calls
+   counted for the guardrails in the impression's own write.
+3. **Fallback**: if the experiment cannot serve (every ranker failed, timed out or is in
+   quarantine, the experiment was deleted, anything but rankduel's own storage failing),
+   the user gets the control's list and no comparison is recorded.
+4. **In control**: the control ranker's list, unchanged (its first ``k`` results, each
+   with its ``rank``), ``"experiment": null``, ``"impression_id": null``,
+   ``"token": null``, ``"rankers": [control]``: no impression, no interleaving, no
+   clicks to report. A control ranker that fails is a 502 naming it.
+5. After the answer is built, at most every ``guardrail_interval_s`` per process, the
+   placement's guardrails are checked (:func:`service.guardrails.check`); an experiment
+   that fell back to control is checked at once, on that search. The control's
+   counts are gathered in memory and written at most every second (no Redis call per
+   control search); an experiment's go with its impression's write.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any
+
+import redis
+
+from rollout.assignment import assign
+from service import guardrails
+from service import search as searching
+from service.errors import BadGateway
+from service.placements import PlacementCache, View
+from service.rankers.client import RankerFailure
+from service.rankers.health import SearchTiming
+from service.runtime import Runtime
+from service.store.placements import GUARD_PREFIX
+
+log = logging.getLogger("rankduel.search")
+_RNG = random.Random()
+
+
+def cache(rt: Runtime) -> PlacementCache:
+    """The process's placement views (kept on its runtime)."""
+    if rt.placements is None:
+        rt.placements = PlacementCache(rt.store, rt.config.state_max_age_ms / 1e3)
+    return rt.placements
+
+
+def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
+           timing: SearchTiming) -> dict[str, Any]:
+    """Serve one search of placement ``name`` (module docstring)."""
+    view = cache(rt).get(name)
+    exp_id = assign(view.ranges, view.salt, user, _RNG) if view.ranges else None
+    out = None
+    if exp_id is not None:
+        calls: list[guardrails.Call] = []
+        try:
+            out = searching.search(rt, exp_id, q, k, user, timing, calls)
+            out["placement"] = name
+        except redis.RedisError:
+            raise  # rankduel itself is down: 503
+        except Exception as exc:  # the experiment cannot serve: the control's list
+            log.debug("placement %s: experiment %s fell back to control: %s", name,
+                      exp_id, exc)
+            if calls:
+                rt.store.count_guard(exp_id, guardrails.fields(calls, GUARD_PREFIX))
+                # a failing experiment is checked at once: it trips on the search that
+                # reaches its threshold (bounded: once paused it takes no searches)
+                if guardrails.check(rt.store, name, [exp_id]):
+                    cache(rt).forget(name)
+    if out is None:
+        out = control(rt, view, q, k, user, timing)
+    _maybe_check(rt, view)
+    return out
+
+
+def control(rt: Runtime, view: View, q: str, k: int, user: str | None,
+            timing: SearchTiming) -> dict[str, Any]:
+    """The control ranker's list, unchanged; 502 naming it when it fails."""
+    [res], waited = rt.rankers.fetch_timed([view.control], q, k, experiment="", user=user)
+    timing.rankers_s += waited
+    calls: list[guardrails.Call] = []
+    if isinstance(res, RankerFailure):
+        guardrails.tally(calls, [], [view.control.name], waited)
+        _count_control(rt, view, guardrails.fields(calls))
+        raise BadGateway(f"the control ranker {view.control.name!r} of placement "
+                         f"{view.name!r} did not answer ({res.reason}); rankduel itself is "
+                         f"up")
+    guardrails.tally(calls, [(None, view.control, res)], [], waited)
+    _count_control(rt, view, guardrails.fields(calls))
+    results = []
+    for rank, item in enumerate(res[:k], start=1):
+        results.append({**item, "rank": rank})
+    return {"impression_id": None, "token": None, "experiment": None,
+            "placement": view.name, "rankers": [view.control.name], "results": results}
+
+
+#: the longest a process keeps the control's counts before writing them
+CONTROL_FLUSH_S = 1.0
+
+
+def _count_control(rt: Runtime, view: View, counts: dict[str, int]) -> None:
+    """Add the control's counts in memory and write them at most every
+    :data:`CONTROL_FLUSH_S` (or ``guardrail_interval_s`` if shorter): a control search
+    costs no Redis call of its own; a process that dies loses at most that long of
+    counts."""
+    with view.count_lock:
+        for f, n in counts.items():
+            view.unsent[f] = view.unsent.get(f, 0) + n
+        now = time.monotonic()
+        if now - view.sent_at < min(CONTROL_FLUSH_S, rt.config.guardrail_interval_s):
+            return
+        unsent, view.unsent, view.sent_at = view.unsent, {}, now
+    rt.store.count_control(view.name, unsent)
+
+
+def _maybe_check(rt: Runtime, view: View) -> None:
+    """The placement's guardrails, at most every ``guardrail_interval_s`` here."""
+    now = time.monotonic()
+    if not view.running or now - view.checked_at < rt.config.guardrail_interval_s:
+        return
+    if not view.lock.acquire(blocking=False):
+        return  # another thread of this process is checking
+    try:
+        view.checked_at = now
+        if guardrails.check(rt.store, view.name, view.running):
+            cache(rt).forget(view.name)
+    except redis.RedisError:
+        log.warning("placement %s: guardrails not checked", view.name, exc_info=True)
+    finally:
+        view.lock.release()

@@ -1,0 +1,99 @@
+"""An experiment's traffic on its placement: the operator's actions that touch both the
+experiment (its lifecycle, in its own hash tag) and its placement (its share, in the
+placement's): creation with ``placement`` and ``traffic``, a PATCH of ``traffic``,
+pause/resume/stop, deletion (:mod:`service.placements` holds the placement's side).
+
+The two writes are two transactions (two hash tags, two shards on a cluster), ordered so
+that a failure in between never leaves an experiment taking traffic it should not: a
+pause or stop changes the lifecycle first (a paused experiment serves no duel) and then
+sends its share to control; a resume checks the placement's sum first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollout.guardrails import check_params
+from service import experiments, placements
+from service.errors import Conflict, Unprocessable
+from service.runtime import Runtime
+from service.store.snapshot import ExperimentMissing
+
+
+def traffic_of(body: Any) -> Any:
+    """The JSON ``traffic`` of a ``POST /experiments`` body (None: no placement);
+    ``placement`` and ``traffic`` go together (422), ``guardrails`` are checked."""
+    if (body.placement is None) != (body.traffic is None):
+        raise Unprocessable("fields 'placement' and 'traffic' go together: give both (the "
+                            "search box and the share it takes) or neither")
+    if body.guardrails is not None:
+        try:
+            check_params(body.guardrails.model_dump(exclude_none=True))
+        except ValueError as exc:
+            raise Unprocessable(f"field 'guardrails': {exc}") from None
+    return None if body.traffic is None else as_json(body.traffic)
+
+
+def as_json(traffic: Any) -> Any:
+    """A parsed ``traffic`` (a share or a list of steps) as JSON."""
+    if isinstance(traffic, list):
+        return [step.model_dump() for step in traffic]
+    return float(traffic)
+
+
+def join_or_delete(rt: Runtime, exp_id: str, placement: str, traffic: Any) -> None:
+    """Put the new experiment on its placement; if that fails now (another experiment
+    took the share meanwhile), delete it and answer why."""
+    try:
+        placements.join(rt.store, placement, exp_id, traffic)
+    except Exception:
+        rt.store.delete_experiment(exp_id)
+        raise
+
+
+def _placement(rt: Runtime, exp_id: str) -> str | None:
+    return rt.store.snapshot(exp_id).meta.get("placement")
+
+
+def set_traffic(rt: Runtime, exp_id: str, traffic: Any) -> None:
+    """A new ``traffic`` from now (409 for an experiment on no placement)."""
+    name = _placement(rt, exp_id)
+    if not name:
+        raise Conflict(f"experiment {exp_id!r} is on no placement: it takes every search "
+                       f"sent to it (create it with \"placement\" and \"traffic\")")
+    placements.set_traffic(rt.store, name, exp_id, as_json(traffic))
+
+
+def set_lifecycle(rt: Runtime, exp_id: str, action: str) -> str:
+    """``pause``, ``resume`` or ``stop``, followed by its placement (module docstring)."""
+    name = _placement(rt, exp_id)
+    if not name:
+        return experiments.set_lifecycle(rt.store, exp_id, action)
+    if action == "resume":
+        placements.set_status(rt.store, name, exp_id, "running")
+        try:
+            state = experiments.set_lifecycle(rt.store, exp_id, action)
+        except Conflict:
+            current = rt.store.snapshot(exp_id).lifecycle
+            placements.set_status(rt.store, name, exp_id,
+                                  "stopped" if current == "stopped" else "paused")
+            raise
+        rt.store.reset_guard(exp_id)  # the guardrails count afresh
+        return state
+    state = experiments.set_lifecycle(rt.store, exp_id, action)
+    placements.set_status(rt.store, name, exp_id, state)
+    return state
+
+
+def leave(rt: Runtime, exp_id: str) -> None:
+    """Before a deletion: the experiment's buckets go back to control."""
+    try:
+        name = _placement(rt, exp_id)
+    except ExperimentMissing:
+        return
+    if name:
+        placements.leave(rt.store, name, exp_id)
+
+
+__all__ = ["as_json", "join_or_delete", "leave", "set_lifecycle", "set_traffic",
+           "traffic_of"]
