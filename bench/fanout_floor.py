@@ -18,6 +18,10 @@ latency as the client sees it. The medians over the rounds and their ratios are 
 last: ``cpu_ratio`` (rankduel's CPU per search over the floor's) and ``added_p50_ms``
 (rankduel's p50 minus the floor's).
 
+Control searches of a placement (``GET /search?placement=``: the control ranker's list,
+no impression) are measured too, on a placement with no experiment, against the floor's
+``/control`` (one ranker's list through the same minimal app): the ``*_ctl`` rows.
+
     .venv/bin/python bench/fanout_floor.py [--rounds 4] [--seconds 10] [--json out.json]
     # another checkout's API (its .venv) against the same floor:
     .venv/bin/python bench/fanout_floor.py --code /work/main
@@ -107,6 +111,14 @@ def create_floor_app(ranker_base: str, n_rankers: int = 12):
                     results.append(item)
         return jsonify({"results": results})
 
+    @app.get("/control")
+    def control():
+        """The control's floor: one ranker's (the first's) list, its first ``k``."""
+        q = request.args.get("q", "")
+        k = int(request.args.get("k", 10))
+        path = f"/rankers/0?q={quote(q, safe='')}&k={k}"
+        return jsonify({"results": answer(0, path, sent=False)[:k]})
+
     @app.get("/healthz")
     def healthz():
         return jsonify({"status": "ok"})
@@ -188,8 +200,14 @@ def main() -> int:
         stack.wait_healthy(floor, floor_url)
         world = demo_world(1, args.rankers)
         queries = [world.query_text(q) for q in range(world.n_queries)]
-        servers = {"floor": (floor_url, floor,
-                             ["/search?" + urlencode({"q": q, "k": 10}) for q in queries])}
+        # name -> (base URL, server process, paths, the floor it is compared with)
+        servers = {
+            "floor": (floor_url, floor,
+                      ["/search?" + urlencode({"q": q, "k": 10}) for q in queries], None),
+            "floor_ctl": (floor_url, floor,
+                          ["/control?" + urlencode({"q": q, "k": 10}) for q in queries],
+                          None),
+        }
         apis = {"rankduel": args.code, **({"before": args.before} if args.before else {})}
         for name, code in apis.items():
             api, api_url = start_api(stack, name, Path(code).resolve(), env, args.workers,
@@ -201,14 +219,26 @@ def main() -> int:
                           "timeout_ms": 1000} for n in range(args.rankers)])
             servers[name] = (api_url, api, [
                 "/search?" + urlencode({"experiment": exp["id"], "q": q, "k": 10})
-                for q in queries])
-        for base, _, paths in servers.values():  # warm: connections, caches
+                for q in queries], "floor")
+            # control searches: a placement with no experiment in it (a checkout without
+            # placements answers 404 and is measured on experiment searches only)
+            status, _ = Client(api_url, admin).request("POST", "/placements", {
+                "name": f"web-{name}", "control": {
+                    "name": "control", "url": f"{rank_url}/rankers/0", "timeout_ms": 1000}},
+                admin=True)  # one Redis for every API: a placement each
+            if status == 201:
+                servers[f"{name}_ctl"] = (api_url, api, [
+                    "/search?" + urlencode({"placement": f"web-{name}", "q": q, "k": 10})
+                    for q in queries], "floor_ctl")
+        if "floor_ctl" not in {floor for *_, floor in servers.values()}:
+            del servers["floor_ctl"]
+        for base, _, paths, _ in servers.values():  # warm: connections, caches
             open_load(base, paths, rate=args.rate, seconds=2, procs=args.procs)
         rows: dict[str, list[dict]] = {name: [] for name in servers}
         for r in range(args.rounds):
             order = list(servers) if r % 2 == 0 else list(servers)[::-1]  # A B .. B A
             for name in order:
-                base, child, paths = servers[name]
+                base, child, paths, _ = servers[name]
                 pids = [child.proc.pid, *child_pids(child.proc.pid)]
                 user0, sys0 = user_system_seconds(pids)
                 out = open_load(base, paths, rate=args.rate, seconds=args.seconds,
@@ -222,31 +252,36 @@ def main() -> int:
                        "send_lag_p99_ms": out["send_lag_p99_ms"],
                        "load_average_1m": round(os.getloadavg()[0], 1)}
                 rows[name].append(row)
-                print(f"round {r + 1} {name:8s} {json.dumps(row)}", flush=True)
+                print(f"round {r + 1} {name:12s} {json.dumps(row)}", flush=True)
     keys = ("cpu_us_per_search", "system_us_per_search", "p50_ms", "p99_ms", "errors",
             "send_lag_p99_ms")
     med = {name: {k: round(statistics.median(row[k] for row in rs), 2) for k in keys}
            for name, rs in rows.items()}
-    ratios = {}
-    for name in apis:
-        tag = "" if name == "rankduel" else f"{name}_"
-        ratios.update({
-            f"{tag}cpu_ratio": round(med[name]["cpu_us_per_search"]
-                                     / med["floor"]["cpu_us_per_search"], 3),
-            f"{tag}cpu_ratio_per_round": [
+    ratios: dict[str, dict] = {}
+    for name, (*_, floor_name) in servers.items():
+        if floor_name is None:
+            continue
+        ratios[name] = {
+            "vs": floor_name,
+            "cpu_ratio": round(med[name]["cpu_us_per_search"]
+                               / med[floor_name]["cpu_us_per_search"], 3),
+            "cpu_ratio_per_round": [
                 round(a["cpu_us_per_search"] / b["cpu_us_per_search"], 3)
-                for a, b in zip(rows[name], rows["floor"], strict=True)],
-            f"{tag}added_p50_ms": round(med[name]["p50_ms"] - med["floor"]["p50_ms"], 2),
-            f"{tag}added_p99_ms": round(med[name]["p99_ms"] - med["floor"]["p99_ms"], 2),
-        })
+                for a, b in zip(rows[name], rows[floor_name], strict=True)],
+            "added_p50_ms": round(med[name]["p50_ms"] - med[floor_name]["p50_ms"], 2),
+            "added_p99_ms": round(med[name]["p99_ms"] - med[floor_name]["p99_ms"], 2),
+        }
+        if floor_name == "floor_ctl":  # the control against the two-ranker fan-out too
+            ratios[name]["cpu_ratio_vs_fanout"] = round(
+                med[name]["cpu_us_per_search"] / med["floor"]["cpu_us_per_search"], 3)
     print(f"\nmedians over {args.rounds} rounds at {args.rate:g} searches/s, "
           f"{args.delay_ms:g} ms rankers (rankduel: {args.code}; before: {args.before}; "
           f"{time.strftime('%H:%M')})")
-    print(f"{'':20s}" + "".join(f"{name:>10s}" for name in servers))
+    print(f"{'':20s}" + "".join(f"{name:>13s}" for name in servers))
     for k in keys:
-        print(f"{k:20s}" + "".join(f"{med[name][k]:>10}" for name in servers))
-    for k, v in ratios.items():
-        print(f"{k:20s} {v}")
+        print(f"{k:20s}" + "".join(f"{med[name][k]:>13}" for name in servers))
+    for name, v in ratios.items():
+        print(f"{name:20s} {json.dumps(v)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "rounds": rows,
                                                "medians": med, "ratios": ratios},
