@@ -125,9 +125,10 @@ def _start_timer() -> None:
 
 def _observe(response):
     endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
-    metrics.HTTP_REQUESTS.labels(endpoint, request.method, str(response.status_code)).inc()
+    status = str(response.status_code)
+    metrics.labelled(metrics.HTTP_REQUESTS, endpoint, request.method, status).inc()
     if "t0" in g:
-        metrics.HTTP_LATENCY.labels(endpoint, str(response.status_code)).observe(
+        metrics.labelled(metrics.HTTP_LATENCY, endpoint, status).observe(
             time.perf_counter() - g.t0)
     return response
 

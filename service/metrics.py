@@ -14,6 +14,7 @@ Celery worker exports its aggregate on its own port (:mod:`workers.monitoring`).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -119,6 +120,14 @@ WORKER_TASK_DURATION = Histogram(
     ["task"],
     buckets=LATENCY_BUCKETS,
 )
+
+
+@functools.lru_cache(maxsize=8192)
+def labelled(metric: Any, *values: str) -> Any:
+    """``metric.labels(*values)``, looked up once per label set: the request path takes
+    the same few label sets on every request, and ``labels()`` costs a lock and a few
+    allocations each time. Safe because no label set of these metrics is ever removed."""
+    return metric.labels(*values)
 
 
 def multiprocess_dir() -> str | None:

@@ -152,7 +152,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         user_hash=user_hash(rt.secret, exp_id, user),
         rankers=[choice.by_arm[a].name for a in arms], events_maxlen=rt.config.events_maxlen,
     )
-    metrics.IMPRESSIONS.labels(exp_id, kind).inc()
+    metrics.labelled(metrics.IMPRESSIONS, exp_id, kind).inc()
     results = []
     for rank, copy in enumerate(items, start=1):
         item = dict(copy)

@@ -325,7 +325,7 @@ class RankerClient:
             slowest = max(slowest, elapsed)
             if not observe:
                 continue
-            metrics.RANKER_LATENCY.labels(experiment, r.name).observe(elapsed)
+            metrics.labelled(metrics.RANKER_LATENCY, experiment, r.name).observe(elapsed)
             if isinstance(result, RankerFailure):
                 metrics.RANKER_FAILURES.labels(experiment, r.name, result.reason).inc()
         return out, slowest

@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from service.store.keys import EXPERIMENTS
+from service.store.script_call import ScriptCall
 
 #: an experiment's lifecycles
 LIFECYCLES = ("running", "paused", "stopped")
@@ -83,6 +84,8 @@ class StoreBase:
             for attr, name in vars(cls).get("SCRIPTS", {}).items():
                 setattr(self, attr, client.register_script(lua(name)))
         self._due_marked: dict[str, tuple[float, float]] = {}
+        #: the request path's scripts, run with less client work (service.store.script_call)
+        self.call = ScriptCall(client)
 
     def list_ids(self) -> list[str]:
         """Every experiment's id, oldest first (the experiment list, ``rd:experiments``)."""

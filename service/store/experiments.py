@@ -122,7 +122,8 @@ class ExperimentStore(StoreBase):
     def next_t(self, exp_id: str) -> tuple[int, int, dict[int, dict[str, Any]]]:
         """INCR the selection counter; return ``(t, version, ranker health)``. One round
         trip. Raises :class:`ExperimentMissing` (and creates nothing) for an unknown id."""
-        out = self._select_script(keys=[exp_key(exp_id), t_key(exp_id), health_key(exp_id)])
+        out = self.call(self._select_script,
+                        keys=[exp_key(exp_id), t_key(exp_id), health_key(exp_id)])
         if out is None:
             raise ExperimentMissing(f"no experiment {exp_id!r}")
         return int(out[0]), int(out[1]), parse_health(_pairs(out[2]))

@@ -27,6 +27,10 @@ from service.store.snapshot import (
     text,
 )
 
+#: ``json.dumps(..., ensure_ascii=False)`` built once (dumps builds an encoder per call
+#: when given any option): the same text
+_ARGS = json.JSONEncoder(ensure_ascii=False)
+
 
 class ImpressionStore(DrainStore):
     """Impressions: saved by ``/search``, clicked, ended, read."""
@@ -91,7 +95,8 @@ class ImpressionStore(DrainStore):
                  f'"shown":{fields["shown"]},"record":{fields["record"]},"duel":{int(duel)},'
                  f'"forfeits":{fields["forfeits"]},"seg":{json.dumps(fields.get("seg", ""))},'
                  f'"user":{json.dumps(user_hash)},"created":{fields["created"]}}}')
-        out = self._save_script(
+        out = self.call(
+            self._save_script,
             keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
                   shown_key(exp_id), exp_key(exp_id), events_key(exp_id)],
             args=[imp_id, int(ttl_s), repr(now + inactivity_s),
@@ -99,8 +104,8 @@ class ImpressionStore(DrainStore):
                   ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
                   # the field/value pairs as one JSON array of strings: one argument to
                   # encode instead of two dozen (the values stored are the same strings)
-                  json.dumps([str(x) for kv in fields.items() for x in kv],
-                             ensure_ascii=False), event, int(events_maxlen)])
+                  _ARGS.encode([str(x) for kv in fields.items() for x in kv]), event,
+                  int(events_maxlen)])
         if out == -1:
             raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
         self.mark_due(exp_id, now + inactivity_s)
