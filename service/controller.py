@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from bandits.base import ACTIVE, DuelingBandit
+from bandits.base import RETIRED, DuelingBandit
 from service import metrics
 from service.errors import Conflict
 from service.store import Store
@@ -203,9 +203,11 @@ class Controller:
         for a in unique:
             if a not in entry.by_arm:
                 raise Conflict(f"experiment {exp_id!r}: arm {a} has no ranker")
-        if len(unique) > 1 and any(entry.bandit.status[a] != ACTIVE for a in unique):
-            # a stale cache may pick an arm retired since; serve but do not duel
-            unique = tuple(a for a in unique if entry.bandit.status[a] == ACTIVE) or unique[:1]
+        if len(unique) > 1 and any(entry.bandit.status[a] == RETIRED for a in unique):
+            # a retired arm is served but never duels (its credit would be stale); an
+            # eliminated one chosen on purpose (verification, certification) duels, as
+            # offline
+            unique = tuple(a for a in unique if entry.bandit.status[a] != RETIRED) or unique[:1]
         metrics.SELECTION_CPU.observe(time.thread_time() - cpu0)
         return Choice(
             t=t,
