@@ -85,7 +85,8 @@ def test_three_identical_rankers_are_never_certified(api, worker, aa_rankers):
     exp_id = client.create_experiment(
         name="live A/A", algorithm="recommended", interleaving="team_draft", seed=SEED,
         rankers=[{"name": f"r{n:02d}", "url": f"{aa_rankers.url}/aa", "timeout_ms": 2000}
-                 for n in range(K)])["id"]
+                 for n in range(K)],
+        probe=False)["id"]  # the world's rankers know only its queries, not the probe's
     demo.send(client, exp_id, 0, SEARCHES, np.full((K, K), 0.5), 0)
     assert demo.tally.errors == 0
     state = demo.wait_credited(client, exp_id, timeout=120)
