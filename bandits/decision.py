@@ -268,7 +268,7 @@ def decide(bandit: DuelingBandit, *, name: str | None = None) -> Decision:
 
 
 #: what a Merge policy's report says instead of presenting a per-test figure as the verdict's
-NO_GUARANTEE = ("{name} eliminates by one test at a time (as its paper does); the "
+NO_GUARANTEE = ("the {name} policy eliminates by one test at a time (as its paper does); the "
                 "confidence shown is one test's, not the chance that the verdict is wrong: "
                 "its eliminations carry no family-wise guarantee")
 
