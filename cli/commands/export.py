@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import urllib.error
 import urllib.request
@@ -22,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
+
+from cli.api_args import add_api_args, admin_token
 
 #: events per page
 PAGE = 5000
@@ -104,9 +105,7 @@ def export(api: str, token: str, exp_id: str, fmt: str, out: Path, *,
 
 
 def _run(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get("RANKDUEL_ADMIN_TOKEN", "")
-    if not token:
-        raise ValueError("give the admin token with --token or RANKDUEL_ADMIN_TOKEN")
+    token = admin_token(args)
     export(args.api, token, args.experiment, args.format, Path(args.out))
     return 0
 
@@ -116,9 +115,7 @@ def add_parser(subparsers) -> None:
                               description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", metavar="EXP", help="experiment id")
-    p.add_argument("--api", required=True, help="base URL of the rankduel API")
-    p.add_argument("--token", default=None,
-                   help="admin token (default: $RANKDUEL_ADMIN_TOKEN)")
+    add_api_args(p)
     p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
                    help="jsonl (default) or parquet (needs the export extra)")
     p.add_argument("--out", required=True, metavar="FILE", help="the file to write")

@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 from urllib.parse import quote
+
+from cli.api_args import add_api_args, admin_token
 
 
 def _call(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
     """One request to the operator API; ``ValueError`` (exit code 2) with its message."""
     from demo.client import check_http_url, http_json
 
-    token = args.token or os.environ.get("RANKDUEL_ADMIN_TOKEN", "")
-    if not token:
-        raise ValueError("give the admin token with --token or RANKDUEL_ADMIN_TOKEN")
+    token = admin_token(args)
     try:
         check_http_url(args.api)
     except ValueError as exc:
@@ -98,8 +97,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--api", required=True, help="base URL of the rankduel API")
-    p.add_argument("--token", default=None, help="admin token (default: $RANKDUEL_ADMIN_TOKEN)")
+    add_api_args(p)
     p.add_argument("--json", action="store_true", help="print the API's JSON")
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from cli.api_args import add_api_args, admin_token
 
 STATIC = Path(__file__).resolve().parent.parent.parent / "service" / "static" / "ui"
 
@@ -103,9 +104,7 @@ def html(rep: dict[str, Any]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get("RANKDUEL_ADMIN_TOKEN", "")
-    if not token:
-        raise ValueError("give the admin token with --token or RANKDUEL_ADMIN_TOKEN")
+    token = admin_token(args)
     rep = fetch(args.api, token, args.experiment)
     if args.html:
         Path(args.html).write_text(html(rep))
@@ -122,9 +121,7 @@ def add_parser(subparsers) -> None:
                               description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", metavar="EXP", help="experiment id")
-    p.add_argument("--api", required=True, help="base URL of the rankduel API")
-    p.add_argument("--token", default=None,
-                   help="admin token (default: $RANKDUEL_ADMIN_TOKEN)")
+    add_api_args(p)
     p.add_argument("--json", action="store_true", help="print the report's JSON")
     p.add_argument("--html", metavar="FILE", default=None,
                    help="write a self-contained HTML page of the report to FILE")
