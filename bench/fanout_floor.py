@@ -143,7 +143,7 @@ def user_system_seconds(pids: list[int]) -> tuple[float, float]:
 
 def main() -> int:
     from bench.proxy_ab import start_api
-    from bench.service_load import open_load
+    from bench.service_load import bench_env, open_load, start_delay_rankers
     from demo.client import Client
     from demo.stack import Stack, child_pids, free_port
     from demo.world_rankers import demo_world, ranker_name
@@ -172,22 +172,8 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="rankduel-floor-")
     with Stack(work) as stack:
         redis_url = stack.start_redis()
-        env = dict(os.environ, REDIS_URL=redis_url, RANKDUEL_ADMIN_TOKEN=admin,
-                   RANKDUEL_SECRET_KEY=secrets.token_urlsafe(16),
-                   RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
-                   RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0", RANKDUEL_INACTIVITY_S="600",
-                   RANKDUEL_SWEEP_INTERVAL_S="5", RANKDUEL_CREDIT_RETRY_S="600",
-                   RANKDUEL_ACCESS_LOG="off",
-                   PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        env.pop("RANKDUEL_CONFIG", None)
-        rank_port = free_port()
-        rankers = stack.python("delay-rankers", [
-            "-m", "gunicorn", "--bind", f"127.0.0.1:{rank_port}", "--workers", "2",
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
-            *quiet, f"bench.service_load:create_delay_ranker_app(delay_ms={args.delay_ms}, "
-            f"n_rankers={args.rankers})"], env)
-        rank_url = f"http://127.0.0.1:{rank_port}"
-        stack.wait_healthy(rankers, rank_url)
+        env = bench_env(redis_url, admin, RANKDUEL_ACCESS_LOG="off")
+        _, rank_url = start_delay_rankers(stack, env, args.delay_ms, args.rankers)
 
         floor_port = free_port()
         floor = stack.python("floor", [

@@ -38,9 +38,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.proxy_ab import start_api  # noqa: E402
-from bench.service_load import open_load, proc_cpu_seconds  # noqa: E402
+from bench.service_load import (  # noqa: E402
+    bench_env,
+    open_load,
+    proc_cpu_seconds,
+    start_delay_rankers,
+)
 from demo.client import Client  # noqa: E402
-from demo.stack import Stack, child_pids, free_port  # noqa: E402
+from demo.stack import Stack, child_pids  # noqa: E402
 from demo.world_rankers import demo_world, ranker_name  # noqa: E402
 
 KINDS = ("experiment", "placement_exp", "placement_ctl")
@@ -65,23 +70,8 @@ def main() -> int:
     loads = []
     with Stack(tempfile.mkdtemp(prefix="rankduel-placement-")) as stack:
         redis_url = stack.start_redis()
-        env = dict(os.environ, REDIS_URL=redis_url, RANKDUEL_ADMIN_TOKEN=admin,
-                   RANKDUEL_SECRET_KEY=secrets.token_urlsafe(16),
-                   RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
-                   RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0", RANKDUEL_INACTIVITY_S="600",
-                   RANKDUEL_SWEEP_INTERVAL_S="5", RANKDUEL_CREDIT_RETRY_S="600",
-                   RANKDUEL_ACCESS_LOG=os.devnull,
-                   PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        env.pop("RANKDUEL_CONFIG", None)
-        port = free_port()
-        rankers = stack.python("delay-rankers", [
-            "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
-            "--no-control-socket",
-            f"bench.service_load:create_delay_ranker_app(delay_ms={args.delay_ms}, "
-            f"n_rankers={args.rankers})"], env)
-        url = f"http://127.0.0.1:{port}"
-        stack.wait_healthy(rankers, url)
+        env = bench_env(redis_url, admin, RANKDUEL_ACCESS_LOG=os.devnull)
+        _, url = start_delay_rankers(stack, env, args.delay_ms, args.rankers)
         world = demo_world(1, args.rankers)
         api, base = start_api(stack, "api", ROOT, env, args.api_workers, args.api_threads)
         pids = [api.proc.pid, *child_pids(api.proc.pid)]

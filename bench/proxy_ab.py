@@ -41,9 +41,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.service_load import (  # noqa: E402
     WRK_MISSING,
+    bench_env,
     load,
     open_load,
     proc_cpu_seconds,
+    start_delay_rankers,
     wrk_flat,
     wrk_load,
 )
@@ -155,24 +157,9 @@ def main() -> int:
     loads = []
     with Stack(work) as stack:
         redis_url = stack.start_redis()
-        env = dict(os.environ, REDIS_URL=redis_url, RANKDUEL_ADMIN_TOKEN=admin,
-                   RANKDUEL_SECRET_KEY=secrets.token_urlsafe(16),
-                   RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
-                   RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0", RANKDUEL_INACTIVITY_S="600",
-                   RANKDUEL_SWEEP_INTERVAL_S="5", RANKDUEL_CREDIT_RETRY_S="600",
-                   RANKDUEL_ACCESS_LOG=os.devnull,
-                   PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        env.pop("RANKDUEL_CONFIG", None)
+        env = bench_env(redis_url, admin, RANKDUEL_ACCESS_LOG=os.devnull)
         _, rank_url = stack.start_rankers(env, seed=1, n_rankers=args.rankers, workers=2)
-        delay_port = free_port()
-        delay = stack.python("delay-rankers", [
-            "-m", "gunicorn", "--bind", f"127.0.0.1:{delay_port}", "--workers", "2",
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
-            "--no-control-socket",
-            f"bench.service_load:create_delay_ranker_app(delay_ms={args.delay_ms}, "
-            f"n_rankers={args.rankers})"], env)
-        delay_url = f"http://127.0.0.1:{delay_port}"
-        stack.wait_healthy(delay, delay_url)
+        _, delay_url = start_delay_rankers(stack, env, args.delay_ms, args.rankers)
         world = demo_world(1, args.rankers)
         apis = {}
         for name, code in codes.items():

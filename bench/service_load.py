@@ -101,6 +101,38 @@ def create_bench_app():
     return app
 
 
+def bench_env(redis_url: str, admin: str, **extra: str) -> dict[str, str]:
+    """The environment of a bench's API and rankers: this Redis, this admin token, rankers
+    on loopback allowed, no click limit, impressions left open (the benches end them), and
+    the checkout on ``PYTHONPATH``; ``extra`` settings over it."""
+    env = dict(os.environ, REDIS_URL=redis_url, RANKDUEL_ADMIN_TOKEN=admin,
+               RANKDUEL_SECRET_KEY=secrets.token_urlsafe(16),
+               RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
+               RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0", RANKDUEL_INACTIVITY_S="600",
+               RANKDUEL_SWEEP_INTERVAL_S="5", RANKDUEL_CREDIT_RETRY_S="600",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **extra)
+    env.pop("RANKDUEL_CONFIG", None)
+    return env
+
+
+def start_delay_rankers(stack: Stack, env: dict[str, str], delay_ms: float,
+                        n_rankers: int) -> tuple[Child, str]:
+    """:func:`create_delay_ranker_app` under gunicorn (2 workers x 16 threads) in its own
+    process group, healthy: the child and its base URL."""
+    import gunicorn
+
+    quiet = ["--no-control-socket"] if gunicorn.version_info >= (27,) else []
+    port = free_port()
+    child = stack.python("delay-rankers", [
+        "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "2",
+        "--threads", "16", "--worker-class", "gthread", "--log-level", "warning", *quiet,
+        f"bench.service_load:create_delay_ranker_app(delay_ms={delay_ms}, "
+        f"n_rankers={n_rankers})"], env)
+    url = f"http://127.0.0.1:{port}"
+    stack.wait_healthy(child, url)
+    return child, url
+
+
 def create_delay_ranker_app(delay_ms: float = 20.0, seed: int = 1, n_rankers: int = 12):
     """The world rankers, each answering after a fixed ``delay_ms`` (as a real ranker's
     index lookup would): the rankers of the fixed-delay mode."""
@@ -604,25 +636,10 @@ def main() -> int:
                      "load_average_start": [round(x, 2) for x in os.getloadavg()]}
     with Stack(work) as stack:
         redis_url = stack.start_redis()
-        env = dict(os.environ, REDIS_URL=redis_url, RANKDUEL_ADMIN_TOKEN=admin,
-                   RANKDUEL_SECRET_KEY=secrets.token_urlsafe(16),
-                   RANKDUEL_RANKER_ALLOW="127.0.0.1,localhost",
-                   RANKDUEL_CLICKS_PER_CLIENT_PER_MINUTE="0",
-                   RANKDUEL_INACTIVITY_S="600", RANKDUEL_SWEEP_INTERVAL_S="5",
-                   RANKDUEL_CREDIT_RETRY_S="600",
-                   PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        env.pop("RANKDUEL_CONFIG", None)
+        env = bench_env(redis_url, admin)
         rank_child, rank_url = stack.start_rankers(env, seed=1, n_rankers=args.rankers,
                                                    workers=args.ranker_workers)
-        delay_port = free_port()
-        delay_child = stack.python("delay-rankers", [
-            "-m", "gunicorn", "--bind", f"127.0.0.1:{delay_port}", "--workers", "2",
-            "--threads", "16", "--worker-class", "gthread", "--log-level", "warning",
-            "--no-control-socket",
-            f"bench.service_load:create_delay_ranker_app(delay_ms={args.delay_ms}, "
-            f"n_rankers={args.rankers})"], env)
-        delay_url = f"http://127.0.0.1:{delay_port}"
-        stack.wait_healthy(delay_child, delay_url)
+        _, delay_url = start_delay_rankers(stack, env, args.delay_ms, args.rankers)
         api_port = free_port()
         api_env = dict(env, PROMETHEUS_MULTIPROC_DIR=os.path.join(work, "prom-api"),
                        RANKDUEL_ACCESS_LOG=args.access_log)
