@@ -126,24 +126,14 @@ def create_floor_app(ranker_base: str, n_rankers: int = 12):
     return app
 
 
-def user_system_seconds(pids: list[int]) -> tuple[float, float]:
-    """utime and stime (seconds) of processes ``pids``, from ``/proc`` (their sum is
-    :func:`bench.service_load.proc_cpu_seconds`): system time is the kernel's share, the
-    sockets' system calls and the threads' waits for the GIL."""
-    tick = os.sysconf("SC_CLK_TCK")
-    user = system = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        user, system = user + int(fields[11]), system + int(fields[12])
-    return user / tick, system / tick
-
-
 def main() -> int:
     from bench.proxy_ab import start_api
-    from bench.service_load import bench_env, open_load, start_delay_rankers
+    from bench.service_load import (
+        bench_env,
+        open_load,
+        start_delay_rankers,
+        user_system_seconds,
+    )
     from demo.client import Client
     from demo.stack import Stack, child_pids, free_port
     from demo.world_rankers import demo_world, ranker_name

@@ -440,17 +440,23 @@ def wrk_section(base: str, bare: list[str], searches: list[str], delay_searches:
     return out
 
 
-def proc_cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds of processes ``pids`` (Linux ``/proc``)."""
+def user_system_seconds(pids: list[int]) -> tuple[float, float]:
+    """utime and stime (seconds) of processes ``pids``, from Linux ``/proc``: system time
+    is the kernel's share, the sockets' system calls and the threads' waits for the GIL."""
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0
+    user = system = 0
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / tick
+        user, system = user + int(fields[11]), system + int(fields[12])
+    return user / tick, system / tick
+
+
+def proc_cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of processes ``pids`` (Linux ``/proc``)."""
+    return sum(user_system_seconds(pids))
 
 
 def cpu_split(groups: dict[str, list[int]]) -> dict[str, float]:
