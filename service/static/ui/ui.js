@@ -37,8 +37,12 @@
   }
 
   function show(id) {
-    for (const s of ["login", "list", "experiment"]) $(s).hidden = s !== id;
+    for (const s of ["login", "list", "experiment", "placement"]) $(s).hidden = s !== id;
   }
+
+  const pct = (x) => `${(100 * x).toFixed(2)} %`;
+  // epoch seconds as "2026-11-27 10:42:05 UTC"
+  const when = (ts) => new Date(ts * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC";
 
   function showLogin(msg) {
     show("login");
@@ -50,8 +54,10 @@
     $("error").textContent = "";
     if (!sessionStorage.getItem(KEY)) return showLogin();
     const m = location.hash.match(/^#exp=([A-Za-z0-9_-]+)$/);
+    const p = location.hash.match(/^#placement=([A-Za-z0-9][A-Za-z0-9_.-]{0,63})$/);
     try {
       if (m) await showExperiment(m[1]);
+      else if (p) await showPlacement(p[1]);
       else await showList();
     } catch (err) {
       if (err.message !== "unauthorized") $("error").textContent = String(err.message);
@@ -69,29 +75,141 @@
         el("td", {}, e.champion || "–"), el("td", {}, e.lifecycle),
         el("td", {}, e.comparisons.toLocaleString("en"))));
     }
-    await showPlacements();
+    await showPlacements(new Map(data.experiments.map((e) => [e.id, e.name])));
     show("list");
     timer = setTimeout(route, REFRESH_MS);
   }
 
-  // placements: the control's share and each experiment's share now, status, guardrail
-  async function showPlacements() {
+  // placements: the control's share and each experiment's share now, status, guardrail;
+  // a placement's name opens its own page (showPlacement)
+  async function showPlacements(names) {
     const data = await api("/placements");
     const body = $("placements");
     body.replaceChildren();
     $("placements-section").hidden = data.placements.length === 0;
-    const pct = (x) => `${(100 * x).toFixed(2)} %`;
     for (const p of data.placements) {
       const exps = el("ul", { class: "plain" });
       for (const e of p.experiments) {
-        exps.appendChild(el("li", {}, el("a", { href: "#exp=" + e.experiment }, e.experiment),
+        exps.appendChild(el("li", {}, el("a", { href: "#exp=" + e.experiment },
+          names.get(e.experiment) || e.experiment),
           ` ${pct(e.share)} · ${e.status}`,
           e.guardrail ? el("span", { class: "error" },
             ` · paused by guardrail ${e.guardrail.rule}: ${e.guardrail.reason}`) : null));
       }
-      body.appendChild(el("tr", {}, el("td", {}, p.name),
+      body.appendChild(el("tr", {}, el("td", {}, el("a", { href: "#placement=" + p.name }, p.name)),
         el("td", {}, p.control.name), el("td", {}, pct(p.control_share)), el("td", {}, exps)));
     }
+  }
+
+  // a placement's page (#placement=NAME): GET /placements/NAME, the experiments' names
+  // and lifecycles (GET /experiments) and the guardrail thresholds each one overrides
+  // (GET /experiments/ID, its rollout), nothing else
+  async function showPlacement(name) {
+    const [pl, list] = await Promise.all([
+      api("/placements/" + encodeURIComponent(name)), api("/experiments")]);
+    const byId = new Map(list.experiments.map((e) => [e.id, e]));
+    const states = await Promise.all(pl.experiments.map((e) =>
+      api("/experiments/" + encodeURIComponent(e.experiment)).catch((err) => {
+        if (err.message === "unauthorized") throw err;
+        return null;  // deleted meanwhile: the row still shows what the placement says
+      })));
+    renderPlacement(pl, byId, states, Date.now() / 1000);
+    show("placement");
+    timer = setTimeout(route, REFRESH_MS);
+  }
+
+  // a ramp's "after" in seconds (rollout/ramps.py, parse_duration): 30s, 30m, 2h, 1d or 0
+  function seconds(after) {
+    const m = String(after).match(/^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$/);
+    return m ? Number(m[1]) * ({ s: 1, m: 60, h: 3600, d: 86400 }[m[2]] || 1) : NaN;
+  }
+
+  function fmtIn(s) {
+    if (s < 90) return `${Math.max(0, Math.round(s))} s`;
+    if (s < 5400) return `${Math.round(s / 60)} min`;
+    if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
+    return `${(s / 86400).toFixed(1)} d`;
+  }
+
+  // traffic: a share, or a ramp's steps with the one in force marked
+  function trafficCell(e, now) {
+    if (!Array.isArray(e.traffic)) return el("td", {}, pct(e.traffic));
+    const age = now - e.since;
+    let current = -1;
+    e.traffic.forEach((step, i) => { if (seconds(step.after) <= age) current = i; });
+    const ol = el("ol", { class: "ramp" });
+    e.traffic.forEach((step, i) => ol.appendChild(el("li",
+      { class: i === current && e.status === "running" ? "now" : null },
+      `after ${step.after}: ${pct(step.share)}`)));
+    return el("td", {}, ol);
+  }
+
+  // the ramp's next step: its share, when, and in how long (running experiments only)
+  function nextStep(e, now) {
+    if (e.status !== "running") return `– (${e.status})`;
+    if (!Array.isArray(e.traffic)) return "– (fixed share)";
+    const age = now - e.since;
+    const next = e.traffic.find((step) => seconds(step.after) > age);
+    if (!next) return "– (last step reached)";
+    const at = e.since + seconds(next.after);
+    return `${pct(next.share)} at ${when(at)} (in ${fmtIn(at - now)})`;
+  }
+
+  // tripped: rule, ranker, reason, when; otherwise "ok" and the thresholds it overrides
+  function guardrailCell(e, state) {
+    const g = e.guardrail;
+    if (g) {
+      return el("td", { class: "guardrail tripped" },
+        el("strong", {}, `tripped: ${g.rule}`), g.ranker ? ` on ranker ${g.ranker}` : "",
+        ` at ${when(g.ts)}`, el("div", { class: "reason" }, g.reason));
+    }
+    const own = (state && state.rollout && state.rollout.guardrails) || {};
+    if (own.enabled === false) return el("td", { class: "guardrail" }, "off (disabled)");
+    const set = Object.entries(own).filter(([k]) => k !== "enabled");
+    return el("td", { class: "guardrail" }, el("strong", {}, "ok"), set.length
+      ? ` · ${set.map(([k, v]) => `${k} ${v}`).join(", ")}; the others at their defaults`
+      : " · default thresholds");
+  }
+
+  function renderPlacement(pl, byId, states, now) {
+    const root = $("placement");
+    root.replaceChildren();
+    root.appendChild(el("h1", {}, "Placement ", el("span", { id: "placement-name" }, pl.name),
+      " ", el("span", { class: "muted" }, `salt ${pl.salt} · version ${pl.version}`)));
+    root.appendChild(el("p", { id: "placement-control" }, "Control ranker ",
+      el("strong", {}, pl.control.name), ` answers ${pct(pl.control_share)} of the searches ` +
+      "(its list unchanged, no impression)."));
+    if (pl.next_change !== null && pl.next_change !== undefined) {
+      root.appendChild(el("p", { class: "muted" },
+        `A ramp's next step: ${when(pl.next_change)} (in ${fmtIn(pl.next_change - now)}).`));
+    }
+    const tbody = el("tbody");
+    pl.experiments.forEach((e, i) => {
+      const head = byId.get(e.experiment);
+      tbody.appendChild(el("tr", { "data-experiment": e.experiment },
+        el("td", {}, el("a", { href: "#exp=" + e.experiment }, head ? head.name : e.experiment),
+          el("div", { class: "muted" }, e.experiment)),
+        el("td", {}, el("span", { class: "badge " + e.status }, e.status),
+          head && head.lifecycle !== e.status ? ` (${head.lifecycle})` : ""),
+        el("td", { class: "share" }, pct(e.share)),
+        trafficCell(e, now),
+        el("td", {}, nextStep(e, now)),
+        guardrailCell(e, states[i]),
+        el("td", {}, el("a", { href: "#exp=" + e.experiment }, "report"))));
+    });
+    tbody.appendChild(el("tr", { class: "control" }, el("td", {}, "control: ", pl.control.name),
+      el("td", {}, ""), el("td", { class: "share" }, pct(pl.control_share)),
+      el("td", { colspan: 4 }, "every search no experiment takes")));
+    root.appendChild(el("h2", {}, "Experiments"));
+    root.appendChild(el("table", { id: "placement-experiments" }, el("thead", {}, el("tr", {},
+      el("th", {}, "experiment"), el("th", {}, "status"), el("th", {}, "share now"),
+      el("th", {}, "traffic"), el("th", {}, "next step"), el("th", {}, "guardrail"),
+      el("th", {}, ""))), tbody));
+    if (!pl.experiments.length) {
+      root.appendChild(el("p", { class: "muted" }, "No experiment on this placement yet: " +
+        "create one with \"placement\": \"" + pl.name + "\"."));
+    }
+    root.appendChild(el("p", { class: "muted" }, "Generated " + when(now)));
   }
 
   async function showExperiment(id) {
@@ -193,27 +311,39 @@
     }
   }
 
-  // the report per segment: one small table per dimension, a row per value and ranker
+  // the report per segment: one small table per dimension, a row per value and ranker,
+  // the flagged rows (the heterogeneity flag) in bold and listed under the heading
   function segments(root, seg) {
-    root.appendChild(el("h2", {}, "Segments"));
-    root.appendChild(el("p", { class: "muted" }, `Each ranker against ${seg.champion || "the champion"} ` +
+    const champion = seg.champion || "the champion";
+    const box = el("div", { id: "segments" }, el("h2", {}, "Segments"));
+    box.appendChild(el("p", { class: "muted" }, `Each ranker against ${champion} ` +
       `within each value; bounds anytime-valid, Bonferroni over ${seg.tests} tests ` +
       `(δ = ${seg.delta}); a flagged row's users prefer that ranker.`));
+    const flags = seg.heterogeneous || [];
+    box.appendChild(el("p", { id: "segment-flags", class: flags.length ? "flagged" : "muted" },
+      flags.length ? "Flagged: " + flags.map((f) => `${f.value} (${f.dimension}) prefers ` +
+        `${f.ranker} to ${champion}, p ${f.p} (lower bound ${f.lower})`).join("; ") + "."
+        : `No segment prefers another ranker to ${champion}.`));
     for (const [dim, rows] of Object.entries(seg.dimensions)) {
       const tbody = el("tbody");
       for (const row of rows) {
-        for (const r of row.rankers) {
-          tbody.appendChild(el("tr", { class: r.preferred ? "flagged" : "" },
-            el("td", {}, row.value), el("td", {}, r.name),
+        row.rankers.forEach((r, i) => {
+          tbody.appendChild(el("tr", { class: r.preferred ? "flagged" : null,
+            "data-value": row.value },
+            i === 0 ? el("td", { rowspan: row.rankers.length }, row.value) : null,
+            el("td", {}, r.name),
             el("td", {}, `${r.wins}–${r.losses}–${r.ties}`),
             el("td", {}, `${r.p} [${r.lower}, ${r.upper}]`),
-            el("td", {}, r.preferred ? "preferred" : "")));
-        }
+            el("td", {}, r.preferred ? `preferred to ${champion}` : "")));
+        });
       }
-      root.appendChild(el("table", { class: "segment", "data-dimension": dim }, el("thead", {},
-        el("tr", {}, el("th", {}, dim), el("th", {}, "ranker"), el("th", {}, "wins–losses–ties"),
-          el("th", {}, "p [bounds]"), el("th", {}, ""))), tbody));
+      box.appendChild(el("h3", {}, dim));
+      box.appendChild(el("table", { class: "segment", "data-dimension": dim }, el("thead", {},
+        el("tr", {}, el("th", {}, dim), el("th", {}, `ranker (vs ${champion})`),
+          el("th", {}, "wins–losses–ties"), el("th", {}, "p [bounds]"),
+          el("th", {}, "flag"))), tbody));
     }
+    root.appendChild(box);
   }
 
   function render(rep) {
@@ -227,7 +357,8 @@
       rep.certified ? " (certified)" : " (not certified)"));
     const ro = rep.rollout;
     if (ro) {  // its placement, share now and guardrail state (docs/operations/rollout.md)
-      root.appendChild(el("p", { id: "rollout" }, "Placement ", el("strong", {}, ro.placement),
+      root.appendChild(el("p", { id: "rollout" }, "Placement ",
+        el("a", { href: "#placement=" + ro.placement }, el("strong", {}, ro.placement)),
         ` · share now ${(100 * ro.share).toFixed(2)} % · traffic ${ro.status}` +
         (Object.keys(ro.guardrails || {}).length ? ` · guardrails ${JSON.stringify(ro.guardrails)}` : "")));
       root.appendChild(el("p", { id: "guardrail", class: ro.guardrail ? "error" : "muted" },

@@ -1,0 +1,198 @@
+"""The operator page ``/ui/`` in a real headless Chromium (Debian's, driven by Playwright:
+``demo.browser``) against the session's API, Redis and Celery worker:
+
+* a placement's page (``/ui/#placement=NAME``, reached from the list) shows the control
+  ranker and its share, each experiment with its share now, its ramp and next step, and
+  the guardrail that paused one whose rankers are all down (tripped by searching the
+  placement until the rule's ``min_calls``), with the API's own reason; an experiment
+  whose name holds a ``<script>`` shows that name as text and runs nothing;
+* the report page of an experiment with segments (the matrix world, where users on
+  mobile prefer m1 to the overall champion m0: tests/service/test_segment_report.py)
+  shows one table per dimension, the mobile row of m1 flagged, and the verdict's sentence.
+
+Every assertion reads visible text once the page shows what it waits for.
+"""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import urlencode
+
+import pytest
+from conftest import ADMIN
+
+from demo import matrix_world
+from demo.client import Client
+from demo.stack import ThreadedServer, wait_until
+from tests.service.test_segment_report import SEARCHES, drive
+from tests.service.test_workers_credit import all_credited, wait_for
+
+#: an experiment name that would run if the page rendered names as HTML
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> dead'
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from demo.browser import chromium
+
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def matrix_rankers():
+    server = ThreadedServer(matrix_world.create_app())
+    yield server
+    server.close()
+
+
+def _ranker(server, name: str, path: str) -> dict:
+    return {"name": name, "url": f"{server.url}/r/{path}", "timeout_ms": 2000}
+
+
+def _experiment(rc: Client, name: str, place: str, traffic, rankers: list[dict],
+                **extra) -> str:
+    status, body = rc.request("POST", "/experiments", {
+        "name": name, "algorithm": "uniform", "interleaving": "team_draft",
+        "rankers": rankers, "placement": place, "traffic": traffic, "probe": False,
+        **extra}, admin=True)
+    assert status == 201, body
+    return body["id"]
+
+
+def _sign_in(page, url: str) -> None:
+    page.goto(url)
+    page.fill("input[name=token]", ADMIN)
+    page.click("form#login button[type=submit]")
+
+
+@pytest.fixture(scope="module")
+def tripped(api, ranker_server):
+    """A placement with two experiments: one whose rankers are all down (paused by the
+    failures guardrail after searches of the placement) and a ramp still running."""
+    rc = Client(api.url, ADMIN)
+    name = f"ui-{secrets.token_hex(3)}"
+    status, body = rc.request("POST", "/placements", {
+        "name": name, "control": _ranker(ranker_server, "prod", "good")}, admin=True)
+    assert status == 201, body
+    dead = _experiment(rc, HOSTILE, name, 0.3,
+                       [_ranker(ranker_server, "down-a", "broken"),
+                        _ranker(ranker_server, "down-b", "broken")],
+                       guardrails={"min_calls": 20})
+    ramp = _experiment(rc, "ramp", name,
+                       [{"after": "0m", "share": 0.1}, {"after": "2h", "share": 0.25}],
+                       [_ranker(ranker_server, "ramp-a", "mid"),
+                        _ranker(ranker_server, "ramp-b", "alt")],
+                       guardrails={"max_p95_ratio": 3})
+    users = iter(range(10**6))
+
+    def searched_until_paused() -> bool:
+        for _ in range(10):
+            status, body = rc.request("GET", "/search?" + urlencode(
+                {"placement": name, "q": "shoes", "k": 5, "user": f"u{next(users)}"}))
+            assert status == 200, body  # a dead experiment never fails a search
+        return rc.experiment(dead)["lifecycle"] == "paused"
+
+    wait_until(searched_until_paused, 120, "the failures guardrail paused the experiment")
+    yield type("Tripped", (), {"name": name, "dead": dead, "ramp": ramp, "rc": rc,
+                               "state": rc.request("GET", f"/placements/{name}",
+                                                   admin=True)[1]})
+    rc.close()
+
+
+def test_the_placement_page_shows_shares_control_and_a_tripped_guardrail(
+        api, browser, tripped):
+    state = tripped.state
+    by_id = {e["experiment"]: e for e in state["experiments"]}
+    reason = by_id[tripped.dead]["guardrail"]["reason"]
+    assert by_id[tripped.dead]["guardrail"]["rule"] == "failures"
+    assert state["control_share"] == pytest.approx(0.9)
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _sign_in(page, f"{api.url}/ui/")
+    link = f"#placements a[href='#placement={tripped.name}']"
+    page.wait_for_selector(link)
+    page.click(link)
+    page.wait_for_selector("#placement-experiments td.guardrail.tripped")
+    assert page.url.endswith(f"#placement={tripped.name}")
+    assert page.inner_text("#placement-name") == tripped.name
+    control = page.inner_text("#placement-control")
+    assert "prod" in control and "90.00 %" in control
+
+    dead = page.locator(f"#placement-experiments tr[data-experiment='{tripped.dead}']")
+    cells = dead.locator("td")
+    # the hostile name is text: the same characters, no element made of it, nothing ran
+    assert cells.nth(0).locator("a").inner_text() == HOSTILE
+    assert page.locator("#placement script, #placement img").count() == 0
+    assert page.evaluate("window.pwned") is None
+    assert cells.nth(1).inner_text().startswith("paused")
+    assert cells.nth(2).inner_text() == "0.00 %"
+    assert cells.nth(3).inner_text() == "30.00 %"
+    guard = cells.nth(5).inner_text()
+    assert "tripped: failures" in guard and "on ranker down-" in guard
+    assert reason in guard and " UTC" in guard
+
+    ramp = page.locator(f"#placement-experiments tr[data-experiment='{tripped.ramp}']")
+    cells = ramp.locator("td")
+    assert cells.nth(0).locator("a").inner_text() == "ramp"
+    assert cells.nth(1).inner_text().startswith("running")
+    assert cells.nth(2).inner_text() == "10.00 %"
+    assert "after 0m: 10.00 %" in cells.nth(3).inner_text()
+    assert ramp.locator("ol.ramp li.now").inner_text() == "after 0m: 10.00 %"
+    assert "25.00 %" in cells.nth(4).inner_text() and "(in 2.0 h)" in cells.nth(4).inner_text()
+    ok = cells.nth(5).inner_text()
+    assert ok.startswith("ok") and "max_p95_ratio 3" in ok
+    assert page.locator("#placement-experiments tr.control").inner_text().count("90.00 %") == 1
+
+    # each experiment's report is one click away, with the same reason
+    dead.locator("a", has_text="report").click()
+    page.wait_for_selector("#guardrail.error")
+    assert page.url.endswith(f"#exp={tripped.dead}")
+    assert reason in page.inner_text("#guardrail")
+    assert page.inner_text("#experiment h1").startswith(HOSTILE)
+    assert page.evaluate("window.pwned") is None
+    page.close()
+
+
+def test_an_unknown_placement_says_so(api, browser):
+    page = browser.new_page()
+    _sign_in(page, f"{api.url}/ui/#placement=nowhere")
+    page.wait_for_selector("#error:has-text('nowhere')")  # (the CSP forbids eval'd waits)
+    assert "no placement 'nowhere'" in page.inner_text("#error")
+    assert page.locator("#placement").is_hidden()
+    page.close()
+
+
+def test_the_report_page_shows_a_table_per_segment_dimension(
+        api, worker, browser, matrix_rankers):
+    worker.ensure()
+    rc = Client(api.url, ADMIN)
+    exp = rc.create_experiment(
+        name="seg-ui", rankers=matrix_world.rankers(matrix_rankers.url, 3),
+        algorithm="uniform", interleaving="team_draft", seed=5,
+        segments={"device": ["mobile", "desktop"], "market": ["de", "fr", "us"]})
+    drive(api.url, exp["id"], SEARCHES, seed=7)
+    wait_for(all_credited(rc, exp["id"]), timeout=120, what="credit")
+    rep = rc.report(exp["id"])
+    flags = [(f["dimension"], f["value"], f["ranker"]) for f in rep["segments"]["heterogeneous"]]
+    assert flags == [("device", "mobile", "m1")], flags  # the world's (its own service test)
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1100})
+    _sign_in(page, f"{api.url}/ui/#exp={exp['id']}")
+    page.wait_for_selector("table.segment[data-dimension=market]")
+    assert page.locator("table.segment").count() == 2
+    device = page.locator("table.segment[data-dimension=device]")
+    market = page.locator("table.segment[data-dimension=market]")
+    assert device.locator("tbody tr").count() == 3 * 2  # mobile, desktop, other x m1, m2
+    assert market.locator("tbody tr").count() == 4 * 2
+    assert "m0" in device.locator("thead").inner_text()
+    flagged = device.locator("tr.flagged")
+    assert flagged.count() == 1
+    assert flagged.get_attribute("data-value") == "mobile"
+    assert "m1" in flagged.inner_text() and "preferred to m0" in flagged.inner_text()
+    assert market.locator("tr.flagged").count() == 0
+    assert "mobile (device) prefers m1 to m0" in page.inner_text("#segment-flags")
+    assert "m0 leads overall, but m1 is preferred on mobile (device)" in \
+        page.inner_text("#verdict")
+    page.close()
+    rc.close()
