@@ -15,11 +15,12 @@ Every assertion reads visible text once the page shows what it waits for.
 
 from __future__ import annotations
 
+import os
 import secrets
 from urllib.parse import urlencode
 
 import pytest
-from conftest import ADMIN
+from conftest import ADMIN, ROOT
 
 from demo import matrix_world
 from demo.client import Client
@@ -27,6 +28,9 @@ from demo.stack import ThreadedServer, wait_until
 from tests.service.test_segment_report import SEARCHES, drive
 from tests.service.test_workers_credit import all_credited, wait_for
 
+#: set to 1 to regenerate the docs' screenshots of these pages (as tests/e2e/test_report.py
+#: does docs/operator-ui.png); otherwise they go to a temporary folder
+UPDATE_SCREENSHOT = "RANKDUEL_UPDATE_DOCS_SCREENSHOT"
 #: an experiment name that would run if the page rendered names as HTML
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> dead'
 
@@ -58,6 +62,14 @@ def _experiment(rc: Client, name: str, place: str, traffic, rankers: list[dict],
         **extra}, admin=True)
     assert status == 201, body
     return body["id"]
+
+
+def _screenshot(target, name: str, tmp_path) -> None:
+    """``target`` (a page, or a locator: that element) as docs/NAME on request, else in
+    ``tmp_path``; a PNG either way."""
+    shot = (ROOT / "docs" if os.environ.get(UPDATE_SCREENSHOT) == "1" else tmp_path) / name
+    target.screenshot(path=str(shot), **({"full_page": True} if hasattr(target, "goto") else {}))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def _sign_in(page, url: str) -> None:
@@ -101,14 +113,14 @@ def tripped(api, ranker_server):
 
 
 def test_the_placement_page_shows_shares_control_and_a_tripped_guardrail(
-        api, browser, tripped):
+        api, browser, tripped, tmp_path):
     state = tripped.state
     by_id = {e["experiment"]: e for e in state["experiments"]}
     reason = by_id[tripped.dead]["guardrail"]["reason"]
     assert by_id[tripped.dead]["guardrail"]["rule"] == "failures"
     assert state["control_share"] == pytest.approx(0.9)
 
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": 1280, "height": 520})
     _sign_in(page, f"{api.url}/ui/")
     link = f"#placements a[href='#placement={tripped.name}']"
     page.wait_for_selector(link)
@@ -151,6 +163,16 @@ def test_the_placement_page_shows_shares_control_and_a_tripped_guardrail(
     assert reason in page.inner_text("#guardrail")
     assert page.inner_text("#experiment h1").startswith(HOSTILE)
     assert page.evaluate("window.pwned") is None
+
+    # back on the placement's page, it refreshes: a new name shows without a reload
+    page.go_back()
+    page.wait_for_selector("#placement-experiments")
+    status, body = tripped.rc.request("PATCH", f"/experiments/{tripped.dead}",
+                                      {"name": "dense-v2"}, admin=True)
+    assert status == 200, body
+    page.wait_for_selector(f"tr[data-experiment='{tripped.dead}'] a:text-is('dense-v2')",
+                           timeout=30_000)
+    _screenshot(page, "operator-placement.png", tmp_path)
     page.close()
 
 
@@ -164,7 +186,7 @@ def test_an_unknown_placement_says_so(api, browser):
 
 
 def test_the_report_page_shows_a_table_per_segment_dimension(
-        api, worker, browser, matrix_rankers):
+        api, worker, browser, matrix_rankers, tmp_path):
     worker.ensure()
     rc = Client(api.url, ADMIN)
     exp = rc.create_experiment(
@@ -194,5 +216,6 @@ def test_the_report_page_shows_a_table_per_segment_dimension(
     assert "mobile (device) prefers m1 to m0" in page.inner_text("#segment-flags")
     assert "m0 leads overall, but m1 is preferred on mobile (device)" in \
         page.inner_text("#verdict")
+    _screenshot(page.locator("#segments"), "operator-segments.png", tmp_path)
     page.close()
     rc.close()
