@@ -184,6 +184,10 @@ def test_an_unknown_placement_says_so(api, browser):
     page.wait_for_selector("#error:has-text('nowhere')")  # (the CSP forbids eval'd waits)
     assert "no placement 'nowhere'" in page.inner_text("#error")
     assert page.locator("#placement").is_hidden()
+    assert page.locator("#login").is_hidden()  # signed in: the error alone, and home
+    page.click("#home")
+    page.wait_for_selector("#list:not([hidden])")
+    assert page.inner_text("#error") == ""
     page.close()
 
 

@@ -60,7 +60,11 @@
       else if (p) await showPlacement(p[1]);
       else await showList();
     } catch (err) {
-      if (err.message !== "unauthorized") $("error").textContent = String(err.message);
+      if (err.message === "unauthorized") return;
+      $("error").textContent = String(err.message);
+      // signed in, a page that cannot be shown (an unknown name): the error alone, the
+      // header's link home; a failed refresh keeps the page it had
+      if (!$("login").hidden) show(null);
     }
   }
 
