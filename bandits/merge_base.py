@@ -446,7 +446,7 @@ class MergeBandit(DuelingBandit):
 
     def _sub(self, arms: list[int]) -> np.ndarray:
         idx = np.asarray(arms, dtype=np.intp)
-        return self.W[np.ix_(idx, idx)]
+        return self.W.take(idx, axis=0).take(idx, axis=1)  # W[np.ix_(idx, idx)], faster
 
     # ------------------------------------------------------------------ base-class hooks
     def _select(self) -> Comparison:

@@ -176,6 +176,11 @@ class HoeffdingElimination(EliminationTest):
 HOEFFDING = HoeffdingElimination()
 
 
+#: batches' rows kept by :meth:`DTSPairs.pair_from` (a policy has a few batches; a
+#: simulator that calls it after every update only ever refills it)
+ROWS_MEMO = 16
+
+
 class DTSPairs(PairRule):
     """Algorithm 1 lines 15–16 (Li et al. 2020): Phase I (Algorithm 2,
     SampleTournament) picks ``a_c``, Phase II (Algorithm 3, RelativeTournament) picks
@@ -293,9 +298,17 @@ class DTSPairs(PairRule):
         return cs[bt.k], ds[bt.k]
 
     def pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
-        # lines 15-16 from the batch's wins alone (select_at, select_in_batch)
-        PP, pu = dts_rows(W_sub, max(2, W_sub.shape[0]))
-        return draw_one(PP, pu, rng)
+        # lines 15-16 from the batch's wins alone (select_at, select_in_batch). The rows
+        # are a function of W_sub alone: the live service draws many steps from one
+        # loaded state, so they are kept per W_sub (a few entries: one per batch)
+        key = (W_sub.shape[0], W_sub.tobytes())
+        memo = self.__dict__.setdefault("_rows_memo", {})
+        rows = memo.get(key)
+        if rows is None:
+            if len(memo) >= ROWS_MEMO:
+                memo.clear()
+            rows = memo[key] = dts_rows(W_sub, max(2, W_sub.shape[0]))
+        return draw_one(*rows, rng)
 
 
 class MergeDTS(MergeBandit):

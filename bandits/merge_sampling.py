@@ -236,10 +236,18 @@ def draw_stacked(
 def draw_one(PP: np.ndarray, pu: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
     """Phases I and II in one batch (rows of :func:`dts_rows`): the local
     ``(a_c, a_d)``, with the kernel that suits its size."""
-    if PP.shape[0] <= SMALL_BATCH:
+    N = PP.shape[0]
+    if N <= SMALL_BATCH:
         return draw_scalar(PP, pu, rng)
-    cs, ds = draw_stacked(pu[None], PP[None], rng)
-    return cs[0], ds[0]
+    # draw_stacked of one batch (the same generator calls, so the same draws) without
+    # the stacking: numpy's fixed cost per call is most of the time at this size
+    m1 = pu.shape[0]
+    u = rng.random(m1 + N)
+    kappa = (u[:m1] < pu).dot(incidence(N)[0])
+    kappa += u[m1:]
+    c = int(kappa.argmax())
+    g = rng.standard_gamma(PP[c])
+    return c, int((g[N:] / g[:N]).argmax())
 
 
 _OFFSETS: dict[tuple[int, int], np.ndarray] = {}

@@ -534,3 +534,37 @@ def test_the_merge_family_is_composed_not_stacked():
         assert cls.condorcet_guard == (cls.GUARD is not None)
         if cls.GUARD is not None:  # the guard's parameters, declared once on it
             assert set(cls.GUARD.PARAMS) <= set(cls.PARAMS)
+
+
+def test_draw_one_is_draw_stacked_of_one_batch():
+    """The one-batch kernel of select_at draws exactly what the stacked kernel draws
+    (the same generator calls), leaving the generator in the same state."""
+    from bandits.merge_sampling import draw_one, draw_stacked
+
+    rs = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rs.integers(11, 20))
+        W = rs.integers(0, 50, (n, n)).astype(float)
+        np.fill_diagonal(W, 0.0)
+        PP, pu = dts_rows(W, n)
+        seed = int(rs.integers(1 << 40))
+        g1, g2 = np.random.default_rng(seed), np.random.default_rng(seed)
+        cs, ds = draw_stacked(pu[None], PP[None], g2)
+        assert draw_one(PP, pu, g1) == (cs[0], ds[0])
+        assert g1.random() == g2.random()
+
+
+def test_select_at_rows_follow_the_wins():
+    """select_at keeps a batch's rows between calls (the live service draws many steps
+    from one state); after an update the rows are those of the new wins: every draw
+    equals a fresh copy's."""
+    rng = np.random.default_rng(3)
+    live = MergeDTS(12, seed=1)
+    for step in range(1, 600):
+        if step % 7 == 0:
+            i, j = live.select()
+            live.update(i, j, float(rng.random() < 0.6))
+        fresh = MergeDTS.from_state(live.state_dict())
+        t = int(rng.integers(1, 10_000))
+        assert live.select_at(t, np.random.default_rng([t, 1])) == \
+            fresh.select_at(t, np.random.default_rng([t, 1]))
