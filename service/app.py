@@ -20,7 +20,7 @@ from flask import Flask, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from service import metrics
-from service.api import cors
+from service.api import cors, search_wsgi
 from service.config import Config, load_config
 from service.controller import Controller
 from service.errors import ApiError
@@ -85,7 +85,8 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(ui.bp)
 
     cors.install(app, cors.parse_origins(config.cors_origins))
-    app.wsgi_app = _arrival_stamp(app.wsgi_app)  # Server-Timing counts from here
+    # the common search without Flask's request machinery; Server-Timing counts from here
+    app.wsgi_app = search_wsgi.wrap(app, app.wsgi_app)
     app.before_request(_start_timer)
     app.after_request(_observe)
     app.register_error_handler(ApiError, _api_error)
@@ -106,17 +107,6 @@ STORAGE_ERRORS: dict[type[Exception], int] = {
     TooManyClicks: 429,
     Contention: 503,
 }
-
-
-def _arrival_stamp(wsgi_app):
-    """Note the request's arrival in the application (``environ["rankduel.t0"]``,
-    ``time.perf_counter()``) before Flask routes it."""
-
-    def app(environ, start_response):
-        environ["rankduel.t0"] = time.perf_counter()
-        return wsgi_app(environ, start_response)
-
-    return app
 
 
 def _start_timer() -> None:

@@ -22,6 +22,11 @@ from flask import Response
 _ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=False)
 
 
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` encoded as :func:`json_response`'s body."""
+    return (_ENCODER.encode(obj) + "\n").encode()
+
+
 def json_response(obj: Any, status: int = 200) -> Response:
     """``obj`` (plain JSON types) as an ``application/json`` answer, as ``jsonify``
     would encode it."""

@@ -39,9 +39,12 @@ class SearchArgs(NamedTuple):
     segments: dict[str, str] | None = None
 
 
-def parse_search_query(args: Any, default_k: int, max_k: int) -> SearchArgs:
+def parse_search_query(args: Any, default_k: int, max_k: int, *,
+                       fast_only: bool = False) -> SearchArgs | None:
     """``GET /search``'s parameters from the query parameters ``args`` (a werkzeug
     ``MultiDict``: the first value of each name counts, as in the schema's path).
+    ``fast_only``: None instead of the schema's path when the query is not the common
+    case (:mod:`service.api.search_wsgi` then hands the request to Flask).
 
     >>> from werkzeug.datastructures import MultiDict
     >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "k": "5"}), 10, 100)
@@ -77,6 +80,8 @@ def parse_search_query(args: Any, default_k: int, max_k: int) -> SearchArgs:
             k = int(k_raw)
             if 1 <= k <= max_k:
                 return SearchArgs(exp or "", q, k, user, placement=place, segments=segments)
+    if fast_only:
+        return None
     parsed = parse(search_query(default_k, max_k), args.to_dict(), query=True)
     if (parsed.experiment is None) == (parsed.placement is None):
         raise BadRequest("missing parameter 'experiment' (an experiment's search) or "
