@@ -13,9 +13,13 @@ Each round and API:
   (latency minus ``Server-Timing: rankers``), p50 and p99;
 * open loop at ``--delay-rate`` searches/s against rankers answering after ``--delay-ms``.
 
-The medians over the rounds are printed last, with the load average.
+The medians over the rounds are printed last, with the load average, and the paired
+differences (after minus before, each round: both measured back to back) with their
+median: their spread is the noise of the comparison.
 
     .venv/bin/python bench/proxy_ab.py --before /work/main [--rounds 3] [--seconds 5]
+    # two other checkouts (each with a .venv), e.g. the commits either side of a change
+    .venv/bin/python bench/proxy_ab.py --before /tmp/old --after /tmp/new
     # one checkout, two gunicorn settings (before: --api-workers/--api-threads)
     .venv/bin/python bench/proxy_ab.py --before . --after-workers 4 --after-threads 4
     # the open loops driven by wrk instead of Python (see bench/service_load.py)
@@ -125,6 +129,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", required=True, help="the other checkout (its .venv is used)")
+    ap.add_argument("--after", default=str(ROOT),
+                    help="the checkout measured against it (its .venv; default: this one)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--clients", type=int, default=16)
@@ -152,7 +158,7 @@ def main() -> int:
 
     admin = secrets.token_urlsafe(16)
     work = tempfile.mkdtemp(prefix="rankduel-ab-")
-    codes = {"before": Path(args.before).resolve(), "after": ROOT}
+    codes = {"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}
     rows: dict[str, list[dict]] = {"before": [], "after": []}
     loads = []
     with Stack(work) as stack:
@@ -199,9 +205,18 @@ def main() -> int:
     print(f"{'':28s} {'before':>10s} {'after':>10s}")
     for k in keys:
         print(f"{k:28s} {medians['before'][k]:>10} {medians['after'][k]:>10}")
+    # each round measured both APIs back to back: its difference is paired (the same
+    # machine load), and the spread of these differences is the noise of the comparison
+    paired = {k: [round(a[k] - b[k], 3) for a, b in zip(rows["after"], rows["before"],
+                                                         strict=True)]
+              for k in keys if k != "load_average_1m"}
+    print("\npaired differences (after - before), per round, and their median")
+    for k, d in paired.items():
+        print(f"{k:28s} {statistics.median(d):>10.3f}   {d}")
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "rounds": rows,
-                                               "medians": medians}, indent=2) + "\n")
+                                               "medians": medians, "paired": paired},
+                                              indent=2) + "\n")
     return 0
 
 

@@ -14,6 +14,16 @@ Each entry has a ``type`` and the impression ``id``:
 * ``outcome``: ``mark`` (the credit result, JSON: ``status``, ``outcomes`` ``[[i, j, s],
   ...]``, ``t``) and ``seg``.
 
+**Retention** (``RANKDUEL_EVENTS_MAXLEN``, ``events_maxlen``): the impression's save
+appends with ``MAXLEN ~ N``, which trims the whole stream, click and outcome events
+included; so while searches arrive the log holds about ``N`` events. The click script,
+the credit script and the hold's transaction append without a trim: after the last
+search they add at most the click reports and one outcome of each impression still
+pending (bounded by the pending set, not by traffic), which the next save trims. Giving
+them the setting too would add an argument to the click and credit scripts and the
+setting to the worker, for a bound the next search restores anyway
+(``tests/service/test_events_retention.py`` checks both).
+
 The stream entry id is the cursor: paging with ``XRANGE (cursor + limit`` returns every
 entry once, in order, however the pages are cut. Its millisecond part is the time the
 entry was written.

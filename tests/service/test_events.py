@@ -109,3 +109,88 @@ def test_bad_cursors_and_a_missing_pyarrow_are_clear(client, ranker_server, api,
         with pytest.raises(ValueError, match=r"pip install 'rankduel\[export\]'"):
             export(api.url, ADMIN, exp["id"], "parquet", tmp_path / "e.parquet",
                    progress=None)
+
+
+def test_a_parquet_export_replays_to_the_live_w_like_jsonl(client, ranker_server, worker, api,
+                                                           tmp_path, capsys):
+    """``--format parquet`` from a real run: pyarrow reads it back (one row per event,
+    the documented columns), and ``rankduel replay`` of it prints exactly the live W,
+    total and per segment, the same as of the jsonl export."""
+    import pyarrow.parquet as pq  # the dev extra installs the export extra
+
+    worker.ensure()
+    exp = client.create_experiment(name="parquet", rankers=rankers_for(
+        ranker_server, "good", "bad", "mid"), algorithm="uniform",
+        interleaving="team_draft", seed=8, segments=SEGMENTS)
+    ids = drive(client, exp["id"], 30, np.random.default_rng(11))
+    state = wait_for(all_credited(client, exp["id"]), timeout=60, what="crediting")
+
+    jsonl, parquet = tmp_path / "e.jsonl", tmp_path / "e.parquet"
+    n = export(api.url, ADMIN, exp["id"], "jsonl", jsonl, progress=None)
+    assert export(api.url, ADMIN, exp["id"], "parquet", parquet, progress=None) == n
+    assert parquet.read_bytes()[:4] == b"PAR1"
+
+    table = pq.read_table(str(parquet))
+    assert table.column_names == ["cursor", "type", "id", "event"]
+    assert table.num_rows == n
+    rows = table.to_pylist()
+    assert [json.loads(r["event"]) for r in rows] == list(read(jsonl))  # the same events
+    assert all(json.loads(r["event"])["cursor"] == r["cursor"] for r in rows)
+    assert Counter(r["type"] for r in rows)["outcome"] == 30
+    assert {r["id"] for r in rows if r["type"] == "outcome"} == set(ids)
+
+    for path in (parquet, jsonl):
+        assert main(["replay", str(path)]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["W"] == state["W"]  # exactly: halves and ones add exactly
+        assert out["outcomes"] == sum(len(e["mark"]["outcomes"]) for e in read(jsonl)
+                                      if e["type"] == "outcome")
+        for dim, by_value in state["segment_W"].items():
+            for value, w in by_value.items():
+                zero = np.zeros_like(w).tolist()
+                assert out["segment_W"].get(dim, {}).get(value, zero) == w, (path, dim, value)
+
+
+#: runs ``rankduel`` with pyarrow hidden (``import pyarrow`` raises ImportError), as on an
+#: install without the export extra
+WITHOUT_PYARROW = ("import sys; sys.modules['pyarrow'] = sys.modules['pyarrow.parquet'] = None; "
+                   "from cli.main import main; sys.exit(main(sys.argv[1:]))")
+
+
+def test_without_pyarrow_parquet_exits_2_saying_what_to_install(client, ranker_server, api,
+                                                                 tmp_path):
+    """No pyarrow: ``export --format parquet`` and ``replay`` of a parquet file exit 2 with
+    one line naming the extra, no traceback, no file written."""
+    import subprocess
+    import sys
+
+    exp = client.create_experiment(name="nopa", rankers=rankers_for(ranker_server, "a", "b"),
+                                   algorithm="uniform", interleaving="team_draft")
+    client.search(exp["id"], "q", k=4)
+    out = tmp_path / "e.parquet"
+
+    def rankduel(*argv):
+        return subprocess.run([sys.executable, "-c", WITHOUT_PYARROW, *argv],
+                              capture_output=True, text=True, timeout=120)
+
+    done = rankduel("export", exp["id"], "--api", api.url, "--token", ADMIN,
+                    "--format", "parquet", "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert "pip install 'rankduel[export]'" in lines[0] and lines[0].startswith(
+        "rankduel export: error:")
+    assert not out.exists()
+
+    # a parquet file (written with pyarrow here) cannot be replayed without it
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"event": ['{"type": "outcome"}']}), str(out))
+    done = rankduel("replay", str(out))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'rankduel[export]'" in lines[0]
+    # with pyarrow the same file replays
+    assert subprocess.run([sys.executable, "-m", "cli.main", "replay", str(out)],
+                          capture_output=True, timeout=120).returncode == 0
