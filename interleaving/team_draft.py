@@ -72,23 +72,29 @@ def team_draft(
         teams += [-1] * (len(shown) - len(teams))
     in_list = set(shown)
     pointer = [0] * m
-    size = [sum(1 for t in teams if t == j) for j in range(m)]
+    size = [teams.count(j) for j in range(m)]
+    ends = [len(r) for r in rankings]
+    js = range(m)
+    random = rng.random
     while len(shown) < k:
-        # advance each pointer past documents already shown; exhausted rankers drop out
-        live = []
-        for j in range(m):
-            r, p = rankings[j], pointer[j]
-            while p < len(r) and r[p] in in_list:
+        # advance each pointer past documents already shown; exhausted rankers drop out;
+        # the eligible are the live rankers with the smallest team
+        eligible: list[int] = []
+        smallest = -1
+        for j in js:
+            r, p, end = rankings[j], pointer[j], ends[j]
+            while p < end and r[p] in in_list:
                 p += 1
             pointer[j] = p
-            if p < len(r):
-                live.append(j)
-        if not live:
+            if p < end:
+                if smallest < 0 or size[j] < smallest:
+                    smallest, eligible = size[j], [j]
+                elif size[j] == smallest:
+                    eligible.append(j)
+        if not eligible:
             break
-        smallest = min(size[j] for j in live)
-        eligible = [j for j in live if size[j] == smallest]
         # uniform among the eligible (rng.random() is ~5x cheaper than rng.integers())
-        j = eligible[int(rng.random() * len(eligible))] if len(eligible) > 1 else eligible[0]
+        j = eligible[int(random() * len(eligible))] if len(eligible) > 1 else eligible[0]
         doc = rankings[j][pointer[j]]
         shown.append(doc)
         in_list.add(doc)

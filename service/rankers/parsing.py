@@ -39,14 +39,17 @@ def parse_results(body: bytes, max_results: int = 1000,
         raise ValueError('response is not {"results": [...]}')
     else:
         items = data["results"]
-    out = []
-    seen = set()
-    for item in items[:max_results]:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str | int):
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for item in items[:max_results]:  # on every search: kept to plain, cheap checks
+        doc = item.get("id") if type(item) is dict or isinstance(item, dict) else None
+        kind = type(doc)
+        if kind is str:
+            key = doc
+        elif kind is int or (isinstance(doc, str | int) and kind is not bool):
+            key = str(doc)
+        else:
             raise ValueError("every result needs an id (string or integer)")
-        if isinstance(item["id"], bool):
-            raise ValueError("every result needs an id (string or integer)")
-        key = str(item["id"])
         if len(key) > MAX_DOC_ID_CHARS:
             raise ValueError(f"a result id is longer than {MAX_DOC_ID_CHARS} characters")
         if key in seen:  # a ranker listing a document twice: keep the first
