@@ -11,6 +11,7 @@ sends its share to control; a resume checks the placement's sum first.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rollout.guardrails import check_params
@@ -78,7 +79,7 @@ def set_lifecycle(rt: Runtime, exp_id: str, action: str) -> str:
             placements.set_status(rt.store, name, exp_id,
                                   "stopped" if current == "stopped" else "paused")
             raise
-        rt.store.reset_guard(exp_id)  # the guardrails count afresh
+        rt.store.reset_guard(exp_id, time.time())  # the guardrails count afresh
         return state
     state = experiments.set_lifecycle(rt.store, exp_id, action)
     placements.set_status(rt.store, name, exp_id, state)
