@@ -101,7 +101,7 @@ class PlacementStore(StoreBase):
         pipe = self.r.pipeline(transaction=True)
         if fields:
             pipe.hdel(counters_key(exp_id), *fields)
-        pipe.hset(counters_key(exp_id), GUARD_PREFIX + "since", repr(now))
+        pipe.hset(counters_key(exp_id), GUARD_PREFIX + "since", int(now))  # counters: ints
         pipe.execute()
 
 
