@@ -13,7 +13,7 @@
    with its ``rank``), ``"experiment": null``, ``"impression_id": null``,
    ``"token": null``, ``"rankers": [control]``: no impression, no interleaving; and a
    ``"page_token"`` to report the page's clicks with, for the abandonment guardrail
-   (:mod:`service.control_pages`: one HMAC, the page counted with the control's
+   (:mod:`service.control_pages`: one MAC, the page counted with the control's
    counts). A control ranker that fails is a 502 naming it.
 5. After the answer is built, at most every ``guardrail_interval_s`` per process, the
    placement's guardrails are checked (:func:`service.guardrails.check`); an experiment

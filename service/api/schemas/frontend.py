@@ -102,8 +102,10 @@ PageToken = Annotated[str, Field(min_length=1, max_length=200, description=(
     "a control page's page_token (a control answer of a placement has no impression): "
     "instead of impression_id and token; the page counts as clicked once"))]
 #: the two kinds of click report (JSON Schema): an impression's, or a control page's
-_ONE_KIND = {"oneOf": [{"required": ["impression_id"]},
-                       {"required": ["page_token"], "not": {"required": ["token"]}}]}
+_ONE_KIND = {"oneOf": [
+    {"required": ["impression_id"], "not": {"required": ["page_token"]}},
+    {"required": ["page_token"],
+     "not": {"anyOf": [{"required": ["impression_id"]}, {"required": ["token"]}]}}]}
 ONE_KIND_MESSAGE = ("send impression_id and token (an answer with an impression) or "
                     "page_token (a control answer), exactly one of the two")
 
