@@ -46,6 +46,7 @@ def join_or_delete(rt: Runtime, exp_id: str, placement: str, traffic: Any) -> No
     """Put the new experiment on its placement; if that fails now (another experiment
     took the share meanwhile), delete it and answer why."""
     try:
+        rt.store.reset_guard(exp_id, time.time())  # its guardrail counts start (g:since)
         placements.join(rt.store, placement, exp_id, traffic)
     except Exception:
         rt.store.delete_experiment(exp_id)

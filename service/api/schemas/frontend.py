@@ -237,7 +237,8 @@ class ResultItem(BaseModel):
 
 class SearchResult(Out):
     impression_id: str | None = Field(description="null: a control search of a placement "
-                                                  "(no impression, no clicks to report)")
+                                                  "(no impression: report its clicks "
+                                                  "with page_token)")
     token: str | None = Field(description="send it back with /clicks and "
                                           "/impressions/ID/end (null: a control search)")
     experiment: str | None = Field(description="null: the placement's control answered")
