@@ -112,9 +112,9 @@ def check(store: Store, name: str, experiments: Iterable[str]) -> list[tuple[str
         except ExperimentMissing:
             continue
         counts = store.guard_counters(exp_id)
-        pages, control_pages = experiment_pages(counts)
+        pages, control_side = experiment_pages(counts)
         trips = evaluate(meta.get("guardrails"), _experiment_rankers(counts), pages,
-                         control, control_pages)
+                         control, control_side)
         if trips and trip(store, name, exp_id, trips[0]):
             out.append((exp_id, trips[0]))
     return out
