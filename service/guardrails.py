@@ -19,10 +19,14 @@ the counters, :func:`rollout.guardrails.evaluate`, and on a trip pauses the expe
 reason kept on the placement for the experiment's state, its report, ``/ui/`` and the
 metric ``rankduel_guardrail_tripped``).
 
-The abandonment rule compares the experiment's pages with the control's; control searches
-carry no impression, so rankduel sees no click on them and the rule cannot trip until a
-front end reports control pages (not yet possible): it is evaluated with the control's
-pages empty.
+The abandonment rule compares the experiment's pages with the control's **over the same
+period**, since the experiment's counts last started (its start, or its resume): its own
+pages are its credited impressions (``g:pages``) and those without any click reported
+(``g:abandoned``), counted by the credit step; the control's are the control pages
+served in that period whose buckets have settled (``g:control_pages``, and
+``g:control_clicked`` those with a click reported with their ``page_token``), added to it
+by the fold of the worker's sweep (:mod:`service.control_pages`). Both sides count a page
+as abandoned when no click at all was reported for it (the dwell rule does not apply).
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rollout.control_pages import page_counters
 from rollout.guardrails import PageCounters, RankerCounters, Trip, evaluate, latency_bucket
-from service import placements
+from service import control_pages, placements
 from service.errors import Conflict, NotFound
 from service.experiments import set_lifecycle
 from service.store import Contention, Store, audit_entry
-from service.store.placements import GUARD_PREFIX
+from service.store.control_pages import CONTROL_CLICKED, CONTROL_PAGES
+from service.store.placements import ABANDONED, GUARD_PREFIX, PAGES
 from service.store.snapshot import ExperimentMissing
 
 log = logging.getLogger("rankduel.guardrails")
@@ -87,6 +93,14 @@ def _experiment_rankers(counts: dict[str, int]) -> dict[str, RankerCounters]:
     return {n: ranker_counters(counts, f"{GUARD_PREFIX}{n}:") for n in names}
 
 
+def experiment_pages(counts: dict[str, int]) -> tuple[PageCounters, PageCounters]:
+    """The experiment's pages and the control's over its period, from its counters
+    (module docstring)."""
+    pages = counts.get(PAGES, 0)
+    own = PageCounters(settled=pages, abandoned=min(counts.get(ABANDONED, 0), pages))
+    return own, page_counters(counts.get(CONTROL_PAGES, 0), counts.get(CONTROL_CLICKED, 0))
+
+
 def check(store: Store, name: str, experiments: Iterable[str]) -> list[tuple[str, Trip]]:
     """Evaluate the guardrails of placement ``name``'s running ``experiments``; pause
     each one that trips (module docstring). Returns what tripped."""
@@ -98,26 +112,30 @@ def check(store: Store, name: str, experiments: Iterable[str]) -> list[tuple[str
         except ExperimentMissing:
             continue
         counts = store.guard_counters(exp_id)
-        credited = counts.get("credited", 0)
-        pages = PageCounters(settled=credited, abandoned=min(counts.get("no_clicks", 0),
-                                                             credited))
+        pages, control_side = experiment_pages(counts)
         trips = evaluate(meta.get("guardrails"), _experiment_rankers(counts), pages,
-                         control, PageCounters())
+                         control, control_side)
         if trips and trip(store, name, exp_id, trips[0]):
             out.append((exp_id, trips[0]))
     return out
 
 
-def check_all(store: Store) -> int:
+def check_all(store: Store, inactivity_s: float | None = None) -> int:
     """Check every placement's running experiments (the worker's sweep calls it, so a
-    placement is checked even when no API process serves it); returns the trips. One
-    unreadable placement does not stop the others."""
+    placement is checked even when no API process serves it); returns the trips. With
+    ``inactivity_s``, each placement's settled control pages are first folded into its
+    running experiments (:func:`service.control_pages.fold`; dropped when none runs, so
+    a placement keeps only its unsettled buckets). One unreadable placement does not
+    stop the others."""
     tripped = 0
     for name in store.placement_names():
         try:
             data = store.placement(name)
             running = [e["experiment"] for e in (data or {}).get("experiments", [])
                        if e["status"] == "running"]
+            if inactivity_s is not None:
+                control_pages.fold(store, name, store.control_counters(name), running,
+                                   inactivity_s)
             tripped += len(check(store, name, running)) if running else 0
         except Exception:
             log.exception("guardrails of placement %s not checked", name)
@@ -146,4 +164,5 @@ def trip(store: Store, name: str, exp_id: str, t: Trip) -> bool:
     return True
 
 
-__all__ = ["Call", "check", "check_all", "fields", "ranker_counters", "tally", "trip"]
+__all__ = ["Call", "check", "check_all", "experiment_pages", "fields", "ranker_counters",
+           "tally", "trip"]

@@ -11,8 +11,10 @@
    the user gets the control's list and no comparison is recorded.
 4. **In control**: the control ranker's list, unchanged (its first ``k`` results, each
    with its ``rank``), ``"experiment": null``, ``"impression_id": null``,
-   ``"token": null``, ``"rankers": [control]``: no impression, no interleaving, no
-   clicks to report. A control ranker that fails is a 502 naming it.
+   ``"token": null``, ``"rankers": [control]``: no impression, no interleaving; and a
+   ``"page_token"`` to report the page's clicks with, for the abandonment guardrail
+   (:mod:`service.control_pages`: one MAC, the page counted with the control's
+   counts). A control ranker that fails is a 502 naming it.
 5. After the answer is built, at most every ``guardrail_interval_s`` per process, the
    placement's guardrails are checked (:func:`service.guardrails.check`); an experiment
    that fell back to control is checked at once, on that search. The control's
@@ -30,7 +32,7 @@ from typing import Any
 import redis
 
 from rollout.assignment import assign
-from service import guardrails
+from service import control_pages, guardrails
 from service import search as searching
 from service.errors import BadGateway
 from service.placements import PlacementCache, View
@@ -92,12 +94,17 @@ def control(rt: Runtime, view: View, q: str, k: int, user: str | None,
                          f"{view.name!r} did not answer ({res.reason}); rankduel itself is "
                          f"up")
     guardrails.tally(calls, [(None, view.control, res)], [], waited)
-    _count_control(rt, view, guardrails.fields(calls))
+    counts = guardrails.fields(calls)
+    page_token, page_field = control_pages.new_page(rt.secret, view.name,
+                                                    rt.config.inactivity_s)
+    counts[page_field] = 1  # the page, for the abandonment guardrail
+    _count_control(rt, view, counts)
     results = []
     for rank, item in enumerate(res[:k], start=1):
         results.append({**item, "rank": rank})
     return {"impression_id": None, "token": None, "experiment": None,
-            "placement": view.name, "rankers": [view.control.name], "results": results}
+            "placement": view.name, "rankers": [view.control.name], "results": results,
+            "page_token": page_token}
 
 
 #: the longest a process keeps the control's counts before writing them

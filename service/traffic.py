@@ -11,6 +11,7 @@ sends its share to control; a resume checks the placement's sum first.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rollout.guardrails import check_params
@@ -45,6 +46,7 @@ def join_or_delete(rt: Runtime, exp_id: str, placement: str, traffic: Any) -> No
     """Put the new experiment on its placement; if that fails now (another experiment
     took the share meanwhile), delete it and answer why."""
     try:
+        rt.store.reset_guard(exp_id, time.time())  # its guardrail counts start (g:since)
         placements.join(rt.store, placement, exp_id, traffic)
     except Exception:
         rt.store.delete_experiment(exp_id)
@@ -78,7 +80,7 @@ def set_lifecycle(rt: Runtime, exp_id: str, action: str) -> str:
             placements.set_status(rt.store, name, exp_id,
                                   "stopped" if current == "stopped" else "paused")
             raise
-        rt.store.reset_guard(exp_id)  # the guardrails count afresh
+        rt.store.reset_guard(exp_id, time.time())  # the guardrails count afresh
         return state
     state = experiments.set_lifecycle(rt.store, exp_id, action)
     placements.set_status(rt.store, name, exp_id, state)

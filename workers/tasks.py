@@ -82,7 +82,7 @@ def sweep() -> int:
     from service.guardrails import check_all
 
     queued = _crediting().sweep()
-    check_all(_store())
+    check_all(_store(), inactivity_s=config.inactivity_s)
     return queued
 
 

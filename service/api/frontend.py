@@ -9,7 +9,7 @@ from importlib.resources import files
 from flask import Blueprint, Response, g, jsonify, redirect, request
 
 from service import clicks as click_ops
-from service import metrics, paging, placement_search
+from service import control_pages, metrics, paging, placement_search
 from service import search as searching
 from service.api import schemas as s
 from service.api.auth import front_end
@@ -140,7 +140,8 @@ def limit_click_reports(rt: Runtime, *, keyed: bool = False) -> None:
 
 
 @OPS.post("/clicks", "recordClicks",
-    "Report clicks (one or many; a repeated click counts once)", body=s.Clicks,
+    "Report clicks (one or many; a repeated click counts once), of an impression or of "
+    "a control page (page_token)", body=s.Clicks,
     form=s.ClickForm, body_description=BROWSER_BODIES,
     responses={202: s.ClicksAccepted, 400: None, 401: FRONTEND_KEY, 403: None,
                404: None, 409: None,
@@ -154,6 +155,11 @@ def clicks():
     if form:  # one click as form fields (a beacon with URLSearchParams, an HTML form)
         data = parse(ClickForm, data, content=Clicks.content).as_clicks()
     body = parse(Clicks, data, content=Clicks.content)
+    if body.page_token is not None:  # a control page's (service.control_pages)
+        rt = runtime()
+        return jsonify(control_pages.record_click(rt.store, rt.secret, body.page_token,
+                                                  rt.config.inactivity_s,
+                                                  len(body.clicks))), 202
     clicked = [(str(c.id), c.rank) for c in body.clicks]
     dwell = {c.rank - 1: c.dwell_ms for c in body.clicks if c.dwell_ms is not None}
     out = click_ops.record_clicks(runtime(), body.impression_id, body.token, clicked,
@@ -193,6 +199,11 @@ def redirect_click():
     """Record a click and send the user on to the result (302)."""
     rt = runtime()
     keyed = g.frontend_keyed
+    if "pt" in request.args and "i" not in request.args:
+        raise BadRequest("a control page's click cannot go through /r: rankduel keeps no "
+                         "record of what a control page showed, so it could not check u "
+                         "(the redirect is never open); report it with POST /clicks "
+                         "{page_token, clicks} (rankduel.js does)")
     args = parse(RedirectQuery, request.args.to_dict(), query=True)
     try:
         limit_click_reports(rt, keyed=keyed)

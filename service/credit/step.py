@@ -14,6 +14,9 @@ What an impression yields, in order of precedence:
   yields one outcome (``update``), a multileaved one all of its pairs as one step
   (``update_many``).
 * ``no_clicks``: a duel without clicks (no outcome); ``no_duel``: one list was shown.
+  Every impression so decided also counts as a page for the abandonment guardrail
+  (``g:pages``), and one without any click reported as abandoned (``g:abandoned``:
+  :mod:`service.guardrails`).
   With the experiment's ``dwell_unsatisfied_s`` set, the clicks first lose the
   *unsatisfied* ones (:func:`satisfied_clicks`), listed in the result's ``unsatisfied``.
 * ``stale``: every outcome involves a ranker retired since.
@@ -35,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, DuelingBandit
+from service.store.placements import ABANDONED, PAGES
 from service.store.records import Impression
 
 log = logging.getLogger(__name__)
@@ -162,6 +166,9 @@ def apply(
                     out.count(imp_id, "forfeits")
         out.count(imp_id, "credited")
         out.count(imp_id, _COUNTER_OF.get(result["status"], result["status"]))
+        out.count(imp_id, PAGES)  # the abandonment guardrail's: any click reported
+        if not imp.clicks:
+            out.count(imp_id, ABANDONED)
         out.results[imp_id] = result
     return out
 

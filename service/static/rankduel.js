@@ -20,6 +20,11 @@
  * the API after RANKDUEL_INACTIVITY_S. A result that replaces this page (same tab) ends
  * the impression on the way out, so its dwell is not known: it counts as satisfied.
  *
+ * A control answer of a placement has no impression: attach it with its page_token
+ * instead, {api, page_token: PAGE_TOKEN}. Its clicks are reported the same way (POST
+ * /clicks {page_token, clicks}: the page counts as clicked once, for the abandonment
+ * guardrail); there is nothing to end, and no next page of rankduel's.
+ *
  * Bodies are sent as text/plain JSON, which needs no CORS preflight; the API must still
  * list the page's origin in RANKDUEL_CORS_ORIGINS.
  *
@@ -54,8 +59,11 @@
   }
 
   function attach(container, options) {
-    if (!container || !options || !options.api || !options.impression_id || !options.token) {
-      throw new Error("RankDuel.attach(container, {api, impression_id, token})");
+    var control = !!(options && options.page_token && !options.impression_id);
+    if (!container || !options || !options.api ||
+        !(control || (options.impression_id && options.token))) {
+      throw new Error("RankDuel.attach(container, {api, impression_id, token}) or, for " +
+                      "a control answer, (container, {api, page_token})");
     }
     var api = String(options.api).replace(/\/+$/, "");
     var imp = options.impression_id, token = options.token;
@@ -63,6 +71,9 @@
     var page = 1, more = true, loading = null;
 
     function nextPage() {
+      if (control) {
+        return Promise.reject(new Error("a control answer has no next page of rankduel's"));
+      }
       if (!options.experiment || !options.q) {
         return Promise.reject(new Error("RankDuel.attach: nextPage needs {experiment, q, k}"));
       }
@@ -109,6 +120,9 @@
 
     function report(c) {
       if (ended) { return null; }
+      if (control) {  // a control page: its first click counts (the API dedupes)
+        return post(api + "/clicks", {page_token: options.page_token, clicks: [c]});
+      }
       return post(api + "/clicks", {impression_id: imp, token: token, clicks: [c]});
     }
 
@@ -131,13 +145,14 @@
       away = {doc: doc, rank: rank, at: Date.now()};
       var sent = click(doc, rank);
       var href = el.getAttribute("href") || "";
-      if (href.indexOf(api + "/r?") === 0) { return; }  // the redirect records it
+      if (!control && href.indexOf(api + "/r?") === 0) { return; }  // the redirect records it
       report(sent);
     }
 
     function end() {
       if (ended) { return; }
       ended = true;
+      if (control) { return; }  // no impression to end
       var body = {token: token}, list = [];
       for (var rank in clicks) {
         if (Object.prototype.hasOwnProperty.call(clicks, rank)) { list.push(clicks[rank]); }
@@ -147,7 +162,7 @@
     }
 
     function onVisibility() {
-      if (global.document.visibilityState === "visible" && away) {
+      if (global.document.visibilityState === "visible" && away && !control) {
         var back = away;
         away = null;
         report(click(back.doc, back.rank, Date.now() - back.at));  // the dwell, on return
@@ -174,5 +189,5 @@
     };
   }
 
-  global.RankDuel = {attach: attach, version: "3"};
+  global.RankDuel = {attach: attach, version: "4"};
 })(window);

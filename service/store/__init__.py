@@ -17,6 +17,8 @@
 * :mod:`service.store.rate_limits`: rate limits;
 * :mod:`service.store.campaigns`: judging campaigns' storage;
 * :mod:`service.store.placements`: placements (traffic, bucket ranges, control counters);
+* :mod:`service.store.control_pages`: the control's pages (a click once per page, the
+  fold of settled buckets);
 * :mod:`service.store.history`: a small time series per experiment;
 * :mod:`service.store.migration`: from the previous key layout to the current one.
 
@@ -50,6 +52,7 @@ from service.store.base import (
     audit_entry,
 )
 from service.store.campaigns import JudgingStore
+from service.store.control_pages import ControlPageStore
 from service.store.credits import Committed, CreditStore, Entry
 from service.store.drains import DrainStore
 from service.store.events import EventStore
@@ -61,7 +64,7 @@ from service.store.rate_limits import LimitStore
 
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
-            LimitStore, JudgingStore, PlacementStore, EventStore,
+            LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
             StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""

@@ -81,12 +81,20 @@ on one shard; :mod:`service.placements`)::
                                   on every change: API processes re-read on a move)
     rd:{pl-<p>}:control     HASH  the control ranker's guardrail counters on the
                                   placement's control searches: calls, failures, empty,
-                                  lat:<i> (answered calls per latency bucket)
+                                  lat:<i> (answered calls per latency bucket); and its
+                                  pages per time bucket until settled: p:<end> served,
+                                  c:<end> clicked (rollout.control_pages)
+    rd:{pl-<p>}:page:<id>   STRING a control page's first click seen (dedupe; expires
+                                  after the page's click window)
     rd:placements           SET   placement names
 
 An experiment's own guardrail counters on its placement searches are ``g:``-prefixed
 fields of ``rd:{e}:counters`` (``g:<ranker>:calls``, ``:failures``, ``:empty``,
-``:lat:<i>``), counted by the script that saves the impression (no extra round trip).
+``:lat:<i>``), counted by the script that saves the impression (no extra round trip);
+its pages (``g:pages``, ``g:abandoned``: credited impressions, and those without a click)
+are counted when credited, the control's pages over its period (``g:control_pages``,
+``g:control_clicked``) when the worker's sweep folds them, and ``g:since`` is when its
+counts last started (a resume).
 
 Judging campaigns (one hash tag per campaign, ``{jc-<c>}``, so each campaign's
 transactions run on one shard; :mod:`service.campaigns`)::
@@ -297,6 +305,11 @@ def placement_key(name: str) -> str:
 def placement_control_key(name: str) -> str:
     """The control ranker's guardrail counters of placement ``name``."""
     return f"{placement_key(name)}:control"
+
+
+def placement_page_key(name: str, page_id: str) -> str:
+    """A control page of placement ``name`` that got a click (its first click counts)."""
+    return f"{placement_key(name)}:page:{page_id}"
 
 
 # ---------------------------------------------------------------------- judging campaigns

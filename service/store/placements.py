@@ -26,6 +26,8 @@ from service.store.snapshot import text
 JSON_FIELDS = ("def", "experiments", "ranges", "tripped")
 #: prefix of the guardrail counters in an experiment's counters hash (:mod:`service.guardrails`)
 GUARD_PREFIX = "g:"
+#: an experiment's settled pages (credited impressions) and those without a click
+PAGES, ABANDONED = GUARD_PREFIX + "pages", GUARD_PREFIX + "abandoned"
 
 
 class PlacementStore(StoreBase):
@@ -91,12 +93,16 @@ class PlacementStore(StoreBase):
         """The experiment's counters (its guardrail counters are the ``g:`` fields)."""
         return {text(k): int(v) for k, v in self.r.hgetall(counters_key(exp_id)).items()}
 
-    def reset_guard(self, exp_id: str) -> None:
-        """Forget the experiment's guardrail counters (it resumes: counts start again)."""
+    def reset_guard(self, exp_id: str, now: float) -> None:
+        """Forget the experiment's guardrail counters (it resumes: counts start again)
+        and record when they started again (``g:since``), in one transaction."""
         fields = [k for k in self.r.hkeys(counters_key(exp_id))
                   if text(k).startswith(GUARD_PREFIX)]
+        pipe = self.r.pipeline(transaction=True)
         if fields:
-            self.r.hdel(counters_key(exp_id), *fields)
+            pipe.hdel(counters_key(exp_id), *fields)
+        pipe.hset(counters_key(exp_id), GUARD_PREFIX + "since", int(now))  # counters: ints
+        pipe.execute()
 
 
-__all__ = ["GUARD_PREFIX", "JSON_FIELDS", "PlacementStore"]
+__all__ = ["ABANDONED", "GUARD_PREFIX", "JSON_FIELDS", "PAGES", "PlacementStore"]

@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     create_model,
+    model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
 
@@ -91,29 +92,62 @@ class RedirectQuery(BaseModel):
         "the result URL: must be the one the ranker returned for that document"))]
 
 
-class Clicks(Open):
-    """``POST /clicks``. Without ``token`` the answer is 403."""
-
-    #: errors under these fields are 422 (well-formed, wrong content); others are 400
-    content: ClassVar[frozenset[str]] = frozenset({"rank"})
-
-    impression_id: Id
-    token: str | None = Field(None, description="the token /search issued with the page")
-    clicks: Annotated[list[Click], Field(min_length=1, max_length=MAX_CLICKS)]
-
-
 def _no_default(schema: dict[str, Any]) -> None:
     """A form field left out is absent, never null: no ``default: null`` in the schema."""
     schema.pop("default", None)
 
 
+#: a control page's token (``"page_token"`` of a control answer: :mod:`service.control_pages`)
+PageToken = Annotated[str, Field(min_length=1, max_length=200, description=(
+    "a control page's page_token (a control answer of a placement has no impression): "
+    "instead of impression_id and token; the page counts as clicked once"))]
+#: the two kinds of click report (JSON Schema): an impression's, or a control page's
+_ONE_KIND = {"oneOf": [
+    {"required": ["impression_id"], "not": {"required": ["page_token"]}},
+    {"required": ["page_token"],
+     "not": {"anyOf": [{"required": ["impression_id"]}, {"required": ["token"]}]}}]}
+ONE_KIND_MESSAGE = ("send impression_id and token (an answer with an impression) or "
+                    "page_token (a control answer), exactly one of the two")
+
+
+def _one_kind(data: Any) -> Any:
+    """Exactly one kind of click report, neither of its ids null (400 otherwise)."""
+    if isinstance(data, dict):
+        kinds = [k for k in ("impression_id", "page_token") if k in data]
+        if len(kinds) != 1 or ("page_token" in data and "token" in data):
+            raise ValueError(ONE_KIND_MESSAGE)
+        if data[kinds[0]] is None:
+            raise ValueError(f"{kinds[0]} must be a string, not null")
+    return data
+
+
+class Clicks(Open):
+    """``POST /clicks``: an impression's clicks (``impression_id`` and ``token``:
+    without ``token`` the answer is 403), or a control page's (``page_token``)."""
+
+    model_config = ConfigDict(json_schema_extra=_ONE_KIND)
+
+    #: errors under these fields are 422 (well-formed, wrong content); others are 400
+    content: ClassVar[frozenset[str]] = frozenset({"rank"})
+
+    impression_id: Id | SkipJsonSchema[None] = Field(None, json_schema_extra=_no_default)
+    token: str | None = Field(None, description="the token /search issued with the page")
+    page_token: PageToken | SkipJsonSchema[None] = Field(None, json_schema_extra=_no_default)
+    clicks: Annotated[list[Click], Field(min_length=1, max_length=MAX_CLICKS)]
+
+    _check_kind = model_validator(mode="before")(_one_kind)
+
+
 class ClickForm(BaseModel):
     """``POST /clicks`` as a form (``application/x-www-form-urlencoded``:
-    ``navigator.sendBeacon`` with ``URLSearchParams``, an HTML form): one click."""
+    ``navigator.sendBeacon`` with ``URLSearchParams``, an HTML form): one click, of an
+    impression (``impression_id``, ``token``) or of a control page (``page_token``)."""
 
-    model_config = ConfigDict(extra="ignore")  # as the JSON body: unknown fields ignored
+    # as the JSON body: unknown fields ignored, one kind of report
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_ONE_KIND)
 
-    impression_id: Id
+    impression_id: Id | SkipJsonSchema[None] = Field(None, json_schema_extra=_no_default)
+    page_token: PageToken | SkipJsonSchema[None] = Field(None, json_schema_extra=_no_default)
     token: str | SkipJsonSchema[None] = Field(
         None, description="the token /search issued with the page",
         json_schema_extra=_no_default)
@@ -126,12 +160,18 @@ class ClickForm(BaseModel):
         None, description="time on the clicked page before the user came back",
         json_schema_extra=_no_default)
 
+    _check_kind = model_validator(mode="before")(_one_kind)
+
     def as_clicks(self) -> dict[str, Any]:
         """The same report as a :class:`Clicks` body."""
         click: dict[str, Any] = {"id": self.id, "rank": self.rank}
         if self.dwell_ms is not None:
             click["dwell_ms"] = self.dwell_ms
-        body: dict[str, Any] = {"impression_id": self.impression_id, "clicks": [click]}
+        body: dict[str, Any] = {"clicks": [click]}
+        if self.page_token is not None:
+            body["page_token"] = self.page_token
+        else:
+            body["impression_id"] = self.impression_id
         if self.token is not None:
             body["token"] = self.token
         return body
@@ -197,18 +237,25 @@ class ResultItem(BaseModel):
 
 class SearchResult(Out):
     impression_id: str | None = Field(description="null: a control search of a placement "
-                                                  "(no impression, no clicks to report)")
+                                                  "(no impression: report its clicks "
+                                                  "with page_token)")
     token: str | None = Field(description="send it back with /clicks and "
                                           "/impressions/ID/end (null: a control search)")
     experiment: str | None = Field(description="null: the placement's control answered")
     placement: str | None = Field(None, description="the placement searched, if any")
+    page_token: str | SkipJsonSchema[None] = Field(
+        None, description="a control answer's: report the page's clicks with it "
+                          "(POST /clicks {page_token, clicks}); absent on an experiment's "
+                          "answer", json_schema_extra=_no_default)
     rankers: list[str] = Field(description="the rankers whose lists were interleaved "
                                            "(one: no duel)")
     results: list[ResultItem]
 
 
 class ClicksAccepted(Out):
-    impression_id: str
+    impression_id: str | None = Field(description="null: a control page's clicks "
+                                                  "(page_token): accepted is 1 for the "
+                                                  "page's first click report, else 0")
     accepted: Annotated[int, Field(ge=0)]
     duplicates: Annotated[int, Field(ge=0, description="clicks already recorded")]
 
