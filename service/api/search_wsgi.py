@@ -62,9 +62,7 @@ def wrap(app: Flask, flask_wsgi: Callable) -> Callable:
         # request.args, exactly as werkzeug builds it
         args = ImmutableMultiDict(parse_qsl(qs, keep_blank_values=True,
                                             errors="werkzeug.url_quote"))
-        if "page" in args or "impression_id" in args or "token" in args:
-            return flask_wsgi(environ, start_response)
-        try:
+        try:  # a next page's parameters are not the fast parse's: Flask's route
             parsed = parse_search_query(args, config.default_k, config.max_k,
                                         fast_only=True)
         except Exception:  # e.g. a bad segment: Flask's path answers it
