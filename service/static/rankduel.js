@@ -1,38 +1,25 @@
 /* rankduel.js — report a search page's clicks to rankduel. No build step, no dependencies.
+ * Full guide: docs/frontend.md (and docs/pagination.md for next pages).
  *
  *   <script src="https://rankduel.example/static/rankduel.js"></script>
  *   RankDuel.attach(document.getElementById("results"),
  *                   {api: "https://rankduel.example", impression_id: ID, token: TOKEN});
  *
- * Every link inside the container with data-rd-doc (document id) and data-rd-rank (1-based
- * rank) reports its click when followed, in the same tab or a new one (middle click,
- * ctrl/cmd-click, target=_blank): by fetch with keepalive, else navigator.sendBeacon.
- * Links to the API's click redirect /r are not reported here: the redirect records them.
- * When the user comes back to the page after a click (visibilitychange to visible), the
- * time away is reported as that click's dwell_ms. The impression is ended once, on
- * pagehide, and the end carries the page's clicks again (with their dwell): a click
- * report still in flight when the page closes may reach the API after the end, and the
- * API records each click once whichever arrives first.
+ * Links in the container with data-rd-doc (document id) and data-rd-rank (1-based rank)
+ * report their click when followed (same tab or new): fetch with keepalive, else
+ * sendBeacon; links to the API's redirect /r are recorded by the redirect. Coming back to
+ * the page reports the time away as that click's dwell_ms. pagehide (only) ends the
+ * impression once, with its clicks again: the API counts each click once. A page that
+ * never fires pagehide is closed by the API after RANKDUEL_INACTIVITY_S.
  *
- * Only pagehide ends it, not visibilitychange to hidden: a result opened in a new tab
- * hides this page, and the user may come back to report a dwell and click again. A page
- * that never fires pagehide (a mobile browser killing a background tab) is closed by
- * the API after RANKDUEL_INACTIVITY_S. A result that replaces this page (same tab) ends
- * the impression on the way out, so its dwell is not known: it counts as satisfied.
+ * A placement's control answer has no impression: attach {api, page_token} instead; its
+ * clicks go to POST /clicks {page_token, clicks} (the page counts as clicked once); no end,
+ * no next page. Bodies are text/plain JSON (no preflight); the page's origin must be in
+ * RANKDUEL_CORS_ORIGINS.
  *
- * A control answer of a placement has no impression: attach it with its page_token
- * instead, {api, page_token: PAGE_TOKEN}. Its clicks are reported the same way (POST
- * /clicks {page_token, clicks}: the page counts as clicked once, for the abandonment
- * guardrail); there is nothing to end, and no next page of rankduel's.
- *
- * Bodies are sent as text/plain JSON, which needs no CORS preflight; the API must still
- * list the page's origin in RANKDUEL_CORS_ORIGINS.
- *
- * Next page (docs/pagination.md): give attach {experiment, q, k, next, onPage}. A click
- * on the `next` element, or on a [data-rd-next] element in the container, calls
- * nextPage(): GET /search?...&page=N+1&impression_id&token, handed to onPage(answer,
- * page, more) to render (ranks are absolute; clicks and the one end cover every page).
- * Do not navigate to it: leaving the page ends the impression (then 409).
+ * Next page: give attach {experiment, q, k, next, onPage}; a click on `next` or on a
+ * [data-rd-next] element calls nextPage(), whose answer goes to onPage(answer, page, more)
+ * to render (absolute ranks). Do not navigate to it: leaving the page ends the impression.
  */
 (function (global) {
   "use strict";
