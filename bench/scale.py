@@ -270,7 +270,15 @@ def histogram(urls: list[str], name: str, token: str) -> dict[float, float]:
     """Cumulative bucket counts of a histogram, summed over exporters."""
     out: dict[float, float] = {}
     for url in urls:
-        _, text = http_json("GET", url, headers={"Authorization": f"Bearer {token}"})
+        deadline = time.monotonic() + 30
+        while True:  # a worker's exporter listens a moment after the worker is ready
+            try:
+                _, text = http_json("GET", url, headers={"Authorization": f"Bearer {token}"})
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         for line in text.splitlines():
             if line.startswith(name + "_bucket{"):
                 le = line.split('le="')[1].split('"')[0]
