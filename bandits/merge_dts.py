@@ -195,6 +195,11 @@ class DTSPairs(PairRule):
     small_batch: ClassVar[int] = SMALL_BATCH
     ahead_max_batches: ClassVar[int] = AHEAD_MAX_BATCHES
 
+    def __init__(self, policy: MergeBandit) -> None:
+        super().__init__(policy)
+        #: pair_from's rows per batch wins matrix (see there)
+        self._rows_memo: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+
     # ------------------------------------------------------------------ caches
     def build_all(self) -> None:
         batches = self.policy._batches
@@ -302,7 +307,7 @@ class DTSPairs(PairRule):
         # are a function of W_sub alone: the live service draws many steps from one
         # loaded state, so they are kept per W_sub (a few entries: one per batch)
         key = (W_sub.shape[0], W_sub.tobytes())
-        memo = self.__dict__.setdefault("_rows_memo", {})
+        memo = self._rows_memo
         rows = memo.get(key)
         if rows is None:
             if len(memo) >= ROWS_MEMO:

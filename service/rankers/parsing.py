@@ -42,11 +42,10 @@ def parse_results(body: bytes, max_results: int = 1000,
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for item in items[:max_results]:  # on every search: kept to plain, cheap checks
-        doc = item.get("id") if type(item) is dict or isinstance(item, dict) else None
-        kind = type(doc)
-        if kind is str:
+        doc = item.get("id") if isinstance(item, dict) else None
+        if type(doc) is str:
             key = doc
-        elif kind is int or (isinstance(doc, str | int) and kind is not bool):
+        elif isinstance(doc, str | int) and not isinstance(doc, bool):
             key = str(doc)
         else:
             raise ValueError("every result needs an id (string or integer)")
