@@ -5,7 +5,7 @@ A policy (:class:`bandits.base.DuelingBandit`) or a judging algorithm
 ``{name: Param(dtype, default, desc, bounds or choices)}``. Everything else reads that
 declaration: the constructors (:func:`resolve`: defaults filled in, values checked), the
 registry's :func:`bandits.check_params`, the HTTP API's request models and OpenAPI
-document (:mod:`service.api.schemas`), the command line's ``--param`` parsing
+document (:mod:`service.schemas`), the command line's ``--param`` parsing
 (:func:`parse_text`) and the generated parameter reference (:mod:`cli.docs`). No other
 table repeats a default or a bound, and nothing inspects a constructor's signature.
 

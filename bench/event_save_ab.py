@@ -6,7 +6,7 @@ JSON built from the fields already encoded, the user's keyed hash, and one ``XAD
 the save script (docs/segments-and-export.md). The end-to-end bench
 (:mod:`bench.proxy_ab`) measures a search's added latency, but on a shared 2-core machine
 its noise is milliseconds; this one times only that call, ``Store.save_impression`` as
-``service/search.py`` makes it (with its segment labels, and, where the code has the
+``service/search/serve.py`` makes it (with its segment labels, and, where the code has the
 event log, the ranker names, the user's hash and ``events_maxlen``), so a difference of
 microseconds can be seen.
 
@@ -60,7 +60,7 @@ store.create_experiment(exp_id, meta=meta, rankers=rankers,
                         audit=audit_entry(now, "created", actor="bench"))
 has_log = "events_maxlen" in inspect.signature(store.save_impression).parameters
 if has_log:
-    from service.search import user_hash
+    from service.search.serve import user_hash
 secret = secrets.token_bytes(32)
 shown = [f"doc-{d}" for d in range(10)]
 record = {"teams": [d % 2 for d in range(10)]}

@@ -392,7 +392,7 @@ def lag_bench(b: Backend, args, admin: str) -> dict:
 
 # ---------------------------------------------------------------------- 4. scrape
 def scrape_bench(b: Backend, n_exp: int, k: int) -> dict:
-    from service.collector import StateCollector
+    from service.experiments.collector import StateCollector
     from service.store.keys import shown_key, w_key
 
     rng = np.random.default_rng(3)

@@ -491,7 +491,7 @@ def isolated_selection_cpu(redis_url: str, exp_id: str, n: int = 3000) -> float:
     import redis as redis_lib
 
     from service import metrics
-    from service.controller import Controller
+    from service.experiments.controller import Controller
     from service.store import Store
 
     ctl = Controller(Store(redis_lib.Redis.from_url(redis_url)), max_age_ms=1e9)

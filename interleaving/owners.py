@@ -16,7 +16,7 @@ ranker answered first. The rule, for every method:
   ranker added to the experiment first).
 
 :func:`owners` applies it; the service builds the page from the owners' copies
-(``service/search.py``, ``service/paging.py``).
+(``service/search/serve.py``, ``service/search/paging.py``).
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from werkzeug.exceptions import HTTPException
 from service import metrics
 from service.api import cors, search_wsgi
 from service.config import Config, load_config
-from service.controller import Controller
 from service.errors import ApiError
+from service.experiments.controller import Controller
 from service.queue import TaskQueue
 from service.rankers.allow_list import RankerPolicy
 from service.rankers.client import RankerClient

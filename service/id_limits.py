@@ -4,7 +4,7 @@ Two kinds of id, two limits (both the API's contract as it stands):
 
 * the service's own ids (experiments, impressions, campaign items and queries,
   assessors): at most :data:`MAX_ID_CHARS`, in request bodies, query strings and paths
-  (:mod:`service.api.schemas`, :mod:`service.api.frontend`);
+  (:mod:`service.schemas`, :mod:`service.api.frontend`);
 * document ids, which rankers choose: at most :data:`MAX_DOC_ID_CHARS`, in a ranker's
   answer (:mod:`service.rankers.client`) and in the click reports that name a document
   (``/clicks`` as a form, ``/r``).

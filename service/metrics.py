@@ -7,7 +7,7 @@ Labels are bounded: endpoint names are the Flask endpoints, experiment and ranke
 what operators registered.
 
 This module holds the request-path, credit and worker metrics; the experiment-state
-collector (:mod:`service.collector`: regret, ranker status, champion, queue depth, read
+collector (:mod:`service.experiments.collector`: regret, ranker status, champion, queue depth, read
 from Redis at scrape time) is added to the API's ``/metrics`` by :func:`render`, and the
 Celery worker exports its aggregate on its own port (:mod:`workers.monitoring`).
 """
@@ -136,7 +136,7 @@ def multiprocess_dir() -> str | None:
 
 def render(collectors: Iterable[Any] = ()) -> tuple[bytes, str]:
     """The exposition text (aggregated over processes in multiprocess mode), followed by
-    what ``collectors`` (e.g. :class:`service.collector.StateCollector`) read at scrape
+    what ``collectors`` (e.g. :class:`service.experiments.collector.StateCollector`) read at scrape
     time. They are registered in a registry built for this scrape only, never in the
     per-process ones, so their values appear once whatever the number of processes."""
     if multiprocess_dir():

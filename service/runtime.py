@@ -9,7 +9,7 @@ from typing import Any
 from flask import current_app
 
 from service.config import Config
-from service.controller import Controller
+from service.experiments.controller import Controller
 from service.queue import TaskQueue
 from service.rankers.client import RankerClient
 from service.store import Store
@@ -27,7 +27,7 @@ class Runtime:
     controller: Controller
     rankers: RankerClient
     queue: TaskQueue
-    #: placements' views, made on the first search of a placement (service.placement_search)
+    #: placements' views, made on the first search of a placement (service.placements.search)
     placements: Any = None
 
     @property

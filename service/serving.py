@@ -17,7 +17,9 @@ from gunicorn import util
 from gunicorn.http.errors import LimitRequestHeaders, LimitRequestLine
 from gunicorn.workers.gthread import ThreadWorker
 
-from service.api.validation import LIMIT_REQUEST_LINE
+#: longest request line (method, path, percent-encoded query string), in bytes: gunicorn's
+#: ``limit_request_line`` (its maximum), 414 beyond
+LIMIT_REQUEST_LINE = 8190
 
 #: the API's access log line (see ``rankduel serve --help``): client, time, method, path
 #: without the query string, protocol, status, bytes, milliseconds, user agent

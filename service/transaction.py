@@ -2,7 +2,8 @@
 MULTI/EXEC, retried on a conflict.
 
 The retry loop and the computation belong to the caller's layer (operators in
-:mod:`service.experiments`, judging campaigns in :mod:`service.campaigns`); the store only
+:mod:`service.experiments.operations`, judging campaigns in
+:mod:`service.campaigns.operations`); the store only
 hands out pipelines and plain reads and writes, and never calls back into code above it.
 """
 

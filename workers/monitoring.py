@@ -16,7 +16,7 @@ for each task run are DEBUG (:class:`workers.health.QuietSweep`).
 
 The credit task itself counts impressions by outcome and the click-to-credit lag
 (``rankduel_credit_tasks_total``, ``rankduel_click_to_credit_seconds``). Queue depth is
-read from Redis at scrape time by the API's collector (:mod:`service.collector`), once,
+read from Redis at scrape time by the API's collector (:mod:`service.experiments.collector`), once,
 rather than by every worker.
 """
 
@@ -79,8 +79,8 @@ def exporter_app(registry, config):
     or the admin token (``Authorization: Bearer``)."""
     from prometheus_client import make_wsgi_app
 
-    from service.api.auth import require_bearer
     from service.errors import Unauthorized
+    from service.tokens import require_bearer
     from workers.health import healthz_response
 
     metrics_app = make_wsgi_app(registry)

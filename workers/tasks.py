@@ -78,8 +78,8 @@ def drain(exp_id: str, token: str | None = None) -> int:
 def sweep() -> int:
     """Queue a drain for each experiment with due impressions and no drain in flight
     (:meth:`service.credit.drains.Crediting.sweep`), then check the placements'
-    guardrails (:func:`service.guardrails.check_all`)."""
-    from service.guardrails import check_all
+    guardrails (:func:`service.placements.guardrails.check_all`)."""
+    from service.placements.guardrails import check_all
 
     queued = _crediting().sweep()
     check_all(_store(), inactivity_s=config.inactivity_s)
@@ -88,7 +88,7 @@ def sweep() -> int:
 
 @shared_task(name=JUDGING_APPLY, **RETRY)
 def judging_apply(campaign_id: str) -> int:
-    """Apply the submitted tasks of a judging campaign (service.campaigns), each once."""
-    from service.campaigns import Campaigns
+    """Apply the submitted tasks of a judging campaign (service.campaigns.operations), each once."""
+    from service.campaigns.operations import Campaigns
 
     return Campaigns(_store()).apply_submitted(campaign_id)

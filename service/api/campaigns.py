@@ -1,7 +1,7 @@
 """Judging campaigns (Yan 2022): the operator's routes (bearer token) and the assessors'
 (``/judging/tasks/...``, identified by the id the operator issued), plus the judging page.
 
-The logic lives in :mod:`judging.campaign`, the Redis state in :mod:`service.campaigns`;
+The logic lives in :mod:`judging.campaign`, the Redis state in :mod:`service.campaigns.operations`;
 submitted tasks are applied by the workers (``rankduel.judging_apply``).
 """
 
@@ -13,15 +13,15 @@ from flask import Blueprint, Response, jsonify, request
 
 from service.api import schemas as s
 from service.api.auth import require_bearer
-from service.api.schemas import Judgments, NewAssessor, NewCampaign, TaskQuery
 from service.api.spec import (
     CID,
     Operations,
 )
 from service.api.validation import json_body, parse
-from service.campaigns import Campaigns
+from service.campaigns.operations import Campaigns
 from service.queue import JUDGING_APPLY
 from service.runtime import runtime
+from service.schemas import Judgments, NewAssessor, NewCampaign, TaskQuery
 
 bp = Blueprint("judging", __name__, url_prefix="/judging")
 OPS = Operations(bp)

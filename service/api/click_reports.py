@@ -8,7 +8,7 @@ in the encodings a browser sends, also while its page is closing.
   JSON as a form), is read as JSON too.
 * ``application/x-www-form-urlencoded`` (``sendBeacon`` with ``URLSearchParams``, an
   HTML form): flat fields, each at most once, read by the route's form model
-  (:class:`service.api.schemas.ClickForm`, :class:`service.api.schemas.EndImpression`).
+  (:class:`service.schemas.ClickForm`, :class:`service.schemas.EndImpression`).
 * Anything else (``multipart/form-data``, which ``sendBeacon`` sends with a
   ``FormData``; XML; ...) answers 415 naming the encodings accepted.
 

@@ -8,20 +8,11 @@ from importlib.resources import files
 
 from flask import Blueprint, Response, g, jsonify, redirect, request
 
-from service import clicks as click_ops
-from service import control_pages, metrics, paging, placement_search
-from service import search as searching
+from service import metrics
 from service.api import schemas as s
 from service.api.auth import front_end
 from service.api.click_reports import report_body
 from service.api.json_response import json_response
-from service.api.schemas import (
-    ClickForm,
-    Clicks,
-    EndForm,
-    EndImpression,
-    RedirectQuery,
-)
 from service.api.search_query import parse_search_query
 from service.api.spec import (
     BROWSER_BODIES,
@@ -29,10 +20,22 @@ from service.api.spec import (
     Operations,
 )
 from service.api.validation import parse
+from service.clicks import reports as click_ops
 from service.errors import BadRequest, TooManyRequests
 from service.id_limits import MAX_ID_CHARS
-from service.rankers.health import SearchTiming
+from service.placements import control_pages
+from service.placements import search as placement_search
 from service.runtime import Runtime, runtime
+from service.schemas import (
+    ClickForm,
+    Clicks,
+    EndForm,
+    EndImpression,
+    RedirectQuery,
+)
+from service.search import paging
+from service.search import serve as searching
+from service.search.ranker_health import SearchTiming
 
 bp = Blueprint("frontend", __name__)
 OPS = Operations(bp)
@@ -155,7 +158,7 @@ def clicks():
     if form:  # one click as form fields (a beacon with URLSearchParams, an HTML form)
         data = parse(ClickForm, data, content=Clicks.content).as_clicks()
     body = parse(Clicks, data, content=Clicks.content)
-    if body.page_token is not None:  # a control page's (service.control_pages)
+    if body.page_token is not None:  # a control page's (service.placements.control_pages)
         rt = runtime()
         return jsonify(control_pages.record_click(rt.store, rt.secret, body.page_token,
                                                   rt.config.inactivity_s,

@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document served at ``/openapi.json``, generated from the operations each
 blueprint declares beside its handlers (:class:`service.api.spec.Operations`) and the
-pydantic models of :mod:`service.api.schemas` (request bodies, query parameters and every
+pydantic models of :mod:`service.schemas` (request bodies, query parameters and every
 response).
 
 Each operation lists every status it can answer, each error with the ``Error`` schema,
@@ -29,8 +29,9 @@ from pydantic.json_schema import models_json_schema
 
 from service.api import schemas as s
 from service.api.spec import Op, Operations
-from service.api.validation import LIMIT_REQUEST_LINE, MAX_BODY_BYTES, MAX_DEPTH
+from service.api.validation import MAX_BODY_BYTES, MAX_DEPTH
 from service.runtime import runtime
+from service.serving import LIMIT_REQUEST_LINE
 
 ERRORS = {
     400: "Malformed request: not JSON, a missing or mistyped parameter or field",

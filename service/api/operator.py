@@ -8,12 +8,8 @@ from functools import partial
 
 from flask import Blueprint, Response, jsonify, request
 
-from service import experiments, idempotency, placements, ranker_versions
-from service import traffic as rollout_api
 from service.api import schemas as s
 from service.api.auth import require_bearer
-from service.api.schemas import AuditQuery, NewExperiment, NewRanker
-from service.api.schemas.ranker_versions import NewRankerVersion
 from service.api.spec import (
     EXP_ID,
     FROM_CREATED,
@@ -22,9 +18,15 @@ from service.api.spec import (
 )
 from service.api.validation import json_body, parse
 from service.errors import NotFound, Unprocessable
+from service.experiments import idempotency, ranker_versions
+from service.experiments import operations as experiments
+from service.placements import operations as placements
+from service.placements import traffic as rollout_api
 from service.reports.build import build as build_report
 from service.reports.schema import Report
 from service.runtime import Runtime, runtime
+from service.schemas import AuditQuery, NewExperiment, NewRanker
+from service.schemas.ranker_versions import NewRankerVersion
 from service.store.snapshot import ExperimentMissing
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")

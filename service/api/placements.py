@@ -1,17 +1,17 @@
 """Operator endpoints of placements (``/placements...``), behind the admin token: a
 search box, its control ranker and the shares of its experiments
-(:mod:`service.placements`; an experiment joins one at creation)."""
+(:mod:`service.placements.operations`; an experiment joins one at creation)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
-from service import placements
 from service.api import schemas as s
 from service.api.auth import require_bearer
 from service.api.spec import Operations
 from service.api.validation import json_body, parse
-from service.experiments import ranker_entry
+from service.experiments.operations import ranker_entry
+from service.placements import operations as placements
 from service.runtime import runtime
 
 bp = Blueprint("placements", __name__, url_prefix="/placements")

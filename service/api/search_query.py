@@ -3,7 +3,7 @@
 The common case — a first page: only ``experiment`` (or ``placement``), ``q``, ``k`` and
 ``user``, each within its bounds — is checked directly, without building a pydantic model
 per request; anything else (a next page's ``page``/``impression_id``/``token``, an unknown name, a
-value out of bounds) is handed to the schema (:func:`service.api.schemas.search_query`), so
+value out of bounds) is handed to the schema (:func:`service.schemas.search_query`), so
 that every value accepted and every refusal and its message stay the schema's (and the
 OpenAPI document's).
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from service.api.schemas import MAX_NAME_CHARS, MAX_QUERY_CHARS, search_query
 from service.api.validation import parse
 from service.errors import BadRequest
 from service.id_limits import MAX_ID_CHARS
-from service.segments import PARAM_PREFIX, from_params
+from service.schemas import MAX_NAME_CHARS, MAX_QUERY_CHARS, search_query
+from service.segments.dimensions import PARAM_PREFIX, from_params
 
 _FAST_PARAMS = frozenset(("experiment", "placement", "q", "k", "user"))
 #: the longest placement name (rollout.placements)
@@ -35,7 +35,7 @@ class SearchArgs(NamedTuple):
     impression_id: str | None = None
     token: str | None = None
     placement: str | None = None
-    #: ``segment.<dimension>=<value>`` parameters (:mod:`service.segments`); None: none
+    #: ``segment.<dimension>=<value>`` parameters (:mod:`service.segments.dimensions`); None: none
     segments: dict[str, str] | None = None
 
 

@@ -31,13 +31,14 @@ from urllib.parse import parse_qsl
 from flask import Flask, g
 from werkzeug.datastructures import ImmutableMultiDict
 
-from service import metrics, placement_search
-from service import search as searching
+from service import metrics
 from service.api.auth import require_bearer
 from service.api.json_response import json_bytes
 from service.api.search_query import parse_search_query
-from service.rankers.health import SearchTiming
+from service.placements import search as placement_search
 from service.runtime import EXTENSION
+from service.search import serve as searching
+from service.search.ranker_health import SearchTiming
 
 #: the route and status label the Flask path gives a search's metrics
 ENDPOINT = "/search"

@@ -40,8 +40,8 @@ def readyz():
     "Prometheus metrics (bearer: the metrics token or the admin token)",
     operator=True, responses={200: "text/plain", 401: None, 503: None})
 def metrics_endpoint():
-    from service.collector import StateCollector
-    from service.rollout_collector import RolloutCollector
+    from service.experiments.collector import StateCollector
+    from service.placements.collector import RolloutCollector
 
     rt = runtime()
     # the metrics name every experiment: the scraper's token, or the operator's

@@ -1,5 +1,5 @@
 """The door of the API: request bodies parsed as strict JSON, and request data checked
-against the pydantic models of :mod:`service.api.schemas`, each failure a typed error
+against the pydantic models of :mod:`service.schemas`, each failure a typed error
 (:mod:`service.errors`) whose message names the offending field.
 
 JSON is parsed by the standard library with these refusals (400): ``NaN``, ``Infinity``
@@ -38,9 +38,6 @@ from service.errors import BadRequest, Unprocessable
 MAX_DEPTH = 32
 #: largest request body (the app's MAX_CONTENT_LENGTH; 413 beyond)
 MAX_BODY_BYTES = 1 << 20
-#: longest request line (method, path, percent-encoded query string), in bytes: gunicorn's
-#: ``limit_request_line`` (its maximum; see :mod:`service.serving`), 414 beyond
-LIMIT_REQUEST_LINE = 8190
 
 
 # ---------------------------------------------------------------------- JSON bodies
@@ -97,7 +94,7 @@ def json_body(request: Request, *, required: bool = True) -> dict[str, Any] | No
 # ---------------------------------------------------------------------- models
 def parse(model: type[BaseModel], data: Any, *, status: int = 400,
           content: frozenset[str] = frozenset(), query: bool = False) -> Any:
-    """``data`` validated by a model of :mod:`service.api.schemas`.
+    """``data`` validated by a model of :mod:`service.schemas`.
 
     A failure raises :class:`BadRequest` (``status=400``) or :class:`Unprocessable`
     (``status=422``) whose message names every problem (``errors``: the list), an unknown
@@ -264,7 +261,7 @@ def describe_error(err: dict[str, Any], errors: list[dict[str, Any]] | None = No
     if kind in bounds:
         return f"{where} must be {bounds[kind].format(**ctx)}{got}"
     if kind == "string_pattern_mismatch":
-        from service.api.schemas import PATTERN_MEANING
+        from service.schemas import PATTERN_MEANING
 
         meaning = PATTERN_MEANING.get(ctx["pattern"], f"match {ctx['pattern']}")
         return f"{where} must be {meaning}{got}"
@@ -272,6 +269,6 @@ def describe_error(err: dict[str, Any], errors: list[dict[str, Any]] | None = No
         return f"{where} must be {ctx['expected']}{got}"
     if kind in ("value_error", "assertion_error"):
         return f"{where}: {ctx.get('error', err['msg'])}"
-    if kind.startswith("rd_"):  # raised by a validator of service.api.schemas: a full sentence
+    if kind.startswith("rd_"):  # raised by a validator of service.schemas: a full sentence
         return err["msg"]
     return f"{where}: {err['msg'][0].lower()}{err['msg'][1:]}"

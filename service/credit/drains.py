@@ -205,7 +205,7 @@ class Crediting:
                 store.release_drain(exp_id, token)
         if queued:
             log.debug("sweep queued %d drains", queued)
-        from service.campaigns import Campaigns
+        from service.campaigns.operations import Campaigns
 
         for cid in Campaigns(store).with_submitted():  # a judging_apply lost on the way
             self.queue.judging_apply(cid)

@@ -16,7 +16,7 @@ What an impression yields, in order of precedence:
 * ``no_clicks``: a duel without clicks (no outcome); ``no_duel``: one list was shown.
   Every impression so decided also counts as a page for the abandonment guardrail
   (``g:pages``), and one without any click reported as abandoned (``g:abandoned``:
-  :mod:`service.guardrails`).
+  :mod:`service.placements.guardrails`).
   With the experiment's ``dwell_unsatisfied_s`` set, the clicks first lose the
   *unsatisfied* ones (:func:`satisfied_clicks`), listed in the result's ``unsatisfied``.
 * ``stale``: every outcome involves a ranker retired since.

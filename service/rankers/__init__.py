@@ -8,9 +8,9 @@
 * :mod:`service.rankers.template`: templated rankers, a search engine called in its own
   shape (pure);
 * :mod:`service.rankers.allow_list`: where rankers may live (``RANKDUEL_RANKER_ALLOW``);
-* :mod:`service.rankers.health`: the circuit breaker of a search (quarantine, probes,
+* :mod:`service.search.ranker_health`: the circuit breaker of a search (quarantine, probes,
   retirement of a ranker that keeps failing);
-* :mod:`service.rankers.degraded`: a ranker answering no (or unreadable) results is never
+* :mod:`service.search.degraded`: a ranker answering no (or unreadable) results is never
   a loser: no outcome, and marked ``degraded`` when it keeps doing so;
 * :mod:`service.rankers.probe`: the test query at creation, and what its refusal says;
 * :mod:`service.rankers.failure_log`: ranker failures in the API's log, rate-limited;

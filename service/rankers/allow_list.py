@@ -11,7 +11,8 @@ connection, against the address actually connected to, so that a name which reso
 a public address at the check and to an internal one later (DNS rebinding) is refused
 too. A refusal at connect time is this process's configuration, not the ranker's
 failure: no strike, no forfeit; it is logged naming ``RANKDUEL_RANKER_ALLOW``, and a search
-left with no ranker says so (:meth:`service.rankers.health.RankerHealth.refuse_misconfigured`).
+left with no ranker says so
+(:meth:`service.search.ranker_health.RankerHealth.refuse_misconfigured`).
 
 Syntax: comma-separated entries, each a hostname (exact, case-insensitive), an IP address,
 a CIDR network, or ``*`` for anywhere.

@@ -259,7 +259,7 @@ class RankerClient:
         """Fetch every ranker's list concurrently; a failure in place of a list when it
         errs or misses its ``timeout_ms``. Never raises for a ranker's fault. ``user``
         fills a template's ``{user}`` (empty when None), ``offset`` its ``{offset}`` (the
-        results already shown, on a next page: :mod:`service.paging`)."""
+        results already shown, on a next page: :mod:`service.search.paging`)."""
         return self.fetch_timed(rankers, q, k, experiment=experiment, observe=observe,
                                 user=user, offset=offset)[0]
 

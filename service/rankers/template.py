@@ -8,7 +8,7 @@ answers ``{"results": [{"id": ...}, ...]}``. This module holds what a template m
   ``params``, ``headers`` and ``body`` (:func:`substitute`). Substitution is one pass, so
   the user's text is inserted verbatim (a query ``"{k}"`` stays ``"{k}"``). A string that
   is exactly ``"{k}"`` (or ``"{offset}"``) becomes the integer. ``{user}`` is empty when
-  the search has no user. On page ``N`` of ``k`` results (:mod:`service.paging`) ``{k}``
+  the search has no user. On page ``N`` of ``k`` results (:mod:`service.search.paging`) ``{k}``
   is ``N·k``, the depth the ranker must return from its top, and ``{offset}`` is
   ``(N-1)·k``, the results already shown (0 on the first page): information for the
   engine (a cache key, a log), not where its results should start;

@@ -27,8 +27,8 @@ from bandits.common import preferences
 from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
 from service.reports import segments as by_segment
-from service.segment_counts import matrices as segment_matrices
-from service.segments import values as segment_values
+from service.segments.counts import matrices as segment_matrices
+from service.segments.dimensions import values as segment_values
 from service.store import Store, history
 
 #: audit actions that go on the timeline

@@ -1,5 +1,5 @@
 """The report per segment: the champion against each ranker within each value of each
-declared dimension (:mod:`service.segments`), and the **heterogeneity flag**: a value
+declared dimension (:mod:`service.segments.dimensions`), and the **heterogeneity flag**: a value
 whose users prefer another ranker to the overall champion with confidence ``1 − δ``.
 
 Pure (numpy): given the per-segment ``W`` matrices and ties, it computes and words.

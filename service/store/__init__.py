@@ -26,9 +26,9 @@ Storage only stores: plain reads, writes and Lua scripts (each a ``.lua`` file n
 its module) given plain values; it never calls a policy (``tests/unit/
 test_architecture.py`` checks it). The decisions are made above it: crediting in
 :mod:`service.credit` (where the credit protocol is told), operators' changes in
-:mod:`service.experiments` through the optimistic transactions of
+:mod:`service.experiments.operations` through the optimistic transactions of
 :mod:`service.transaction` (WATCH, read, compute with the pure code, MULTI/EXEC, retried
-on a conflict), judging campaigns in :mod:`service.campaigns`. Each part of the store
+on a conflict), judging campaigns in :mod:`service.campaigns.operations`. Each part of the store
 depends only on :class:`~service.store.base.StoreBase` or, explicitly, on the part it
 extends (impressions mark the sweep's index: ``ImpressionStore(DrainStore)``).
 

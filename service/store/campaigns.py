@@ -1,7 +1,7 @@
 """Judging campaigns in Redis: plain reads and writes of a campaign's hash, its tasks,
 what each assessor judged and the queue of submitted tasks (keys in
 :mod:`service.store.keys`). The transactions around them, and every decision, are
-:mod:`service.campaigns`'s."""
+:mod:`service.campaigns.operations`'s."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 --   (each impression credited is appended to the events stream: an outcome event with its
 --   mark and segment labels)
 --   (an impression's outcomes are added to W and, per label of its 'seg' field, to the
---   segments hash: service.segments, service.store.keys)
+--   segments hash: service.segments.dimensions, service.store.keys)
 -- ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
 --   watched pair with d² > q·n, or n·kl(p, ½) > q with kl, is held, and so is the
 --   impression whose outcomes make n a multiple of period), then per impression: id,

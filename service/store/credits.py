@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from service.segments import parse_labels
 from service.store.base import StoreBase
 from service.store.keys import (
     clicks_key,
@@ -244,3 +243,13 @@ class CreditStore(StoreBase):
 
     def count_conflict(self, exp_id: str) -> None:
         self.r.hincrby(counters_key(exp_id), "credit_conflicts", 1)
+
+
+def parse_labels(stored: str | None) -> tuple[str, ...]:
+    """An impression's stored ``seg`` field as its labels (``dimension=value``, comma
+    separated, as :mod:`service.segments.dimensions` makes them).
+
+    >>> parse_labels("device=mobile,market=de"), parse_labels(None)
+    (('device=mobile', 'market=de'), ())
+    """
+    return tuple(x for x in (stored or "").split(",") if x)

@@ -3,7 +3,7 @@
 
 An entry is JSON ``{"body": <digest of the request body>, "id": <what the request
 created, null while it runs>}`` with a time to live. The decisions (what a repeated key
-answers, how long a retry waits for the first request) are :mod:`service.idempotency`'s.
+answers, how long a retry waits for the first request) are :mod:`service.experiments.idempotency`'s.
 """
 
 from __future__ import annotations

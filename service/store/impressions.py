@@ -64,7 +64,7 @@ class ImpressionStore(DrainStore):
         schedule its credit for when it goes idle: one script, so a client that retries
         it after a lost reply (a shard restarting) stores and counts it once.
 
-        ``segments``: the search's segment labels (:mod:`service.segments`), kept as
+        ``segments``: the search's segment labels (:mod:`service.segments.dimensions`), kept as
         the impression's ``seg`` field, which the credit script reads. The same script
         appends the impression's event to the experiment's event log (with ``rankers``,
         their names, and ``user_hash``, never the user id), trimmed to about
@@ -182,7 +182,7 @@ class ImpressionStore(DrainStore):
                           shown: list[str], record: Any, urls: list[str | None],
                           inactivity_s: float) -> bool:
         """Replace an open impression's shown list, record and URLs by longer ones (its
-        next result page, :mod:`service.paging`) unless it changed since it was read as
+        next result page, :mod:`service.search.paging`) unless it changed since it was read as
         ``expect`` (False then: another page came first). One script: it counts as a
         report (a credit read before it is read again, so it credits the longer record)
         and pushes back the inactivity deadline, like a click. Raises

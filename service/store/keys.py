@@ -20,7 +20,7 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:ties             HASH  "i:j" (arms, i < j) -> outcomes of exactly ½ between
                                   them (W holds each as ½ a win to both sides; the report
                                   splits them out); written beside W by the same writes
-    rd:{e}:segments         HASH  W per segment (service.segments), beside W by the same
+    rd:{e}:segments         HASH  W per segment (service.segments.dimensions), beside W by the same
                                   writes: w:<dim>=<value>:<i>:<j> -> W_ij of the impressions
                                   of that value, t:<dim>=<value>:<i>:<j> (i < j) -> their
                                   ties, n:<dim>=<value> -> their comparisons
@@ -36,7 +36,7 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:health           HASH  per arm: f:{arm} consecutive failures, q:{arm} end of its
                                   quarantine (epoch seconds); only failing rankers appear;
                                   w:{arm} its last answers (codes o/e/u), d:{arm} why it is
-                                  degraded, u:{arm} its next probe (service.rankers.degraded)
+                                  degraded, u:{arm} its next probe (service.search.degraded)
     rd:{e}:probe:<a>        STR   (TTL) taken by the one request that probes quarantined arm a
     rd:{e}:pending          ZSET  impressions not yet credited, by the time they are due (a
                                   drain that claims one pushes it forward by its lease)
@@ -70,7 +70,7 @@ script (on a cluster they live wherever their own name hashes)::
                                   (service.store.idempotency)
 
 Placements (one hash tag per placement, ``{pl-<p>}``, so a placement's transactions run
-on one shard; :mod:`service.placements`)::
+on one shard; :mod:`service.placements.operations`)::
 
     rd:{pl-<p>}             HASH  def (JSON: name, salt, control ranker, created_at),
                                   experiments (JSON: [{experiment, traffic, status,
@@ -97,7 +97,7 @@ are counted when credited, the control's pages over its period (``g:control_page
 counts last started (a resume).
 
 Judging campaigns (one hash tag per campaign, ``{jc-<c>}``, so each campaign's
-transactions run on one shard; :mod:`service.campaigns`)::
+transactions run on one shard; :mod:`service.campaigns.operations`)::
 
     rd:{jc-<c>}                  HASH  meta (JSON: name, created_at, task_ttl_s), state
                                        (JSON: judging.campaign's state)
@@ -166,7 +166,7 @@ def tie_field(i: int, j: int) -> str:
 
 def segments_key(exp_id: str) -> str:
     """The per-segment ``W``, ties and comparisons of experiment ``exp_id`` (see
-    :mod:`service.segments`)."""
+    :mod:`service.segments.dimensions`)."""
     return f"{_tag(exp_id)}:segments"
 
 

@@ -2,7 +2,7 @@
 ranges they hold (one hash), the control ranker's guardrail counters, and the placement
 list. Keys in :mod:`service.store.keys` (``rd:{pl-<name>}...``: one hash tag, one slot).
 
-Changes of traffic are optimistic transactions of :mod:`service.placements` (WATCH the
+Changes of traffic are optimistic transactions of :mod:`service.placements.operations` (WATCH the
 placement's hash, read, :func:`rollout.allocate`, MULTI/EXEC): two API processes that
 change one placement at once never interleave their writes; the loser reads again.
 Storage only stores: plain reads and writes given plain values.
@@ -24,7 +24,8 @@ from service.store.snapshot import text
 
 #: the fields of a placement's hash, decoded from JSON by :meth:`PlacementStore.placement`
 JSON_FIELDS = ("def", "experiments", "ranges", "tripped")
-#: prefix of the guardrail counters in an experiment's counters hash (:mod:`service.guardrails`)
+#: prefix of the guardrail counters in an experiment's counters hash
+#: (:mod:`service.placements.guardrails`)
 GUARD_PREFIX = "g:"
 #: an experiment's settled pages (credited impressions) and those without a click
 PAGES, ABANDONED = GUARD_PREFIX + "pages", GUARD_PREFIX + "abandoned"

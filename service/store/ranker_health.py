@@ -1,5 +1,5 @@
 """Ranker health in Redis: consecutive failures, quarantine and its probes; recent
-answers and the degraded mark (:mod:`service.rankers.degraded`)."""
+answers and the degraded mark (:mod:`service.search.degraded`)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def parse_health(raw: dict[Any, Any]) -> dict[int, dict[str, Any]]:
         elif kind == "d":
             slot["degraded"] = text(value)
         elif kind == "w":
-            slot["answers"] = text(value)  # its recent answers (service.rankers.degraded)
+            slot["answers"] = text(value)  # its recent answers (service.search.degraded)
         else:
             slot["degraded_until"] = float(value)
     return out

@@ -45,7 +45,7 @@ class Impression:
     expires: int = 0
     #: closed to new clicks (ended, or credited)
     closed: bool = False
-    #: its segment labels, ``dimension=value`` (:mod:`service.segments`)
+    #: its segment labels, ``dimension=value`` (:mod:`service.segments.dimensions`)
     segments: tuple[str, ...] = ()
 
 
@@ -59,7 +59,7 @@ _RANKER_KEYS = ("name", "url", "timeout_ms", "request", "response", "arm", "stat
 class Ranker:
     """One ranker of an experiment (an entry of the ``rankers`` field of ``rd:{e}``).
 
-    The API builds it when a ranker is added (:func:`service.experiments.ranker_entry`)
+    The API builds it when a ranker is added (:func:`service.experiments.operations.ranker_entry`)
     and shows it (``GET /experiments/ID``); the search path calls it
     (:class:`service.rankers.client.RankerClient`); the worker names arms by it. Parsed once from
     the stored JSON (:meth:`from_json`, in :func:`service.store.snapshot.parse_snapshot`) and
@@ -98,7 +98,7 @@ class Ranker:
     @property
     def version(self) -> int:
         """Which version of its ranker this is (1 unless added as a new version:
-        :mod:`service.ranker_versions`)."""
+        :mod:`service.experiments.ranker_versions`)."""
         return int(self.extra.get("version", 1))
 
     @property

@@ -1,6 +1,6 @@
 """rankduel.js on a control answer, in a real headless Chromium: a page of a placement's
 control (no impression) attached with its ``page_token`` reports a followed link's click,
-which counts the page as clicked once (service/control_pages.py, docs/frontend.md)."""
+which counts the page as clicked once (service/placements/control_pages.py, docs/frontend.md)."""
 
 from __future__ import annotations
 

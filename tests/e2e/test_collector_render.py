@@ -1,4 +1,4 @@
-"""The metrics collector renders its text itself (service/collector.py, for speed at
+"""The metrics collector renders its text itself (service/experiments/collector.py, for speed at
 hundreds of experiments): it must be exactly what prometheus-client's ``generate_latest``
 writes for the same samples, escaping included."""
 
@@ -18,7 +18,7 @@ def test_exposition_equals_generate_latest(tmp_path):
 
     import bandits
     from demo.stack import Stack
-    from service.collector import StateCollector
+    from service.experiments.collector import StateCollector
     from service.store import Store
     from service.store.client import connect
     from service.store.keys import new_impression_id, shown_key, w_key

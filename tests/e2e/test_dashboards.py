@@ -2,7 +2,7 @@
 
 * Every PromQL query (panel targets and template variables) refers only to metrics the
   code exports (the metric objects of :mod:`service.metrics` and the families of
-  :mod:`service.collector`), or to Prometheus's own ``up``.
+  :mod:`service.experiments.collector`), or to Prometheus's own ``up``.
 * Every query, evaluated by a real Prometheus server (Debian's ``prometheus``, installed
   by ``scripts/test``) that scraped the API and the worker during a reduced demo run
   (tests/metrics_run.py), returns data; and the regret and comparison series have, at
@@ -85,7 +85,8 @@ def exported_names() -> set[str]:
     """Every sample name the code can export."""
     from prometheus_client import Counter, Gauge, Histogram, Summary
 
-    from service import collector, metrics
+    from service import metrics
+    from service.experiments import collector
 
     out = set(collector.exported_names())
     for obj in vars(metrics).values():

@@ -214,14 +214,15 @@ def test_the_judging_page_with_keyboard_shortcuts(client, campaign, api, worker)
 
 def test_each_task_applied_once_and_redis_round_trips_change_nothing(rd):
     """Exactly once, and a restart anywhere: the campaign driven through
-    ``service.campaigns.Campaigns`` on the real Redis (state through JSON at every call, every
+    ``service.campaigns.operations.Campaigns`` on the real Redis (state through JSON at every
+    call, every
     submission sent twice, every applied task queued again as a retried worker would)
     ends in exactly the state of the same calls on a state kept in memory. On the way a
     turncoat (every target pair the wrong way; the test pairs right in two tasks, wrong in
     the third) is excluded, which rebuilds the judges, while another assessor's task made
     before that is still out; the campaign then runs to its end."""
     from judging import campaign as logic
-    from service.campaigns import Campaigns
+    from service.campaigns.operations import Campaigns
     from service.store import Store
     from service.store.keys import campaign_submitted_key as _submitted
 

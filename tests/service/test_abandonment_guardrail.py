@@ -1,6 +1,6 @@
 """The abandonment guardrail on a real API, Redis and Celery worker: control answers
 carry a page token, their clicks are reported with it, and the worker's sweep compares
-the experiment's pages with the control's (service/control_pages.py,
+the experiment's pages with the control's (service/placements/control_pages.py,
 docs/operations/rollout.md). The session's configuration: RANKDUEL_INACTIVITY_S 1.5 (one-
 second buckets, settled about 5 s after the page), the sweep every 0.5 s."""
 
@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 
 from conftest import SECRET
 
-from service import control_pages
-from service.guardrails import check
+from service.placements import control_pages
+from service.placements.guardrails import check
 from service.store import Store
 from service.store.keys import counters_key, placement_control_key
 

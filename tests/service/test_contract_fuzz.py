@@ -45,7 +45,7 @@ from hypothesis import HealthCheck
 from schemathesis.core.failures import FailureGroup, ServerError
 from schemathesis.openapi.checks import RejectedPositiveData
 
-from service.api.schemas import RANKER_URL_PATTERN
+from service.schemas import RANKER_URL_PATTERN
 
 ADMIN = "test-admin-token-0123456789"
 EXAMPLES = int(os.environ.get("RANKDUEL_FUZZ_EXAMPLES", "12"))

@@ -1,4 +1,4 @@
-"""An experiment's ``error_rate`` δ (issue 32, :mod:`service.error_rates`): validated at
+"""An experiment's ``error_rate`` δ (issue 32, :mod:`service.experiments.error_rates`): validated at
 creation, passed to a policy that declares it, refused for one that does not, and shown
 with what it means in the report."""
 

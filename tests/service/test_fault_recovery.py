@@ -294,7 +294,7 @@ def test_a_due_impression_gets_a_drain_at_once_when_the_lease_is_taken(store, mo
 
 # ------------------------------------------------------------------ retirement
 def test_a_ranker_that_keeps_failing_is_retired_with_an_audit_entry(store):
-    from service.experiments import retire_if_failing
+    from service.experiments.operations import retire_if_failing
 
     exp_id = experiment(store, k=3)
     now = [1000.0]

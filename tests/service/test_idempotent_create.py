@@ -1,5 +1,5 @@
 """``POST /experiments`` with ``Idempotency-Key``: a retried creation creates nothing new
-(:mod:`service.idempotency`), against the real API and Redis."""
+(:mod:`service.experiments.idempotency`), against the real API and Redis."""
 
 from __future__ import annotations
 

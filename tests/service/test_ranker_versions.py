@@ -1,6 +1,7 @@
 """A ranker's definition never changes inside an experiment (issue 33): the routes that
 would change it answer 409 saying how; a new version is a new arm ``NAME@vN``, audited,
-and the state and the report name the version compared (:mod:`service.ranker_versions`)."""
+and the state and the report name the version compared
+(:mod:`service.experiments.ranker_versions`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The schemas of service/api/schemas.py agree with the code they describe: the algorithms'
+"""The schemas of service/schemas.py agree with the code they describe: the algorithms'
 parameters with the policies' declarations, the response models with what the API
 returns, and the generated OpenAPI document with itself (links, errors, operations).
 """

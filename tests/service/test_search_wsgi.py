@@ -16,7 +16,7 @@ from werkzeug.test import Client
 from service.api import search_wsgi
 from service.app import create_app
 from service.config import load_config
-from service.control_pages import verify
+from service.placements.control_pages import verify
 from service.runtime import EXTENSION
 
 ADMIN_H = {"Authorization": f"Bearer {ADMIN}"}

@@ -1,7 +1,8 @@
-"""Segments (service.segments): declared at creation (422 for a bad declaration), named by
-the search, stored with the impression, and counted per (dimension, value) beside the
-total W by the same exactly-once credit step, through a worker killed mid-task, replayed
-tasks, and held outcomes (a policy whose every outcome is decided by its own update()).
+"""Segments (service.segments.dimensions): declared at creation (422 for a bad
+declaration), named by the search, stored with the impression, and counted per
+(dimension, value) beside the total W by the same exactly-once credit step, through a
+worker killed mid-task, replayed tasks, and held outcomes (a policy whose every outcome is
+decided by its own update()).
 
 The invariants: the total W is what it would be without segments (its sum equals the
 decisive impressions); each dimension's W sums to the total W, exactly; and each value's

@@ -162,7 +162,7 @@ def test_one_ranker_failing_serves_the_other_without_duel(client, ranker_server,
         assert rd.hget(ikey(page["impression_id"]), "duel") == b"0"
         # ... and the failing ranker forfeited the duel: a loss, credited by the worker;
         # not one whose answer came but could not be read (a broken integration is no
-        # loser: service.rankers.degraded)
+        # loser: service.search.degraded)
         forfeits = [] if bad == "garbage" else [[0, 1]]
         assert json.loads(rd.hget(ikey(page["impression_id"]), "forfeits")) == forfeits
 

@@ -8,6 +8,10 @@ imports with :mod:`ast` (nothing is imported) and check the rules:
   Celery, Prometheus, plots, nor the I/O packages of the project;
 * no import cycles among the project's modules, counting the imports made inside
   functions too (a deferred import is still a dependency);
+* inside ``service``, one folder per concept and at most :data:`MAX_TOP_FILES` modules at
+  the top; only :mod:`service.app` imports :mod:`service.api` (nothing below the HTTP
+  layer reaches up into it), and the folders and top modules of ``service`` import each
+  other without a loop (:func:`service_layers`);
 * storage (``service/store/``) never calls a policy: it imports nothing of
   :mod:`service.credit` and calls no policy's or guard's decision (``update``,
   ``watches``, ``volatility``...): it stores plain values it is given
@@ -160,6 +164,84 @@ def test_cycles_finds_a_cycle():
 def test_no_import_cycles():
     found = cycles(GRAPH)
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+#: the concepts of the live service, each a folder of ``service/`` (docs/architecture.md)
+CONCEPTS = ("api", "campaigns", "clicks", "credit", "events", "experiments", "placements",
+            "rankers", "reports", "schemas", "search", "segments", "store")
+#: the most modules at the top of ``service/`` (wiring, configuration, errors, tokens,
+#: metrics and the like); everything else lives in its concept's folder
+MAX_TOP_FILES = 12
+#: the modules that may import ``service.api``: the application factory
+API_IMPORTERS = ("service.app",)
+
+
+def service_layers(graph: dict[str, list[str]]) -> tuple[list[str], list[list[str]]]:
+    """What breaks the layers of ``service`` in an import ``graph``: the imports of
+    ``service.api`` from below it (by any module of ``service`` or ``workers`` other than
+    :data:`API_IMPORTERS`), and the loops between the parts of ``service`` (each folder,
+    and each module at its top, counts as one node)."""
+    up = [f"{name} imports {target}" for name, targets in graph.items()
+          for target in targets
+          if name.partition(".")[0] in ("service", "workers")
+          and not name.startswith("service.api") and name not in API_IMPORTERS
+          and (target == "service.api" or target.startswith("service.api."))]
+
+    def part(module: str) -> str | None:
+        pieces = module.split(".")
+        return pieces[1] if pieces[0] == "service" and len(pieces) > 1 else None
+
+    parts: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        a = part(name)
+        if a is None:
+            continue
+        parts.setdefault(a, set())
+        for target in targets:
+            b = part(target)
+            if b is not None and b != a:
+                parts[a].add(b)
+                parts.setdefault(b, set())
+    return up, cycles({a: sorted(b) for a, b in parts.items()})
+
+
+def test_service_layers_finds_the_old_imports():
+    # the imports of the tree before the folders by concept (issue 40): each is caught
+    old = {
+        "service.experiments": ["service.api.schemas", "service.rankers.client"],
+        "service.ranker_versions": ["service.api.schemas"],
+        "service.rankers.health": ["service.experiments", "service.runtime"],
+        "service.rankers.client": [],
+        "service.runtime": ["service.rankers.client"],
+        "service.app": ["service.api"],
+        "service.api.schemas": [],
+    }
+    up, loops = service_layers(old)
+    assert up == ["service.experiments imports service.api.schemas",
+                  "service.ranker_versions imports service.api.schemas"]
+    # rankers -> runtime -> rankers, rankers -> experiments -> rankers: one loop of three
+    assert loops == [["experiments", "rankers", "runtime"]]
+    assert service_layers({"service.app": ["service.api.frontend"],
+                           "service.search.serve": ["service.store"]}) == ([], [])
+
+
+def test_the_service_layers_hold():
+    up, loops = service_layers(GRAPH)
+    assert not up, "imports up into service.api: " + "; ".join(up)
+    assert not loops, "loops between parts of service/: " + "; ".join(
+        " <-> ".join(loop) for loop in loops)
+
+
+def test_service_is_one_folder_per_concept():
+    top = sorted(p.name for p in (ROOT / "service").glob("*.py"))
+    assert len(top) <= MAX_TOP_FILES, f"{len(top)} modules at the top of service/: {top}"
+    folders = {p.name for p in (ROOT / "service").iterdir()
+               if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(CONCEPTS), sorted(folders ^ set(CONCEPTS))
+    # the architecture page draws every folder (a new one must be placed in the drawing)
+    drawing = (ROOT / "docs" / "architecture.md").read_text()
+    missing = [f for f in CONCEPTS if f"{f}/" not in drawing]
+    assert not missing, f"docs/architecture.md does not show service/{missing}"
 
 
 def test_the_service_is_small_modules_and_the_tasks_are_thin():

@@ -12,12 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from service.controller import quarantined
-from service.rankers import degraded
+from service.experiments.controller import quarantined
 from service.rankers.client import RankerFailure
 from service.rankers.failure_log import FailureLog
 from service.rankers.probe import describe_empty
 from service.rankers.redact import excerpt, header_secrets, redact
+from service.search import degraded
 from service.store.ranker_health import parse_health
 from service.store.records import Ranker
 

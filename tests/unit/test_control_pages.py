@@ -1,5 +1,6 @@
 """The control's pages for the abandonment guardrail (rollout/control_pages.py, the page
-token of service/control_pages.py, and the counters read back by service/guardrails.py):
+token of service/placements/control_pages.py, and the counters read back by
+service/placements/guardrails.py):
 buckets, when they settle, the experiment's window, and tokens that cannot be forged."""
 
 from __future__ import annotations
@@ -7,10 +8,11 @@ from __future__ import annotations
 import pytest
 
 from rollout import control_pages as cp
+from rollout.call_counts import ranker_counters
 from rollout.guardrails import PageCounters, evaluate
-from service import control_pages
 from service.errors import Forbidden
-from service.guardrails import experiment_pages, ranker_counters
+from service.placements import control_pages
+from service.placements.guardrails import experiment_pages
 
 SECRET = b"s" * 32
 

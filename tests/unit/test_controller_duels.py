@@ -12,7 +12,7 @@ import numpy as np
 
 from bandits.base import ELIMINATED, RETIRED
 from bandits.sparring_certifier import SparringCertifier
-from service.controller import Controller
+from service.experiments.controller import Controller
 from service.store.records import Ranker
 
 

@@ -11,7 +11,7 @@ import time
 from types import SimpleNamespace
 
 import bandits
-from service.rankers.health import RankerHealth
+from service.search.ranker_health import RankerHealth
 
 
 def health_of(status: dict[int, str], quarantined: set[int]) -> RankerHealth:

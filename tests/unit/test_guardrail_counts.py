@@ -1,12 +1,12 @@
 """The guardrail counts a placement search writes, and how they are read back for
-:func:`rollout.guardrails.evaluate` (service/guardrails.py; pure)."""
+:func:`rollout.guardrails.evaluate` (service/placements/guardrails.py; pure)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+from rollout.call_counts import fields, ranker_counters, tally
 from rollout.guardrails import latency_bucket
-from service.guardrails import fields, ranker_counters, tally
 
 
 def test_a_fetch_counts_calls_failures_empty_answers_and_latency():

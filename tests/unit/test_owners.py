@@ -8,7 +8,7 @@ import pytest
 
 import interleaving
 from interleaving.owners import owners
-from service.search import shown_copies
+from service.search.serve import shown_copies
 
 A = [f"d{i}" for i in range(8)]
 B = ["d3", "d0", "d9", "d1", "d2", "d8"]

@@ -25,10 +25,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from service.api.schemas import RankerIn
 from service.errors import Conflict
-from service.experiments import Prober, ranker_entry
+from service.experiments.operations import Prober, ranker_entry
 from service.rankers.allow_list import RankerPolicy
+from service.schemas import RankerIn
 from service.store import Store, audit_entry
 from service.store.records import Ranker
 from service.store.snapshot import Snapshot
@@ -58,14 +58,6 @@ def versioned_name(name: str, version: int) -> str:
     ('bm25', 'bm25@v2')
     """
     return name if version == 1 else f"{name}{SEP}{version}"
-
-
-def how_to_change(exp_id: str, name: str = "NAME") -> str:
-    """What a 409 says to do instead of changing a ranker in place."""
-    return (f"a ranker's definition cannot change inside an experiment (its comparisons "
-            f"would mix two systems): add a new version with POST /experiments/{exp_id}/"
-            f"rankers/{name}/versions and the fields to change (it becomes {name}@v2, "
-            f"the previous version is retired unless \"retire_previous\": false)")
 
 
 def latest(snap: Snapshot, name: str) -> Ranker:

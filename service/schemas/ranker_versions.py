@@ -1,12 +1,12 @@
 """``POST /experiments/ID/rankers/NAME/versions``: a new version of a ranker
-(:mod:`service.ranker_versions`)."""
+(:mod:`service.experiments.ranker_versions`)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from service.api.schemas.base import MAX_TIMEOUT_MS, PROBE, Closed, Int, RankerUrl
-from service.api.schemas.experiments import RankerRequest, RankerResponse
+from service.schemas.base import MAX_TIMEOUT_MS, PROBE, Closed, Int, RankerUrl
+from service.schemas.experiments import RankerRequest, RankerResponse
 
 
 class NewRankerVersion(Closed):

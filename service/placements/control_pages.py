@@ -9,7 +9,7 @@ and the page's bucket: keyed BLAKE2b (128 bits) with a key derived from the serv
 token secret (the impression tokens', :mod:`service.tokens`), half the CPU of an
 HMAC-SHA256, which matters on a control search (a few microseconds in all). The page
 is counted in the process's in-memory control counts (``p:<end>``), written at most
-every second with the control ranker's calls (:mod:`service.placement_search`).
+every second with the control ranker's calls (:mod:`service.placements.search`).
 
 **A click** (``POST /clicks`` with ``page_token`` instead of ``impression_id`` and
 ``token``): the token is checked (403 when forged or malformed), the click refused after
@@ -18,9 +18,9 @@ the page's click window (409), and the page's first click counted (``c:<end>``; 
 of the document or rank is checked: rankduel keeps no record of what a control page showed.
 
 **The fold** (:func:`fold`, at each sweep of the workers with the guardrails,
-:func:`service.guardrails.check_all`): settled buckets are taken off the placement
+:func:`service.placements.guardrails.check_all`): settled buckets are taken off the placement
 atomically and added to each running experiment whose period they overlap
-(``g:control_pages``, ``g:control_clicked``); :func:`service.guardrails.check` reads them
+(``g:control_pages``, ``g:control_clicked``); :func:`service.placements.guardrails.check` reads them
 with the experiment's own pages.
 """
 

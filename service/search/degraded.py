@@ -14,7 +14,7 @@ broken integration. So, on every search (:func:`screen`):
 * **degraded**: with at least :data:`LEAST` answers in its window, :data:`SHARE` or more
   of them bad, the ranker is marked ``degraded`` with the reason ("no results" or
   "unparseable results"): taken out of selection like a quarantined ranker
-  (:func:`service.controller.quarantined`), shown in the experiment's state, its report
+  (:func:`service.experiments.controller.quarantined`), shown in the experiment's state, its report
   and ``/ui/``, counted by ``rankduel_ranker_degraded{experiment, ranker}``, audited
   (``ranker_degraded``) and logged (:mod:`service.rankers.failure_log`);
 * **coming back**: a degraded ranker is probed like a quarantined one, once per
@@ -24,7 +24,7 @@ broken integration. So, on every search (:func:`screen`):
   retire it.
 
 Connection failures, timeouts and non-200 answers are the circuit breaker's
-(:mod:`service.rankers.health`): they forfeit and lead to quarantine, not to this. An
+(:mod:`service.search.ranker_health`): they forfeit and lead to quarantine, not to this. An
 unparseable answer is both: a failure for the breaker (consecutive ones quarantine the
 ranker, and quarantines in a row retire it), but never a forfeit.
 """
@@ -35,7 +35,7 @@ import time
 
 from service.rankers.client import RankerFailure
 from service.rankers.failure_log import FAILURES
-from service.rankers.health import UNPARSEABLE, Answer, RankerHealth
+from service.search.ranker_health import UNPARSEABLE, Answer, RankerHealth
 from service.store import audit_entry
 
 #: the answers a ranker is judged on (its last ones)

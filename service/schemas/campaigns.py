@@ -12,7 +12,8 @@ from pydantic import (
 )
 
 from judging.base import Judge
-from service.api.schemas.base import (
+from service.id_limits import MAX_ID_CHARS
+from service.schemas.base import (
     MAX_QUERY_CHARS,
     MAX_SEED,
     Closed,
@@ -20,11 +21,10 @@ from service.api.schemas.base import (
     Name,
     Out,
 )
-from service.api.schemas.params import (
+from service.schemas.params import (
     param_annotation,
     param_description,
 )
-from service.id_limits import MAX_ID_CHARS
 
 # judging campaigns
 MAX_POOL = 1000

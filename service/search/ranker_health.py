@@ -11,9 +11,9 @@ from typing import Any
 
 from bandits.base import ELIMINATED, RETIRED
 from service import metrics
-from service.controller import Choice
 from service.errors import BadGateway
-from service.experiments import retire_if_failing
+from service.experiments.controller import Choice
+from service.experiments.operations import retire_if_failing
 from service.rankers.client import RankerFailure
 from service.rankers.failure_log import FAILURES
 from service.runtime import Runtime
@@ -32,7 +32,7 @@ class SearchTiming:
 
 #: the reasons of an answer that came but could not be read as results: a failure for the
 #: circuit breaker, but never a forfeit (a broken integration is not a worse ranker); it
-#: counts toward degraded (:mod:`service.rankers.degraded`)
+#: counts toward degraded (:mod:`service.search.degraded`)
 UNPARSEABLE = frozenset({"bad_response"})
 
 #: a ranker's answer: its arm, the ranker and its results
@@ -48,7 +48,7 @@ class RankerHealth:
     duels are served by the opponent alone, no outcome recorded). When the quarantine
     ends it is *half-open*: one request at a time may probe it; a success closes it, a
     failure opens a new quarantine; after ``ranker_retire_after`` quarantines in a row the
-    ranker is retired (:func:`service.experiments.retire_if_failing`). While its
+    ranker is retired (:func:`service.experiments.operations.retire_if_failing`). While its
     quarantine is open the controller keeps it out of selection. Health lives in Redis
     (:meth:`Store.ranker_failed`), shared by every API process; changes are audited and
     counted.

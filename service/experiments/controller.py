@@ -18,7 +18,7 @@ order of requests, and distinct across the processes (each ``t`` is handed out o
 on its stored state and ``t`` (:mod:`bandits.base`), so a reload loses nothing.
 
 The same round trip returns the health of the experiment's rankers (consecutive
-failures, quarantines; :mod:`service.search` uses it), so a search costs one Redis
+failures, quarantines; :mod:`service.search.serve` uses it), so a search costs one Redis
 call before the rankers are fetched.
 
 The cache is bounded: beyond ``max_entries`` experiments (``RANKDUEL_STATE_CACHE_SIZE``)
@@ -74,10 +74,10 @@ def reseed(gen: np.random.Generator, seed: int, t: int) -> np.random.Generator:
 
 def quarantined(health: dict[int, dict[str, Any]], now: float) -> frozenset[int]:
     """The arms whose quarantine is open at ``now``, or that are degraded and not yet due
-    for a probe (:mod:`service.rankers.degraded`): unavailable to selection, so the
+    for a probe (:mod:`service.search.degraded`): unavailable to selection, so the
     policy compares the healthy rankers (:meth:`bandits.base.DuelingBandit.select_available`).
     A ranker whose quarantine ended is available again: the search that chooses it
-    probes it (:class:`service.rankers.health.RankerHealth`), and only a successful probe
+    probes it (:class:`service.search.ranker_health.RankerHealth`), and only a successful probe
     closes its quarantine.
 
     Examples

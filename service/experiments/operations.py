@@ -19,15 +19,15 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences, wilson_interval
-from service import error_rates
-from service.api.schemas import NewExperiment, NewRanker, RankerIn
 from service.errors import Conflict, Unprocessable
+from service.experiments import error_rates
 from service.rankers import template as ranker_template
 from service.rankers.allow_list import RankerPolicy
 from service.rankers.client import RankerClient
 from service.rankers.parsing import validate_url
 from service.rankers.probe import probe_all
-from service.segment_counts import segment_state
+from service.schemas import NewExperiment, NewRanker, RankerIn
+from service.segments.counts import segment_state
 from service.store import Contention, Store, audit_entry
 from service.store.records import Ranker
 from service.store.snapshot import ExperimentMissing, Snapshot
@@ -93,10 +93,10 @@ def probe_rankers(client: RankerClient, rankers: list[Ranker], query: str, *,
 def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
            probe: Prober | None = None, policy: RankerPolicy | None = None) -> str:
     """Create the experiment a validated ``POST /experiments`` body describes; 422 for
-    what its schema cannot say (see :mod:`service.api.schemas`). With ``probe``, every ranker
+    what its schema cannot say (see :mod:`service.schemas`). With ``probe``, every ranker
     must answer a test query first (unless the body says ``"probe": false``)."""
     body = spec.root
-    algorithm = body.algorithm  # a registered one: service.api.schemas imports every policy
+    algorithm = body.algorithm  # a registered one: service.schemas imports every policy
     params = body.params_dict()
     rankers, problems = [], []
     for n, r in enumerate(body.rankers):  # every ranker's problems at once
@@ -175,14 +175,21 @@ def parse_truth(preferences: list[list[float]] | None, best: str | None,
     return {"preferences": P.tolist(), "best": None if best is None else names.index(best)}
 
 
+def how_to_change(exp_id: str, name: str = "NAME") -> str:
+    """What a 409 says to do instead of changing a ranker in place."""
+    return (f"a ranker's definition cannot change inside an experiment (its comparisons "
+            f"would mix two systems): add a new version with POST /experiments/{exp_id}/"
+            f"rankers/{name}/versions and the fields to change (it becomes {name}@v2, "
+            f"the previous version is retired unless \"retire_previous\": false)")
+
+
 def refuse_definition_change(body: dict[str, Any]) -> None:
     """An experiment's definition cannot change after creation (409)."""
     fixed = sorted(set(body) & set(IMMUTABLE))
     if fixed:
-        raise Conflict(f"{', '.join(fixed)} cannot change after an experiment is created"
-                       " (add or retire rankers with /experiments/ID/rankers; change a "
-                       "ranker by adding a version: POST /experiments/ID/rankers/NAME/"
-                       "versions)")
+        raise Conflict(f"{', '.join(fixed)} cannot change after an experiment is created "
+                       "(add or retire rankers with /experiments/ID/rankers); "
+                       + how_to_change("ID"))
 
 
 def rename(store: Store, exp_id: str, name: str) -> None:
@@ -207,10 +214,8 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
         if snap.lifecycle == "stopped":
             raise Conflict(f"experiment {exp_id!r} is stopped")
         if any(r.name == ranker.name for r in snap.rankers):
-            raise Conflict(
-                f"experiment {exp_id!r} already has a ranker {ranker.name!r}; a ranker's "
-                f"definition cannot change inside an experiment: to change it, add a new "
-                f"version with POST /experiments/{exp_id}/rankers/{ranker.name}/versions")
+            raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker.name!r}; "
+                           + how_to_change(exp_id, ranker.name))
 
     check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
     if spec.probe and probe is not None:

@@ -1,5 +1,5 @@
 """Serving a search: ``search`` asks the controller for a comparison, fetches the chosen
-rankers concurrently (through their circuit breaker, :mod:`service.rankers.health`),
+rankers concurrently (through their circuit breaker, :mod:`service.search.ranker_health`),
 interleaves their lists with the experiment's method, stores the impression (with the
 interleaving record the credit step needs) and returns the page with a click token.
 
@@ -10,9 +10,9 @@ interleaving record the credit step needs) and returns the page with a click tok
   ranker's loss to it, credited by the worker like any outcome (counted by reason in
   ``rankduel_ranker_forfeits_total``). A ranker that answers no results, or results it
   cannot read, while another answers results is left out, no outcome
-  (:mod:`service.rankers.degraded`, which marks a ranker that keeps doing so
+  (:mod:`service.search.degraded`, which marks a ranker that keeps doing so
   ``degraded``). A quarantined ranker
-  (:class:`~service.rankers.health.RankerHealth`) is not called: its opponent is served
+  (:class:`~service.search.ranker_health.RankerHealth`) is not called: its opponent is served
   alone, no outcome. A ranker whose quarantine ended is probed by the next search,
   whether selection chose it or not (an unchosen one's answer is not shown).
 * Every chosen ranker failed or is quarantined: the champion, or another healthy ranker,
@@ -20,7 +20,7 @@ interleaving record the credit step needs) and returns the page with a click tok
   The 502 names no internal error (it must not tell a client which addresses answer);
   when this process's allow-list refused the rankers, it says so (its configuration).
 
-Clicks and ends (:mod:`service.clicks`) only touch the impression; crediting happens in a
+Clicks and ends (:mod:`service.clicks.reports`) only touch the impression; crediting happens in a
 worker once the impression closes (:mod:`service.credit`).
 """
 
@@ -33,12 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from service import guardrails, metrics
+from rollout import call_counts
+from service import metrics
 from service.errors import BadGateway
-from service.rankers import degraded
-from service.rankers.health import RankerHealth, SearchTiming
 from service.runtime import Runtime
-from service.segments import labels as segment_labels
+from service.search import degraded
+from service.search.ranker_health import RankerHealth, SearchTiming
+from service.segments.dimensions import labels as segment_labels
 from service.store.keys import new_impression_id
 from service.store.placements import GUARD_PREFIX
 from service.tokens import issue_token
@@ -76,20 +77,20 @@ def query_digest(q: str) -> str:
 
 
 def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
-    """What a duel's record keeps for its next pages (:mod:`service.paging`): the
+    """What a duel's record keeps for its next pages (:mod:`service.search.paging`): the
     generator's state after the interleaving drew, and the query's digest."""
     return {"rng": _interleaving().rng_state(rng), "q": query_digest(q)}
 
 
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
            timing: SearchTiming | None = None,
-           calls: list[guardrails.Call] | None = None,
+           calls: list[call_counts.Call] | None = None,
            segments: dict[str, str] | None = None) -> dict[str, Any]:
     """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
     receives the time spent waiting for rankers; ``calls`` (a search of a placement)
     receives each ranker call, and their guardrail counts are saved with the impression
-    (:mod:`service.guardrails`); ``segments`` (dimension -> value) are the search's
-    segment values, stored with the impression as labels (:mod:`service.segments`)."""
+    (:mod:`service.placements.guardrails`); ``segments`` (dimension -> value) are the search's
+    segment values, stored with the impression as labels (:mod:`service.segments.dimensions`)."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     choice = rt.controller.choose(exp_id)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
@@ -103,7 +104,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     if calls is not None:  # a chosen ranker skipped (quarantined) failed, for the user
         skipped = [choice.by_arm[a].name for a in choice.arms
                    if a not in {arm for arm, _ in called}]
-        guardrails.tally(calls, ok, [*(choice.by_arm[a].name for a, _ in failed), *skipped],
+        call_counts.tally(calls, ok, [*(choice.by_arm[a].name for a, _ in failed), *skipped],
                          health.timing.rankers_s - waited)
     ok, failed = degraded.screen(health, ok, failed)  # no results is never a loss
     if not ok:  # serve the champion, or another healthy ranker, without a duel
@@ -128,7 +129,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         rng = _interleave_rng(exp_id, q, user, arms, seed)
         rankings = [[str(item["id"]) for item in res] for _, _, res in ok]
         shown, record = _interleaving().interleave(method, rankings, k, rng)
-        record["page"] = page_state(rng, q)  # for the next pages (service.paging)
+        record["page"] = page_state(rng, q)  # for the next pages (service.search.paging)
         duel, kind = True, "duel"
     else:
         arms = (ok[0][0],)
@@ -142,7 +143,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     if fallback:  # also a multileaved comparison that lost some of its rankers
         counters["fallback"] = 1
     if calls:
-        counters.update(guardrails.fields(calls, GUARD_PREFIX))
+        counters.update(call_counts.fields(calls, GUARD_PREFIX))
     rt.store.save_impression(
         imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,

@@ -1,6 +1,6 @@
 """An experiment's per-segment counts as matrices: ``W`` per dimension and value, in the
 layout of the total ``W`` (rows and columns by arm), for ``GET /experiments/ID`` and the
-report. What the counts are and how they are kept: :mod:`service.segments`."""
+report. What the counts are and how they are kept: :mod:`service.segments.dimensions`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from service.segments import values
+from service.segments.dimensions import values
 from service.store import Store
 from service.store.credits import SegmentCounts
 from service.store.snapshot import Snapshot

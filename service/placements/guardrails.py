@@ -11,7 +11,7 @@ it (a duel's rankers are called concurrently: each is given the slower of the tw
 only errs towards caution).
 
 :func:`check` runs at most every ``guardrail_interval_s`` per API process and placement
-(after a search of the placement, :mod:`service.placement_search`), at once for an
+(after a search of the placement, :mod:`service.placements.search`), at once for an
 experiment that could not serve a search, and for every placement at each sweep of the
 workers (:func:`check_all`): for each running experiment it reads
 the counters, :func:`rollout.guardrails.evaluate`, and on a trip pauses the experiment
@@ -25,67 +25,28 @@ pages are its credited impressions (``g:pages``) and those without any click rep
 (``g:abandoned``), counted by the credit step; the control's are the control pages
 served in that period whose buckets have settled (``g:control_pages``, and
 ``g:control_clicked`` those with a click reported with their ``page_token``), added to it
-by the fold of the worker's sweep (:mod:`service.control_pages`). Both sides count a page
+by the fold of the worker's sweep (:mod:`service.placements.control_pages`). Both sides count a page
 as abandoned when no click at all was reported for it (the dwell rule does not apply).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable
 
+from rollout.call_counts import ranker_counters
 from rollout.control_pages import page_counters
-from rollout.guardrails import PageCounters, RankerCounters, Trip, evaluate, latency_bucket
-from service import control_pages, placements
-from service.errors import Conflict, NotFound
-from service.experiments import set_lifecycle
+from rollout.guardrails import PageCounters, RankerCounters, Trip, evaluate
+from service.errors import Conflict
+from service.placements import control_pages
+from service.placements.traffic import pause
 from service.store import Contention, Store, audit_entry
 from service.store.control_pages import CONTROL_CLICKED, CONTROL_PAGES
 from service.store.placements import ABANDONED, GUARD_PREFIX, PAGES
 from service.store.snapshot import ExperimentMissing
 
 log = logging.getLogger("rankduel.guardrails")
-
-#: one ranker call: (ranker name, failed, empty, milliseconds)
-Call = tuple[str, bool, bool, float]
-
-
-def tally(calls: list[Call], answered: Iterable[tuple[Any, Any, Sequence[Any]]],
-          failed: Iterable[str], waited_s: float) -> None:
-    """Add one fetch's calls to ``calls``: ``answered`` as ``(arm, ranker, results)``,
-    ``failed`` the names of the rankers that failed or were skipped."""
-    ms = waited_s * 1e3
-    for _, ranker, results in answered:
-        calls.append((ranker.name, False, not results, ms))
-    for name in failed:
-        calls.append((name, True, False, 0.0))
-
-
-def fields(calls: Iterable[Call], prefix: str = "") -> dict[str, int]:
-    """The counter increments of ``calls`` (``<prefix><ranker>:calls`` ...)."""
-    out: dict[str, int] = {}
-    for name, failed, empty, ms in calls:
-        base = f"{prefix}{name}:" if prefix else ""
-        for f in ("calls", "failures" if failed else "empty" if empty else None,
-                  None if failed else f"lat:{latency_bucket(ms)}"):
-            if f is not None:
-                out[base + f] = out.get(base + f, 0) + 1
-    return out
-
-
-def ranker_counters(counts: dict[str, int], prefix: str = "") -> RankerCounters:
-    """One ranker's :class:`RankerCounters` from counter fields (``prefix``: its name)."""
-    lat = {int(k[len(prefix) + 4:]): v for k, v in counts.items()
-           if k.startswith(prefix + "lat:")}
-    hist = [lat.get(i, 0) for i in range(max(lat) + 1)] if lat else []
-    calls, failures = counts.get(prefix + "calls", 0), counts.get(prefix + "failures", 0)
-    return RankerCounters(calls=calls, failures=min(failures, calls),
-                          empty=min(counts.get(prefix + "empty", 0), calls - failures),
-                          latency=tuple(hist))
-
 
 def _experiment_rankers(counts: dict[str, int]) -> dict[str, RankerCounters]:
     names = {k[len(GUARD_PREFIX):].rsplit(":", 1)[0] for k in counts
@@ -124,7 +85,7 @@ def check_all(store: Store, inactivity_s: float | None = None) -> int:
     """Check every placement's running experiments (the worker's sweep calls it, so a
     placement is checked even when no API process serves it); returns the trips. With
     ``inactivity_s``, each placement's settled control pages are first folded into its
-    running experiments (:func:`service.control_pages.fold`; dropped when none runs, so
+    running experiments (:func:`service.placements.control_pages.fold`; dropped when none runs, so
     a placement keeps only its unsettled buckets). One unreadable placement does not
     stop the others."""
     tripped = 0
@@ -143,19 +104,17 @@ def check_all(store: Store, inactivity_s: float | None = None) -> int:
 
 
 def trip(store: Store, name: str, exp_id: str, t: Trip) -> bool:
-    """Pause ``exp_id`` for the guardrail ``t``: its share to control first (at once),
-    then its lifecycle, the audit entry and the reason. False (nothing done) when it was
-    no longer running: another process's check tripped it first."""
+    """Pause ``exp_id`` for the guardrail ``t`` (:func:`service.placements.traffic.pause`,
+    the operator's pause, with the reason kept on the placement), then the audit entry.
+    False (nothing more done) when it was no longer running: another process's check,
+    or the operator, paused it first."""
     now = time.time()
     try:
-        placements.set_status(store, name, exp_id, "paused", actor="guardrail", tripped={
+        pause(store, exp_id, actor="guardrail", tripped={
             "rule": t.rule, "ranker": t.ranker, "reason": t.reason, "observed": t.observed,
             "threshold": t.threshold, "ts": now})
-    except (placements.NotRunning, NotFound):
+    except (Conflict, ExperimentMissing, Contention):
         return False
-    # already paused or stopped, or gone: its share went to control all the same
-    with contextlib.suppress(Conflict, ExperimentMissing, Contention):
-        set_lifecycle(store, exp_id, "pause", actor="guardrail")
     store.add_audit(exp_id, audit_entry(now, "guardrail_tripped", actor="service",
                                         rule=t.rule, ranker=t.ranker, reason=t.reason,
                                         placement=name))
@@ -164,5 +123,4 @@ def trip(store: Store, name: str, exp_id: str, t: Trip) -> bool:
     return True
 
 
-__all__ = ["Call", "check", "check_all", "experiment_pages", "fields", "ranker_counters",
-           "tally", "trip"]
+__all__ = ["check", "check_all", "experiment_pages", "trip"]

@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 
 import bandits
 from bandits.params import Param, declared_default
-from service.api.schemas.base import (
+from service.schemas.base import (
     MAX_RANKERS,
     MAX_SEED,
     PROBE,
@@ -27,23 +27,23 @@ from service.api.schemas.base import (
     Name,
     RankerName,
 )
-from service.api.schemas.experiments import (
+from service.schemas.experiments import (
     TRAFFIC_DOC,
     RankerIn,
     Traffic,
 )
-from service.api.schemas.frontend import (
+from service.schemas.frontend import (
     _no_default,
 )
-from service.api.schemas.placements import Guardrails, PlacementName
-from service.segments import (
+from service.schemas.placements import Guardrails, PlacementName
+from service.segments.dimensions import (
     DIMENSION_PATTERN,
     MAX_DIMENSIONS,
     MAX_VALUES,
     OTHER,
     VALUE_PATTERN,
 )
-from service.segments import problems as segment_problems
+from service.segments.dimensions import problems as segment_problems
 
 
 def _check_segments(declared: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
@@ -198,7 +198,7 @@ def _experiment_model(algorithm: str) -> type[_NewExperiment]:
     cls = bandits.get_algorithm(algorithm)
     params = _params_model(algorithm)
     title = "".join(p.title() for p in algorithm.split("_"))
-    # δ of the verdicts, for a policy that states them at one (service.error_rates)
+    # δ of the verdicts, for a policy that states them at one (service.experiments.error_rates)
     delta = {"error_rate": (Annotated[float, Field(gt=0, le=0.5)], Field(
         0.05, description="δ: the chance, over the whole run, that a verdict the report "
         "states is wrong (the certified best ranker is not the best, or the best is shown "

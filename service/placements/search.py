@@ -1,9 +1,9 @@
 """Serving a search of a placement (``GET /search?placement=web&q=…``).
 
-1. The placement's view (:class:`service.placements.PlacementCache`: no Redis call while
+1. The placement's view (:class:`service.placements.operations.PlacementCache`: no Redis call while
    it is fresh) and the search's experiment: :func:`rollout.assign` of the ``user`` id
    and the placement's salt (sticky), or of a random bucket without one.
-2. **In an experiment**: that experiment's search (:func:`service.search.search`, as
+2. **In an experiment**: that experiment's search (:func:`service.search.serve.search`, as
    ``?experiment=ID``), with ``"placement"`` added to the answer and the rankers' calls
    counted for the guardrails in the impression's own write.
 3. **Fallback**: if the experiment cannot serve (every ranker failed, timed out or is in
@@ -13,10 +13,10 @@
    with its ``rank``), ``"experiment": null``, ``"impression_id": null``,
    ``"token": null``, ``"rankers": [control]``: no impression, no interleaving; and a
    ``"page_token"`` to report the page's clicks with, for the abandonment guardrail
-   (:mod:`service.control_pages`: one MAC, the page counted with the control's
+   (:mod:`service.placements.control_pages`: one MAC, the page counted with the control's
    counts). A control ranker that fails is a 502 naming it.
 5. After the answer is built, at most every ``guardrail_interval_s`` per process, the
-   placement's guardrails are checked (:func:`service.guardrails.check`); an experiment
+   placement's guardrails are checked (:func:`service.placements.guardrails.check`); an experiment
    that fell back to control is checked at once, on that search. The control's
    counts are gathered in memory and written at most every second (no Redis call per
    control search); an experiment's go with its impression's write.
@@ -31,14 +31,15 @@ from typing import Any
 
 import redis
 
+from rollout import call_counts
 from rollout.assignment import assign
-from service import control_pages, guardrails
-from service import search as searching
 from service.errors import BadGateway
-from service.placements import PlacementCache, View
+from service.placements import control_pages, guardrails
+from service.placements.operations import PlacementCache, View
 from service.rankers.client import RankerFailure
-from service.rankers.health import SearchTiming
 from service.runtime import Runtime
+from service.search import serve as searching
+from service.search.ranker_health import SearchTiming
 from service.store.placements import GUARD_PREFIX
 
 log = logging.getLogger("rankduel.search")
@@ -55,12 +56,12 @@ def cache(rt: Runtime) -> PlacementCache:
 def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
            timing: SearchTiming, segments: dict[str, str] | None = None) -> dict[str, Any]:
     """Serve one search of placement ``name`` (module docstring); ``segments`` go with
-    an experiment's search (:mod:`service.segments`)."""
+    an experiment's search (:mod:`service.segments.dimensions`)."""
     view = cache(rt).get(name)
     exp_id = assign(view.ranges, view.salt, user, _RNG) if view.ranges else None
     out = None
     if exp_id is not None:
-        calls: list[guardrails.Call] = []
+        calls: list[call_counts.Call] = []
         try:
             out = searching.search(rt, exp_id, q, k, user, timing, calls, segments)
             out["placement"] = name
@@ -70,7 +71,7 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
             log.debug("placement %s: experiment %s fell back to control: %s", name,
                       exp_id, exc)
             if calls:
-                rt.store.count_guard(exp_id, guardrails.fields(calls, GUARD_PREFIX))
+                rt.store.count_guard(exp_id, call_counts.fields(calls, GUARD_PREFIX))
                 # a failing experiment is checked at once: it trips on the search that
                 # reaches its threshold (bounded: once paused it takes no searches)
                 if guardrails.check(rt.store, name, [exp_id]):
@@ -86,15 +87,15 @@ def control(rt: Runtime, view: View, q: str, k: int, user: str | None,
     """The control ranker's list, unchanged; 502 naming it when it fails."""
     [res], waited = rt.rankers.fetch_timed([view.control], q, k, experiment="", user=user)
     timing.rankers_s += waited
-    calls: list[guardrails.Call] = []
+    calls: list[call_counts.Call] = []
     if isinstance(res, RankerFailure):
-        guardrails.tally(calls, [], [view.control.name], waited)
-        _count_control(rt, view, guardrails.fields(calls))
+        call_counts.tally(calls, [], [view.control.name], waited)
+        _count_control(rt, view, call_counts.fields(calls))
         raise BadGateway(f"the control ranker {view.control.name!r} of placement "
                          f"{view.name!r} did not answer ({res.reason}); rankduel itself is "
                          f"up")
-    guardrails.tally(calls, [(None, view.control, res)], [], waited)
-    counts = guardrails.fields(calls)
+    call_counts.tally(calls, [(None, view.control, res)], [], waited)
+    counts = call_counts.fields(calls)
     page_token, page_field = control_pages.new_page(rt.secret, view.name,
                                                     rt.config.inactivity_s)
     counts[page_field] = 1  # the page, for the abandonment guardrail

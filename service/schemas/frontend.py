@@ -16,7 +16,8 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from service.api.schemas.base import (
+from service.id_limits import MAX_DOC_ID_CHARS, MAX_ID_CHARS
+from service.schemas.base import (
     MAX_CLICKS,
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
@@ -27,7 +28,6 @@ from service.api.schemas.base import (
     Out,
     _query_int,
 )
-from service.id_limits import MAX_DOC_ID_CHARS, MAX_ID_CHARS
 
 
 # front end
@@ -97,7 +97,8 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
-#: a control page's token (``"page_token"`` of a control answer: :mod:`service.control_pages`)
+#: a control page's token (``"page_token"`` of a control answer:
+#: :mod:`service.placements.control_pages`)
 PageToken = Annotated[str, Field(min_length=1, max_length=200, description=(
     "a control page's page_token (a control answer of a placement has no impression): "
     "instead of impression_id and token; the page counts as clicked once"))]

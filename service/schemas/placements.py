@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, create_model
 
 from rollout.guardrails import PARAMS as GUARDRAIL_PARAMS
-from service.api.schemas.base import Closed, Int, Out
-from service.api.schemas.experiments import RankerIn, Tripped
+from service.schemas.base import Closed, Int, Out
+from service.schemas.experiments import RankerIn, Tripped
 
 PLACEMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 PlacementName = Annotated[str, Field(pattern=PLACEMENT_PATTERN, description=(

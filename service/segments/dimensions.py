@@ -114,10 +114,3 @@ def from_params(params: Mapping[str, str]) -> dict[str, str]:
     return {k[n:]: v for k, v in params.items() if k.startswith(PARAM_PREFIX) and len(k) > n}
 
 
-def parse_labels(stored: str | None) -> tuple[str, ...]:
-    """An impression's stored ``seg`` field as its labels.
-
-    >>> parse_labels("device=mobile,market=de"), parse_labels(None)
-    (('device=mobile', 'market=de'), ())
-    """
-    return tuple(x for x in (stored or "").split(",") if x)

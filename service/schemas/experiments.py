@@ -1,5 +1,5 @@
 """The operator's bodies and answers about experiments and their rankers
-(``/experiments...``); ``POST /experiments``' body is :mod:`service.api.schemas.params`."""
+(``/experiments...``); ``POST /experiments``' body is :mod:`service.schemas.params`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic import (
     Field,
 )
 
-from service.api.schemas.base import (
+from service.schemas.base import (
     HEADER_NAME_PATTERN,
     MAX_TIMEOUT_MS,
     PATH_PATTERN,

@@ -1,5 +1,5 @@
 """Placements as Prometheus metrics, read from Redis at scrape time (as
-:class:`service.collector.StateCollector` reads experiments, and for the same reason:
+:class:`service.experiments.collector.StateCollector` reads experiments, and for the same reason:
 the state is in Redis, so it is exported once per scrape whatever the number of
 processes): ``rankduel_guardrail_tripped{placement, experiment, rule}`` (1 while a
 guardrail keeps the experiment paused; the alert ``RankduelGuardrailTripped``) and
@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import time
 
-from service.collector import Family
-from service.placements import shares_now
+from service.experiments.collector import Family
+from service.placements.operations import shares_now
 from service.store import Store
 
 log = logging.getLogger("rankduel.metrics")

@@ -1,7 +1,7 @@
 """Every request and response body of the HTTP API, defined once as pydantic models, one
-module per area (:mod:`~service.api.schemas.frontend`, :mod:`~service.api.schemas.experiments`,
-:mod:`~service.api.schemas.params`, :mod:`~service.api.schemas.campaigns`, on
-:mod:`~service.api.schemas.base`); this package names them all.
+module per area (:mod:`~service.schemas.frontend`, :mod:`~service.schemas.experiments`,
+:mod:`~service.schemas.params`, :mod:`~service.schemas.campaigns`, on
+:mod:`~service.schemas.base`); this package names them all.
 
 The handlers validate what they receive through these models (:func:`service.api.validation.parse`)
 and :mod:`service.api.openapi` builds ``/openapi.json`` from their JSON Schema, so what the
@@ -31,7 +31,7 @@ Examples
 
 from __future__ import annotations
 
-from service.api.schemas.base import (
+from service.schemas.base import (
     HEADER_NAME_PATTERN,
     MAX_CLICKS,
     MAX_NAME_CHARS,
@@ -55,7 +55,7 @@ from service.api.schemas.base import (
     RankerName,
     RankerUrl,
 )
-from service.api.schemas.campaigns import (
+from service.schemas.campaigns import (
     MAX_POOL,
     MAX_QUERIES,
     AssessorCreated,
@@ -77,7 +77,7 @@ from service.api.schemas.campaigns import (
     TaskQuery,
     TestPair,
 )
-from service.api.schemas.experiments import (
+from service.schemas.experiments import (
     PLACEHOLDER_NOTE,
     Audit,
     AuditEntry,
@@ -110,7 +110,7 @@ from service.api.schemas.experiments import (
     TemplateText,
     Tripped,
 )
-from service.api.schemas.frontend import (
+from service.schemas.frontend import (
     Click,
     ClickForm,
     Clicks,
@@ -126,12 +126,12 @@ from service.api.schemas.frontend import (
     SearchResult,
     search_query,
 )
-from service.api.schemas.params import (
+from service.schemas.params import (
     NewExperiment,
     param_annotation,
     param_description,
 )
-from service.api.schemas.placements import (
+from service.schemas.placements import (
     Guardrails,
     NewPlacement,
     PlacementList,

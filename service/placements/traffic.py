@@ -1,23 +1,29 @@
 """An experiment's traffic on its placement: the operator's actions that touch both the
 experiment (its lifecycle, in its own hash tag) and its placement (its share, in the
 placement's): creation with ``placement`` and ``traffic``, a PATCH of ``traffic``,
-pause/resume/stop, deletion (:mod:`service.placements` holds the placement's side).
+pause/resume/stop, deletion (:mod:`service.placements.operations` holds the placement's
+side).
 
 The two writes are two transactions (two hash tags, two shards on a cluster), ordered so
 that a failure in between never leaves an experiment taking traffic it should not: a
 pause or stop changes the lifecycle first (a paused experiment serves no duel) and then
-sends its share to control; a resume checks the placement's sum first.
+sends its share to control; a resume checks the placement's sum first. :func:`pause` is
+the one pause, whoever asks: the operator (``POST /experiments/ID/pause``) and a
+guardrail's trip (:func:`service.placements.guardrails.trip`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 from rollout.guardrails import check_params
-from service import experiments, placements
-from service.errors import Conflict, Unprocessable
+from service.errors import Conflict, NotFound, Unprocessable
+from service.experiments import operations as experiments
+from service.placements import operations as placements
 from service.runtime import Runtime
+from service.store import Store
 from service.store.snapshot import ExperimentMissing
 
 
@@ -57,6 +63,30 @@ def _placement(rt: Runtime, exp_id: str) -> str | None:
     return rt.store.snapshot(exp_id).meta.get("placement")
 
 
+def pause(store: Store, exp_id: str, *, actor: str = "operator",
+          tripped: dict[str, Any] | None = None) -> str:
+    """Pause ``exp_id``: its lifecycle first (a paused experiment serves no duel, and the
+    lifecycle's transaction lets one caller of several pause it), then its share on its
+    placement to control, with ``tripped`` (the guardrail that paused it) kept there.
+
+    :class:`Conflict` when it was not running (another process's trip, or the operator,
+    got there first); its placement is brought in line all the same, so that a pause cut
+    short between the two writes is finished by the next one."""
+    name = store.snapshot(exp_id).meta.get("placement")
+    try:
+        state = experiments.set_lifecycle(store, exp_id, "pause", actor=actor)
+    except Conflict:
+        current = store.snapshot(exp_id).lifecycle
+        if name and current in ("paused", "stopped"):
+            with contextlib.suppress(placements.NotRunning, NotFound):
+                placements.set_status(store, name, exp_id, current, actor=actor)
+        raise
+    if name:
+        with contextlib.suppress(placements.NotRunning, NotFound):
+            placements.set_status(store, name, exp_id, state, actor=actor, tripped=tripped)
+    return state
+
+
 def set_traffic(rt: Runtime, exp_id: str, traffic: Any) -> None:
     """A new ``traffic`` from now (409 for an experiment on no placement)."""
     name = _placement(rt, exp_id)
@@ -68,6 +98,8 @@ def set_traffic(rt: Runtime, exp_id: str, traffic: Any) -> None:
 
 def set_lifecycle(rt: Runtime, exp_id: str, action: str) -> str:
     """``pause``, ``resume`` or ``stop``, followed by its placement (module docstring)."""
+    if action == "pause":
+        return pause(rt.store, exp_id)
     name = _placement(rt, exp_id)
     if not name:
         return experiments.set_lifecycle(rt.store, exp_id, action)
@@ -97,5 +129,5 @@ def leave(rt: Runtime, exp_id: str) -> None:
         placements.leave(rt.store, name, exp_id)
 
 
-__all__ = ["as_json", "join_or_delete", "leave", "set_lifecycle", "set_traffic",
+__all__ = ["as_json", "join_or_delete", "leave", "pause", "set_lifecycle", "set_traffic",
            "traffic_of"]

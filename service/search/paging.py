@@ -14,7 +14,7 @@ long list had been shown at once. How:
    ``(N-1)·k`` in a templated request. A ranker that fails now contributes no new
    document (like a list that runs out; its page-1 failure would have been a forfeit).
    The participants go through the same circuit breaker as a search
-   (:class:`service.rankers.health.RankerHealth`): one in quarantine *now* is not called
+   (:class:`service.search.ranker_health.RankerHealth`): one in quarantine *now* is not called
    and contributes no new document, as if it had failed, so page 2 does not wait out
    the timeout of a ranker known to be down (what a user paging on expects: the page at
    once, from the rankers that answer); a failure counts towards its quarantine and a
@@ -22,7 +22,7 @@ long list had been shown at once. How:
    says to start a new search, which selection serves with healthy rankers.
 3. **Continue.** :func:`interleaving.extend` continues the method from the stored record
    with the generator state saved with it (``record["page"]``, written by
-   :func:`service.search.page_state`), so team draft
+   :func:`service.search.serve.page_state`), so team draft
    continues its draft and probabilistic interleave its sampling; a single-ranker
    impression (no duel) continues that ranker's list.
 4. **Store.** The impression's shown list, record and result URLs are replaced by the
@@ -40,12 +40,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.clicks import _load_verified
-from service.controller import Choice
+from service.clicks.reports import _load_verified
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
-from service.rankers.health import RankerHealth, SearchTiming
+from service.experiments.controller import Choice
 from service.runtime import Runtime
-from service.search import _interleaving, _url, query_digest, shown_copies
+from service.search.ranker_health import RankerHealth, SearchTiming
+from service.search.serve import _interleaving, _url, query_digest, shown_copies
 from service.store import ImpressionClosed
 from service.store.records import Impression
 

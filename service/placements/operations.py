@@ -255,7 +255,7 @@ class View:
     loaded_at: float
     checked_at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
-    #: the control's guardrail counts not yet written (service.placement_search.control)
+    #: the control's guardrail counts not yet written (service.placements.search.control)
     unsent: dict[str, int] = field(default_factory=dict)
     sent_at: float = 0.0
     count_lock: threading.Lock = field(default_factory=threading.Lock)

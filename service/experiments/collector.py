@@ -178,7 +178,7 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "gauge", "Tasks delivered to workers and not yet acknowledged.", ()),
     "rankduel_state_scrape_errors": (
         "gauge", "Experiments whose state could not be read during this scrape.", ()),
-    # placements, read by service.rollout_collector
+    # placements, read by service.placements.collector
     "rankduel_guardrail_tripped": (
         "gauge", "1 while a guardrail keeps the experiment paused (docs/operations/rollout.md).",
         ("placement", "experiment", "rule")),
@@ -187,7 +187,7 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "\"control\": the control ranker's).", ("placement", "experiment")),
 }
 
-#: the families service.rollout_collector exports (declared here with the others)
+#: the families service.placements.collector exports (declared here with the others)
 PLACEMENT_FAMILIES = ("rankduel_guardrail_tripped", "rankduel_placement_share")
 
 
