@@ -11,7 +11,7 @@ from importlib.resources import files
 
 from flask import Blueprint, Response, jsonify, request
 
-from service.api import schemas as s
+from service import schemas as s
 from service.api.auth import require_bearer
 from service.api.spec import (
     CID,

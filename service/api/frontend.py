@@ -9,7 +9,7 @@ from importlib.resources import files
 from flask import Blueprint, Response, g, jsonify, redirect, request
 
 from service import metrics
-from service.api import schemas as s
+from service import schemas as s
 from service.api.auth import front_end
 from service.api.click_reports import report_body
 from service.api.json_response import json_response

@@ -27,7 +27,7 @@ from flask import Blueprint, jsonify
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from service.api import schemas as s
+from service import schemas as s
 from service.api.spec import Op, Operations
 from service.api.validation import MAX_BODY_BYTES, MAX_DEPTH
 from service.runtime import runtime

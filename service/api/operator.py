@@ -8,7 +8,7 @@ from functools import partial
 
 from flask import Blueprint, Response, jsonify, request
 
-from service.api import schemas as s
+from service import schemas as s
 from service.api.auth import require_bearer
 from service.api.spec import (
     EXP_ID,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
-from service.api import schemas as s
+from service import schemas as s
 from service.api.auth import require_bearer
 from service.api.spec import Operations
 from service.api.validation import json_body, parse

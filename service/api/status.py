@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 
 from service import metrics
-from service.api import schemas as s
+from service import schemas as s
 from service.api.auth import require_bearer
 from service.api.spec import (
     Operations,

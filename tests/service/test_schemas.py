@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bandits
-from service.api import schemas
+from service import schemas
 from service.api.openapi import openapi_document
 from service.api.validation import parse
 

@@ -23,7 +23,7 @@ import bandits
 import judging
 from bandits.params import Param, parse_text
 from cli import docs
-from service.api import schemas
+from service import schemas
 
 POLICIES = sorted(bandits.ALGORITHMS)
 JUDGES = sorted(judging.ALGORITHMS)
