@@ -1,11 +1,14 @@
 """Every request and response body of the HTTP API, defined once as pydantic models, one
 module per area (:mod:`~service.schemas.frontend`, :mod:`~service.schemas.experiments`,
 :mod:`~service.schemas.params`, :mod:`~service.schemas.campaigns`, on
-:mod:`~service.schemas.base`); this package names them all.
+:mod:`~service.schemas.base`); this package names them all. They sit below both the HTTP
+layer, which parses bodies with them, and the operations that take the parsed specs
+(:mod:`service.experiments.operations`), so neither reaches into the other.
 
-The handlers validate what they receive through these models (:func:`service.api.validation.parse`)
-and :mod:`service.api.openapi` builds ``/openapi.json`` from their JSON Schema, so what the
-document allows is what the API accepts:
+The handlers validate what they receive through these models
+(:func:`service.api.validation.parse`) and :mod:`service.api.openapi` builds
+``/openapi.json`` from their JSON Schema, so what the document allows is what the API
+accepts:
 
 * operator bodies are closed (``additionalProperties: false``, an unknown field is 422);
   front-end bodies (``/clicks``, ``/impressions/ID/end``) ignore fields they do not know,
