@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from readme_quickstart import quickstart_blocks
 
 from service.config import ENV, Config
 
@@ -74,6 +75,13 @@ def test_readme_is_the_front_door():
     assert "\n## Quick start\n" in text
     for target in re.findall(r"\]\(((?:docs/)?[^)#:]+\.md)", text):
         assert (ROOT / target).is_file(), f"README links to a missing {target}"
+
+
+def test_quickstart_blocks_are_short():
+    """About 15 copy-paste lines of commands (plus the experiment's JSON); that they run
+    as written: tests/service/test_quickstart.py."""
+    lines = [ln for b in quickstart_blocks() for ln in b.splitlines() if ln.strip()]
+    assert 10 <= len(lines) <= 30, len(lines)
 
 
 #: internal references user text must not hold (papers are cited by authors, year and
