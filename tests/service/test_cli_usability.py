@@ -1,15 +1,15 @@
 """The command line for a person: a user's mistake is one line and exit code 2 (never a
 traceback), ``--help`` is plain text, ``simulate --help`` names the algorithms and the
-defaults, progress ETAs are sane, the demo prints URLs only while they are alive, and a
-worker's INFO log says what a person needs (per-task lines are DEBUG).
+defaults, the demo on a port in use says so in one line, and a real worker at INFO logs
+no line per task run.
 
-The commands run as subprocesses, as a user runs them.
+The commands run as subprocesses, as a user runs them. What they print, checked in
+process: progress ETAs and the demo's summary in tests/unit/test_cli_output.py, the
+worker's log filter and totals in tests/unit/test_worker_logs.py.
 """
 
 from __future__ import annotations
 
-import io
-import logging
 import os
 import subprocess
 import sys
@@ -79,44 +79,6 @@ def test_simulate_help_lists_the_algorithms_and_defaults():
     assert "(default 0)" in out and "(default 20)" in out
 
 
-def test_the_first_eta_is_not_a_wild_guess():
-    from cli.progress import Progress
-
-    stream = io.StringIO()
-    p = Progress(1_000_000, "job", stream=stream, enabled=True)
-    p.advance(10)  # the first steps, slow with start-up costs
-    p._draw(p.start + 0.2, "")
-    assert stream.getvalue().rstrip().endswith("ETA ?"), stream.getvalue()
-    p.done = 500_000  # half done in 2.5 s: 2.5 s to go
-    p._draw(p.start + 2.5, "")
-    assert "ETA 2s" in stream.getvalue().splitlines()[-1] or "ETA 3s" in stream.getvalue()
-
-
-def _summary_text(keep_running: bool) -> str:
-    from demo.run import Demo, DemoOptions
-
-    out = io.StringIO()
-    demo = Demo(DemoOptions(rankers=3, keep_running=keep_running), out=out)
-    summary = {"champion": "r00", "true_best": "r00", "queries": 1, "seconds": 1.0,
-               "queries_per_second": 1.0, "impressions": 1, "decisive_impressions": 1,
-               "comparisons": 1, "regret": 0.0,
-               "urls": {"api": "http://127.0.0.1:1", "metrics": "http://127.0.0.1:1/metrics",
-                        "openapi": "http://127.0.0.1:1/openapi.json"}}
-    demo.print_summary(summary, {"rankers": []})
-    return out.getvalue()
-
-
-def test_the_demo_prints_urls_only_while_they_are_alive():
-    stopped = _summary_text(keep_running=False)
-    assert "http://" not in stopped and "--keep-running" in stopped
-    kept = _summary_text(keep_running=True)
-    assert "look at" in kept and "http://127.0.0.1:1/metrics" in kept
-    # the bare base URL answers 404: the api line shows the API's description instead
-    urls = [line.split()[-1] for line in kept.splitlines() if "http://" in line]
-    assert "http://127.0.0.1:1" not in urls and "http://127.0.0.1:1/openapi.json" in urls
-    assert [line.split()[0] for line in kept.splitlines() if "openapi.json" in line] == ["api"]
-
-
 @pytest.mark.starts_process  # runs rankduel demo as a command
 def test_the_demo_on_a_port_in_use_says_so_in_one_line(tmp_path):
     """A process of the stack that cannot start (the API's port taken) ends the demo with
@@ -139,42 +101,6 @@ def test_the_demo_on_a_port_in_use_says_so_in_one_line(tmp_path):
     assert lines[0].startswith("rankduel demo: error: api: process exited"), lines
     assert str(tmp_path / "var" / "logs") in lines[0]
     assert "Address already in use" in (tmp_path / "var" / "logs" / "api.log").read_text()
-
-
-def test_celery_task_lines_are_debug_and_failures_stay():
-    from workers.health import QuietSweep
-
-    logger = logging.getLogger("celery.app.trace.test")
-    logger.setLevel(logging.INFO)
-    f = QuietSweep()
-
-    def record(level, msg, args):
-        return logger.makeRecord(logger.name, level, __file__, 1, msg, args, None)
-
-    drain = {"name": "rankduel.drain", "id": "x", "runtime": 0.1, "return_value": None}
-    assert not f.filter(record(logging.INFO, "Task %(name)s[%(id)s] received", drain))
-    assert not f.filter(record(logging.INFO, "Task %(name)s[%(id)s] succeeded in %(runtime)ss:"
-                               " %(return_value)s", drain))
-    assert f.filter(record(logging.ERROR, "Task %(name)s[%(id)s] raised", drain))
-    assert f.filter(record(logging.INFO, "Task %(name)s[%(id)s] retry: x", drain))
-    logger.setLevel(logging.DEBUG)  # at DEBUG the per-task lines are there, as DEBUG
-    r = record(logging.INFO, "Task %(name)s[%(id)s] received", drain)
-    assert f.filter(r) and r.levelno == logging.DEBUG
-
-
-def test_the_worker_logs_one_line_a_minute_of_totals(caplog):
-    from workers.monitoring import Totals
-
-    counts = {"runs:drain": 0.0, "runs:sweep": 0.0, "failed": 0.0, "retried": 0.0}
-    totals = Totals(read=lambda: dict(counts), interval_s=60)
-    with caplog.at_level(logging.INFO, logger="rankduel.worker.metrics"):
-        assert totals.tick() is None  # an idle minute logs nothing
-        counts.update({"runs:drain": 100.0, "runs:sweep": 12.0, "credited:credited": 900.0,
-                       "credited:no_clicks": 40.0, "failed": 1.0})
-        line = totals.tick()
-    assert line == ("last 60 s: 112 task runs (drain 100, sweep 12), 1 failed, 0 retried; "
-                    "impressions credited: credited 900, no_clicks 40")
-    assert [r.getMessage() for r in caplog.records] == [line]
 
 
 def test_a_real_worker_at_info_logs_no_line_per_drain(stack, service_env, redis_url, worker,

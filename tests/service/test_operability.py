@@ -4,7 +4,8 @@ metrics folder removed under the running server when one gunicorn worker exits.
 
 Each run is the real command (gunicorn, its workers) with ``TMPDIR`` and ``HOME`` pointed
 at folders of the test, so that whatever it leaves behind is seen. The worker's
-counterparts (quiet when idle, no files left) are in ``tests/test_worker_faults.py``.
+counterparts (quiet when idle, no files left) are in ``tests/service/test_worker_faults.py``;
+its log filter, checked on records in process, in ``tests/unit/test_worker_logs.py``.
 """
 
 from __future__ import annotations
@@ -85,33 +86,3 @@ def test_access_log_is_redirected_or_off(stack, service_env, tmp_path, redis_url
         assert ("GET", "/healthz", "200") in [m[:3] for m in LINE.findall(path.read_text())]
     else:
         assert not path.exists()
-
-
-def test_the_worker_log_filter_drops_only_the_sweeps_routine_lines():
-    """What an idle worker would log every sweep_interval_s is dropped; the other tasks'
-    "received"/"succeeded" lines become DEBUG (kept only when DEBUG is on); anything above
-    INFO, and the service's own lines, are kept."""
-    import logging
-
-    from workers.health import QuietSweep
-
-    def record(level, msg, *args):
-        return logging.LogRecord("celery", level, __file__, 1, msg, args, None)
-
-    quiet = QuietSweep()
-    sweep = {"name": "rankduel.sweep", "id": "x", "runtime": 0.01, "return_value": 0}
-    drain = dict(sweep, name="rankduel.drain")
-    assert not quiet.filter(record(logging.INFO, "Task %(name)s[%(id)s] received", sweep))
-    assert not quiet.filter(record(logging.INFO, "Task %(name)s succeeded", sweep))
-    assert not quiet.filter(record(logging.INFO, "Discarding revoked task: %s[%s]",
-                                   "rankduel.sweep", "x"))
-    received = record(logging.INFO, "Task %(name)s[%(id)s] received", drain)
-    logging.getLogger("celery").setLevel(logging.INFO)
-    assert not quiet.filter(received) and received.levelno == logging.DEBUG
-    logging.getLogger("celery").setLevel(logging.DEBUG)
-    try:
-        assert quiet.filter(record(logging.INFO, "Task %(name)s[%(id)s] received", drain))
-    finally:
-        logging.getLogger("celery").setLevel(logging.NOTSET)
-    assert quiet.filter(record(logging.ERROR, "Task %(name)s raised", sweep))
-    assert quiet.filter(record(logging.INFO, "sweep queued %d drains", 3))

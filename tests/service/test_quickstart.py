@@ -10,7 +10,8 @@ script's own process group, which the test ends (SIGTERM, then SIGKILL) whatever
 
 The folder it runs in is a fresh git repository holding the project's ``.gitignore``: it
 must stay clean (``git status --porcelain``), every file the quick start writes being
-ignored, as in a clone. And its Redis must listen on loopback only.
+ignored, as in a clone. And its Redis must listen on loopback only. (That the blocks stay
+short: tests/unit/test_docs_text.py.)
 """
 
 from __future__ import annotations
@@ -27,19 +28,12 @@ from pathlib import Path
 
 import pytest
 import redis
+from readme_quickstart import quickstart_blocks
 
 from demo.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PORTS = ("6379", "8000", "8001")
-
-
-def quickstart_blocks() -> list[str]:
-    """The ```bash blocks of the README's ``## Quick start`` section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = re.search(r"^## Quick start\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-    assert section, "README.md has no '## Quick start'"
-    return re.findall(r"^```bash\n(.*?)^```", section.group(1), re.M | re.S)
 
 
 def _stop_group(pgid: int, timeout: float = 30.0) -> None:
@@ -62,12 +56,6 @@ def _get(url: str, token: str) -> dict:
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.load(resp)
-
-
-def test_quickstart_blocks_are_short():
-    """About 15 copy-paste lines of commands (plus the experiment's JSON)."""
-    lines = [ln for b in quickstart_blocks() for ln in b.splitlines() if ln.strip()]
-    assert 10 <= len(lines) <= 30, len(lines)
 
 
 def git_status(checkout: Path) -> str:

@@ -1,12 +1,11 @@
 """How rankduel talks to rankers: keep-alive connections shared by the process, calls on
 them made by the search's own thread yet still concurrent, a connection the ranker closed
-while idle replaced without a failure, every framing of an answer read as the standard
-library reads it, and the deadline kept on a reused connection."""
+while idle replaced without a failure, every framing of an answer read, and the deadline
+kept on a reused connection. That the headers are read as the standard library reads
+them is checked on bytes: tests/unit/test_ranker_http_response.py."""
 
 from __future__ import annotations
 
-import http.client
-import io
 import json
 import socket
 import socketserver
@@ -15,7 +14,6 @@ import threading
 import pytest
 
 from service.rankers.client import RankerClient, RankerFailure
-from service.rankers.http_response import read_headers
 from service.store.records import Ranker as RankerRecord
 
 BODY = json.dumps({"results": [{"id": "a"}, {"id": "b"}]}).encode()
@@ -169,36 +167,6 @@ def test_the_deadline_holds_on_a_kept_connection(make_ranker):
     # the hung connection is not reused: the next call opens a new one and is answered
     [third] = client.fetch_all([ranker(server, timeout_ms=2000)], "q", 2, observe=False)
     assert ids(third) == ["a", "b"]
-
-
-HEADER_BLOCKS = [
-    b"Content-Type: application/json\r\nContent-Length: 12\r\n\r\n",
-    b"content-length:12\r\nX-A:  spaced  \r\n\r\n",
-    b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n",
-    b"X-Folded: one\r\n two\r\nContent-Length: 3\r\n\r\n",  # obs-fold: the email parser
-    b"Bad Header: x\r\nContent-Length: 3\r\n\r\n",  # a space in a name ends the headers
-    b"no colon here\r\nContent-Length: 3\r\n\r\n",
-    b":empty-name\r\n\r\n",
-    b"X-Latin: caf\xe9\r\n\r\n",
-    b"\r\n",
-    b"X-Unix: lf only\nContent-Length: 2\n\n",
-]
-
-
-@pytest.mark.parametrize("block", HEADER_BLOCKS)
-def test_headers_are_read_as_the_standard_library_reads_them(block):
-    ours = read_headers(io.BytesIO(block + b"rest"))
-    theirs = http.client.parse_headers(io.BytesIO(block + b"rest"))
-    assert ours.items() == theirs.items()
-    assert ours.get_all("set-cookie") == theirs.get_all("set-cookie")
-
-
-def test_too_many_headers_are_refused_like_the_standard_library():
-    block = b"".join(b"X-%d: v\r\n" % i for i in range(101)) + b"\r\n"
-    with pytest.raises(http.client.HTTPException, match="more than 100 headers"):
-        read_headers(io.BytesIO(block))
-    with pytest.raises(http.client.HTTPException, match="more than 100 headers"):
-        http.client.parse_headers(io.BytesIO(block))
 
 
 def test_a_ranker_speaking_no_http_is_a_failure_not_an_error(make_ranker):

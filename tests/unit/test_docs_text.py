@@ -1,7 +1,9 @@
 """The documents: the generated configuration reference covers every setting of the
 code, the documents name only settings that exist, the README stays the front door, and
 user-facing text cites papers by author and year, never by an internal file or issue
-number (also across a line break). That the site builds: tests/service/test_docs.py."""
+number (also across a line break), and no document states how many tests the suite has
+(a count that is wrong after the next test). That the site builds:
+tests/service/test_docs.py."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from readme_quickstart import quickstart_blocks
 
 from service.config import ENV, Config
 
@@ -76,6 +79,13 @@ def test_readme_is_the_front_door():
         assert (ROOT / target).is_file(), f"README links to a missing {target}"
 
 
+def test_quickstart_blocks_are_short():
+    """About 15 copy-paste lines of commands (plus the experiment's JSON); that they run
+    as written: tests/service/test_quickstart.py."""
+    lines = [ln for b in quickstart_blocks() for ln in b.splitlines() if ln.strip()]
+    assert 10 <= len(lines) <= 30, len(lines)
+
+
 #: internal references user text must not hold (papers are cited by authors, year and
 #: section; issues by nothing): the seed files' numbers ("seed 000"), issue numbers
 INTERNAL_REFERENCES = (r"\bseeds? ?0\d\d\b", r"\bissues? #?\d+\b", r"\(#\d+\)")
@@ -108,3 +118,34 @@ def test_internal_references_are_found(text):
 def test_citations_pass():
     assert internal_references("Li et al. 2020, §5.3; Brost et al. 2016, Table 1; "
                                "--seed 1; seeds 1-8; 1,000 issues") == []
+
+
+#: a count of the suite's tests ("1,949 tests", "1949 tests"): a number of three digits or
+#: more (a thousands comma allowed), then "tests". A smaller count is a statistics
+#: document's multiple testing ("with 14 tests a value needs ..."), not the suite's size
+TEST_COUNT = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d{3,})\s+tests\b")
+
+
+def stated_test_counts(text: str) -> list[str]:
+    """Every count of tests that ``text`` states, also across a line break."""
+    return TEST_COUNT.findall(text)
+
+
+def test_no_document_states_how_many_tests_there_are():
+    """The suite's size changes with every test: the documents give its times only."""
+    for path in _user_docs():
+        hits = stated_test_counts(path.read_text())
+        assert not hits, f"{path.relative_to(ROOT)} states a test count: {hits}"
+
+
+@pytest.mark.parametrize("text", [
+    "scripts/test  # every tier (1,949 tests: about 17 min)",
+    "run the test suite (1949 tests)", "the suite's 2,010\ntests", "about 900 tests"])
+def test_a_test_count_is_found(text):
+    """The check above can fail, also across a line break."""
+    assert stated_test_counts(text)
+
+
+def test_other_numbers_of_tests_pass():
+    assert stated_test_counts("with 14 tests a value needs about 50 comparisons; 1,949 "
+                              "comparisons; the tests take 17 min; tests 1-8") == []

@@ -1,6 +1,6 @@
 """The tier rules of tests/conftest.py can fail: a pure tier refuses a test that needs a
-server, a server tier refuses a test that needs none, and a stale entry of ``KNOWN_PURE``
-fails too. The conftest is loaded again under another name, so its functions are called
+server, and a server tier refuses a test that needs none (there is no list of
+exceptions). The conftest is loaded again under another name, so its functions are called
 directly."""
 
 from __future__ import annotations
@@ -81,12 +81,3 @@ def test_collection_marks_each_test_with_its_tier():
              FakeItem("service/config.py::service.config")]
     tiers.pytest_collection_modifyitems(None, items)
     assert [[m.name for m in item.marks] for item in items] == [["service"], ["unit"]]
-
-
-def test_a_known_pure_test_passes_and_a_stale_entry_fails(monkeypatch):
-    monkeypatch.setattr(tiers, "KNOWN_PURE", {"tests/service/test_x.py::test_pure": "moving"})
-    pure = FakeItem("tests/service/test_x.py::test_pure", ["tmp_path"])
-    tiers.pytest_collection_modifyitems(None, [pure])  # allowed while it is listed
-    moved = FakeItem("tests/service/test_x.py::test_pure", ["redis_url"])
-    with pytest.raises(pytest.UsageError, match="remove the entry"):
-        tiers.pytest_collection_modifyitems(None, [moved])

@@ -1,6 +1,10 @@
-"""The schemas of service/schemas.py agree with the code they describe: the algorithms'
-parameters with the policies' declarations, the response models with what the API
-returns, and the generated OpenAPI document with itself (links, errors, operations).
+"""The schemas of service/schemas/ agree with the code they describe: the algorithms'
+parameters with the policies' declarations, the ranker URL pattern with the ranker
+client, and the generated OpenAPI document with itself (links, errors, operations) and
+with the door's limits (413 for a body over the limit, 414 for a request line over it,
+431 for headers). That the API's answers conform to the response models:
+tests/service/test_experiment_state.py and the contract fuzzing of
+tests/service/test_contract_fuzz.py.
 """
 
 from __future__ import annotations
@@ -149,6 +153,20 @@ def test_the_document_bounds_are_the_apis():
     assert ranker["name"]["pattern"] == schemas.RANKER_NAME_PATTERN
 
 
+def test_the_document_lists_what_the_door_limits_answer():
+    doc = DOC
+    assert "414" in doc["paths"]["/r"]["get"]["responses"]
+    assert "413" in doc["paths"]["/judging/campaigns"]["post"]["responses"]
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            assert {"414", "431"} <= set(op["responses"]), (method, path)
+            if "requestBody" in op:
+                assert "413" in op["responses"], (method, path)
+    for path in ("/search", "/clicks", "/impressions/{imp_id}/end", "/r"):
+        method = "get" if path in ("/search", "/r") else "post"
+        assert "front-end key" in doc["paths"][path][method]["responses"]["401"]["description"]
+
+
 def test_ranker_urls_the_pattern_allows_are_urls_the_ranker_client_takes():
     import re
 
@@ -161,26 +179,3 @@ def test_ranker_urls_the_pattern_allows_are_urls_the_ranker_client_takes():
     for url in ("ftp://a/", "http://", "http://a:65536/", "http://u:p@a/", "http://a/#f",
                 "http://a/ b", "http://[::1]/", "HTTP://a/"):
         assert not pattern.match(url), url
-
-
-# ---------------------------------------------------------------------- responses
-def test_experiment_state_conforms_and_reads_the_policy(client, ranker_server):
-    rankers = [{"name": n, "url": f"{ranker_server.url}/r/{n}"}
-               for n in ("good", "bad", "mid", "alt")]
-    exp = client.create_experiment(name="state", rankers=rankers, algorithm="mergedts",
-                                   interleaving="team_draft", params={"batch_size": 2, "c": 5})
-    for _ in range(3):
-        client.search(exp["id"], "q")
-    state = client.experiment(exp["id"])
-    schemas.Experiment.model_validate(state)
-    assert state["t"] == state["selections"] == 3
-    # the effective parameters, defaults included (the preset's alpha was not sent)
-    assert state["params"] == bandits.make_bandit("mergedts", 4, batch_size=2, c=5).params()
-    assert state["params"]["preset"] == "tuned" and "alpha" in state["params"]
-    assert state["stage"] == 1
-    assert sorted(n for b in state["batches"] for n in b) == ["alt", "bad", "good", "mid"]
-    summary = client.request("GET", "/experiments", admin=True)[1]
-    schemas.ExperimentList.model_validate(summary)
-    plain = client.create_experiment(name="plain", rankers=rankers[:2], algorithm="uniform",
-                                     interleaving="team_draft")
-    assert plain["stage"] is None and plain["batches"] is None and plain["params"] == {}
