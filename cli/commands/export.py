@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from cli.api_args import add_api_args, admin_token
+from service.events.export import FORMATS, writer
 
 #: events per page
 PAGE = 5000
@@ -56,38 +57,15 @@ def pages(api: str, token: str, exp_id: str, page: int = PAGE
         yield events, total
 
 
-def _parquet_writer(out: Path):
+def export(api: str, token: str, exp_id: str, fmt: str, out: Path, *,
+           progress=sys.stderr) -> int:
+    """Write the log to ``out`` in the format ``fmt`` (:mod:`service.events.export`); the
+    number of events written."""
     try:
-        import pyarrow as pa  # deferred: the optional export extra
-        import pyarrow.parquet as pq
+        write, close = writer(fmt, out)
     except ImportError:
         raise ValueError("--format parquet needs pyarrow: pip install 'rankduel[export]' "
                          "(or use --format jsonl)") from None
-    schema = pa.schema([("cursor", pa.string()), ("type", pa.string()), ("id", pa.string()),
-                        ("event", pa.string())])
-    writer = pq.ParquetWriter(str(out), schema)
-
-    def write(events: list[dict[str, Any]]) -> None:
-        writer.write_table(pa.table({
-            "cursor": [e["cursor"] for e in events], "type": [e["type"] for e in events],
-            "id": [e["id"] for e in events],
-            "event": [json.dumps(e, separators=(",", ":")) for e in events]}, schema=schema))
-
-    return write, writer.close
-
-
-def export(api: str, token: str, exp_id: str, fmt: str, out: Path, *,
-           progress=sys.stderr) -> int:
-    """Write the log to ``out``; the number of events written."""
-    if fmt == "parquet":
-        write, close = _parquet_writer(out)
-    else:
-        fh = out.open("w")
-
-        def write(events: list[dict[str, Any]]) -> None:
-            fh.writelines(json.dumps(e, separators=(",", ":")) + "\n" for e in events)
-
-        close = fh.close
     n = 0
     try:
         for events, total in pages(api, token, exp_id):
@@ -116,7 +94,7 @@ def add_parser(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", metavar="EXP", help="experiment id")
     add_api_args(p)
-    p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
+    p.add_argument("--format", choices=FORMATS, default="jsonl",
                    help="jsonl (default) or parquet (needs the export extra)")
     p.add_argument("--out", required=True, metavar="FILE", help="the file to write")
     p.set_defaults(func=_run)

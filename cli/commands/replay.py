@@ -13,69 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-
-def read(path: Path) -> Iterator[dict[str, Any]]:
-    """The events of an export, JSON lines or parquet (by the file's content)."""
-    with path.open("rb") as fh:
-        magic = fh.read(4)
-    if magic == b"PAR1":
-        try:
-            import pyarrow.parquet as pq  # deferred: the optional export extra
-        except ImportError:
-            raise ValueError(f"{path} is parquet: reading it needs pyarrow: pip install "
-                             "'rankduel[export]'") from None
-        for e in pq.read_table(str(path), columns=["event"]).column("event").to_pylist():
-            yield json.loads(e)
-        return
-    with path.open() as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except ValueError:
-                    raise ValueError(f"{path}:{n}: not a JSON line") from None
-
-
-def replay(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """W (total) and W per segment label from the outcome events, K from the largest arm.
-
-    >>> out = replay([{"type": "outcome", "mark": {"outcomes": [[0, 1, 1.0]]},
-    ...                "seg": ["device=mobile"]},
-    ...               {"type": "outcome", "mark": {"outcomes": [[1, 0, 0.5]]}, "seg": []}])
-    >>> out["W"], out["segment_W"]["device"]["mobile"], out["outcomes"]
-    ([[0.0, 1.5], [0.5, 0.0]], [[0.0, 1.0], [0.0, 0.0]], 2)
-    """
-    adds: list[tuple[tuple[str, ...], int, int, float]] = []
-    k = 0
-    for e in events:
-        if e.get("type") != "outcome":
-            continue
-        labels = tuple(e.get("seg") or ())
-        for i, j, s in (e.get("mark") or {}).get("outcomes", ()):
-            adds.append((labels, int(i), int(j), float(s)))
-            k = max(k, int(i) + 1, int(j) + 1)
-    W = np.zeros((k, k))
-    by_label: dict[str, np.ndarray] = {}
-    for labels, i, j, s in adds:
-        if i == j:
-            continue
-        W[i, j] += s
-        W[j, i] += 1 - s
-        for label in labels:
-            w = by_label.setdefault(label, np.zeros((k, k)))
-            w[i, j] += s
-            w[j, i] += 1 - s
-    segment_w: dict[str, dict[str, list]] = {}
-    for label, w in sorted(by_label.items()):
-        dim, _, value = label.partition("=")
-        segment_w.setdefault(dim, {})[value] = w.tolist()
-    return {"arms": k, "W": W.tolist(), "segment_W": segment_w, "outcomes": len(adds)}
+from service.events.replay import read, replay
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -14,7 +14,9 @@
 -- -> {'sv', current sv} | {'hold', held id} | {'missing'} |
 --    {'ok' | 'held', held id or '', code per impression handled...}
 local exp, W = KEYS[1], KEYS[2]
--- an impression's outcomes (its writes) added per label "dim=value" of its seg field
+-- an impression's outcomes (its writes) added per label "dim=value" of its seg field.
+-- The rule (s to W[i][j], 1 - s to W[j][i], none for i == j, a tie counted by pair) is
+-- bandits/outcomes.py's; bandits/outcome_cases.json checks this script against it.
 local function add_segments(key, seg, writes)
   for label in string.gmatch(seg, '[^,]+') do
     redis.call('HINCRBY', key, 'n:' .. label, 1)
@@ -49,14 +51,18 @@ for k = 0, (#KEYS - 7) / 2 - 1 do
   elseif tonumber(redis.call('HGET', imp, 'reports') or '0') ~= tonumber(nreports) then
     code = 'changed'
   else
-    local writes, trip, no = {}, false, 0
+    -- cell: W's cells as this impression's outcomes so far leave them (by byte offset), so
+    -- several outcomes of one pair each add (bandits/outcomes.py; bandits/outcome_cases.json)
+    local writes, trip, no, cell = {}, false, 0, {}
     for si, sj, ss, sw in string.gmatch(outcomes, '(%d+),(%d+),([^,;]+),(%d)') do
       local i, j, s = tonumber(si), tonumber(sj), tonumber(ss)
       no = no + 1
       if i ~= j then
         local oij, oji = 8 * (i * K + j), 8 * (j * K + i)
-        local wij = struct.unpack('<d', redis.call('GETRANGE', W, oij, oij + 7)) + s
-        local wji = struct.unpack('<d', redis.call('GETRANGE', W, oji, oji + 7)) + (1 - s)
+        local wij = (cell[oij] or struct.unpack('<d', redis.call('GETRANGE', W, oij, oij + 7))) + s
+        local wji = (cell[oji] or struct.unpack('<d', redis.call('GETRANGE', W, oji, oji + 7)))
+          + (1 - s)
+        cell[oij], cell[oji] = wij, wji
         if q and sw ~= '0' and guard_trips(q, kl, tonumber(sw), wij, wji) then
           trip = true
         end

@@ -4,7 +4,8 @@
 
 Only plain values come in (ids, JSON marks, outcomes with the guard's code for each, the
 guard's argument): nothing here calls a policy or decides anything, and nothing here uses
-another part of the store."""
+another part of the store. What an outcome adds to the counts is the one rule of
+:mod:`bandits.outcomes`, which the script follows in Lua."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from bandits import outcomes as rule
 from service.store.base import StoreBase
 from service.store.keys import (
     clicks_key,
@@ -84,20 +86,16 @@ class SegmentCounts:
 def _queue_segments(pipe, exp_id: str, labels: Sequence[str],
                     outcomes: Sequence[Sequence[float]]) -> None:
     """Queue on ``pipe`` the per-segment additions of one impression's ``outcomes``
-    (``[i, j, s]``), exactly as ``credit.lua``'s ``add_segments`` makes them."""
+    (``[i, j, s]``, at least one) by the rule of :mod:`bandits.outcomes`, the fields
+    ``credit.lua``'s ``add_segments`` writes (``bandits/outcome_cases.json`` checks both)."""
     key = segments_key(exp_id)
+    adds, tied = rule.writes(outcomes), rule.ties(outcomes)
     for label in labels:
         pipe.hincrby(key, f"n:{label}", 1)
-        for i, j, s in outcomes:
-            i, j, s = int(i), int(j), float(s)
-            if i == j:
-                continue
-            if s != 0:
-                pipe.hincrbyfloat(key, f"w:{label}:{i}:{j}", s)
-            if s != 1:
-                pipe.hincrbyfloat(key, f"w:{label}:{j}:{i}", 1 - s)
-            if s == 0.5:
-                pipe.hincrby(key, f"t:{label}:{tie_field(i, j)}", 1)
+        for i, j, x in adds:
+            pipe.hincrbyfloat(key, f"w:{label}:{i}:{j}", x)
+        for pair in tied:
+            pipe.hincrby(key, f"t:{label}:{tie_field(*pair)}", 1)
 
 
 def _impression(imp_id: str, row: bytes) -> Impression | None:
@@ -214,8 +212,7 @@ class CreditStore(StoreBase):
                                            "seg": ",".join((segments or {}).get(i, ()))})
             for name in counted.get(i, []):
                 counts[name] = counts.get(name, 0) + 1
-            for pair in (tie_field(a, b) for a, b, s in res.get("outcomes", ())
-                         if s == 0.5 and a != b):
+            for pair in (tie_field(*p) for p in rule.ties(res.get("outcomes", ()))):
                 ties[pair] = ties.get(pair, 0) + 1
             if segments and segments.get(i) and res.get("outcomes"):
                 _queue_segments(pipe, exp_id, segments[i], res["outcomes"])
