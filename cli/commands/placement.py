@@ -79,6 +79,8 @@ def _run(args: argparse.Namespace) -> int:
         body: dict[str, Any] = {"name": args.name, "control": control}
         if args.salt:
             body["salt"] = args.salt
+        if args.no_probe:
+            body["probe"] = False
         out = _call(args, "POST", "/placements", body)
     elif args.action == "list":
         out = _call(args, "GET", "/placements")
@@ -113,6 +115,8 @@ def add_parser(subparsers) -> None:
     c.add_argument("--control-timeout-ms", type=int, default=None,
                    help="its timeout (default: the service's)")
     c.add_argument("--salt", default=None, help="hash salt (default: the name)")
+    c.add_argument("--no-probe", action="store_true",
+                   help="create it without sending the control the test query first")
     _common(c)
     _common(sub.add_parser("list", help="every placement and its shares"))
     s = sub.add_parser("show", help="one placement: control, experiments, shares")

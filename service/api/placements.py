@@ -10,7 +10,8 @@ from service import schemas as s
 from service.api.auth import require_bearer
 from service.api.spec import Operations
 from service.api.validation import json_body, parse
-from service.experiments.operations import ranker_entry
+from service.errors import Unprocessable
+from service.experiments.operations import probe_rankers, ranker_entry
 from service.placements import operations as placements
 from service.runtime import runtime
 
@@ -25,10 +26,18 @@ def require_token() -> None:
                    what="admin token")
 
 
-def _control(body) -> object:
+def _control(body, probe: bool) -> object:
+    """The control ranker of a body, probed with the test query unless ``probe`` is
+    false: a control that does not answer would make every control search a 502."""
     rt = runtime()
-    return ranker_entry(body, default_timeout_ms=rt.config.ranker_timeout_ms,
-                        where="control.", policy=rt.rankers.policy)
+    ranker = ranker_entry(body, default_timeout_ms=rt.config.ranker_timeout_ms,
+                          where="control.", policy=rt.rankers.policy)
+    if probe:
+        try:
+            probe_rankers(rt.rankers, [ranker], rt.config.probe_query)
+        except Unprocessable as exc:
+            raise Unprocessable(f"field 'control': the control {exc.message}") from None
+    return ranker
 
 
 @OPS.post("", "createPlacement", "Create a placement (a search box) with its control ranker",
@@ -44,8 +53,8 @@ def _control(body) -> object:
                             "parameters": {"placement": "$response.body#/name"}}}})
 def create():
     body = parse(s.NewPlacement, json_body(request), status=422)
-    return jsonify(placements.create(runtime().store, body.name, _control(body.control),
-                                     body.salt)), 201
+    return jsonify(placements.create(runtime().store, body.name,
+                                     _control(body.control, body.probe), body.salt)), 201
 
 
 @OPS.get("", "listPlacements", "List placements", operator=True,
@@ -71,7 +80,7 @@ def get(name: str):
                422: None, 503: None})
 def update(name: str):
     body = parse(s.PlacementPatch, json_body(request), status=422)
-    control = _control(body.control) if body.control is not None else None
+    control = _control(body.control, body.probe) if body.control is not None else None
     out = placements.update(runtime().store, name, control=control, salt=body.salt)
     if runtime().placements is not None:
         runtime().placements.forget(name)

@@ -47,6 +47,9 @@ ranker names; all label values are bounded by what operators registered):
 ``rankduel_state_scrape_errors``                experiments that could not be read
 ``rankduel_guardrail_tripped``                  1 while a guardrail keeps it paused
 ``rankduel_placement_share``                    its share of the placement's searches now
+``rankduel_placement_control_calls_total``      calls of a placement's control ranker
+``rankduel_placement_control_failures_total``   of them failed (error, timeout, bad answer)
+``rankduel_placement_control_empty_total``      of them answered no results
 =============================================== ========================================
 
 Regret follows the papers' definition (Li et al. 2020, §5.4, eq. 1): an impression comparing
@@ -185,10 +188,22 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rankduel_placement_share": (
         "gauge", "An experiment's share of its placement's searches now (experiment "
         "\"control\": the control ranker's).", ("placement", "experiment")),
+    "rankduel_placement_control_calls": (
+        "counter", "Calls of the placement's control ranker (since it last changed).",
+        ("placement",)),
+    "rankduel_placement_control_failures": (
+        "counter", "Calls of the placement's control ranker that failed: an error, a timeout "
+        "or an answer that is not a result list (each such control search answers 502).",
+        ("placement",)),
+    "rankduel_placement_control_empty": (
+        "counter", "Calls of the placement's control ranker that answered no results.",
+        ("placement",)),
 }
 
 #: the families service.placements.collector exports (declared here with the others)
-PLACEMENT_FAMILIES = ("rankduel_guardrail_tripped", "rankduel_placement_share")
+PLACEMENT_FAMILIES = ("rankduel_guardrail_tripped", "rankduel_placement_share",
+                      "rankduel_placement_control_calls", "rankduel_placement_control_failures",
+                      "rankduel_placement_control_empty")
 
 
 def exported_names() -> set[str]:

@@ -122,12 +122,29 @@ def update(store: Store, name: str, *, control: Ranker | None = None,
         d = dict(data["def"])
         if control is not None:
             d["control"] = control.to_json()
+            store.reset_control_health(pipe, name, CONTROL_HEALTH)
         if salt is not None:
             d["salt"] = salt
         store.write_placement(pipe, name, **{"def": d})
 
     transact(store, [placement_key(name)], lambda: _load(store, name), write)
     return describe(store, name)
+
+
+#: the control ranker's call counters (:mod:`rollout.call_counts`, unprefixed), reset
+#: when the control changes
+CONTROL_HEALTH = ("calls", "failures", "empty")
+
+
+def control_health(store: Store, name: str) -> dict[str, Any]:
+    """The control ranker's calls since it last changed: how many, how many failed (a
+    control search then answers 502) and how many answered no results, with the
+    failure rate. Counted in memory by each API process and written at most every
+    second (:mod:`service.placements.search`)."""
+    counts = store.control_counters(name)
+    out: dict[str, Any] = {k: counts.get(k, 0) for k in CONTROL_HEALTH}
+    out["failure_rate"] = round(out["failures"] / out["calls"], 6) if out["calls"] else None
+    return out
 
 
 def describe(store: Store, name: str) -> dict[str, Any]:
@@ -143,6 +160,7 @@ def describe(store: Store, name: str) -> dict[str, Any]:
                          "guardrail": (data["tripped"] or {}).get(e["experiment"])}
                         for e in data["experiments"]],
         "control_share": round(1.0 - sum(shares.values()), 6),
+        "control_health": control_health(store, name),
         "ranges": data["ranges"] or {},
         "next_change": data["next_change"],
     }

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, create_model
 
 from rollout.guardrails import PARAMS as GUARDRAIL_PARAMS
-from service.schemas.base import Closed, Int, Out
+from service.schemas.base import PROBE, Closed, Int, Out
 from service.schemas.experiments import RankerIn, Tripped
 
 PLACEMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -40,6 +40,7 @@ class NewPlacement(Closed):
     salt: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
         None, description="the hash salt of sticky assignment (default: the name); a new "
                           "salt reshuffles every user")
+    probe: bool = Field(True, description=PROBE.replace("ranker(s)", "control ranker"))
 
 
 class PlacementPatch(Closed):
@@ -47,6 +48,17 @@ class PlacementPatch(Closed):
 
     control: RankerIn | None = None
     salt: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    probe: bool = Field(True, description=PROBE.replace("ranker(s)", "new control ranker"))
+
+
+class ControlHealth(Out):
+    """The control ranker's calls since it last changed."""
+
+    calls: int
+    failures: int = Field(description="failed: an error, a timeout or an answer that is "
+                                      "not a result list (the control search answered 502)")
+    empty: int = Field(description="answered no results")
+    failure_rate: float | None = Field(description="failures / calls (null before any call)")
 
 
 class PlacementExperiment(Out):
@@ -68,6 +80,7 @@ class PlacementState(Out):
     version: int
     experiments: list[PlacementExperiment]
     control_share: float = Field(description="the share of searches the control answers")
+    control_health: ControlHealth
     ranges: dict[str, list[list[int]]] = Field(
         description="each experiment's buckets [start, end) of 10,000")
     next_change: float | None = Field(description="when a ramp next changes a share")

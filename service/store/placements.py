@@ -67,6 +67,11 @@ class PlacementStore(StoreBase):
         pipe.hset(placement_key(name), mapping=enc)
         pipe.hincrby(placement_key(name), "version", 1)
 
+    def reset_control_health(self, pipe, name: str, fields) -> None:
+        """Queue the reset of the control ranker's call counters ``fields`` (a new
+        control starts its health afresh; same hash tag as the placement)."""
+        pipe.hdel(placement_control_key(name), *fields)
+
     def placement_version(self, name: str) -> int:
         return int(self.r.hget(placement_key(name), "version") or 0)
 
