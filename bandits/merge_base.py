@@ -26,9 +26,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits.base import ACTIVE, Comparison, DuelingBandit, Volatility
+from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.merge_partition import initial_batches, pair_batches
 from bandits.params import Param, values_of
+from bandits.volatility import Volatility
 
 #: the papers' default parameters, the preset "theoretical": α = 1.01 (Li et al. 2020, §5.5:
 #: "the default α = 1.01"; Zoghi 2017, §6.4), M = 4 (Li et al. 2020, §5.5;

@@ -91,11 +91,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bandits import confidence, verification
-from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit, Volatility
+from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit
 from bandits.merge_guard import GUARD_PARAMS
 from bandits.merge_med import MED_ALPHA
 from bandits.merge_med import VERIFY_SCALE as MED_VERIFY_SCALE
 from bandits.params import Param
+from bandits.volatility import Volatility
 
 #: at most this share of the certification duels before convergence go to arms no longer
 #: shown (the rest to the active arms): enough to recover a wrongly dropped winner, few
