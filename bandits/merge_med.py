@@ -68,7 +68,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from bandits.merge_base import THEORETICAL, EliminationTest, MergeBandit
+from bandits.merge_base import THEORETICAL, MergeBandit
+from bandits.merge_components import EliminationTest
 from bandits.merge_dts import DTSPairs
 from bandits.merge_guard import GUARD_PARAMS, NonCondorcetGuard
 from bandits.params import Param
