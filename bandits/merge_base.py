@@ -11,7 +11,7 @@ policy declares that choice as a component (:mod:`bandits.merge_components`), a
 (:class:`bandits.merge_dts.DTSPairs`, :class:`bandits.merge_rucb.RUCBPairs`), beside the
 elimination test of lines 10–11 (an :class:`~bandits.merge_components.EliminationTest`)
 and, for MergeGuard and MergeMED, the non-Condorcet guard
-(:class:`bandits.merge_guard.NonCondorcetGuard`). Every Merge policy is one level
+(:class:`bandits.non_condorcet_guard.NonCondorcetGuard`). Every Merge policy is one level
 below :class:`MergeBandit`: components, not subclasses, make the differences.
 
 This module holds the policy's side of the framework: parameters and presets, selection,
@@ -99,7 +99,7 @@ class MergeBandit(BatchStructure, DuelingBandit):
       10–11 (Hoeffding, :class:`bandits.merge_dts.HoeffdingElimination`; the divergence,
       :class:`bandits.merge_med.DivergenceElimination`);
     - ``GUARD`` (optional): the non-Condorcet guard with the champion's verification,
-      :class:`bandits.merge_guard.NonCondorcetGuard`, built with the policy and its
+      :class:`bandits.non_condorcet_guard.NonCondorcetGuard`, built with the policy and its
       parameters (``GUARD.PARAMS``).
 
     and ``name``, ``PRESETS`` (the named defaults of ``alpha``, ``batch_size``, ``c``;
@@ -142,7 +142,7 @@ class MergeBandit(BatchStructure, DuelingBandit):
     #: the components (see the class docstring)
     PAIRS: ClassVar[type[PairRule]]
     ELIMINATION: ClassVar[EliminationTest]
-    #: (a class like :class:`bandits.merge_guard.NonCondorcetGuard`: built with the
+    #: (a class like :class:`bandits.non_condorcet_guard.NonCondorcetGuard`: built with the
     #: policy and its parameters; not imported here, so that the guard may import this)
     GUARD: ClassVar[type | None] = None
     #: ``b_1 = ceil(K/M)`` (MergeDTS) or ``floor(K/M)`` (MergeRUCB)

@@ -10,9 +10,10 @@ What it builds on
 * The divergence elimination test of RMED (Komiyama et al. 2015, §3) as MergeMED uses it
   (:mod:`bandits.merge_med`): arm ``i`` is eliminated by ``j`` when ``p̂_ij < ½`` and
   ``n_ij · kl(p̂_ij, ½) > 2α log(t + 1 + C)``, with MergeMED's α = 0.236, C = 4·10⁶.
-* The non-Condorcet guard, the champion's verification and readmission of
-  :mod:`bandits.merge_guard` (the anytime schedule of RUCB, Zoghi et al. 2014, Algorithm 1,
-  applied to the champion's row), unchanged in substance.
+* The non-Condorcet guard (:mod:`bandits.non_condorcet_guard`), the champion's
+  verification and readmission (:mod:`bandits.champion_verification`; the anytime
+  schedule of RUCB, Zoghi et al. 2014, Algorithm 1, applied to the champion's row),
+  unchanged in substance.
 * What a certificate costs: the oracle certifier of ``bench/certification_floor.py``,
   told the winner, compares it in turn with every ranker still in play until the test
   removes each; the lower bound is Kaufmann, Cappé & Garivier 2016, Lemma 1.
@@ -92,9 +93,9 @@ import numpy as np
 
 from bandits import confidence, verification
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit
-from bandits.merge_guard import GUARD_PARAMS
 from bandits.merge_med import MED_ALPHA
 from bandits.merge_med import VERIFY_SCALE as MED_VERIFY_SCALE
+from bandits.non_condorcet_guard import GUARD_PARAMS
 from bandits.params import Param
 from bandits.volatility import Volatility
 
@@ -132,7 +133,7 @@ class SparringCertifier(DuelingBandit):
                        "n·kl(p̂, ½) > 2α log(t + 1 + C)", gt=0, le=1000),
         "c": Param(float, 4e6, "offset C in the elimination threshold's log(t + 1 + C)",
                    ge=0, le=1e15),
-        # the guard's, declared once (bandits.merge_guard), verify_scale as MergeMED's
+        # the guard's, declared once (bandits.non_condorcet_guard), verify_scale as MergeMED's
         "delta": GUARD_PARAMS["delta"],
         "check_every": GUARD_PARAMS["check_every"],
         "verify_scale": MED_VERIFY_SCALE,

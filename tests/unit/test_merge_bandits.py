@@ -93,7 +93,7 @@ def test_structure_invariants_during_run(name):
         calls[0] += 1
         if name == "mergeguard" and (verifying or len(b.active_arms()) == 1):
             # past convergence MergeGuard's verification duels the champion with the
-            # arms it eliminated (bandits/merge_guard.py): the merge's invariants end here
+            # arms it eliminated (bandits/champion_verification.py): the merge's invariants end here
             verifying.append(calls[0] - 1)
             assert b.best_arm() in (i, j)
             return
