@@ -37,7 +37,7 @@ from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.merge_components import EliminationTest, PairRule
 from bandits.merge_partition import initial_batches
 from bandits.merge_structure import BatchStructure
-from bandits.params import Param, values_of
+from bandits.params import ALPHA, Param, values_of
 from bandits.volatility import Volatility
 
 #: the papers' default parameters, the preset "theoretical": α = 1.01 (Li et al. 2020, §5.5:
@@ -126,9 +126,9 @@ class MergeBandit(BatchStructure, DuelingBandit):
     PARAMS: ClassVar[dict[str, Param]] = {
         "preset": Param(str, "tuned", "named defaults for alpha, batch_size and c (explicit "
                         "values override them)", choices=PRESET_NAMES),
-        "alpha": Param(float, None, "exploration α of the elimination bound "
-                       "sqrt(α log(t + C) / n) (Algorithm 1 line 10)", gt=0, le=1000,
-                       default_doc="the preset's"),
+        "alpha": ALPHA.override(default=None, desc="exploration α of the elimination bound "
+                                "sqrt(α log(t + C) / n) (Algorithm 1 line 10)",
+                                default_doc="the preset's"),
         "batch_size": Param(int, None, "batch size M (Algorithm 1 line 1)", ge=2,
                             le=MAX_BATCH_SIZE, default_doc="the preset's"),
         "c": Param(float, None, "C of the bound's log(t + C)", ge=0, le=MAX_C,

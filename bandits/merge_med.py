@@ -64,7 +64,6 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
@@ -143,7 +142,7 @@ class DivergenceElimination(EliminationTest):
 #: the test (stateless: one instance serves every policy)
 DIVERGENCE = DivergenceElimination()
 #: ``verify_scale`` of MergeMED's tuned verification (see the module docstring)
-VERIFY_SCALE = replace(GUARD_PARAMS["verify_scale"], default=0.5)
+VERIFY_SCALE = GUARD_PARAMS["verify_scale"].override(default=0.5)
 
 
 class MergeMED(MergeBandit):

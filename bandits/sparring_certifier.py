@@ -91,10 +91,11 @@ import numpy as np
 from bandits import confidence, verification
 from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit
 from bandits.certifier_verdicts import CertifiedVerdicts
+from bandits.merge_base import MergeBandit
 from bandits.merge_med import MED_ALPHA
 from bandits.merge_med import VERIFY_SCALE as MED_VERIFY_SCALE
 from bandits.non_condorcet_guard import GUARD_PARAMS
-from bandits.params import Param
+from bandits.params import ALPHA, Param
 from bandits.volatility import Volatility
 
 #: at most this share of the certification duels before convergence go to arms no longer
@@ -127,10 +128,12 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
     condorcet_guard = True
     elimination_test = True
     PARAMS: ClassVar[dict[str, Param]] = {
-        "alpha": Param(float, MED_ALPHA, "confidence α of the elimination test "
-                       "n·kl(p̂, ½) > 2α log(t + 1 + C)", gt=0, le=1000),
-        "c": Param(float, 4e6, "offset C in the elimination threshold's log(t + 1 + C)",
-                   ge=0, le=1e15),
+        "alpha": ALPHA.override(default=MED_ALPHA, desc="confidence α of the elimination "
+                                "test n·kl(p̂, ½) > 2α log(t + 1 + C)"),
+        # the Merge framework's C, with MergeMED's tuned value and a bound of its own
+        "c": MergeBandit.PARAMS["c"].override(
+            default=4e6, desc="offset C in the elimination threshold's log(t + 1 + C)",
+            le=1e15, default_doc=None),
         # the guard's, declared once (bandits.non_condorcet_guard), verify_scale as MergeMED's
         "delta": GUARD_PARAMS["delta"],
         "check_every": GUARD_PARAMS["check_every"],
