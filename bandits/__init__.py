@@ -5,12 +5,18 @@ Each policy lives in its own module behind the interface of :mod:`bandits.base`;
 parameters once on its class (``PARAMS``, :mod:`bandits.params`), which
 :func:`check_params` reads. Shared pieces:
 :mod:`bandits.common` (empirical preferences, UCB helpers), :mod:`bandits.matrices`
-(preference matrices, winners, regret), and for the Merge family (MergeDTS
+(preference matrices, winners, regret), :mod:`bandits.volatility` (which outcomes may
+change a policy's structure), and for the Merge family (MergeDTS
 :mod:`bandits.merge_dts`, MergeRUCB :mod:`bandits.merge_rucb`, MergeGuard
 :mod:`bandits.merge_guard`, MergeMED :mod:`bandits.merge_med`) their framework
-:mod:`bandits.merge_base`, which each composes with the components it declares (pair
-rule, elimination test, guard), the batch partition rules :mod:`bandits.merge_partition`
-and MergeDTS's sampling kernels :mod:`bandits.merge_sampling`.
+:mod:`bandits.merge_base` with its batch structure :mod:`bandits.merge_structure`, which
+each composes with the components it declares (:mod:`bandits.merge_components`: pair
+rule, elimination test; the guard :mod:`bandits.non_condorcet_guard` with the champion's
+verification :mod:`bandits.champion_verification`), the batch partition rules
+:mod:`bandits.merge_partition` and MergeDTS's sampling kernels
+:mod:`bandits.merge_sampling`. The offline simulator is :mod:`bandits.simulator`, with
+its loops :mod:`bandits.simulation_loops` and :mod:`bandits.live_loop`. Each module of
+the package holds one concept, none over 450 lines (tests/unit/test_bandits_modules.py).
 """
 
 from __future__ import annotations

@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
 from bandits.common import preferences
 from bandits.params import Param, resolve, values_of
+from bandits.volatility import EVERY_OUTCOME, Volatility
 
 ACTIVE, ELIMINATED, RETIRED = 0, 1, 2
 STATUS_NAMES = {ACTIVE: "active", ELIMINATED: "eliminated", RETIRED: "retired"}
@@ -66,36 +66,6 @@ def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     return np.random.default_rng(seed)
-
-
-@dataclass(frozen=True)
-class Volatility:
-    """Which recorded outcomes may change a policy's structure (everything in its
-    ``state_dict`` but ``W``, ``t``, ``n_updates`` and caches rebuilt from them), declared by
-    the policy (:meth:`DuelingBandit.volatility`) for the live credit path
-    (:class:`service.credit.guard.Guard`): an outcome it does not flag only adds to ``W`` and
-    ``n_updates``, so outcomes it does not flag commute.
-
-    ``every``: every outcome may (the policy's ``update()`` advances selection state at
-    each step). Otherwise an outcome ``(i, j)`` on two arms of one ``group`` may when its
-    new counts satisfy ``(w_ji − w_ij)² > q · (w_ij + w_ji)`` (either side losing); an
-    outcome between ``champion`` and one of ``challengers`` may when they satisfy it with
-    the champion losing; and the outcome that makes ``n_updates`` a multiple of
-    ``period`` (0: none) may whatever it is. With ``divergence`` the pair condition is
-    ``n · kl(p, ½) > q`` instead, ``p`` the losing side's share of ``n``.
-    """
-
-    every: bool = False
-    q: float = 0.0
-    groups: dict[int, int] = field(default_factory=dict)
-    period: int = 0
-    champion: int = -1
-    challengers: frozenset[int] = frozenset()
-    divergence: bool = False
-
-
-#: every outcome may change the structure
-EVERY_OUTCOME = Volatility(every=True)
 
 
 class DuelingBandit(abc.ABC):
@@ -251,8 +221,8 @@ class DuelingBandit(abc.ABC):
         """Which outcomes may change the structure when recorded at any step up to ``t``
         (None: none; only ``W`` and ``n_updates`` change). Default: every outcome for a
         policy with :attr:`serial_updates`, else none. Policies with a structure (the
-        Merge policies) override it; tests/unit/test_credit_path.py checks every declaration
-        against ``update()``."""
+        Merge policies) override it; tests/unit/test_credit_path.py checks every
+        declaration against ``update()``. See :mod:`bandits.volatility`."""
         return EVERY_OUTCOME if self.serial_updates else None
 
     def non_condorcet(self) -> dict[str, Any] | None:

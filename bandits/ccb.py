@@ -9,7 +9,7 @@ import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter, rand_argmax
-from bandits.params import Param
+from bandits.params import ALPHA, Param
 
 
 def _pairs_of(opponents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -148,9 +148,7 @@ class CCB(DuelingBandit):
 
     name = "ccb"
     PARAMS: ClassVar[dict[str, Param]] = {
-        "alpha": Param(float, 0.51,
-                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
-                       gt=0, le=1000),
+        "alpha": ALPHA,
     }
     serial_updates = True  # _commit advances selection state at every step
 

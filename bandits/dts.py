@@ -18,7 +18,7 @@ from scipy.special import betainc, betaincinv
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter, rand_argmax
-from bandits.params import Param
+from bandits.params import ALPHA, Param
 
 
 def beta_win_prob(W: np.ndarray) -> np.ndarray:
@@ -138,9 +138,7 @@ class DTS(DuelingBandit):
 
     name = "dts"
     PARAMS: ClassVar[dict[str, Param]] = {
-        "alpha": Param(float, 0.51,
-                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
-                       gt=0, le=1000),
+        "alpha": ALPHA,
     }
 
     def __init__(

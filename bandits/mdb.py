@@ -9,7 +9,7 @@ import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter
-from bandits.params import Param
+from bandits.params import ALPHA, Param
 
 
 class MDB(DuelingBandit):
@@ -82,9 +82,7 @@ class MDB(DuelingBandit):
 
     name = "mdb"
     PARAMS: ClassVar[dict[str, Param]] = {
-        "alpha": Param(float, 0.5,
-                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
-                       gt=0, le=1000),
+        "alpha": ALPHA.override(default=0.5),  # Brost et al. 2016, §4.1.1
         "beta": Param(float, 1.5,
                       "how much wider the wide bound is than the narrow one (β ≥ 1)",
                       ge=1, le=1000),

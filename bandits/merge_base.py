@@ -6,17 +6,24 @@ retired mid-run, and the state round trip.
 The two papers differ only in how a pair is chosen *inside* a batch (Li et al. 2020, §4.3:
 "MergeDTS and MergeRUCB follow the same 'merge' strategy. The difference ... is in their
 strategy of choosing rankers"), so :class:`MergeBandit` does everything else and each
-policy declares that choice as a component, a :class:`PairRule` with the per-batch
-caches it needs (:class:`bandits.merge_dts.DTSPairs`, :class:`bandits.merge_rucb.RUCBPairs`),
-beside the elimination test of lines 10–11 (an :class:`EliminationTest`) and, for
-MergeGuard and MergeMED, the non-Condorcet guard
-(:class:`bandits.merge_guard.NonCondorcetGuard`). Every Merge policy is one level below
-:class:`MergeBandit`: components, not subclasses, make the differences.
+policy declares that choice as a component (:mod:`bandits.merge_components`), a
+:class:`~bandits.merge_components.PairRule` with the per-batch caches it needs
+(:class:`bandits.merge_dts.DTSPairs`, :class:`bandits.merge_rucb.RUCBPairs`), beside the
+elimination test of lines 10–11 (an :class:`~bandits.merge_components.EliminationTest`)
+and, for MergeGuard and MergeMED, the non-Condorcet guard
+(:class:`bandits.non_condorcet_guard.NonCondorcetGuard`). Every Merge policy is one level
+below :class:`MergeBandit`: components, not subclasses, make the differences.
+
+This module holds the policy's side of the framework: parameters and presets, selection,
+the update with its elimination test, arms added and retired, the guard's hooks and the
+state. How the batches and stages are kept consistent (merges, stage changes, the pair
+rule's caches in step) is the mixin :class:`bandits.merge_structure.BatchStructure`;
+how the arms are partitioned is :mod:`bandits.merge_partition`.
 
 The line-by-line correspondence with the pseudo-code and every departure from it are in
 the module docstring of :mod:`bandits.merge_dts`; the comments below cite the line of
 Li et al. 2020's Algorithm 1 each statement implements (:mod:`bandits.merge_rucb` maps them to
-Algorithm 4). How the arms are partitioned is :mod:`bandits.merge_partition`.
+Algorithm 4).
 """
 
 from __future__ import annotations
@@ -26,9 +33,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bandits.base import ACTIVE, Comparison, DuelingBandit, Volatility
-from bandits.merge_partition import initial_batches, pair_batches
-from bandits.params import Param, values_of
+from bandits.base import ACTIVE, Comparison, DuelingBandit
+from bandits.merge_components import EliminationTest, PairRule
+from bandits.merge_partition import initial_batches
+from bandits.merge_structure import BatchStructure
+from bandits.params import ALPHA, Param, values_of
+from bandits.volatility import Volatility
 
 #: the papers' default parameters, the preset "theoretical": α = 1.01 (Li et al. 2020, §5.5:
 #: "the default α = 1.01"; Zoghi 2017, §6.4), M = 4 (Li et al. 2020, §5.5;
@@ -76,105 +86,20 @@ def confidence_constant(alpha: float, n_arms: int, horizon: int) -> float:
     return math.exp(log_c)
 
 
-class Batch:
-    """One batch ``B_m``: its arms, their positions in it, and its row ``k`` in the
-    pair rule's stacked caches. A pair rule adds its per-batch caches as slots."""
-
-    __slots__ = ("arms", "k", "n", "pos")
-
-    def __init__(self, arms: list[int]) -> None:
-        self.arms = list(arms)
-        self.n = len(self.arms)
-        self.pos = {a: k for k, a in enumerate(self.arms)}
-        self.k = -1
-
-
-class PairRule:
-    """How a batch chooses its pair (Li et al. 2020, Algorithm 1 lines 15–16; Zoghi
-    2017, Algorithm 4 lines 9–10), with the per-batch caches it needs: a component a
-    Merge policy declares (``PAIRS``) and builds with itself as ``policy``.
-
-    The policy calls :meth:`build_all` when the batch list changed, :meth:`build_one`
-    when one batch's arms changed, :meth:`pair_changed` after each comparison,
-    :meth:`pair_for` in ``select()`` and :meth:`pair_from` in ``select_at()``; the rule
-    reads the policy's batches (``policy._batches``), wins (``policy._sub``), step and
-    generator, and changes nothing of the policy.
-    """
-
-    #: the per-batch record, with this rule's caches
-    batch_type: ClassVar[type[Batch]] = Batch
-
-    def __init__(self, policy: MergeBandit) -> None:
-        self.policy = policy
-
-    def build_all(self) -> None:
-        """Rebuild the caches of every batch (after the batch list changed)."""
-        for k, bt in enumerate(self.policy._batches):
-            bt.k = k
-            self.build_one(bt)
-
-    def build_one(self, bt: Batch) -> None:
-        """Rebuild the caches of one batch whose arms changed."""
-        raise NotImplementedError
-
-    def pair_changed(self, bt: Batch, a: int, b: int, w_ab: float, w_ba: float) -> None:
-        """Local pair ``(a, b)`` of ``bt`` now has ``w_ab`` and ``w_ba`` wins."""
-        raise NotImplementedError
-
-    def pair_for(self, bt: Batch) -> tuple[int, int]:
-        """Local indices ``(c, d)`` of the pair ``bt`` plays at step ``policy.t``."""
-        raise NotImplementedError
-
-    def pair_from(self, W_sub: np.ndarray, t: int, rng: np.random.Generator) -> tuple[int, int]:
-        """The same choice from a batch's wins matrix alone (``select_in_batch``)."""
-        raise NotImplementedError
-
-    def shrink(self, old: Batch, new: Batch, p: int) -> bool:
-        """Optionally update the caches of ``new``, which is ``old`` without the arm at
-        position ``p``, in place; return False to have them rebuilt from ``W``."""
-        return False
-
-    def drop_prepared(self) -> None:
-        """Forget draws prepared ahead for ``select()`` (none by default)."""
-
-
-class EliminationTest:
-    """When a pair's counts eliminate an arm (Li et al. 2020, Algorithm 1 lines 10–11):
-    a component a Merge policy declares (``ELIMINATION``). Every method takes ``a``,
-    the policy's ``α log(t + 1 + C)`` at the step of the test.
-    """
-
-    #: whether :meth:`volatility_q` bounds a divergence (``Volatility.divergence``)
-    divergence: ClassVar[bool] = False
-
-    def beaten(self, w: float, n: float, a: float) -> bool:
-        """``w`` wins in ``n`` comparisons lose with confidence."""
-        raise NotImplementedError
-
-    def purge(self, w: np.ndarray, a: float) -> list[tuple[int, int]]:
-        """The test over every pair of a batch's wins ``w``: ``(loser, by)`` local
-        indices for each arm some arm beats with confidence."""
-        raise NotImplementedError
-
-    def volatility_q(self, a: float) -> float:
-        """``q`` of :class:`bandits.base.Volatility`: a pair condition met by every
-        outcome that may eliminate, at ``a`` of an earlier step."""
-        raise NotImplementedError
-
-
-class MergeBandit(DuelingBandit):
-    """Batches, stages, eliminations and merges shared by the Merge policies.
+class MergeBandit(BatchStructure, DuelingBandit):
+    """Batches, stages, eliminations and merges shared by the Merge policies (the batch
+    structure itself: :class:`~bandits.merge_structure.BatchStructure`).
 
     A Merge policy is this framework with the components it declares:
 
-    - ``PAIRS``, a :class:`PairRule` class: the pair a batch plays (MergeDTS's
-      Thompson-sampling tournaments, :class:`bandits.merge_dts.DTSPairs`; MergeRUCB's
-      UCB rule, :class:`bandits.merge_rucb.RUCBPairs`);
-    - ``ELIMINATION``, an :class:`EliminationTest`: lines 10–11 (Hoeffding,
-      :class:`bandits.merge_dts.HoeffdingElimination`; the divergence,
+    - ``PAIRS``, a :class:`~bandits.merge_components.PairRule` class: the pair a batch
+      plays (MergeDTS's Thompson-sampling tournaments, :class:`bandits.merge_dts.DTSPairs`;
+      MergeRUCB's UCB rule, :class:`bandits.merge_rucb.RUCBPairs`);
+    - ``ELIMINATION``, an :class:`~bandits.merge_components.EliminationTest`: lines
+      10–11 (Hoeffding, :class:`bandits.merge_dts.HoeffdingElimination`; the divergence,
       :class:`bandits.merge_med.DivergenceElimination`);
     - ``GUARD`` (optional): the non-Condorcet guard with the champion's verification,
-      :class:`bandits.merge_guard.NonCondorcetGuard`, built with the policy and its
+      :class:`bandits.non_condorcet_guard.NonCondorcetGuard`, built with the policy and its
       parameters (``GUARD.PARAMS``).
 
     and ``name``, ``PRESETS`` (the named defaults of ``alpha``, ``batch_size``, ``c``;
@@ -201,9 +126,9 @@ class MergeBandit(DuelingBandit):
     PARAMS: ClassVar[dict[str, Param]] = {
         "preset": Param(str, "tuned", "named defaults for alpha, batch_size and c (explicit "
                         "values override them)", choices=PRESET_NAMES),
-        "alpha": Param(float, None, "exploration α of the elimination bound "
-                       "sqrt(α log(t + C) / n) (Algorithm 1 line 10)", gt=0, le=1000,
-                       default_doc="the preset's"),
+        "alpha": ALPHA.override(default=None, desc="exploration α of the elimination bound "
+                                "sqrt(α log(t + C) / n) (Algorithm 1 line 10)",
+                                default_doc="the preset's"),
         "batch_size": Param(int, None, "batch size M (Algorithm 1 line 1)", ge=2,
                             le=MAX_BATCH_SIZE, default_doc="the preset's"),
         "c": Param(float, None, "C of the bound's log(t + C)", ge=0, le=MAX_C,
@@ -217,7 +142,7 @@ class MergeBandit(DuelingBandit):
     #: the components (see the class docstring)
     PAIRS: ClassVar[type[PairRule]]
     ELIMINATION: ClassVar[EliminationTest]
-    #: (a class like :class:`bandits.merge_guard.NonCondorcetGuard`: built with the
+    #: (a class like :class:`bandits.non_condorcet_guard.NonCondorcetGuard`: built with the
     #: policy and its parameters; not imported here, so that the guard may import this)
     GUARD: ClassVar[type | None] = None
     #: ``b_1 = ceil(K/M)`` (MergeDTS) or ``floor(K/M)`` (MergeRUCB)
@@ -259,11 +184,6 @@ class MergeBandit(DuelingBandit):
         self._settle([])
 
     # ------------------------------------------------------------------ public helpers
-    @property
-    def batches(self) -> list[list[int]]:
-        """The current batches ``B_s`` (arm indices), in round-robin order."""
-        return [list(b.arms) for b in self._batches]
-
     def structure(self) -> dict[str, Any]:
         """``{"stage": s, "batches": [[arm, ...], ...]}`` as plain ints, batches in
         round-robin order (the batch step ``t`` plays is ``batches[t % len(batches)]``).
@@ -279,14 +199,6 @@ class MergeBandit(DuelingBandit):
         if self.guard is not None:
             out.update(self.guard.structure())
         return out
-
-    def current_batch(self, t: int | None = None) -> list[int]:
-        """The batch ``B_m`` with ``m = t mod b_s`` (line 6) that step ``t`` plays
-        (default: the next step, ``self.t + 1``)."""
-        if not self._batches:
-            return []
-        t = self.t + 1 if t is None else int(t)
-        return list(self._batches[t % len(self._batches)].arms)
 
     def volatility(self, t: int) -> Volatility | None:
         """An outcome on two arms of one batch may eliminate one of them (lines 10–11):
@@ -429,9 +341,6 @@ class MergeBandit(DuelingBandit):
         return "\n".join([lines[0], head, *lines[1:]])
 
     # ------------------------------------------------------------------ components
-    def _build_all(self) -> None:
-        self._pairs.build_all()
-
     def _drop_prepared(self) -> None:
         """Forget draws the pair rule prepared ahead for :meth:`select`."""
         self._pairs.drop_prepared()
@@ -443,10 +352,6 @@ class MergeBandit(DuelingBandit):
         if 2.0 * w >= n:  # a pair it wins or ties (or n = 0) cannot eliminate it
             return False
         return self.ELIMINATION.beaten(w, n, self.alpha * math.log(self.t + 1 + self.c))
-
-    def _sub(self, arms: list[int]) -> np.ndarray:
-        idx = np.asarray(arms, dtype=np.intp)
-        return self.W.take(idx, axis=0).take(idx, axis=1)  # W[np.ix_(idx, idx)], faster
 
     # ------------------------------------------------------------------ base-class hooks
     def _select(self) -> Comparison:
@@ -537,100 +442,3 @@ class MergeBandit(DuelingBandit):
         self._sync()
         if self.guard is not None:
             self.guard.load_extra_state(state)
-
-    # ------------------------------------------------------------------ structure
-    def _make(self, arms: list[int]) -> Batch:
-        bt = self._pairs.batch_type(arms)
-        for a in bt.arms:
-            self._where[a] = bt
-        return bt
-
-    def _set_batches(self, batches: list[list[int]]) -> None:
-        self._where: dict[int, Batch] = {}
-        self._batches: list[Batch] = [self._make(b) for b in batches if b]
-        self._list_changed = True
-        self._touched: list[Batch] = []
-
-    def _replace(self, k: int, arms: list[int]) -> Batch:
-        old = self._batches[k]
-        self._batches[k] = bt = self._make(arms)
-        bt.k = old.k
-        self._touched.append(bt)
-        return bt
-
-    def _remove(self, arm: int) -> None:
-        """Take ``arm`` out of its batch (an emptied batch is dropped)."""
-        bt = self._where.pop(arm)
-        k = self._batches.index(bt)
-        rest = [a for a in bt.arms if a != arm]
-        if rest:
-            new = self._replace(k, rest)
-            if not self._list_changed and self._pairs.shrink(bt, new, bt.pos[arm]):
-                self._touched.remove(new)  # caches already up to date
-        else:
-            del self._batches[k]
-            self._list_changed = True
-
-    def _sync(self) -> None:
-        """Bring the algorithm's caches in line with the batches."""
-        if self._list_changed:
-            self._build_all()
-        else:
-            for bt in self._touched:
-                if self._where.get(bt.arms[0]) is bt:
-                    self._pairs.build_one(bt)
-        self._list_changed = False
-        self._touched = []
-
-    def _eliminate_arms(self, losers: list[tuple[int, int]]) -> None:
-        """Line 11: remove each ``(arm, by)`` from its batch, then settle the structure."""
-        self._remove_losers(losers)
-        self._settle([])
-
-    def _remove_losers(self, losers: list[tuple[int, int]]) -> None:
-        """Eliminate each ``(arm, by)`` still in a batch and take it out of its batch."""
-        for arm, by in losers:
-            if arm in self._where:
-                self.eliminate(arm, by)
-                self._remove(arm)
-
-    def _purge(self, bt: Batch) -> list[tuple[int, int]]:
-        """Lines 10–11 over every pair of ``bt``: ``(arm, by)`` for each arm with some
-        arm of the batch beating it with confidence (``ELIMINATION.purge``)."""
-        a = self.alpha * math.log(self.t + 1 + self.c)
-        return [(bt.arms[x], bt.arms[y]) for x, y in self.ELIMINATION.purge(self._sub(bt.arms), a)]
-
-    def _settle(self, fresh: list[Batch]) -> None:
-        """Apply line 11 to batches formed by merges, lines 12–13 and lines 18–22 until
-        nothing changes (each round removes an arm or a batch, so it ends), then bring
-        the caches up to date."""
-        while True:
-            fresh = [b for b in fresh if b in self._batches]
-            losers = [x for b in fresh for x in self._purge(b)]
-            fresh = []
-            if losers:
-                self._remove_losers(losers)
-                continue
-            batches = self._batches
-            # lines 12-13: a one-arm batch merges with the next one
-            single = next((k for k, b in enumerate(batches) if b.n == 1), None)
-            if single is not None and len(batches) > 1:
-                nxt = (single + 1) % len(batches)
-                merged = sorted(batches[single].arms + batches[nxt].arms)
-                fresh = [self._replace(nxt, merged)]
-                del batches[single]
-                self._list_changed = True
-                continue
-            # lines 18-22: half of the stage's field eliminated -> next stage
-            remaining = sum(b.n for b in batches)
-            if batches and 2 * remaining <= self.stage_field:
-                if len(batches) > 1:
-                    old = {tuple(b.arms) for b in batches}
-                    new = pair_batches([b.arms for b in batches], self.batch_size)
-                    self._set_batches(new)
-                    fresh = [b for b in self._batches if tuple(b.arms) not in old]
-                self.stage += 1
-                self.stage_field = remaining
-                continue
-            break
-        self._sync()

@@ -3,7 +3,8 @@
 Where each line of the pseudo-code is
 -------------------------------------
 Algorithm 1 (MergeDTS); the framework lines are shared by every Merge policy and live in
-:mod:`bandits.merge_base` (its comments cite the same line numbers); MergeDTS is that
+:mod:`bandits.merge_base` and its batch structure :mod:`bandits.merge_structure` (their
+comments cite the same line numbers); MergeDTS is that
 framework with two components of this module, the pair rule :class:`DTSPairs` and the
 elimination test :class:`HoeffdingElimination`:
 
@@ -18,13 +19,13 @@ elimination test :class:`HoeffdingElimination`:
   ``best_arm()`` names it;
 - line 10, ``U``, and line 11, elimination by ``u_ij < ½``: :class:`HoeffdingElimination`
   (``beaten`` and ``purge``), applied by ``MergeBandit._merge_update`` to the pair just
-  compared and by ``MergeBandit._purge`` to batches a merge formed;
-- lines 12–13, a one-arm batch merges with the next: ``MergeBandit._settle``;
+  compared and by ``BatchStructure._purge`` to batches a merge formed;
+- lines 12–13, a one-arm batch merges with the next: ``BatchStructure._settle``;
 - line 15, Phase I (Algorithm 2) and line 16, Phase II (Algorithm 3):
   ``DTSPairs.pair_for`` with the kernels of :mod:`bandits.merge_sampling`;
 - line 17, compare and count: the caller's ``update()`` (``W`` in the base class), then
   ``DTSPairs.pair_changed`` refreshes the batch's sampling rows;
-- lines 18–22, next stage with the batches paired up: ``MergeBandit._settle`` with
+- lines 18–22, next stage with the batches paired up: ``BatchStructure._settle`` with
   :func:`bandits.merge_partition.pair_batches`.
 
 Algorithm 2 (SampleTournament: lines 1–4 sample, line 5 tally, line 6 arg max with random
@@ -109,14 +110,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import betainc
 
-from bandits.merge_base import (
-    THEORETICAL,
-    TUNED_ALPHA,
-    Batch,
-    EliminationTest,
-    MergeBandit,
-    PairRule,
-)
+from bandits.merge_base import THEORETICAL, TUNED_ALPHA, MergeBandit
+from bandits.merge_components import Batch, EliminationTest, PairRule
 from bandits.merge_sampling import (
     AHEAD_MAX_BATCHES,
     AHEAD_STEPS,

@@ -5,7 +5,8 @@ What it builds on
 -----------------
 * MergeDTS (Li et al. 2020, Algorithms 1–3; :mod:`bandits.merge_dts`): the
   batches, stages, merges and the Thompson-sampling tournaments, unchanged.
-* The non-Condorcet guard and the champion's verification of :mod:`bandits.merge_guard`.
+* The non-Condorcet guard (:mod:`bandits.non_condorcet_guard`) and the champion's
+  verification (:mod:`bandits.champion_verification`), as MergeGuard has them.
 * Li et al. 2020, §7, future direction (4): "the UCB-based elimination utilized in MergeDTS is
   too conservative, it might be that more recent minimum empirical divergence based
   techniques [RMED, Komiyama et al. 2015] may be leveraged to speed up the elimination".
@@ -63,14 +64,14 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
 
-from bandits.merge_base import THEORETICAL, EliminationTest, MergeBandit
+from bandits.merge_base import THEORETICAL, MergeBandit
+from bandits.merge_components import EliminationTest
 from bandits.merge_dts import DTSPairs
-from bandits.merge_guard import GUARD_PARAMS, NonCondorcetGuard
+from bandits.non_condorcet_guard import GUARD_PARAMS, NonCondorcetGuard
 from bandits.params import Param
 
 #: α of the tuned preset (about 0.9 · 0.8⁶; Li et al. 2020 tuned MergeDTS at 0.8⁶ ≈ 0.262
@@ -141,13 +142,14 @@ class DivergenceElimination(EliminationTest):
 #: the test (stateless: one instance serves every policy)
 DIVERGENCE = DivergenceElimination()
 #: ``verify_scale`` of MergeMED's tuned verification (see the module docstring)
-VERIFY_SCALE = replace(GUARD_PARAMS["verify_scale"], default=0.5)
+VERIFY_SCALE = GUARD_PARAMS["verify_scale"].override(default=0.5)
 
 
 class MergeMED(MergeBandit):
     """MergeGuard with the divergence elimination test and re-tuned confidence (see the
     module docstring): the components :class:`~bandits.merge_dts.DTSPairs`,
-    :class:`DivergenceElimination` and :class:`~bandits.merge_guard.NonCondorcetGuard`.
+    :class:`DivergenceElimination` and
+    :class:`~bandits.non_condorcet_guard.NonCondorcetGuard`.
     Parameters as :class:`~bandits.merge_guard.MergeGuard`; the ``tuned`` preset is
     α = 0.236, M = 24, C = 4·10⁶, and ``verify_scale`` defaults to 0.5."""
 

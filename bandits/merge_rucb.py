@@ -1,15 +1,16 @@
 """MergeRUCB, Zoghi 2017, Algorithm 4.
 
 The batch, stage and merge machinery is shared with MergeDTS
-(:class:`bandits.merge_base.MergeBandit`). Algorithm 4's lines map to it as follows:
-line 1 (``W = 0``) is the base class; line 2 (``B_1``) is
+(:class:`bandits.merge_base.MergeBandit`, :mod:`bandits.merge_structure`). Algorithm 4's
+lines map to it as follows: line 1 (``W = 0``) is the base class; line 2 (``B_1``) is
 :func:`bandits.merge_partition.initial_batches` with ``round_up=False``; line 3 (``C(δ)``)
 is :func:`bandits.merge_base.confidence_constant`; line 4 (``S = 1``) and line 6
 (``i = t mod b_S``) are ``MergeBandit``; lines 7–8 (``U`` and elimination) are
 :class:`bandits.merge_dts.HoeffdingElimination` (Li et al. 2020's Algorithm 1 lines 10–11,
 the same test); lines 9–10 (the pair) are :class:`RUCBPairs` and :func:`_rucb_pair`
 below; line 11's comparison is the caller's ``update()``; lines 12–14
-(next stage) are ``MergeBandit._settle`` with :func:`bandits.merge_partition.pair_batches`.
+(next stage) are :meth:`bandits.merge_structure.BatchStructure._settle` with
+:func:`bandits.merge_partition.pair_batches`.
 
 The departures from the pseudo-code that both policies make (horizonless, delayed
 feedback, elimination and merges evaluated at update time, ties, added and retired
@@ -32,7 +33,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from bandits.merge_base import THEORETICAL, TUNED_ALPHA, Batch, MergeBandit, PairRule
+from bandits.merge_base import THEORETICAL, TUNED_ALPHA, MergeBandit
+from bandits.merge_components import Batch, PairRule
 from bandits.merge_dts import HOEFFDING
 
 

@@ -9,11 +9,16 @@ document (:mod:`service.schemas`), the command line's ``--param`` parsing
 (:func:`parse_text`) and the generated parameter reference (:mod:`cli.docs`). No other
 table repeats a default or a bound, and nothing inspects a constructor's signature.
 
+A parameter several policies take is declared once, here (:data:`ALPHA`) or on the class
+that owns it (the Merge framework's ``c``, the non-Condorcet guard's ``GUARD_PARAMS``);
+a class whose default, description or bounds differ takes it with
+:meth:`Param.override`, so every name has one declaration and one type
+(tests/unit/test_bandits_modules.py checks this).
+
 Pure: no I/O, no third-party imports.
 
 Examples
 --------
->>> ALPHA = Param(float, 0.51, "exploration α", gt=0, le=1000)
 >>> check("rucb", {"alpha": ALPHA}, {"alpha": 0.6})
 {'alpha': 0.6}
 >>> check("rucb", {"alpha": ALPHA}, {"alpha": 0})
@@ -30,6 +35,7 @@ ValueError: --param alpha: expected a number, got 'abc'
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import sys
@@ -66,6 +72,22 @@ class Param:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise TypeError(f"Param dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+    def override(self, **changes: Any) -> Param:
+        """This parameter as a class that takes it declares it: the same name and type,
+        with the fields in ``changes`` (default, description, bounds...) replaced. How a
+        shared parameter keeps one declaration when a policy's default or words differ.
+
+        >>> ALPHA.override(default=0.5).default, ALPHA.override(default=0.5).le
+        (0.5, 1000)
+        >>> ALPHA.override(dtype=int)
+        Traceback (most recent call last):
+        ...
+        TypeError: a parameter keeps its declared type
+        """
+        if "dtype" in changes:
+            raise TypeError("a parameter keeps its declared type")
+        return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ reading
     @property
@@ -221,5 +243,15 @@ def declared_default(param: Param) -> str:
     return str(param.default)
 
 
-__all__ = ["DTYPES", "Param", "check", "declared_default", "parse_text", "resolve",
-           "values_of"]
+# ---------------------------------------------------------------------- shared declarations
+#: the exploration α of a confidence bound ``sqrt(α ln t / n)``: RUCB, RCS, CCB and DTS
+#: take it as it is (their papers ask α > ½; 0.51 as in RUCB's and DTS's experiments);
+#: MDB (0.5, Brost et al. 2016, §4.1.1), the Merge family (the preset's, in
+#: ``sqrt(α log(t + C) / n)``) and the Sparring Certifier (MergeMED's, in a divergence
+#: test) override its default and words
+ALPHA = Param(float, 0.51, "exploration α of the confidence bounds: sqrt(α ln t / n)",
+              gt=0, le=1000)
+
+
+__all__ = ["ALPHA", "DTYPES", "Param", "check", "declared_default", "parse_text",
+           "resolve", "values_of"]

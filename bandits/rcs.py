@@ -11,7 +11,7 @@ from scipy.special import betainc
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import rand_argmax, ucb_column
 from bandits.dts import beta_win_prob
-from bandits.params import Param
+from bandits.params import ALPHA, Param
 
 
 class RCS(DuelingBandit):
@@ -88,9 +88,7 @@ class RCS(DuelingBandit):
 
     name = "rcs"
     PARAMS: ClassVar[dict[str, Param]] = {
-        "alpha": Param(float, 0.51,
-                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
-                       gt=0, le=1000),
+        "alpha": ALPHA,
     }
     serial_updates = True  # _commit advances selection state at every step
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter, rand_argmax, ucb_column
-from bandits.params import Param
+from bandits.params import ALPHA, Param
 
 
 class RUCB(DuelingBandit):
@@ -87,9 +87,7 @@ class RUCB(DuelingBandit):
 
     name = "rucb"
     PARAMS: ClassVar[dict[str, Param]] = {
-        "alpha": Param(float, 0.51,
-                       "exploration α of the confidence bounds: sqrt(α ln t / n)",
-                       gt=0, le=1000),
+        "alpha": ALPHA,
     }
     serial_updates = True  # _commit advances selection state at every step
 

@@ -15,49 +15,27 @@ Bernoulli distribution with mean p_ij"), and the step costs regret
 Each run shuffles the arm order with its own seed, so a policy cannot profit from the
 matrix listing the winner first; ``identified`` is mapped back to the matrix's indices.
 
-Speed. The loop does nothing per step besides ``select()``, two list look-ups, one
-comparison with a pre-drawn uniform and ``update()``: the uniforms come in blocks of
-``BLOCK`` (one numpy call each), ``P`` and the pair-regret matrix are plain nested lists
-(list indexing is several times cheaper than numpy scalar indexing), and checkpoints are
-the block boundaries, so the loop never tests the step counter.
-
-Delayed feedback, as live. ``simulate_run(..., delay=D, feedback_batch=B,
-reload_every=R)`` runs what the live service runs: the outcome of step ``t`` is applied
-after ``D`` more selections, in groups of ``B`` (each group after ``sync_step`` to the
-current step, as the Celery worker's transaction does), and with ``R`` each selection is
-``select_at(t, rng_t)`` on a copy rebuilt from ``state_dict()`` every ``R`` selections
-(an API process's cached snapshot), ``rng_t`` a generator that is a fixed function of the
-run's seed and ``t``. That loop also counts the comparisons shown (``RunResult.shown``);
-with ``D = 0``, ``B = 1`` and no reload it gives exactly the regret of the plain loop.
-
-Fast-forward. An eliminated arm is never chosen again (the contract of
-:mod:`bandits.base`), so once a policy has one active arm left, every later step is that
-arm against itself — MergeDTS, Algorithm 1 line 7–8, and MergeRUCB do exactly this. When
-``select()`` returns ``(a, a)`` and ``a`` is the only active arm, the remaining steps each
-cost the same regret (0 if ``a`` is the winner) and are added in one multiplication; the
-policy's ``t`` and ``n_updates`` are advanced as if the loop had run. A policy that
-still compares now and then after convergence (MergeGuard's verification) reports through
-``quiet_steps()`` how many of the next steps are certainly ``(a, a)`` with nothing to
-learn; the plain loop skips those the same way (their outcome uniforms are still drawn,
-so the run is identical to the full loop) and does not count them as looped steps.
+How a run is stepped lives elsewhere: the plain loops, with their speed-ups and the exact
+fast-forward once a policy has converged, are :mod:`bandits.simulation_loops`; the
+live-like loop (feedback delayed and batched, selections from reloaded snapshots, as the
+live service runs; ``delay``, ``feedback_batch``, ``reload_every``) is
+:mod:`bandits.live_loop`. This module sets a run up (matrix, shuffle, seeds, policy),
+picks the loop and reports the result, and aggregates runs.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from bandits.base import ACTIVE, DuelingBandit
+from bandits.base import DuelingBandit
+from bandits.live_loop import LiveFeedback, StepGenerators, loop_live
 from bandits.matrices import arm_regret, copeland_winners, validate_matrix
-
-#: uniforms drawn per numpy call (and the finest granularity of progress reports)
-BLOCK = 1 << 15
+from bandits.simulation_loops import loop_multi, loop_pairs
 
 PolicyFactory = Callable[..., DuelingBandit]
 
@@ -129,14 +107,6 @@ def _make_policy(
 
         return make_bandit(algorithm, K, seed=rng, **params)
     return algorithm(K, seed=rng, **params)
-
-
-def _single_active(bandit: DuelingBandit) -> bool:
-    # a policy that still has comparisons to make after convergence (MergeGuard's
-    # verification) says so through ``steady()``; fast-forward waits for it
-    if not bandit.steady():
-        return False
-    return int(np.count_nonzero(bandit.status == ACTIVE)) == 1
 
 
 def simulate_run(
@@ -243,14 +213,14 @@ def simulate_run(
     shown = None
     if delay or feedback_batch > 1 or reload_every or record_shown:
         shown = np.zeros((K, K), dtype=np.int64)
-        live = _Live(delay, feedback_batch, reload_every, _StepGenerators(s_steps), shown)
-        regret, looped, seconds, ff_at = _loop_live(
+        live = LiveFeedback(delay, feedback_batch, reload_every, StepGenerators(s_steps), shown)
+        regret, looped, seconds, ff_at = loop_live(
             bandit, Pr, r_arm, cps, orng, fast_forward, progress, live, observe
         )
         shown_run, shown = shown, np.zeros_like(shown)
         shown[np.ix_(perm, perm)] = shown_run
     else:
-        loop = _loop_multi if bandit.multi else _loop_pairs
+        loop = loop_multi if bandit.multi else loop_pairs
         regret, looped, seconds, ff_at = loop(
             bandit, Pr, r_arm, cps, orng, fast_forward, progress, observe
         )
@@ -279,272 +249,6 @@ def simulate_run(
         flagged_at=guard.get("flagged_at"),
         estimates=estimates,
     )
-
-
-def _finish_fast_forward(
-    bandit: DuelingBandit,
-    cps: np.ndarray,
-    regret: np.ndarray,
-    ci: int,
-    t: int,
-    cum: float,
-    per_step: float,
-) -> None:
-    """Fill checkpoints ``ci..`` after step ``t`` with ``per_step`` regret per step."""
-    remaining = int(cps[-1]) - t
-    for k in range(ci, cps.size):
-        regret[k] = cum + (int(cps[k]) - t) * per_step
-    # keep the policy's counters as if the loop had run
-    bandit.skip_steps(remaining)
-
-
-def _loop_pairs(
-    bandit: DuelingBandit,
-    P: np.ndarray,
-    r_arm: np.ndarray,
-    cps: np.ndarray,
-    orng: np.random.Generator,
-    fast_forward: bool,
-    progress: Callable[[int], None] | None,
-    observe: Callable[[int], None] | None = None,
-) -> tuple[np.ndarray, int, float, int | None]:
-    Pl = P.tolist()
-    Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
-    select, update = bandit.select, bandit.update
-    quiet = bandit.quiet_steps
-    regret = np.zeros(cps.size)
-    cum = 0.0
-    t = 0
-    skipped = 0
-    seconds = 0.0
-    for ci in range(cps.size):
-        cp = int(cps[ci])
-        while t < cp:
-            n = min(cp - t, BLOCK)
-            us = orng.random(n).tolist()
-            start = time.perf_counter()
-            k = 0
-            while k < n:
-                i, j = select()
-                cum += Rl[i][j]
-                update(i, j, 1.0 if us[k] < Pl[i][j] else 0.0)
-                k += 1
-                if i == j and fast_forward:
-                    if _single_active(bandit):
-                        seconds += time.perf_counter() - start
-                        t += k
-                        _finish_fast_forward(bandit, cps, regret, ci, t, cum, Rl[i][i])
-                        if progress is not None:
-                            progress(int(cps[-1]) - t + k)
-                        return regret, t - skipped, seconds, t
-                    # steps the policy says are (i, i) with nothing to learn: skip
-                    # them exactly (their uniforms are drawn all the same)
-                    s = min(quiet(), n - k)
-                    if s > 0:
-                        s = int(s)
-                        cum += s * Rl[i][i]
-                        bandit.skip_steps(s)
-                        k += s
-                        skipped += s
-            seconds += time.perf_counter() - start
-            t += n
-            if progress is not None:
-                progress(n)
-        regret[ci] = cum
-        if observe is not None:
-            observe(ci)
-    return regret, t - skipped, seconds, None
-
-
-def _loop_multi(
-    bandit: DuelingBandit,
-    P: np.ndarray,
-    r_arm: np.ndarray,
-    cps: np.ndarray,
-    orng: np.random.Generator,
-    fast_forward: bool,
-    progress: Callable[[int], None] | None,
-    observe: Callable[[int], None] | None = None,
-) -> tuple[np.ndarray, int, float, int | None]:
-    """The loop for policies that select sets: all pairwise draws, one ``update_many``."""
-    Pl = P.tolist()
-    rl = r_arm.tolist()
-    select, update_many = bandit.select, bandit.update_many
-    regret = np.zeros(cps.size)
-    cum = 0.0
-    t = 0
-    seconds = 0.0
-    K = P.shape[0]
-    need = max(K * (K - 1) // 2, 1)  # most uniforms one step can use
-    us: list[float] = []
-    pos = 0
-    for ci in range(cps.size):
-        cp = int(cps[ci])
-        while t < cp:
-            n = min(cp - t, BLOCK)
-            start = time.perf_counter()
-            for k in range(n):
-                S = select()
-                m = len(S)
-                cum += sum(rl[a] for a in S) / m
-                if pos + need > len(us):
-                    us = us[pos:] + orng.random(max(BLOCK, need)).tolist()
-                    pos = 0
-                outcomes = []
-                for x in range(m):
-                    a = S[x]
-                    Pa = Pl[a]
-                    for y in range(x + 1, m):
-                        b = S[y]
-                        outcomes.append((a, b, 1.0 if us[pos] < Pa[b] else 0.0))
-                        pos += 1
-                update_many(outcomes)
-                if m == 1 and fast_forward and _single_active(bandit):
-                    seconds += time.perf_counter() - start
-                    t += k + 1
-                    _finish_fast_forward(bandit, cps, regret, ci, t, cum, rl[S[0]])
-                    if progress is not None:
-                        progress(int(cps[-1]) - t + k + 1)
-                    return regret, t, seconds, t
-            seconds += time.perf_counter() - start
-            t += n
-            if progress is not None:
-                progress(n)
-        regret[ci] = cum
-        if observe is not None:
-            observe(ci)
-    return regret, t, seconds, None
-
-
-class _StepGenerators:
-    """The generator of step ``t``: a fixed function of the run's seed and ``t`` (Philox,
-    counter-based: the run's key, ``t`` in the counter), as the service seeds each
-    selection from ``(experiment seed, t)``. One generator, re-positioned per step."""
-
-    def __init__(self, seq: np.random.SeedSequence) -> None:
-        self.key = seq.generate_state(2, np.uint64)
-        self.gen = np.random.Generator(np.random.Philox(key=self.key))
-
-    def at(self, t: int) -> np.random.Generator:
-        self.gen.bit_generator.state = {
-            "bit_generator": "Philox",
-            "state": {"counter": np.array([0, 0, t, 0], dtype=np.uint64), "key": self.key},
-            "buffer": np.zeros(4, dtype=np.uint64),
-            "buffer_pos": 4,
-            "has_uint32": 0,
-            "uinteger": 0,
-        }
-        return self.gen
-
-
-@dataclass
-class _Live:
-    """How the live-like loop delivers feedback and selects."""
-
-    delay: int
-    batch: int
-    reload_every: int
-    generators: _StepGenerators
-    shown: np.ndarray
-
-
-def _loop_live(
-    bandit: DuelingBandit,
-    P: np.ndarray,
-    r_arm: np.ndarray,
-    cps: np.ndarray,
-    orng: np.random.Generator,
-    fast_forward: bool,
-    progress: Callable[[int], None] | None,
-    live: _Live,
-    observe: Callable[[int], None] | None = None,
-) -> tuple[np.ndarray, int, float, int | None]:
-    """Select, draw the outcomes at once (same uniforms, in the same order, as the plain
-    loops), and apply them ``delay`` selections later in groups of ``batch``."""
-    Pl = P.tolist()
-    rl = r_arm.tolist()
-    Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
-    multi = bandit.multi
-    shown = live.shown
-    regret = np.zeros(cps.size)
-    steps = int(cps[-1])
-    pending: deque[list[tuple[int, int, float]]] = deque()
-
-    def apply(n: int, t: int) -> None:
-        bandit.sync_step(t)  # the worker's transaction runs at the global step
-        for _ in range(n):
-            outcomes = pending.popleft()
-            if multi:
-                bandit.update_many(outcomes)
-            else:
-                bandit.update(*outcomes[0])
-
-    us: list[float] = []
-    pos = 0
-    cum = 0.0
-    ci = 0
-    done = 0  # steps reported to progress
-    selector = bandit
-    start = time.perf_counter()
-    for t in range(1, steps + 1):
-        if live.reload_every:
-            if (t - 1) % live.reload_every == 0:
-                selector = type(bandit).from_state(bandit.state_dict())
-            S = selector.select_at(t, live.generators.at(t))
-        else:
-            S = bandit.select()
-        m = len(S)
-        if pos + m * m > len(us):
-            us = us[pos:] + orng.random(max(BLOCK, m * m)).tolist()
-            pos = 0
-        if multi:
-            cum += sum(rl[a] for a in S) / m
-            outcomes = []
-            for x in range(m):
-                a = S[x]
-                for y in range(x + 1, m):
-                    b = S[y]
-                    shown[a, b] += 1
-                    outcomes.append((a, b, 1.0 if us[pos] < Pl[a][b] else 0.0))
-                    pos += 1
-            if m == 1:
-                shown[S[0], S[0]] += 1
-        else:
-            i, j = S
-            cum += Rl[i][j]
-            shown[i, j] += 1
-            outcomes = [(i, j, 1.0 if us[pos] < Pl[i][j] else 0.0)]
-            pos += 1
-        pending.append(outcomes)
-        due = len(pending) - live.delay  # outcomes of steps <= t - delay
-        while due >= live.batch:
-            apply(live.batch, t)
-            due -= live.batch
-        while ci < cps.size and cps[ci] == t:
-            regret[ci] = cum
-            if observe is not None:
-                observe(ci)
-            ci += 1
-        if (
-            fast_forward
-            and len(set(S)) == 1
-            and _single_active(bandit)
-            and (selector is bandit or _single_active(selector))
-        ):
-            apply(len(pending), t)
-            seconds = time.perf_counter() - start
-            _finish_fast_forward(bandit, cps, regret, ci, t, cum, rl[S[0]])
-            if progress is not None:
-                progress(steps - done)
-            return regret, t, seconds, t
-        if progress is not None and t - done >= BLOCK:
-            progress(t - done)
-            done = t
-    apply(len(pending), steps)  # feedback still in flight at the end
-    seconds = time.perf_counter() - start
-    if progress is not None and steps > done:
-        progress(steps - done)
-    return regret, steps, seconds, None
 
 
 @dataclass

@@ -10,9 +10,10 @@ What it builds on
 * The divergence elimination test of RMED (Komiyama et al. 2015, §3) as MergeMED uses it
   (:mod:`bandits.merge_med`): arm ``i`` is eliminated by ``j`` when ``p̂_ij < ½`` and
   ``n_ij · kl(p̂_ij, ½) > 2α log(t + 1 + C)``, with MergeMED's α = 0.236, C = 4·10⁶.
-* The non-Condorcet guard, the champion's verification and readmission of
-  :mod:`bandits.merge_guard` (the anytime schedule of RUCB, Zoghi et al. 2014, Algorithm 1,
-  applied to the champion's row), unchanged in substance.
+* The non-Condorcet guard (:mod:`bandits.non_condorcet_guard`), the champion's
+  verification and readmission (:mod:`bandits.champion_verification`; the anytime
+  schedule of RUCB, Zoghi et al. 2014, Algorithm 1, applied to the champion's row),
+  unchanged in substance.
 * What a certificate costs: the oracle certifier of ``bench/certification_floor.py``,
   told the winner, compares it in turn with every ranker still in play until the test
   removes each; the lower bound is Kaufmann, Cappé & Garivier 2016, Lemma 1.
@@ -40,20 +41,17 @@ Where it departs from the papers
   arrive, and a turn order would give them all to one arm), and any active arm that
   loses the test to any other is eliminated, not only to the leader.
 
-Verdicts at a stated error rate (issue 32)
-------------------------------------------
-The elimination test above only stops *showing* an arm (soft, recoverable): its
-per-test confidence ``1 − (t + 1 + C)^(−2α)`` is not the chance that the verdict is wrong.
-The verdicts are :mod:`bandits.confidence`'s, at ``error_rate`` δ: an arm is *shown
-worse* when some arm beats it by the anytime normal-mixture edge at δ/(2(K − 1)) (checked
-at every guard check; such an arm leaves play for good), and the champion is *certified*
-when every other arm is shown worse and the guard is silent, so that P(a certified
-champion is not the Condorcet winner) ≤ δ over the whole run. Arms no longer shown but
-not shown worse stay in the certification pool: up to ``SOFT_SHARE`` of the certification
-duels before convergence go to them, and one that beats the leader by the elimination
-test is readmitted at once, so a run whose survivors are all beaten recovers the winner;
-after convergence the champion meets each of them in turn until it is shown worse (or
-beats the champion and is readmitted).
+Verdicts at a stated error rate
+-------------------------------
+The elimination test above only stops *showing* an arm (soft, recoverable). The
+verdicts, rankers *shown worse* and the *certified* champion at ``error_rate`` δ over the
+whole run, are a second layer over the same counts
+(:class:`bandits.certifier_verdicts.CertifiedVerdicts`, on :mod:`bandits.confidence`).
+Arms no longer shown but not shown worse stay in the certification pool: up to
+``SOFT_SHARE`` of the certification duels before convergence go to them, and one that
+beats the leader by the elimination test is readmitted at the next check, so a run whose
+survivors are all beaten recovers the winner; after convergence the champion meets each
+of them in turn until it is shown worse (or beats the champion and is readmitted).
 
 After certification (one active arm ``c``) the policy is MergeGuard's: an eliminated arm
 ``e`` is *due* for a duel with ``c`` while ``c`` has not refuted it at ``verify_scale``
@@ -91,11 +89,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bandits import confidence, verification
-from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit, Volatility
-from bandits.merge_guard import GUARD_PARAMS
+from bandits.base import ACTIVE, ELIMINATED, RETIRED, Comparison, DuelingBandit
+from bandits.certifier_verdicts import CertifiedVerdicts
+from bandits.merge_base import MergeBandit
 from bandits.merge_med import MED_ALPHA
 from bandits.merge_med import VERIFY_SCALE as MED_VERIFY_SCALE
-from bandits.params import Param
+from bandits.non_condorcet_guard import GUARD_PARAMS
+from bandits.params import ALPHA, Param
+from bandits.volatility import Volatility
 
 #: at most this share of the certification duels before convergence go to arms no longer
 #: shown (the rest to the active arms): enough to recover a wrongly dropped winner, few
@@ -104,7 +105,7 @@ from bandits.params import Param
 SOFT_SHARE = 0.25
 
 
-class SparringCertifier(DuelingBandit):
+class SparringCertifier(CertifiedVerdicts, DuelingBandit):
     """Self-Sparring's search with an oracle-style certification and MergeGuard's guard
     (see the module docstring).
 
@@ -127,11 +128,13 @@ class SparringCertifier(DuelingBandit):
     condorcet_guard = True
     elimination_test = True
     PARAMS: ClassVar[dict[str, Param]] = {
-        "alpha": Param(float, MED_ALPHA, "confidence α of the elimination test "
-                       "n·kl(p̂, ½) > 2α log(t + 1 + C)", gt=0, le=1000),
-        "c": Param(float, 4e6, "offset C in the elimination threshold's log(t + 1 + C)",
-                   ge=0, le=1e15),
-        # the guard's, declared once (bandits.merge_guard), verify_scale as MergeMED's
+        "alpha": ALPHA.override(default=MED_ALPHA, desc="confidence α of the elimination "
+                                "test n·kl(p̂, ½) > 2α log(t + 1 + C)"),
+        # the Merge framework's C, with MergeMED's tuned value and a bound of its own
+        "c": MergeBandit.PARAMS["c"].override(
+            default=4e6, desc="offset C in the elimination threshold's log(t + 1 + C)",
+            le=1e15, default_doc=None),
+        # the guard's, declared once (bandits.non_condorcet_guard), verify_scale as MergeMED's
         "delta": GUARD_PARAMS["delta"],
         "check_every": GUARD_PARAMS["check_every"],
         "verify_scale": MED_VERIFY_SCALE,
@@ -148,13 +151,7 @@ class SparringCertifier(DuelingBandit):
         self.alpha, self.c = float(p["alpha"]), float(p["c"])
         self.delta, self.check_every = float(p["delta"]), int(p["check_every"])
         self.verify_scale = float(p["verify_scale"])
-        self.error_rate = float(p["error_rate"])
-        #: rankers shown worse at 1 − δ: ``arm -> [witness, n_updates]`` (never shown again)
-        self.worse: dict[int, list[int]] = {}
-        #: the certified champion: ``{"champion", "at"}`` (None: not certified)
-        self.certificate: dict[str, int] | None = None
-        #: readmissions before convergence: ``[arm, arm it beat, n_updates]`` each
-        self.revived: list[list[int]] = []
+        self._start_verdicts(float(p["error_rate"]))
         self.flagged = False
         self.flagged_at: int | None = None
         self.evidence: dict[str, Any] = {}
@@ -234,18 +231,6 @@ class SparringCertifier(DuelingBandit):
     def structure(self) -> dict[str, Any]:
         return {"active": self._arms.tolist(), "readmitted": [list(x) for x in self.readmitted],
                 "non_condorcet": self.non_condorcet(), "verdicts": self.verdicts()}
-
-    def verdicts(self) -> dict[str, Any]:
-        """The verdicts at ``1 − error_rate`` (:mod:`bandits.confidence`): the certified
-        champion (or None), the rankers shown worse (``arm -> witness``) and those only
-        no longer shown (soft-eliminated, recoverable, no claim)."""
-        cert = self.certificate
-        return {"error_rate": self.error_rate,
-                "certified": None if cert is None else int(cert["champion"]),
-                "certified_at": None if cert is None else int(cert["at"]),
-                "shown_worse": {int(a): int(v[0]) for a, v in self.worse.items()},
-                "no_longer_shown": [int(a) for a in self._soft],
-                "family_wise": True}
 
     def best_arm(self) -> int:
         """The active arm with the highest posterior mean (the one searched and
@@ -387,10 +372,7 @@ class SparringCertifier(DuelingBandit):
                           "evidence": self.evidence,
                           "readmitted": [list(x) for x in self.readmitted],
                           "cycled": bool(self.cycled)},
-                "verdicts": {"worse": [[int(a), int(v[0]), int(v[1])]
-                                       for a, v in sorted(self.worse.items())],
-                             "certificate": self.certificate,
-                             "revived": [list(x) for x in self.revived]}}
+                "verdicts": self._verdicts_state()}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         g = state.get("guard", {})
@@ -399,11 +381,7 @@ class SparringCertifier(DuelingBandit):
         self.evidence = dict(g.get("evidence", {}))
         self.readmitted = [[int(v) for v in x] for x in g.get("readmitted", [])]
         self.cycled = bool(g.get("cycled", False))
-        v = state.get("verdicts", {})
-        self.worse = {int(a): [int(by), int(at)] for a, by, at in v.get("worse", [])}
-        cert = v.get("certificate")
-        self.certificate = None if cert is None else {k: int(x) for k, x in cert.items()}
-        self.revived = [[int(x) for x in r] for r in v.get("revived", [])]
+        self._load_verdicts_state(state.get("verdicts", {}))
         self._version, self._checked = 0, -1  # the next check runs before any skip
         self._rebuild()
 
@@ -444,49 +422,3 @@ class SparringCertifier(DuelingBandit):
             self.flagged_at = int(self.n_updates)
             self.evidence = evidence
             self._restore()
-
-    # ------------------------------------------------------------------ verdicts
-    def _revive(self) -> None:
-        """Before convergence, at each check: an arm no longer shown that beats an
-        active arm by the elimination test comes back in its place, so a run whose
-        survivors are all beaten recovers the winner (at the checks, so that the live
-        credit path can hold just those outcomes: :meth:`volatility`'s period)."""
-        if self._arms.size < 2 or self._soft.size == 0 or self.flagged:
-            return
-        act, soft = self._arms, self._soft
-        wae = self.W[np.ix_(act, soft)]
-        n = wae + self.W[np.ix_(soft, act)].T
-        with np.errstate(invalid="ignore", divide="ignore"):
-            g = np.where(n > 0, 0.5 - wae / np.maximum(n, 1e-300), 0.0)
-        thr = self.threshold()
-        for x, y in zip(*np.nonzero((g > 0) & (4.0 * n * g * g > thr)), strict=True):
-            a, e = int(act[x]), int(soft[y])
-            if (self.status[a] == ACTIVE and self.status[e] == ELIMINATED
-                    and self._beaten(self.W.item(a, e), self.W.item(a, e) + self.W.item(e, a))):
-                self.revived.append([e, a, int(self.n_updates)])
-                self._swap(e, a)
-    def _certify(self) -> None:
-        """Draw the edges into the arms not yet shown worse (:mod:`bandits.confidence`;
-        checking at every ``check_every`` comparisons is checking at stopping times, so
-        the anytime level holds). An arm shown worse leaves play for good; the last arm
-        standing, with every other shown worse and the guard silent, is certified."""
-        if self.certificate is not None:
-            return
-        field = np.flatnonzero(self.status != RETIRED)
-        rest = [int(a) for a in field if int(a) not in self.worse]
-        new = (confidence.shown_worse(self.W, field, self.error_rate, rest)
-               if len(rest) > 1 else {})
-        if new:
-            for e, by in new.items():
-                self.worse[e] = [by, int(self.n_updates)]
-                self.eliminate(e, by)
-            if not (self.status == ACTIVE).any():  # only on data without a Condorcet
-                left = [a for a in rest if a not in new] or rest  # winner: keep one in play
-                self.status[left[0]] = ACTIVE
-                self.eliminated.pop(left[0], None)
-            self._rebuild()
-        left = [a for a in rest if a not in self.worse]
-        if (len(left) == 1 and not self.flagged and self._arms.size == 1
-                and int(self._arms[0]) == left[0]):
-            self.certificate = {"champion": left[0], "at": int(self.n_updates)}
-            self._rebuild()

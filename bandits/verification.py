@@ -1,5 +1,6 @@
 """Verification after convergence and the non-Condorcet guard, shared by the policies that
-keep checking their champion once one arm is left (:mod:`bandits.merge_guard` and
+keep checking their champion once one arm is left (the Merge policies' guard,
+:mod:`bandits.non_condorcet_guard` and :mod:`bandits.champion_verification`, and
 :mod:`bandits.sparring_certifier`).
 
 Verification: the champion ``c`` keeps comparing an eliminated arm ``e`` while it has not

@@ -284,7 +284,8 @@ def test_no_storage_function_takes_a_callable_and_no_policy_is_probed():
     # capabilities are declared on the policy class, not detected
     probes = []
     for path in [*(ROOT / "service").rglob("*.py"), *(ROOT / "workers").rglob("*.py"),
-                 ROOT / "bandits" / "simulator.py"]:
+                 *(ROOT / "bandits" / m for m in ("simulator.py", "simulation_loops.py",
+                                                  "live_loop.py"))]:
         text = path.read_text()
         for needle in ("_commit is not", "getattr(bandit", "bandit.t =", "bandit.t +="):
             if needle in text:

@@ -93,7 +93,7 @@ def test_structure_invariants_during_run(name):
         calls[0] += 1
         if name == "mergeguard" and (verifying or len(b.active_arms()) == 1):
             # past convergence MergeGuard's verification duels the champion with the
-            # arms it eliminated (bandits/merge_guard.py): the merge's invariants end here
+            # arms it eliminated (bandits/champion_verification.py): the merge's invariants end here
             verifying.append(calls[0] - 1)
             assert b.best_arm() in (i, j)
             return
@@ -519,15 +519,19 @@ def test_structure(name):
 
 
 def test_the_merge_family_is_composed_not_stacked():
-    """Every Merge policy is one level below MergeBandit (two below DuelingBandit) and
-    declares its components; each declares the presets its ``preset`` parameter names."""
+    """Every Merge policy is one level below MergeBandit (two below DuelingBandit; the
+    framework's batch structure is a mixin, not a policy) and declares its components;
+    each declares the presets its ``preset`` parameter names."""
     from bandits import get_algorithm
     from bandits.base import DuelingBandit
-    from bandits.merge_base import EliminationTest, MergeBandit, PairRule
+    from bandits.merge_base import MergeBandit
+    from bandits.merge_components import EliminationTest, PairRule
 
     merge = [get_algorithm(n) for n in ("mergedts", "mergerucb", "mergeguard", "mergemed")]
     for cls in merge:
-        assert cls.__mro__[1:3] == (MergeBandit, DuelingBandit), cls
+        assert cls.__bases__ == (MergeBandit,), cls
+        assert [c for c in cls.__mro__ if issubclass(c, DuelingBandit)] == [
+            cls, MergeBandit, DuelingBandit], cls
         assert issubclass(cls.PAIRS, PairRule) and isinstance(cls.ELIMINATION, EliminationTest)
         assert set(cls.PRESETS) == set(cls.PARAMS["preset"].choices), cls
         assert cls.PARAMS["preset"].default in cls.PRESETS
