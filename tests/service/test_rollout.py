@@ -288,14 +288,51 @@ def test_a_control_ranker_down_is_a_502_that_names_it(rc, ranker_server):
     placement(rc, ranker_server, name)
     status, body = search(rc, name, "u1")
     assert status == 200 and body["rankers"] == ["prod"]
+    # a control that does not answer the test query is refused, naming it and why
     status, body = rc.request("PATCH", f"/placements/{name}",
                               {"control": ranker(ranker_server, "prod2", "broken")},
                               admin=True)
+    assert status == 422, body
+    assert body["error"].startswith("field 'control': the control ranker did not answer")
+    assert "prod2" in body["error"] and '"probe": false' in body["error"]
+    assert rc.request("GET", f"/placements/{name}", admin=True)[1]["control"]["name"] == "prod"
+    # the operator may insist (probe: false); every control search is then a 502
+    status, body = rc.request("PATCH", f"/placements/{name}", {
+        "control": ranker(ranker_server, "prod2", "broken"), "probe": False}, admin=True)
     assert status == 200 and body["control"]["name"] == "prod2"
-    status, body = search(rc, name, "u1")
-    assert status == 502
+    assert body["control_health"] == {"calls": 0, "failures": 0, "empty": 0,
+                                      "failure_rate": None}  # a new control starts afresh
+    for user in ("u1", "u2", "u3"):
+        status, body = search(rc, name, user)
+        assert status == 502
     assert f"control ranker 'prod2' of placement '{name}'" in body["error"]
     assert "rankduel itself is up" in body["error"]
+
+    # ... and is counted in the placement's health and metrics (each process writes its
+    # counts on the first search a second after its last write)
+    def health():
+        search(rc, name, "u4")
+        h = rc.request("GET", f"/placements/{name}", admin=True)[1]["control_health"]
+        return h if h["calls"] >= 3 else None
+
+    from test_workers_credit import wait_for
+
+    h = wait_for(health, what="the control's calls written")
+    assert h["failures"] == h["calls"] and h["failure_rate"] == 1.0 and h["empty"] == 0
+    text = rc.request("GET", "/metrics", admin=True)[1]
+    assert f'rankduel_placement_control_failures_total{{placement="{name}"}} {h["calls"]}' in text
+
+
+def test_a_new_placement_probes_its_control(rc, ranker_server):
+    name = f"probe-{secrets.token_hex(3)}"
+    status, body = rc.request("POST", "/placements", {
+        "name": name, "control": ranker(ranker_server, "prod", "garbage")}, admin=True)
+    assert status == 422 and "field 'control'" in body["error"] and "prod" in body["error"]
+    assert rc.request("GET", f"/placements/{name}", admin=True)[0] == 404  # nothing made
+    status, body = rc.request("POST", "/placements", {
+        "name": name, "control": ranker(ranker_server, "prod", "garbage"), "probe": False},
+        admin=True)
+    assert status == 201 and body["control_health"]["calls"] == 0
 
 
 def test_the_workers_sweep_checks_placements_nobody_searches(rc, ranker_server, rd, worker):

@@ -54,7 +54,7 @@ def exported_names() -> set[str]:
     from prometheus_client import Counter, Gauge, Histogram, Summary
 
     from service import metrics
-    from service.experiments import collector
+    from service.experiments import families as collector
 
     out = set(collector.exported_names())
     for obj in vars(metrics).values():
