@@ -77,7 +77,9 @@ def pause(store: Store, exp_id: str, *, actor: str = "operator",
         state = experiments.set_lifecycle(store, exp_id, "pause", actor=actor)
     except Conflict:
         current = store.snapshot(exp_id).lifecycle
-        if name and current in ("paused", "stopped"):
+        entry = next((e for e in ((store.placement(name) or {}).get("experiments", [])
+                                  if name else ()) if e["experiment"] == exp_id), None)
+        if entry and entry["status"] == "running" and current in ("paused", "stopped"):
             with contextlib.suppress(placements.NotRunning, NotFound):
                 placements.set_status(store, name, exp_id, current, actor=actor)
         raise
