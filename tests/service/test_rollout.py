@@ -171,6 +171,30 @@ def test_pause_sends_the_share_to_control_at_once(rc, ranker_server):
     assert search(rc, name, "u1")[1]["experiment"] == exp
 
 
+def test_a_pause_cut_short_is_finished_by_the_next_one(rc, ranker_server, rd):
+    # the one pause (operator, guardrail): lifecycle first, then the placement. A pause
+    # that stopped between the two writes leaves the experiment paused and its buckets
+    # still routed to it; the next pause (here the operator's, a 409) finishes it
+    from service.experiments import operations as experiments
+    from service.store import Store
+
+    name = f"cut-{secrets.token_hex(3)}"
+    placement(rc, ranker_server, name)
+    exp = experiment(rc, ranker_server, "cut", name, 1.0, "mid", "alt")
+    store = Store(rd)
+    experiments.set_lifecycle(store, exp, "pause")  # the first write only
+    status = rc.request("GET", f"/placements/{name}", admin=True)[1]["experiments"][0]["status"]
+    assert status == "running"
+    code, body = rc.request("POST", f"/experiments/{exp}/pause", admin=True)
+    assert code == 409 and "it is paused" in body["error"]
+    status = rc.request("GET", f"/placements/{name}", admin=True)[1]["experiments"][0]["status"]
+    assert status == "paused" and search(rc, name, "u1")[1]["experiment"] is None
+    # a second refused pause writes nothing more on the placement
+    version = rc.request("GET", f"/placements/{name}", admin=True)[1]["version"]
+    assert rc.request("POST", f"/experiments/{exp}/pause", admin=True)[0] == 409
+    assert rc.request("GET", f"/placements/{name}", admin=True)[1]["version"] == version
+
+
 def test_every_ranker_down_serves_control_and_the_guardrail_pauses(rc, ranker_server):
     name = f"down-{secrets.token_hex(3)}"
     placement(rc, ranker_server, name)
