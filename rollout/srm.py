@@ -194,7 +194,10 @@ def check(periods: Sequence[Period], *, alpha: float = ALPHA,
         obs, exp = observed[a] / total, expected[a] / total
         dev = abs(obs - exp)
         rel = dev / exp if exp > 0 else (math.inf if dev > 0 else 0.0)
-        if rel > worst:
+        # the arm furthest from its share; on a tie, one that lost users (the usual
+        # culprit: a treatment whose users fell back to the control)
+        if rel > worst * (1 + 1e-9) or (arm is not None and rel >= worst * (1 - 1e-9)
+                                        and obs < exp):
             arm, worst = a, rel
         big = big or (dev >= min_absolute and rel >= min_relative)
     flagged = bool(log_e >= math.log(1.0 / alpha) and big)

@@ -16,6 +16,14 @@ so they hold at every look at once: the report can be read as often as one likes
   be trusted with an asymptotic guarantee; a later start only removes looks, so it keeps
   the guarantee). ``direction`` is the sign of the difference; whether that is better
   depends on the metric (:data:`rollout.ab.moments.METRICS`).
+* **A bounded metric's variance** (a rate, :data:`rollout.ab.moments.METRICS`'s
+  ``bounds``) is computed with two pseudo-users added, one at each end of the range
+  (the idea of Agresti & Coull 1998's "add two successes and two failures", for the
+  variance only; the estimate is the plain mean). Without it, an arm whose first
+  hundred users all clicked (a CTR of 0.99 is common) has a sample variance of 0 and
+  an interval of width 0, which the offline runs showed missing the true difference
+  in a third of the runs; the pseudo-users weigh ``2/n`` and vanish as ``n`` grows, so
+  the asymptotic guarantee is unchanged.
 * **Users still needed**: with the difference and the per-user variance as observed,
   :func:`rollout.ab.sequence.users_to_decide` solves the boundary for the number of
   users (of the two arms together) at which the interval would exclude 0; the report
@@ -109,9 +117,17 @@ class Comparison:
                     else v) for k, v in out.items()}
 
 
+def _variance(m: Moments, bounds: tuple[float, float] | None) -> float:
+    if bounds is None:
+        return m.variance
+    lo, hi = bounds
+    return Moments(m.n + 2, m.total + lo + hi, m.squares + lo * lo + hi * hi).variance
+
+
 def compare(treatment: Moments, control: Moments, delta: float, *,
             n_target: float = DEFAULT_TARGET_USERS, min_users: int = MIN_USERS,
-            rho: float | None = None) -> Comparison:
+            rho: float | None = None,
+            bounds: tuple[float, float] | None = None) -> Comparison:
     """The treatment against the control at level ``delta`` (module docstring).
 
     Parameters
@@ -125,11 +141,16 @@ def compare(treatment: Moments, control: Moments, delta: float, *,
         (:func:`rollout.ab.sequence.rho_for`); ignored when ``rho`` is given.
     min_users
         Users each arm needs before the comparison may decide.
+    rho
+        The boundary's ``ρ``, when already computed.
+    bounds
+        The range of a user's value for a bounded metric (a rate: ``(0, 1)``), which
+        the variance is computed with (module docstring); None for an unbounded one.
     """
     rho = rho_for(n_target, delta) if rho is None else rho
     nt, nc = treatment.n, control.n
     mt, mc = treatment.mean, control.mean
-    vt, vc = treatment.variance, control.variance
+    vt, vc = _variance(treatment, bounds), _variance(control, bounds)
     diff = mt - mc if nt and nc else math.nan
     half = difference_margin(vt, nt, vc, nc, delta, rho)
     lift = mt / mc - 1.0 if nt and nc and mc > 0 else math.nan
@@ -153,18 +174,20 @@ def compare(treatment: Moments, control: Moments, delta: float, *,
 
 
 def analyse(arms: Mapping[str, Moments], control: str, delta: float, *,
-            n_target: float = DEFAULT_TARGET_USERS,
-            min_users: int = MIN_USERS) -> dict[str, Comparison]:
+            n_target: float = DEFAULT_TARGET_USERS, min_users: int = MIN_USERS,
+            metric: str | None = None) -> dict[str, Comparison]:
     """Every treatment of ``arms`` (name → moments of one metric) against ``control``,
     each at ``δ/(K − 1)`` (Bonferroni over the ``K − 1`` treatments): the chance that any
-    of the intervals ever misses is at most δ."""
+    of the intervals ever misses is at most δ. ``metric`` (a name of
+    :data:`~rollout.ab.moments.METRICS`) gives the bounds of a rate."""
     if control not in arms:
         raise ValueError(f"the control {control!r} is not one of the arms {sorted(arms)}")
     treatments = [a for a in arms if a != control]
     level = float(delta) / max(len(treatments), 1)
     rho = rho_for(n_target, level)
-    return {t: compare(arms[t], arms[control], level, rho=rho, min_users=min_users)
-            for t in treatments}
+    bounds = METRICS[metric].bounds if metric is not None else None
+    return {t: compare(arms[t], arms[control], level, rho=rho, min_users=min_users,
+                       bounds=bounds) for t in treatments}
 
 
 __all__ = ["MIN_USERS", "Comparison", "analyse", "compare"]

@@ -51,18 +51,21 @@ from typing import Any, NamedTuple
 
 
 class Metric(NamedTuple):
-    """A per-user metric: its name, what it means, and which direction is good."""
+    """A per-user metric: its name, what it means, which direction is good, and the
+    range of a user's value when it is bounded (a rate: ``(0, 1)``)."""
 
     name: str
     meaning: str
     higher_is_better: bool
+    bounds: tuple[float, float] | None = None
 
 
 #: the per-user metrics, declared once (the report, the service and the docs read them)
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("ctr", "share of the user's searches with at least one click", True),
+    Metric("ctr", "share of the user's searches with at least one click", True, (0.0, 1.0)),
     Metric("searches", "searches the user made", True),
-    Metric("abandonment", "share of the user's searches settled without a click", False),
+    Metric("abandonment", "share of the user's searches settled without a click", False,
+           (0.0, 1.0)),
     Metric("conversions", "conversions the user made", True),
 )}
 

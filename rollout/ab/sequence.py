@@ -90,6 +90,11 @@ def rho_for(n_target: float, delta: float) -> float:
 def margin(n, delta: float, rho: float):
     """The standardised half-width after ``n`` observations: multiply by the standard
     deviation of one observation. ``inf`` for ``n < 1``; an array for an array ``n``."""
+    if isinstance(n, int | float):  # the scalar path (the report, the estimate's search)
+        if n < 1:
+            return math.inf
+        a = n * rho * rho + 1.0
+        return math.sqrt(2.0 * a * math.log(math.sqrt(a) / delta) / (n * n * rho * rho))
     n = np.asarray(n, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         a = n * rho * rho + 1.0
