@@ -7,7 +7,7 @@ moments (:mod:`rollout.ab.moments`), the anytime-valid confidence sequence
 Like the rest of ``rollout``, no I/O: the service keeps the counters and calls these.
 """
 
-from rollout.ab.compare import MIN_USERS, Comparison, analyse, compare
+from rollout.ab.compare import MIN_USERS, Comparison, analyse, certified_best, compare
 from rollout.ab.moments import METRICS, Metric, Moments, UserCounts, increments
 from rollout.ab.sequence import (
     DEFAULT_TARGET_USERS,
@@ -19,5 +19,5 @@ from rollout.ab.sequence import (
 )
 
 __all__ = ["DEFAULT_TARGET_USERS", "METRICS", "MIN_USERS", "Comparison", "Metric", "Moments",
-           "UserCounts", "analyse", "compare", "difference_margin", "increments",
+           "UserCounts", "analyse", "certified_best", "compare", "difference_margin", "increments",
            "lift_margin", "margin", "rho_for", "users_to_decide"]

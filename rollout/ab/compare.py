@@ -126,8 +126,8 @@ def _variance(m: Moments, bounds: tuple[float, float] | None) -> float:
 
 def compare(treatment: Moments, control: Moments, delta: float, *,
             n_target: float = DEFAULT_TARGET_USERS, min_users: int = MIN_USERS,
-            rho: float | None = None,
-            bounds: tuple[float, float] | None = None) -> Comparison:
+            rho: float | None = None, bounds: tuple[float, float] | None = None,
+            estimate: bool = True) -> Comparison:
     """The treatment against the control at level ``delta`` (module docstring).
 
     Parameters
@@ -146,6 +146,8 @@ def compare(treatment: Moments, control: Moments, delta: float, *,
     bounds
         The range of a user's value for a bounded metric (a rate: ``(0, 1)``), which
         the variance is computed with (module docstring); None for an unbounded one.
+    estimate
+        Estimate the users still needed (False: ``users_needed`` is None when undecided).
     """
     rho = rho_for(n_target, delta) if rho is None else rho
     nt, nc = treatment.n, control.n
@@ -160,7 +162,7 @@ def compare(treatment: Moments, control: Moments, delta: float, *,
     needed: int | None = 0
     if not decided:
         needed = None
-        if nt >= 2 and nc >= 2 and math.isfinite(half):
+        if estimate and nt >= 2 and nc >= 2 and math.isfinite(half):
             n = nt + nc
             total = users_to_decide(diff, math.sqrt(n * (vt / nt + vc / nc)), delta, rho)
             if total is not None:
@@ -190,4 +192,39 @@ def analyse(arms: Mapping[str, Moments], control: str, delta: float, *,
                        bounds=bounds) for t in treatments}
 
 
-__all__ = ["MIN_USERS", "Comparison", "analyse", "compare"]
+def certified_best(arms: Mapping[str, Moments], delta: float, *,
+                   n_target: float = DEFAULT_TARGET_USERS, min_users: int = MIN_USERS,
+                   metric: str | None = None, higher_is_better: bool = True) -> str | None:
+    """The arm shown better than every other arm, or None: "which of the ``K`` is best",
+    the question interleaving answers, asked of an A/B test with ``K`` arms.
+
+    Every pair is compared at ``δ/(2(K − 1))``, the per-edge level of
+    :mod:`bandits.confidence`, and its union argument carries over: an arm other than
+    the best is certified only if the best was shown worse by it, one of the ``K − 1``
+    comparisons into the best, each wrong with probability at most ``δ/(2(K − 1))``; with
+    two arms tied best, one of the ``2(K − 1)`` comparisons into them. So a certificate is
+    wrong, ever, with probability at most δ.
+
+    >>> a, b = Moments.of([0.0, 1.0] * 3000), Moments.of([0.0, 1.0, 1.0] * 2000)
+    >>> certified_best({"a": a, "b": b, "c": a}, 0.05, metric="ctr")
+    'b'
+    >>> certified_best({"a": a, "c": a}, 0.05) is None
+    True
+    """
+    names = list(arms)
+    K = len(names)
+    if K < 2:
+        return None
+    level = float(delta) / (2.0 * (K - 1))
+    rho = rho_for(n_target, level)
+    bounds = METRICS[metric].bounds if metric is not None else None
+    sign = 1 if higher_is_better else -1
+    for x in names:
+        if all(compare(arms[x], arms[y], level, rho=rho, min_users=min_users,
+                       bounds=bounds, estimate=False).direction == sign
+               for y in names if y != x):
+            return x
+    return None
+
+
+__all__ = ["MIN_USERS", "Comparison", "analyse", "certified_best", "compare"]

@@ -65,7 +65,7 @@ import numpy as np
 from bandits.simulator import log_checkpoints
 from interleaving.clicks import CascadeModel, ClickModel, PositionBasedModel, get_click_model
 from rollout import srm
-from rollout.ab.compare import MIN_USERS, analyse
+from rollout.ab.compare import MIN_USERS, analyse, certified_best
 from rollout.ab.moments import Moments
 from rollout.ab.sequence import DEFAULT_TARGET_USERS
 from rollout.allocation import allocate
@@ -149,6 +149,10 @@ class ABRun:
     srm_flagged_at: int | None
     srm_message: str
     params: dict[str, Any] = field(default_factory=dict)
+    #: with ``certify``: the ranker certified the best of the arms
+    #: (:func:`rollout.ab.compare.certified_best`), and the searches at that look
+    best: int | None = None
+    best_at: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -173,7 +177,7 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
                 k: int = 10, delta: float = 0.05, fallback: float = 0.0,
                 users: int = DEMO_USERS, n_target: float = DEFAULT_TARGET_USERS,
                 min_users: int = MIN_USERS, per_decade: int = 20,
-                stop_when_decided: bool = False,
+                stop_when_decided: bool = False, certify: bool = False,
                 probabilities: np.ndarray | None = None) -> ABRun:
     """One seeded A/B run of ``rankers`` (the control first, then the treatments).
 
@@ -204,7 +208,11 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
     per_decade
         Looks at the report per factor 10 of searches.
     stop_when_decided
-        Stop at the first look where every treatment is decided.
+        Stop at the first look where every treatment is decided (with ``certify``: where
+        a best arm is certified).
+    certify
+        Also ask, at each look, which arm is the best of all
+        (:func:`rollout.ab.compare.certified_best`: every pair at ``δ/(2(K − 1))``).
     probabilities
         :func:`click_probabilities` of ``world`` (computed when not given).
     """
@@ -253,6 +261,8 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
     missed = [False] * (K - 1)
     srm_at: int | None = None
     srm_msg = ""
+    best: int | None = None
+    best_at: int | None = None
     period_shares = dict(zip(names, sh.tolist(), strict=True))
     done = 0
     last = None
@@ -288,7 +298,13 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
         check = srm.check([srm.Period(period_shares, {nm: arms[nm].n for nm in names})])
         if check.flagged and srm_at is None:
             srm_at, srm_msg = done, check.message
-        if stop_when_decided and all(d is not None for d in decided_at):
+        if certify and best_at is None:
+            b = certified_best(arms, delta, n_target=n_target, min_users=min_users,
+                               metric="ctr")
+            if b is not None:
+                best, best_at = int(ranker_of[names.index(b)]), done
+        if stop_when_decided and (best_at is not None if certify else
+                                  all(d is not None for d in decided_at)):
             break
     assert last is not None and check is not None
     if not srm_msg:
@@ -315,7 +331,8 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
                  srm_message=srm_msg,
                  params={"click_model": click_model, "k": k, "delta": delta,
                          "fallback": fallback, "users": users, "n_target": n_target,
-                         "min_users": min_users})
+                         "min_users": min_users},
+                 best=best, best_at=best_at)
 
 
 __all__ = ["DEMO_USERS", "ABRun", "TreatmentRun", "arm_names", "click_probabilities",

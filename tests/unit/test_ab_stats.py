@@ -168,3 +168,14 @@ def test_team_balance_and_its_tests():
     assert srm.check_first_pick(first).flagged
     assert srm.check_positions(per_pos)[0].flagged
     assert "first picks" in srm.check_first_pick(first).message
+
+
+def test_certified_best_needs_every_pair_and_knows_the_direction():
+    from rollout.ab import certified_best
+
+    lo, mid, hi = (Moments.of([0.0, 1.0] * 3000), Moments.of([0.0, 1.0, 1.0] * 2000),
+                   Moments.of([0.0, 1.0, 1.0, 1.0] * 1500))
+    assert certified_best({"a": lo, "b": mid, "c": hi}, 0.05) == "c"
+    assert certified_best({"a": lo, "b": mid, "c": hi}, 0.05, higher_is_better=False) == "a"
+    # the best tied with another: nobody is certified
+    assert certified_best({"a": lo, "b": hi, "c": hi}, 0.05) is None
