@@ -58,7 +58,7 @@ def _run(task):
             "decided_at": t.decided_at, "covered": t.covered, "lift_covered": t.lift_covered,
             "ever_missed": t.ever_missed, "true_lift": t.true_lift, "lift": t.lift,
             "srm_flagged": r.srm_flagged, "srm_flagged_at": r.srm_flagged_at,
-            "srm_message": r.srm_message}
+            "srm_message": r.srm_message if r.srm_flagged else None}
 
 
 def _init():
@@ -118,8 +118,11 @@ def main() -> int:
               f"{lc[1]:>13.1%} {f[1]:>7.1%} ({f[2]:.1%}–{f[3]:.1%}) "
               f"{s['median_srm_flagged_at'] or '-':>8}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"args": vars(args), "summary": summary,
-                                              "runs": rows}, indent=1) + "\n")
+        # one line per run, so the file stays small and diffs stay readable
+        lines = ",\n".join(json.dumps(r) for r in rows)
+        Path(args.out).write_text(
+            f'{{"args": {json.dumps(vars(args))},\n"summary": {json.dumps(summary)},\n'
+            f'"runs": [\n{lines}\n]}}\n')
     return 0
 
 
