@@ -179,3 +179,14 @@ def test_certified_best_needs_every_pair_and_knows_the_direction():
     assert certified_best({"a": lo, "b": mid, "c": hi}, 0.05, higher_is_better=False) == "a"
     # the best tied with another: nobody is certified
     assert certified_best({"a": lo, "b": hi, "c": hi}, 0.05) is None
+
+
+def test_an_empty_comparison_is_json_and_says_so():
+    import json
+
+    c = compare(Moments(), Moments(), 0.05)
+    assert not c.decided and c.users_needed is None
+    d = c.to_json()
+    json.dumps(d, allow_nan=False)
+    assert d["difference"] is None and d["interval"] == [None, None]
+    assert "not decided" in c.sentence()
