@@ -157,6 +157,14 @@ def log_e_value(counts: Sequence[float], shares: Sequence[float],
     return log_b - log_b0 - float(xlogy(x, theta).sum())
 
 
+def _label(arm: str) -> str:
+    """``the treatment``, ``the control``, ``the team 0``; any other name quoted."""
+    words = arm.split()
+    if words and words[0] in ("control", "treatment", "team") and len(words) <= 2:
+        return f"the {arm}"
+    return repr(arm)
+
+
 def _pct(share: float) -> str:
     return f"{100.0 * share:.3g} %"
 
@@ -207,7 +215,7 @@ def check(periods: Sequence[Period], *, alpha: float = ALPHA,
         obs, exp = observed[arm] / total, expected[arm] / total
         e = math.exp(min(log_e, 700.0))
         p = "p < 0.001" if log_e >= math.log(1000.0) else f"p = {min(1.0, 1.0 / e):.2g}"
-        message = (f"the {arm} got {_pct(obs)} of {unit} where {_pct(exp)} were assigned "
+        message = (f"{_label(arm)} got {_pct(obs)} of {unit} where {_pct(exp)} were assigned "
                    f"({observed[arm]:,} of {total:,}; e-value {e:.2g}, {p})")
         if not flagged and log_e >= math.log(1.0 / alpha):
             message += f"; below the minimum deviation of {100 * min_relative:g} %"

@@ -190,3 +190,16 @@ def test_an_empty_comparison_is_json_and_says_so():
     json.dumps(d, allow_nan=False)
     assert d["difference"] is None and d["interval"] == [None, None]
     assert "not decided" in c.sentence()
+
+
+def test_agreement_of_a_confirmed_verdict():
+    from rollout.ab import agreement_rate, agrees
+
+    up = compare(Moments.of([1.0] * 600 + [0.0] * 400), Moments.of([1.0] * 400 + [0.0] * 600),
+                 0.05)
+    assert up.decided and agrees(0.55, up) and not agrees(0.45, up)
+    assert agrees(0.55, up, higher_is_better=False) is False  # abandonment: up is worse
+    assert agrees(0.55, compare(Moments.of([0.0, 1.0] * 50), Moments.of([0.0, 1.0] * 50),
+                                0.05)) is None
+    assert agreement_rate([True, None, False])["pairs"] == 2
+    assert agreement_rate([])["rate"] is None
