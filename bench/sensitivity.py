@@ -92,19 +92,19 @@ def interleaving_run(P: np.ndarray, rate: np.ndarray, best: int, seed: int,
 
 
 def ab_run(world, rankers: list[int], probs, seed: int, budget: int,
-           click_model: str) -> dict:
+           click_model: str, metric: str) -> dict:
     K = len(rankers)
     if K == 2:
         control, treatment = rankers[1], rankers[0]  # the weaker one is the control
         r = simulate_ab(world, [control, treatment], budget, seed, stop_when_decided=True,
                         per_decade=40, probabilities=probs, n_target=10_000,
-                        click_model=click_model)
+                        click_model=click_model, metric=metric)
         t = r.treatments[0]
         return {"correct": t.correct, "searches": t.decided_at if t.correct else None,
                 "users": sum(r.users.values())}
     r = simulate_ab(world, rankers, budget, seed, certify=True, stop_when_decided=True,
                     per_decade=40, probabilities=probs, n_target=10_000,
-                    click_model=click_model)
+                    click_model=click_model, metric=metric)
     ok = r.best == rankers[0]
     return {"correct": ok, "searches": r.best_at if ok else None,
             "users": sum(r.users.values())}
@@ -130,18 +130,23 @@ def main() -> int:
     ap.add_argument("--click-model", default="navigational",
                     help="the users' click model, for both designs (default navigational, "
                          "the demo's)")
+    ap.add_argument("--ab-metric", choices=("ctr", "top_click"), default="ctr",
+                    help="the A/B's per-user metric (default ctr)")
+    ap.add_argument("--method", default="team_draft",
+                    help="the interleaving method of the matrix (default team_draft)")
     ap.add_argument("--out")
     args = ap.parse_args()
     world = World(1, 12, 200, clear_best=True)
     t0 = time.time()
-    P, N = estimate_matrix(world, "team_draft", args.click_model, args.comparisons,
+    P, N = estimate_matrix(world, args.method, args.click_model, args.comparisons,
                            np.random.default_rng(args.seed), return_counts=True)
-    probs = click_probabilities(world, args.click_model)
-    ctr = probs.mean(axis=1)
+    ctr = click_probabilities(world, args.click_model).mean(axis=1)
+    probs = click_probabilities(world, args.click_model, metric=args.ab_metric)
+    lift = probs.mean(axis=1)
     rate_all = N / args.comparisons
     np.fill_diagonal(rate_all, ctr)  # a ranker shown alone: its own click rate
-    print(f"{args.click_model} users; team-draft matrix, {args.comparisons:,} comparisons "
-          f"per pair: "
+    print(f"{args.click_model} users, A/B on {args.ab_metric}; {args.method} matrix, "
+          f"{args.comparisons:,} comparisons per pair: "
           f"{time.time() - t0:.0f} s")
     rows = []
     for name in args.scenarios.split(","):
@@ -152,8 +157,8 @@ def main() -> int:
                 for r in range(args.runs)]
         inter = [interleaving_run(Ps, rate, 0, args.seed + r, args.duels, SHIPPED)
                  for r in range(args.runs)]
-        ab = [ab_run(world, rankers, probs, args.seed + r, args.searches, args.click_model)
-              for r in range(args.runs)]
+        ab = [ab_run(world, rankers, probs, args.seed + r, args.searches, args.click_model,
+                     args.ab_metric) for r in range(args.runs)]
         runner = min(rankers[1:], key=lambda j: P[rankers[0], j])  # the closest rival
         mi, ci = median([x["searches"] if x["correct"] else None for x in inter],
                         args.searches)
@@ -163,6 +168,7 @@ def main() -> int:
         row = {"scenario": name, "rankers": rankers, "runner_up": int(runner),
                "preference": float(P[rankers[0], runner]),
                "ctr_lift": float(ctr[rankers[0]] / ctr[runner] - 1),
+               "metric_lift": float(lift[rankers[0]] / lift[runner] - 1),
                "interleaving_correct": sum(x["correct"] for x in inter),
                "interleaving_median_duels": float(np.median([x["duels"] for x in inter])),
                "interleaving_median_searches": mi, "interleaving_censored": ci,

@@ -99,9 +99,9 @@ def run_ab(args: argparse.Namespace) -> int:
         raise ValueError("--fallback must be a share in [0, 1)")
     if not 0 < args.delta < 1:
         raise ValueError("--delta must be in (0, 1)")
-    probs = click_probabilities(world, args.click_model)
+    probs = click_probabilities(world, args.click_model, metric=args.metric)
     kwargs = dict(shares=shares, click_model=args.click_model, delta=args.delta,
-                  fallback=args.fallback, probabilities=probs)
+                  fallback=args.fallback, metric=args.metric, probabilities=probs)
     seeds = [args.seed + r for r in range(args.runs)]
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -111,6 +111,7 @@ def run_ab(args: argparse.Namespace) -> int:
         runs = [simulate_ab(world, rankers, args.searches, s, **kwargs) for s in seeds]
     summary = {"design": "ab", "world": args.world, "rankers": rankers,
                "searches": args.searches, "click_model": args.click_model,
+               "metric": args.metric,
                "delta": args.delta, "fallback": args.fallback,
                "shares": runs[0].shares, "rates": rates(runs),
                "per_run": [r.to_json() for r in runs]}
@@ -157,5 +158,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "control: a broken split (default 0)")
     ab.add_argument("--click-model", default="navigational",
                     help="the users' click model (default navigational, the demo's)")
+    ab.add_argument("--metric", choices=("ctr", "top_click"), default="ctr",
+                    help="the per-user metric: ctr (searches with a click, the default) or "
+                         "top_click (searches whose first result was clicked)")
     ab.add_argument("--delta", type=float, default=0.05,
                     help="the experiment's error rate (default 0.05)")

@@ -37,7 +37,7 @@ Moments(n=3, total=1.5, squares=1.25)
 True
 >>> user = UserCounts(searches=2, clicked=1)
 >>> user.values()
-{'ctr': 0.5, 'searches': 2.0, 'abandonment': 0.5, 'conversions': 0.0}
+{'ctr': 0.5, 'searches': 2.0, 'abandonment': 0.5, 'conversions': 0.0, 'top_click': 0.0}
 >>> increments(None, 0.5), increments(0.5, 1.0)
 ((1, 0.5, 0.25), (0, 0.5, 0.75))
 """
@@ -67,19 +67,22 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("abandonment", "share of the user's searches settled without a click", False,
            (0.0, 1.0)),
     Metric("conversions", "conversions the user made", True),
+    Metric("top_click", "share of the user's searches whose first result was clicked", True,
+           (0.0, 1.0)),
 )}
 
 
 @dataclass(frozen=True)
 class UserCounts:
     """One user's counts in one arm: ``searches``, ``clicked`` (searches with a click),
-    ``abandoned`` (searches settled without a click; by default ``searches − clicked``)
-    and ``conversions``."""
+    ``abandoned`` (searches settled without a click; by default ``searches − clicked``),
+    ``conversions`` and ``top_clicked`` (searches whose first result was clicked)."""
 
     searches: int
     clicked: int = 0
     abandoned: int | None = None
     conversions: float = 0.0
+    top_clicked: int = 0
 
     def values(self) -> dict[str, float]:
         """The user's value of every metric of :data:`METRICS` (the user has searched)."""
@@ -88,7 +91,8 @@ class UserCounts:
         abandoned = self.searches - self.clicked if self.abandoned is None else self.abandoned
         return {"ctr": self.clicked / self.searches, "searches": float(self.searches),
                 "abandonment": abandoned / self.searches,
-                "conversions": float(self.conversions)}
+                "conversions": float(self.conversions),
+                "top_click": self.top_clicked / self.searches}
 
 
 @dataclass(frozen=True)

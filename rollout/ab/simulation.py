@@ -78,11 +78,13 @@ FIRST_LOOK = 100
 
 
 def click_probabilities(world: Any, model: str | ClickModel = "navigational",
-                        k: int = 10) -> np.ndarray:
+                        k: int = 10, metric: str = "ctr") -> np.ndarray:
     """``(R, Q)``: the chance that a search of query ``q`` shown ranker ``r``'s top ``k``
-    gets at least one click. Cascade models: no click at all is no click at any slot,
-    ``Π (1 − P(click | gᵢ))`` (a user stops only after a click); position-based:
-    ``Π (1 − γᵢ α(gᵢ))``. Empty slots are never clicked.
+    gets at least one click (``metric="ctr"``), or a click on its first result
+    (``"top_click"``). Cascade models: no click at all is no click at any slot,
+    ``Π (1 − P(click | gᵢ))`` (a user stops only after a click), and the first result
+    is always examined, ``P(click | g₁)``; position-based: ``Π (1 − γᵢ α(gᵢ))`` and
+    ``γ₁ α(g₁)``. Empty slots are never clicked.
 
     >>> from interleaving.world import World
     >>> w = World(seed=2, n_rankers=2, n_queries=5)
@@ -102,6 +104,10 @@ def click_probabilities(world: Any, model: str | ClickModel = "navigational",
         p = m.examination(k)[None, None, :] * m.attractiveness[shifted]
     else:
         raise ValueError(f"no exact click probability for the {type(m).__name__} model")
+    if metric == "top_click":
+        return p[:, :, 0]
+    if metric != "ctr":
+        raise ValueError(f"the offline runner measures ctr or top_click, not {metric!r}")
     return 1.0 - np.prod(1.0 - p, axis=2)
 
 
@@ -178,7 +184,7 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
                 users: int = DEMO_USERS, n_target: float = DEFAULT_TARGET_USERS,
                 min_users: int = MIN_USERS, per_decade: int = 20,
                 stop_when_decided: bool = False, certify: bool = False,
-                probabilities: np.ndarray | None = None) -> ABRun:
+                metric: str = "ctr", probabilities: np.ndarray | None = None) -> ABRun:
     """One seeded A/B run of ``rankers`` (the control first, then the treatments).
 
     Parameters
@@ -213,8 +219,11 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
     certify
         Also ask, at each look, which arm is the best of all
         (:func:`rollout.ab.compare.certified_best`: every pair at ``δ/(2(K − 1))``).
+    metric
+        The per-user metric: ``ctr`` (searches with a click) or ``top_click`` (searches
+        whose first result was clicked).
     probabilities
-        :func:`click_probabilities` of ``world`` (computed when not given).
+        :func:`click_probabilities` of ``world`` for ``metric`` (computed when not given).
     """
     K = len(rankers)
     if K < 2:
@@ -224,7 +233,8 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
     if sh.shape != (K,) or np.any(sh <= 0):
         raise ValueError(f"shares must be {K} positive numbers")
     sh = sh / sh.sum()
-    pc = click_probabilities(world, click_model, k) if probabilities is None else probabilities
+    pc = (click_probabilities(world, click_model, k, metric) if probabilities is None
+          else probabilities)
     ctr = pc.mean(axis=1)
     rng = np.random.default_rng([20_511, int(seed)])
 
@@ -287,7 +297,7 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
         arms = {name: Moments(int(n_arm[a]), float(s_arm[a]), float(q_arm[a]))
                 for a, name in enumerate(names)}
         last = analyse(arms, "control", delta, n_target=n_target, min_users=min_users,
-                       metric="ctr")
+                       metric=metric)
         shown = int(n_arm.min()) >= min_users  # the report shows intervals from here
         for i, name in enumerate(names[1:]):
             c = last[name]
@@ -300,7 +310,7 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
             srm_at, srm_msg = done, check.message
         if certify and best_at is None:
             b = certified_best(arms, delta, n_target=n_target, min_users=min_users,
-                               metric="ctr")
+                               metric=metric)
             if b is not None:
                 best, best_at = int(ranker_of[names.index(b)]), done
         if stop_when_decided and (best_at is not None if certify else
@@ -329,7 +339,8 @@ def simulate_ab(world: Any, rankers: Sequence[int], searches: int, seed: int, *,
                         for a, nm in enumerate(names)},
                  treatments=out, srm_flagged=srm_at is not None, srm_flagged_at=srm_at,
                  srm_message=srm_msg,
-                 params={"click_model": click_model, "k": k, "delta": delta,
+                 params={"click_model": click_model, "metric": metric, "k": k,
+                         "delta": delta,
                          "fallback": fallback, "users": users, "n_target": n_target,
                          "min_users": min_users},
                  best=best, best_at=best_at)

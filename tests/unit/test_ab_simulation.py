@@ -27,8 +27,10 @@ def test_click_probabilities_are_the_click_models(world, model):
     top = world.top_k(10).astype(np.intp)
     q = rng.integers(world.n_queries, size=40_000)
     g = np.where(top[2, q] >= 0, world.grade_table[q[:, None], np.maximum(top[2, q], 0)], -1)
-    clicked = get_click_model(model).clicks_batch(g, rng).any(axis=1)
-    assert abs(clicked.mean() - p[2, q].mean()) < 4 * np.sqrt(0.25 / q.size)
+    clicks = get_click_model(model).clicks_batch(g, rng)
+    assert abs(clicks.any(axis=1).mean() - p[2, q].mean()) < 4 * np.sqrt(0.25 / q.size)
+    top = click_probabilities(world, model, metric="top_click")
+    assert abs(clicks[:, 0].mean() - top[2, q].mean()) < 4 * np.sqrt(0.25 / q.size)
 
 
 def test_runs_are_seeded_and_count_every_user_once(world):
@@ -63,6 +65,10 @@ def test_the_command_writes_a_summary(tmp_path, capsys):
     assert summary["per_run"][0]["seed"] == 5
     assert set(summary["rates"]["treatment"]) >= {"decided", "covered", "lift_covered"}
     assert "SRM flagged in" in capsys.readouterr().out
+    assert main(["simulate", "--design", "ab", "--world", "1:12", "--rankers", "2,6",
+                 "--searches", "2000", "--metric", "top_click", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metric"] == "top_click" and summary["rates"]["treatment"]["true_lift"] > 1
 
 
 @pytest.mark.parametrize("argv, message", [

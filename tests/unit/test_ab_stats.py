@@ -44,8 +44,9 @@ def test_moments_merge_revise_and_increments_agree():
 
 
 def test_user_values():
-    v = UserCounts(searches=4, clicked=3, conversions=2).values()
-    assert v == {"ctr": 0.75, "searches": 4.0, "abandonment": 0.25, "conversions": 2.0}
+    v = UserCounts(searches=4, clicked=3, conversions=2, top_clicked=1).values()
+    assert v == {"ctr": 0.75, "searches": 4.0, "abandonment": 0.25, "conversions": 2.0,
+                 "top_click": 0.25}
     with pytest.raises(ValueError):
         UserCounts(searches=0).values()
 
