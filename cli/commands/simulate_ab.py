@@ -5,8 +5,8 @@
 
 runs ``--runs`` seeded A/B tests (run ``r`` uses seed ``--seed + r``) of world rankers
 ``--rankers`` (the control first, then one or more treatments; the same ranker twice is
-an A/A test) on the world ``--world SEED:K`` (the demo's world is ``1:12``, with its
-clear best ranker), with the demo's users and click model
+an A/A test) on the world ``--world SEED:K`` (default ``1:12``, the demo's world, with
+its clear best ranker), with the demo's users and click model
 (:func:`rollout.ab.simulation.simulate_ab`), and writes ``DIR/summary.json``: the
 settings, one summary per run (per treatment: decided, direction, when, the lift and its
 interval, whether the intervals held the true difference and lift; the SRM check) and
@@ -87,8 +87,9 @@ def _jsonable(x: Any) -> Any:
 def run_ab(args: argparse.Namespace) -> int:
     from interleaving.world import World
 
-    if args.world is None or args.rankers is None:
-        raise ValueError("--design ab needs --world SEED:K and --rankers CONTROL,TREATMENT")
+    if args.rankers is None:
+        raise ValueError("--design ab needs --rankers CONTROL,TREATMENT (world rankers, "
+                         "e.g. 2,6)")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {args.out} is a file; give a directory (created if absent)")
@@ -141,15 +142,26 @@ def print_rates(r: dict[str, Any], file=None) -> None:
     print(f"SRM flagged in {r['srm_flagged']:.1%} of {r['runs']} runs", file=file)
 
 
+def parse_steps(text: str) -> int:
+    """A positive number of searches; ``1e6`` is accepted and must be whole."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
+    return int(value)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``--design ab`` (``--runs``, ``--seed``, ``--out``, ``--jobs`` are
     shared with the interleaving design)."""
     ab = parser.add_argument_group("--design ab (offline A/B tests on the simulated world)")
-    ab.add_argument("--world", metavar="SEED:K",
-                    help="the simulated world, e.g. 1:12 (the demo's)")
+    ab.add_argument("--world", metavar="SEED:K", default="1:12",
+                    help="the simulated world (default 1:12, the demo's)")
     ab.add_argument("--rankers", metavar="C,T[,T...]",
                     help="world rankers: the control, then the treatments (2,2 is an A/A)")
-    ab.add_argument("--searches", type=int, default=100_000,
+    ab.add_argument("--searches", type=parse_steps, default=100_000,
                     help="searches per run, all arms (default 100000)")
     ab.add_argument("--shares", metavar="S,S[,S...]",
                     help="each arm's share of the users (default equal)")
