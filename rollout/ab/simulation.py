@@ -15,14 +15,15 @@ shown list with a click model of :mod:`interleaving.clicks` (``navigational`` by
 default). Here each search does the same: a user of the pool, a query, the list of the
 user's arm's ranker (the top ``k`` of :meth:`interleaving.world.World.top_k`), and a
 clicked search with the click model's probability of at least one click on that list
-(:func:`click_probabilities`, exact for the cascade and position-based models; the
-metric needs only whether the search got a click). A user's bucket is a uniform draw per
-run, which is what the hash of :mod:`rollout.hashing` is for the users of a run.
+(or of a click on its first result, for the ``top_click`` metric; :func:`click_probabilities`,
+exact for the cascade and position-based models: the metrics need only whether the
+search got such a click). A user's bucket is a uniform draw per run, which is what the
+hash of :mod:`rollout.hashing` is for the users of a run.
 
-The true difference of per-user CTR between two arms is known exactly: every user of an
-arm has the same chance of a click per search (the demo's users are alike), the mean of
-the world's queries of :func:`click_probabilities`, so a user's CTR has that mean
-whatever their number of searches.
+The true difference of the per-user metric between two arms is known exactly: every user
+of an arm has the same chance of a click per search (the demo's users are alike), the
+mean over the world's queries of :func:`click_probabilities`, so a user's rate has that
+mean whatever their number of searches.
 
 A broken split (``fallback``): a share of each treatment's users is served, and counted
 in, the control (a treatment ranker that times out for them, and the service falls back
