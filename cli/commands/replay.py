@@ -7,6 +7,11 @@ Only the ``outcome`` events count: each adds its outcomes ``[i, j, s]`` (``s`` t
 exactly what the credit step added live; so on a complete export the result equals
 ``GET /experiments/EXP``'s ``W`` and ``segment_W`` exactly (outcomes entered by a
 judging campaign excepted: they are not search events).
+
+An experiment with metrics (docs/conversions.md) also logs ``metric`` events, one per
+outcome event credited, with its outcomes per metric; when there are any, the answer has
+``"metric_W": {metric: [[...]]}``, each the sum of its outcomes in log order: equal to
+``GET /experiments/EXP``'s ``metric_W`` exactly.
 """
 
 from __future__ import annotations
@@ -52,8 +57,15 @@ def replay(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     ([[0.0, 1.5], [0.5, 0.0]], [[0.0, 1.0], [0.0, 0.0]], 2)
     """
     adds: list[tuple[tuple[str, ...], int, int, float]] = []
+    by_metric: list[tuple[str, int, int, float]] = []
     k = 0
     for e in events:
+        if e.get("type") == "metric":
+            for name, rows in ((e.get("mark") or {}).get("outcomes") or {}).items():
+                for i, j, s in rows:
+                    by_metric.append((name, int(i), int(j), float(s)))
+                    k = max(k, int(i) + 1, int(j) + 1)
+            continue
         if e.get("type") != "outcome":
             continue
         labels = tuple(e.get("seg") or ())
@@ -75,7 +87,22 @@ def replay(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for label, w in sorted(by_label.items()):
         dim, _, value = label.partition("=")
         segment_w.setdefault(dim, {})[value] = w.tolist()
-    return {"arms": k, "W": W.tolist(), "segment_W": segment_w, "outcomes": len(adds)}
+    out = {"arms": k, "W": W.tolist(), "segment_W": segment_w, "outcomes": len(adds)}
+    if by_metric:
+        out["metric_W"] = _metric_w(by_metric, k)
+    return out
+
+
+def _metric_w(adds: list[tuple[str, int, int, float]], k: int) -> dict[str, list]:
+    """Each metric's W from its outcomes, in log order (as the metrics' credit script)."""
+    out: dict[str, np.ndarray] = {}
+    for name, i, j, s in adds:
+        if i == j:
+            continue
+        w = out.setdefault(name, np.zeros((k, k)))
+        w[i, j] += s
+        w[j, i] += 1 - s
+    return {name: w.tolist() for name, w in sorted(out.items())}
 
 
 def _run(args: argparse.Namespace) -> int:

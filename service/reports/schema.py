@@ -141,3 +141,11 @@ class Report(BaseModel):
     segments: SegmentReport | None = Field(
         None, description="per segment value, the champion against each ranker, and the "
                           "values that prefer another ranker (null: no segments)")
+    metrics: list[dict[str, Any]] | None = Field(
+        None, description="only with declared metrics: per metric its name, action, value "
+        "kind, whether primary, comparisons, W, values and events per ranker, champion, and "
+        "verdict at δ/M (all stated verdicts jointly wrong with probability at most δ; "
+        "docs/conversions.md)")
+    metrics_disagree: str | None = Field(
+        None, description="only with metrics: a sentence when the metrics name different "
+                          "rankers (\"r2 wins click, r5 wins revenue: ...\"), else null")

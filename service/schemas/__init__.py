@@ -126,6 +126,12 @@ from service.schemas.frontend import (
     SearchResult,
     search_query,
 )
+from service.schemas.outcomes import (
+    MetricEntry,
+    Outcome,
+    OutcomeAccepted,
+    OutcomeAttribution,
+)
 from service.schemas.params import (
     NewExperiment,
     param_annotation,
@@ -195,6 +201,7 @@ __all__ = [
     "Lifecycle",
     "LifecycleChanged",
     "Matrix",
+    "MetricEntry",
     "Name",
     "NewAssessor",
     "NewCampaign",
@@ -205,6 +212,9 @@ __all__ = [
     "Number",
     "Open",
     "Out",
+    "Outcome",
+    "OutcomeAccepted",
+    "OutcomeAttribution",
     "ParamValue",
     "PathText",
     "PlacementList",

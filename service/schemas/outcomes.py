@@ -1,0 +1,84 @@
+"""``POST /outcomes``' body and answer (:mod:`service.outcomes.attribution`), and the
+metrics' parts of an experiment's state (docs/conversions.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar
+
+from pydantic import Field
+
+from service.id_limits import MAX_DOC_ID_CHARS
+from service.outcomes.metrics import ACTION_PATTERN, MAX_VALUE
+from service.schemas.base import Id, Int, Open, Out
+
+#: an event id: printable ASCII without spaces, as order ids and UUIDs are
+EVENT_ID_PATTERN = r"^[!-~]{1,128}$"
+
+
+class Outcome(Open):
+    """``POST /outcomes``: an outcome event (an add-to-cart, a purchase) for document
+    ``id``, from the browser (``impression_id`` and ``token``, as ``rankduel.js``'s
+    ``track()`` sends) or from a back end (``user``, with the front-end key or the admin
+    token). Exactly one of ``impression_id`` and ``user``."""
+
+    #: errors under these fields are 422 (well-formed, wrong content); others too
+    content: ClassVar[frozenset[str]] = frozenset({"action", "id", "value", "event_id",
+                                                   "impression_id", "token", "user"})
+
+    action: Annotated[str, Field(pattern=ACTION_PATTERN)] = Field(
+        description="the action a running experiment declares a metric of (`purchase`)")
+    id: Annotated[str, Field(min_length=1, max_length=MAX_DOC_ID_CHARS)] | Int() = Field(
+        description="the document the event is about, as the ranker returned its id")
+    value: Annotated[float, Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)] | None = Field(
+        None, description="the event's value (a sum metric's: required there)")
+    event_id: Annotated[str, Field(pattern=EVENT_ID_PATTERN)] = Field(
+        description="the event's own id (an order id): a retry with the same id counts once")
+    impression_id: Id | None = Field(None, description="the browser's: the impression")
+    token: Annotated[str, Field(max_length=200)] | None = Field(
+        None, description="with impression_id: the token /search issued with it")
+    user: Annotated[str, Field(min_length=1, max_length=256)] | None = Field(
+        None, description="a back end's: the user the searches named (needs the "
+                          "front-end key or the admin token)")
+
+
+class OutcomeAttribution(Out):
+    experiment: str
+    impression_id: str = Field(description="the impression credited (last touch)")
+    metrics: list[str] = Field(description="the metrics it counts for (within their window)")
+
+
+class OutcomeAccepted(Out):
+    """202: recorded for crediting, or not attributable (``attributed`` false)."""
+
+    attributed: bool
+    event_id: str
+    duplicate: bool | None = Field(
+        None, description="this event_id was recorded before: counted once")
+    experiments: list[OutcomeAttribution] | None = None
+    reason: str | None = Field(
+        None, description="why not attributed: no_impression, outside_window, not_shown, "
+                          "impression_expired, no_experiment")
+
+
+Matrix = list[list[float]]
+
+
+class MetricEntry(Out):
+    """A metric of an experiment's report (docs/conversions.md)."""
+
+    name: str
+    action: str | None = Field(description="null: the click metric")
+    value: str = Field(description="count or sum")
+    window_s: int | None
+    cap: float | None
+    primary: bool
+    comparisons: Annotated[int, Field(ge=0)]
+    W: Matrix
+    values: dict[str, float] | None = Field(
+        description="a sum metric's values credited to each ranker (plain sums)")
+    events: dict[str, int] | None = Field(description="events won by each ranker")
+    champion: str | None = Field(description="the ranker that leads on this metric")
+    certified: bool
+    shown_worse: dict[str, str]
+    error_rate: float = Field(description="δ/M: each metric's share of the report's δ")
+    verdict: str
