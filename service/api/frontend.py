@@ -201,7 +201,8 @@ def _actions(rt: Runtime) -> Actions:
     found = _ACTIONS.get(id(rt.store))
     if found is None:
         store = rt.store
-        found = _ACTIONS[id(store)] = Actions(lambda: store.declarations(store.list_ids()))
+        found = _ACTIONS[id(store)] = Actions(lambda: store.declarations(store.list_ids()),
+                                              read_one=lambda e: store.declarations([e]))
     return found
 
 

@@ -62,7 +62,6 @@ def record(store: Store, secret: bytes, actions: Actions, *, action: str, doc: s
     if user is not None and not keyed:
         raise Unauthorized("an outcome by 'user' comes from a back end: send the front-end "
                            "key or the admin token (Authorization: Bearer)")
-    candidates = actions.candidates(action)
     if impression_id is not None:
         exp_id = experiment_of(impression_id)
         if exp_id is None:
@@ -72,11 +71,11 @@ def record(store: Store, secret: bytes, actions: Actions, *, action: str, doc: s
             verify_token(secret, token, impression_id, exp_id, now=time.time())
         except Forbidden as exc:
             raise Forbidden(f"field 'token': {exc.message}") from None
-        candidates = [c for c in candidates if c.exp_id == exp_id]
+        candidates = actions.candidates(action, exp_id)
         if not candidates:
             raise Unprocessable(f"field 'action': experiment {exp_id!r} is not running or "
                                 f"declares no metric of action {action!r}")
-    elif not candidates:
+    elif not (candidates := actions.candidates(action)):
         raise Unprocessable(f"field 'action': no running experiment declares a metric of "
                             f"action {action!r}")
     problem = value_problem([m for c in candidates for m in c.metrics], value)

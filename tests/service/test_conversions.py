@@ -250,3 +250,156 @@ def test_clicks_name_the_clickbait_ranker_and_revenue_the_buyers(client, ranker_
     assert by["orders"]["champion"] == "buyers" and by["orders"]["primary"] is False
     assert by["revenue"]["error_rate"] == pytest.approx(0.05 / 3)
     assert report["metrics_disagree"].startswith("clickbait wins click, buyers wins orders")
+
+
+def conv_experiment(client, ranker_server, name="conv"):
+    return client.create_experiment(name=name, rankers=two_rankers(ranker_server),
+                                    algorithm="uniform", interleaving="team_draft", seed=2,
+                                    metrics=METRICS)
+
+
+def nothing_counted(rd, exp_id):
+    assert not list(rd.scan_iter(match=f"rd:{{{exp_id}}}:oe:*"))
+    assert not [m for m in rd.zrange(pending_key(exp_id), 0, -1) if m.startswith(b"~")]
+    assert not rd.exists(f"rd:{{{exp_id}}}:metrics")
+    assert rd.hget(f"rd:{{{exp_id}}}:counters", "outcome_events") is None
+
+
+def test_malformed_outcomes_are_4xx_naming_the_field_and_count_nothing(client,
+                                                                        ranker_server, rd):
+    exp = conv_experiment(client, ranker_server, "malformed")
+    page = client.search(exp["id"], "q", k=4, user="bob")
+    doc = page["results"][0]["id"]
+    good = {"user": "bob", "action": "purchase", "id": doc, "value": 10, "event_id": "o-1"}
+    imp = {"impression_id": page["impression_id"], "token": page["token"],
+           "action": "purchase", "id": doc, "value": 10, "event_id": "o-2"}
+    drop = object()
+
+    def with_(base, **change):
+        out = {**base, **change}
+        return {k: v for k, v in out.items() if v is not drop}
+
+    cases = [  # (body, status, the field named)
+        (with_(good, action=drop), 422, "action"),
+        (with_(good, action="refund"), 422, "action"),
+        (with_(good, action="Purchase!"), 422, "action"),
+        (with_(good, id=drop), 422, "id"),
+        (with_(good, id=""), 422, "id"),
+        (with_(good, id=["d00"]), 400, "id"),
+        (with_(good, id="x" * 2000), 422, "id"),
+        (with_(good, value=-1), 422, "value"),
+        (with_(good, value="12"), 422, "value"),
+        (with_(good, value=1e12), 422, "value"),
+        (with_(good, value=True), 422, "value"),
+        (with_(good, value=drop), 422, "value"),  # revenue sums values
+        (with_(good, event_id=drop), 422, "event_id"),
+        (with_(good, event_id="has space"), 422, "event_id"),
+        (with_(good, event_id="e" * 200), 422, "event_id"),
+        (with_(good, user=""), 422, "user"),
+        (with_(good, user="u" * 300), 422, "user"),
+        (with_(good, **{"impression_id": page["impression_id"]}), 422, "impression_id"),
+        (with_(good, user=drop), 422, "impression_id"),
+        (with_(imp, token="1.00"), 403, "token"),
+        (with_(imp, token=drop), 403, "token"),
+        (with_(imp, impression_id="nodot"), 422, "impression_id"),
+        (with_(imp, value=-5), 422, "value"),
+    ]
+    for body, status, name in cases:
+        got, out = outcome(client, body, headers=BACK_END)
+        assert got == status and name in out["error"], (body, got, out)
+    # NaN and Infinity are not JSON, but the field that holds one is named
+    for text in ("NaN", "Infinity", "-Infinity"):
+        raw = json.dumps(with_(good, value=0)).replace('"value": 0', f'"value": {text}')
+        got, out = outcome(client, None, raw=raw.encode(), headers=BACK_END)
+        assert got == 422 and "value" in out["error"], (text, out)
+    got, out = outcome(client, good)  # a back end's event without a key
+    assert got == 401 and "user" in out["error"]
+    got, out = outcome(client, None, raw=b"<order/>", content_type="application/xml",
+                       headers=BACK_END)
+    assert got == 415
+    assert len(cases) + 5 >= 20
+    nothing_counted(rd, exp["id"])
+
+
+def test_the_browser_tracks_by_impression_within_the_window(client, ranker_server, rd, api):
+    exp = conv_experiment(client, ranker_server, "browser")
+    page = client.search(exp["id"], "q", k=4)  # no user: the impression form
+    ids = [r["id"] for r in page["results"]]
+    body = {"impression_id": page["impression_id"], "token": page["token"],
+            "action": "purchase", "id": ids[2], "value": 50, "event_id": "b-1"}
+    raw = json.dumps(body).encode()  # as navigator.sendBeacon sends it
+    got, out = outcome(client, None, raw=raw, content_type="text/plain;charset=UTF-8")
+    assert got == 202 and out["experiments"][0]["metrics"] == ["orders", "revenue"], out
+    got, out = outcome(client, {**body, "id": "d15", "event_id": "b-2"})
+    assert got == 202 and out == {"attributed": False, "event_id": "b-2",
+                                  "reason": "not_shown"}
+    rt = api.server.app.extensions["rankduel"]
+    clock = SimClock(rt.store)
+    rt.store.clock = clock
+    try:
+        created = json.loads(rd.get(f"rd:{{{exp['id']}}}:ax:{page['impression_id']}"))[0]
+        clock.at(created + 600)  # beyond revenue's 40 s, within orders' hour
+        got, out = outcome(client, {**body, "event_id": "b-3"})
+        assert got == 202 and out["experiments"][0]["metrics"] == ["orders"], out
+        clock.at(created + 4000)  # beyond every window: refused, by name
+        got, out = outcome(client, {**body, "event_id": "b-4"})
+        assert got == 422 and "impression_id" in out["error"] and "window" in out["error"]
+    finally:
+        rt.store.clock = clock.real
+    assert not rd.exists(f"rd:{{{exp['id']}}}:oe:" + __import__(
+        "service.outcomes.attribution", fromlist=["digest"]).digest("b-4"))
+
+
+#: the fields of an experiment's state and report before metrics existed
+STATE_FIELDS = {
+    "id", "name", "algorithm", "interleaving", "lifecycle", "champion", "comparisons",
+    "active_rankers", "rankers", "params", "seed", "created_at", "version", "t",
+    "selections", "counters", "arms", "stage", "batches", "non_condorcet", "W",
+    "preferences", "dwell_unsatisfied_s", "rollout", "segments", "segment_W"}
+#: what varies between two experiments created the same way (times, ids, how the credit
+#: was cut into batches: ``version``)
+VARYING = {"id", "created_at", "generated_at", "history", "timeline", "version",
+           "comparisons_over_time", "estimated_seconds_to_decide", "estimate_basis", "name"}
+
+
+def test_an_experiment_without_metrics_is_todays(client, ranker_server, worker, rd):
+    # same seed, same searches and clicks: the experiment without metrics and the one
+    # with them draw the same pages and the same W; the one without has today's state
+    # and report, field for field, and no key of the attribution index
+    worker.ensure()
+    plain = client.create_experiment(name="same", rankers=two_rankers(ranker_server),
+                                     algorithm="uniform", interleaving="team_draft", seed=8)
+    withm = client.create_experiment(name="same", rankers=two_rankers(ranker_server),
+                                     algorithm="uniform", interleaving="team_draft", seed=8,
+                                     metrics=METRICS)
+    rng = np.random.default_rng(1)
+    for n in range(12):
+        # no user: the draws come from (seed, t), the same in both (a user's from the
+        # experiment's id)
+        pages = [client.search(e["id"], f"q{n}", k=4) for e in (plain, withm)]
+        assert pages[0]["results"] == pages[1]["results"]  # the same draws
+        ranks = [r for r in range(1, 5) if rng.random() < 0.4]
+        for page in pages:
+            if ranks:
+                client.click(page, [(page["results"][r - 1]["id"], r) for r in ranks])
+            client.end(page)
+    states = [wait_for(all_credited(client, e["id"]), what="credit") for e in (plain, withm)]
+    assert set(states[0]) == STATE_FIELDS
+    assert set(states[1]) == STATE_FIELDS | {"metrics", "primary", "metric_W",
+                                             "metric_values"}
+    def strip(d):
+        out = {k: v for k, v in d.items() if k not in VARYING | {
+            "metrics", "primary", "metric_W", "metric_values", "metrics_disagree"}}
+        out["rankers"] = [{k: v for k, v in r.items() if k != "added_at"}
+                          for r in d["rankers"]]
+        return out
+
+    assert strip(states[0]) == strip(states[1])
+    reports = [client.report(e["id"]) for e in (plain, withm)]
+    assert "metrics" not in reports[0] and "metrics_disagree" not in reports[0]
+    assert strip(reports[0]) == strip(reports[1])
+    keys = {k.decode().split(":")[2] for k in rd.scan_iter(match=f"rd:{{{plain['id']}}}:*")
+            if k.count(b":") >= 2}
+    assert not keys & {"ax", "au", "oe", "metrics"}
+    assert {k.decode().split(":")[2] for k in rd.scan_iter(
+        match=f"rd:{{{withm['id']}}}:*")} >= {"ax"}
