@@ -63,8 +63,9 @@ and the outcome events::
                                                                    (TTL: longest window)
     rd:{e}:oe:<d>           HASH  an outcome event (<d>: a digest of its event_id, so a
                                   retry is the same key): a action, m metrics, i impression,
-                                  p position, v value, at; credited (JSON mark) once
-                                  credited; pending as "~<d>" until then
+                                  p position, v value, at; credited (1) once credited
+                                  (its mark is in the event log); pending as "~<d>" until
+                                  then
                                                        (TTL: longest window + a day)
     rd:{e}:metrics          HASH  the metrics' counts, by the same credit: w:<m>:<i>:<j>
                                   W_ij of metric m, t:<m>:<i>:<j> (i < j) ties, n:<m>

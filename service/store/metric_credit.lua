@@ -1,6 +1,7 @@
 -- The metrics' credit script: outcome events (service.credit.outcome_events) added to
 -- their metrics' W exactly once, each with its credited mark, as credit.lua does for
--- impressions. No guard and no hold: a metric's W feeds no policy.
+-- impressions (the event's 'credited' field, its mark in the event log). No guard and no
+-- hold: a metric's W feeds no policy.
 -- KEYS: exp, metrics, pending, events, counters, then one per event: its key
 -- ARGV per event: its pending member, its mark (JSON), "seg|m,i,j,s;...|m:arm:value;...|counter,..."
 -- -> {'missing'} (no experiment) | {'ok', code per event: ok, already or missing}
@@ -49,7 +50,7 @@ for k = 0, #KEYS - 6 do
       add('v:' .. m .. ':' .. arm, tonumber(v))
       redis.call('HINCRBY', M, 'c:' .. m .. ':' .. arm, 1)
     end
-    redis.call('HSET', ev, 'credited', mark)
+    redis.call('HSET', ev, 'credited', '1')  -- the mark itself goes to the event log
     redis.call('XADD', KEYS[4], '*', 'type', 'metric', 'id', id, 'mark', mark, 'seg', seg)
     for name in string.gmatch(counted, '[^,]+') do counts[name] = (counts[name] or 0) + 1 end
     code = 'ok'

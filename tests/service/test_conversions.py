@@ -190,9 +190,11 @@ def test_clicks_name_the_clickbait_ranker_and_revenue_the_buyers(client, ranker_
             delay, value = float(rng.integers(1, 61)), float(rng.choice([50, 75, 100, 100]))
             clock.at(t + delay)
             body = {"user": user, "action": "purchase", "id": doc, "value": value,
-                    "event_id": f"order-{n}"}
+                    "event_id": f"{exp_id}-order-{n}"}  # an event_id is the event's own
             status, out = outcome(client, body, headers=BACK_END)
             assert status == 202 and out["attributed"], out
+            # other running experiments declare purchases too: this user saw none of them
+            assert [e["experiment"] for e in out["experiments"]] == [exp_id], out
             assert out["experiments"][0]["impression_id"] == page["impression_id"]
             metrics = ["orders", "revenue"] if delay <= 40 else ["orders"]
             assert out["experiments"][0]["metrics"] == metrics
@@ -203,7 +205,8 @@ def test_clicks_name_the_clickbait_ranker_and_revenue_the_buyers(client, ranker_
                 assert status == 202 and again["duplicate"]
             if n % 9 == 0:  # an order of a document this user was never shown
                 status, out = outcome(client, {**body, "id": "d15",
-                                               "event_id": f"other-{n}"}, headers=BACK_END)
+                                               "event_id": f"{exp_id}-other-{n}"},
+                                      headers=BACK_END)
                 assert status == 202 and out["reason"] == "no_impression"
     finally:
         rt.store.clock = clock.real
