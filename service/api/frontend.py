@@ -22,7 +22,7 @@ from service.api.spec import (
 )
 from service.api.validation import parse
 from service.clicks import reports as click_ops
-from service.errors import BadRequest, TooManyRequests, Unprocessable
+from service.errors import BadRequest, TooManyRequests
 from service.id_limits import MAX_ID_CHARS
 from service.outcomes import attribution
 from service.outcomes.actions import Actions
@@ -186,9 +186,6 @@ def clicks():
 def outcomes():
     rt = runtime()
     body = parse(s.Outcome, outcome_body(request), status=422, content=s.Outcome.content)
-    if (body.impression_id is None) == (body.user is None):
-        raise Unprocessable("field 'impression_id' or 'user': send exactly one (the "
-                            "browser: impression_id and token; a back end: user)")
     out = attribution.record(rt.store, rt.secret, _actions(rt), action=body.action,
                              doc=str(body.id), value=body.value, event_id=body.event_id,
                              impression_id=body.impression_id, token=body.token,

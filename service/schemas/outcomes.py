@@ -3,9 +3,10 @@ metrics' parts of an experiment's state (docs/conversions.md)."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from service.id_limits import MAX_DOC_ID_CHARS
 from service.outcomes.metrics import ACTION_PATTERN, MAX_VALUE
@@ -13,6 +14,16 @@ from service.schemas.base import Id, Int, Open, Out
 
 #: an event id: printable ASCII without spaces, as order ids and UUIDs are
 EVENT_ID_PATTERN = r"^[!-~]{1,128}$"
+_ONE_FORM = {"oneOf": [
+    {"required": ["impression_id"], "not": {"required": ["user"]}},
+    {"required": ["user"], "not": {"anyOf": [{"required": ["impression_id"]},
+                                             {"required": ["token"]}]}}]}
+ONE_FORM_MESSAGE = ("field 'impression_id' or 'user': send exactly one (the browser: "
+                    "impression_id and token; a back end: user, not null)")
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
 
 
 class Outcome(Open):
@@ -20,6 +31,8 @@ class Outcome(Open):
     ``id``, from the browser (``impression_id`` and ``token``, as ``rankduel.js``'s
     ``track()`` sends) or from a back end (``user``, with the front-end key or the admin
     token). Exactly one of ``impression_id`` and ``user``."""
+
+    model_config = ConfigDict(json_schema_extra=_ONE_FORM)
 
     #: errors under these fields are 422 (well-formed, wrong content); others too
     content: ClassVar[frozenset[str]] = frozenset({"action", "id", "value", "event_id",
@@ -33,12 +46,24 @@ class Outcome(Open):
         None, description="the event's value (a sum metric's: required there)")
     event_id: Annotated[str, Field(pattern=EVENT_ID_PATTERN)] = Field(
         description="the event's own id (an order id): a retry with the same id counts once")
-    impression_id: Id | None = Field(None, description="the browser's: the impression")
+    impression_id: Id | SkipJsonSchema[None] = Field(
+        None, description="the browser's: the impression", json_schema_extra=_no_default)
     token: Annotated[str, Field(max_length=200)] | None = Field(
         None, description="with impression_id: the token /search issued with it")
-    user: Annotated[str, Field(min_length=1, max_length=256)] | None = Field(
+    user: Annotated[str, Field(min_length=1, max_length=256)] | SkipJsonSchema[None] = Field(
         None, description="a back end's: the user the searches named (needs the "
-                          "front-end key or the admin token)")
+                          "front-end key or the admin token)", json_schema_extra=_no_default)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_form(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            forms = [k for k in ("impression_id", "user") if data.get(k) is not None]
+            if (len(forms) != 1 or any(k in data and data[k] is None
+                                       for k in ("impression_id", "user"))
+                    or ("user" in data and "token" in data)):
+                raise ValueError(ONE_FORM_MESSAGE)
+        return data
 
 
 class OutcomeAttribution(Out):
