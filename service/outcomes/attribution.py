@@ -29,6 +29,7 @@ import hashlib
 import time
 from typing import Any
 
+from service import metrics
 from service.errors import Forbidden, Unauthorized, Unprocessable
 from service.outcomes.actions import Actions, Candidate
 from service.outcomes.metrics import value_problem
@@ -103,6 +104,9 @@ def _answer(store: Store, event_id: str, candidates: list[Candidate],
     attributed, reasons, duplicate = [], [], False
     for c, reply in zip(candidates, replies, strict=True):
         code = reply[0]
+        result = {"ok": "attributed", "duplicate": "duplicate", "window": "outside_window",
+                  "gone": "no_experiment"}.get(code) or reply[1]
+        metrics.labelled(metrics.OUTCOMES, c.exp_id, result).inc()
         if code in ("ok", "duplicate"):
             duplicate |= code == "duplicate"
             attributed.append({"experiment": c.exp_id, "impression_id": reply[1],

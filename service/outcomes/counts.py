@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from service.outcomes.metrics import declared, primary
+from service.segments.dimensions import values
 from service.store import Store
 from service.store.outcomes import MetricCounts
 
@@ -34,12 +35,13 @@ def metric_state(store: Store, exp_id: str, meta: Mapping[str, Any], k: int,
                  names: Mapping[int, str]) -> dict[str, Any]:
     """``metrics`` (as declared, defaults filled in), ``primary``, ``metric_W`` (each
     metric of an action: its W, as lists; the click metric's is ``W``) and
-    ``metric_values`` (a sum metric's values per ranker); empty without metrics."""
+    ``metric_values`` (a sum metric's values per ranker), and with segments
+    ``metric_segment_W`` (metric -> dimension -> value -> W); empty without metrics."""
     metrics = declared(meta)
     if not metrics:
         return {}
     counts = store.metric_counts(exp_id)
-    return {
+    out = {
         "metrics": [m.to_json() for m in metrics],
         "primary": primary(meta),
         "metric_W": {m.name: matrix(counts.get(m.name), k).tolist()
@@ -48,3 +50,20 @@ def metric_state(store: Store, exp_id: str, meta: Mapping[str, Any], k: int,
                                             else {}, names)
                           for m in metrics if m.value == "sum"},
     }
+    declared_segments = meta.get("segments")
+    if declared_segments:  # each metric of an action's W per segment value too
+        out["metric_segment_W"] = {
+            m.name: {dim: {v: by_label(counts.get(m.name), f"{dim}={v}", k).tolist()
+                           for v in values(declared_segments, dim)}
+                     for dim in declared_segments}
+            for m in metrics if not m.is_click}
+    return out
+
+
+def by_label(c: MetricCounts | None, label: str, k: int) -> np.ndarray:
+    """A metric's ``W`` among the impressions of one segment label (all zeros: none)."""
+    w = np.zeros((k, k))
+    for (i, j), x in ((c.segments.get(label) or {}).items() if c is not None else ()):
+        if i < k and j < k:
+            w[i, j] = x
+    return w

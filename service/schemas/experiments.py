@@ -294,6 +294,9 @@ class Experiment(_ExperimentHead):
                           "metric's is W)")
     metric_values: dict[str, dict[str, float]] | None = Field(
         None, description="only with metrics: each sum metric's values credited per ranker")
+    metric_segment_W: dict[str, dict[str, dict[str, Matrix]]] | None = Field(
+        None, description="only with metrics and segments: each metric of an action's W "
+                          "per dimension and value")
 
 
 class LifecycleChanged(Out):

@@ -406,3 +406,27 @@ def test_an_experiment_without_metrics_is_todays(client, ranker_server, worker, 
     assert not keys & {"ax", "au", "oe", "metrics"}
     assert {k.decode().split(":")[2] for k in rd.scan_iter(
         match=f"rd:{{{withm['id']}}}:*")} >= {"ax"}
+
+
+def test_each_metric_is_counted_per_segment_too(client, ranker_server, worker):
+    worker.ensure()
+    exp = client.create_experiment(name="seg-conv", rankers=two_rankers(ranker_server),
+                                   algorithm="uniform", interleaving="team_draft", seed=4,
+                                   metrics=METRICS, segments={"device": ["mobile", "desktop"]})
+    for n, device in enumerate(["mobile", "desktop", "mobile"]):
+        page = client.search(exp["id"], "q", k=4, user=f"s{n}", segments={"device": device})
+        body = {"user": f"s{n}", "action": "purchase", "value": 100,
+                "id": page["results"][n]["id"], "event_id": f"{exp['id']}-{n}"}
+        # other experiments declare purchases: an API process sees this new one within
+        # REFRESH_S (service.outcomes.actions); until then nothing is recorded for it
+        wait_for(lambda b=body: outcome(client, b, headers=BACK_END)[1]["attributed"],
+                 what="the new experiment seen")
+    state = wait_for(lambda: (s := client.experiment(exp["id"]))["counters"].get(
+        "outcome_events") == 3 and s, what="three orders credited")
+    for name in ("orders", "revenue"):
+        by_value = state["metric_segment_W"][name]["device"]
+        assert set(by_value) == {"mobile", "desktop", "other"}
+        total = sum(np.array(w) for w in by_value.values())
+        assert np.array_equal(total, np.array(state["metric_W"][name]))  # halves and ones
+        assert np.array(by_value["mobile"]).sum() == 2 and not np.array(
+            by_value["other"]).any()
