@@ -97,14 +97,17 @@ class OutcomeStore(StoreBase):
             return [[text(x) for x in self.call(self._outcome_script, keys=keys, args=args)]]
         pipe = self.r.pipeline(transaction=False)
         script = self._outcome_script
-        for c in calls:
-            keys, args = c.keys_args(now, member)
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
-        try:
-            replies = pipe.execute()
-        except NoScriptError:  # a restarted Redis: the script object loads it
-            replies = [script(keys=k, args=a) for k, a in (c.keys_args(now, member)
-                                                           for c in calls)]
+        sent = [c.keys_args(now, member) for c in calls]
+        for keys, args in sent:
+            # by name: a cluster pipeline refuses its evalsha() method, not the command
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        replies = pipe.execute(raise_on_error=False)
+        for n, reply in enumerate(replies):
+            if isinstance(reply, NoScriptError):  # a restarted node: the script loads it
+                keys, args = sent[n]
+                replies[n] = script(keys=keys, args=args)
+            elif isinstance(reply, Exception):
+                raise reply
         return [[text(x) for x in r] for r in replies]
 
     def read_outcome_events(self, exp_id: str, digests: Sequence[str]
