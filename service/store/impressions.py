@@ -174,6 +174,7 @@ class ImpressionStore(DrainStore):
             credited="credited" in d,
             reports=int(d.get("reports") or 0),
             urls=json.loads(d["urls"]) if d.get("urls") else [],
+            segments=tuple(x for x in (d.get("seg") or "").split(",") if x),
         )
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
@@ -210,17 +211,32 @@ class ImpressionStore(DrainStore):
 
     def extend_impression(self, imp_id: str, exp_id: str, *, expect: list[str],
                           shown: list[str], record: Any, urls: list[str | None],
-                          inactivity_s: float) -> bool:
+                          inactivity_s: float, attribution_ttl_s: int = 0,
+                          created: float = 0.0, arms: list[int] | None = None,
+                          seg: str = "", user_hash: str | None = None) -> bool:
         """Replace an open impression's shown list, record and URLs by longer ones (its
         next result page, :mod:`service.search.paging`) unless it changed since it was read as
         ``expect`` (False then: another page came first). One script: it counts as a
         report (a credit read before it is read again, so it credits the longer record)
         and pushes back the inactivity deadline, like a click. Raises
         :class:`ImpressionMissing` or :class:`ImpressionClosed`."""
-        out = self._extend_script(
-            keys=[imp_key(exp_id, imp_id), pending_key(exp_id)],
-            args=[self.clock() + inactivity_s, imp_id, json.dumps(expect), json.dumps(shown),
-                  json.dumps(record), json.dumps(urls) if any(urls) else ""])
+        keys = [imp_key(exp_id, imp_id), pending_key(exp_id)]
+        args: list[Any] = [self.clock() + inactivity_s, imp_id, json.dumps(expect),
+                           json.dumps(shown), json.dumps(record),
+                           json.dumps(urls) if any(urls) else ""]
+        if attribution_ttl_s > 0:  # the longer page in the attribution index too
+            now = f"{self.clock():.3f}"
+            kept = {k: v for k, v in record.items() if k != "page"} if record else record
+            keys.append(attribution_key(exp_id, imp_id))
+            touches = ""
+            if user_hash:
+                keys.append(touches_key(exp_id, user_hash))
+                tail = imp_id.rpartition(".")[2]
+                touches = _ARGS.encode([x for pos in range(len(expect), len(shown))
+                                        for x in (shown[pos], f"{tail}|{pos}|{now}")])
+            args += [_ARGS.encode([float(f"{created:.3f}"), arms or [], kept, seg, shown]),
+                     touches, int(attribution_ttl_s)]
+        out = self._extend_script(keys=keys, args=args)
         if out == -1:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
         if out == -2:

@@ -430,3 +430,30 @@ def test_each_metric_is_counted_per_segment_too(client, ranker_server, worker):
         assert np.array_equal(total, np.array(state["metric_W"][name]))  # halves and ones
         assert np.array(by_value["mobile"]).sum() == 2 and not np.array(
             by_value["other"]).any()
+
+
+def test_a_document_of_a_next_page_is_attributed_too(client, ranker_server, worker, rd):
+    from urllib.parse import urlencode
+
+    worker.ensure()
+    exp = conv_experiment(client, ranker_server, "pages")
+    first = client.search(exp["id"], "q", k=2, user="carol")
+    params = {"experiment": exp["id"], "q": "q", "k": 2, "page": 2, "user": "carol",
+              "impression_id": first["impression_id"], "token": first["token"]}
+    second = client._ok("GET", "/search?" + urlencode(params), headers=client._front())
+    doc = second["results"][0]["id"]
+    assert second["results"][0]["rank"] == 3
+    body = {"user": "carol", "action": "purchase", "id": doc, "value": 100,
+            "event_id": f"{exp['id']}-p2"}
+    wait_for(lambda: outcome(client, body, headers=BACK_END)[1]["attributed"],
+             what="the order of a page-2 document attributed")
+    state = wait_for(lambda: (s := client.experiment(exp["id"]))["counters"].get(
+        "outcome_events") == 1 and s, what="credited")
+    raw = rd.hgetall(imp_key(exp["id"], first["impression_id"]))
+    arms, record = json.loads(raw[b"arms"]), json.loads(raw[b"record"])
+    (a, b, s), = interleaving.credit(record, [2])  # rank 3: position 2
+    W = np.zeros((2, 2))
+    W[arms[a], arms[b]], W[arms[b], arms[a]] = s, 1 - s
+    assert state["metric_W"]["orders"] == W.tolist()
+    entry = json.loads(rd.get(f"rd:{{{exp['id']}}}:ax:{first['impression_id']}"))
+    assert entry[4][2] == doc and "page" not in entry[2]
