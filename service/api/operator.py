@@ -218,7 +218,7 @@ def audit(exp_id: str):
 
 
 @OPS.get("/<exp_id>/events", "getEvents",
-    "The event log, a page of JSON lines: impressions, clicks, outcomes, metric events",
+    "The event log, a page of JSON lines: impressions, clicks, outcomes",
     query=s.EventsQuery, path_params=EXP_ID, operator=True,
     responses={200: "application/x-ndjson", 400: None, 401: None, 404: None, 503: None})
 def events(exp_id: str):

@@ -127,7 +127,6 @@ from service.schemas.frontend import (
     search_query,
 )
 from service.schemas.outcomes import (
-    MetricEntry,
     Outcome,
     OutcomeAccepted,
     OutcomeAttribution,
@@ -201,7 +200,6 @@ __all__ = [
     "Lifecycle",
     "LifecycleChanged",
     "Matrix",
-    "MetricEntry",
     "Name",
     "NewAssessor",
     "NewCampaign",

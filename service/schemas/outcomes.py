@@ -83,27 +83,3 @@ class OutcomeAccepted(Out):
     reason: str | None = Field(
         None, description="why not attributed: no_impression, outside_window, not_shown, "
                           "impression_expired, no_experiment")
-
-
-Matrix = list[list[float]]
-
-
-class MetricEntry(Out):
-    """A metric of an experiment's report (docs/conversions.md)."""
-
-    name: str
-    action: str | None = Field(description="null: the click metric")
-    value: str = Field(description="count or sum")
-    window_s: int | None
-    cap: float | None
-    primary: bool
-    comparisons: Annotated[int, Field(ge=0)]
-    W: Matrix
-    values: dict[str, float] | None = Field(
-        description="a sum metric's values credited to each ranker (plain sums)")
-    events: dict[str, int] | None = Field(description="events won by each ranker")
-    champion: str | None = Field(description="the ranker that leads on this metric")
-    certified: bool
-    shown_worse: dict[str, str]
-    error_rate: float = Field(description="δ/M: each metric's share of the report's δ")
-    verdict: str

@@ -247,6 +247,9 @@ def test_clicks_name_the_clickbait_ranker_and_revenue_the_buyers(client, ranker_
     assert again["metric_W"] == state["metric_W"] and again["W"] == state["W"]
 
     report = client.report(exp_id)
+    from service.reports.schema import Report
+
+    Report.model_validate(report)  # the metrics' entries as the document describes them
     by = {m["name"]: m for m in report["metrics"]}
     assert by["click"]["champion"] == "clickbait" and by["click"]["certified"], by["click"]
     assert by["revenue"]["champion"] == "buyers" and by["revenue"]["certified"], by["revenue"]
