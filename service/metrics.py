@@ -80,6 +80,12 @@ QUARANTINES = Counter(
     "Times a ranker was put in quarantine after consecutive failures (or a failed probe).",
     ["experiment", "ranker"],
 )
+OUTCOMES = Counter(
+    "rankduel_outcome_events_total",
+    "POST /outcomes events, by experiment and result (attributed, duplicate, or why not "
+    "attributed: no_impression, outside_window, not_shown, impression_expired).",
+    ["experiment", "result"],
+)
 IMPRESSIONS = Counter(
     "rankduel_impressions_total",
     "Impressions served, by experiment and kind (duel, single, fallback).",

@@ -71,6 +71,16 @@ def verify_token(
         raise Forbidden("token expired")
 
 
+def user_hash(secret: bytes, exp_id: str, user: str | None) -> str | None:
+    """What rankduel keeps of a user (the event log, the attribution index of
+    :mod:`service.outcomes`): a keyed hash (the service's secret, the experiment),
+    stable within the experiment, never the user id."""
+    if not user:
+        return None
+    return hashlib.blake2b(f"{exp_id}:{user}".encode(), key=secret[:64],
+                           digest_size=12).hexdigest()
+
+
 def bearer_token(header: str) -> str:
     """The token of an ``Authorization: Bearer <token>`` header; :class:`Unauthorized`
     saying what is wrong with any other."""

@@ -2,9 +2,10 @@
 
 ``python tests/fault_worker.py DELAY_MS worker [args...]`` runs the real worker with
 :func:`service.credit.step.apply` sleeping ``DELAY_MS`` per impression inside the transaction
-(after the reads, before EXEC), widening the window in which a test can kill the worker
-mid-batch. The patch is made in the main process, so prefork pool processes inherit it.
-Production code carries no such knob.
+(after the reads, before EXEC), and each outcome event's step
+(:func:`service.credit.outcome_events.outcomes`) as long, widening the window in which a
+test can kill the worker mid-batch. The patch is made in the main process, so prefork
+pool processes inherit it. Production code carries no such knob.
 """
 
 from __future__ import annotations
@@ -27,6 +28,15 @@ def main() -> int:
         return real_apply(bandit, impressions, **kw)
 
     credit.apply = slow_apply
+    from service.credit import outcome_events
+
+    real_outcomes = outcome_events.outcomes
+
+    def slow_outcomes(event, entry, metrics):  # an outcome event's step: as slow
+        time.sleep(delay_s)
+        return real_outcomes(event, entry, metrics)
+
+    outcome_events.outcomes = slow_outcomes
     from cli.main import main as cli_main
 
     return cli_main(sys.argv[2:])

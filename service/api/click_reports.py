@@ -17,6 +17,7 @@ The impression's token is checked the same way whatever the encoding.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flask import Request
@@ -29,6 +30,29 @@ JSON_TYPES = frozenset({"", "application/json", "text/plain"})
 FORM = "application/x-www-form-urlencoded"
 ACCEPTED = ("application/json, text/plain (a JSON object, as navigator.sendBeacon sends "
             "it) or application/x-www-form-urlencoded")
+
+
+def outcome_body(request: Request) -> dict[str, Any]:
+    """``POST /outcomes``' body: a JSON object, as ``application/json`` or ``text/plain``
+    (400 when malformed, 415 for another encoding). ``NaN`` and ``Infinity`` are read as
+    numbers here so that the field that holds one names it (422)."""
+    if request.mimetype not in JSON_TYPES:
+        raise UnsupportedMediaType(f"request body of type {request.mimetype[:80]!r} is not "
+                                   "read here; send application/json or text/plain (a "
+                                   "JSON object, as navigator.sendBeacon sends it)")
+    raw = request.get_data(cache=True)
+    try:
+        data = _LENIENT.decode(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise BadRequest("request body must be a JSON object: {\"action\", \"id\", "
+                         "\"event_id\", ...}")
+    return data
+
+
+#: JSON with NaN and ±Infinity read as floats (the field's check refuses them, by name)
+_LENIENT = json.JSONDecoder(parse_constant=float)
 
 
 def report_body(request: Request, form: type[BaseModel], *, required: bool = True

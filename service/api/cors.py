@@ -23,7 +23,7 @@ from flask import Flask, Response, request
 from service.errors import Forbidden
 
 #: the endpoints (blueprint.view) a search page calls
-FRONTEND = frozenset({"frontend.search", "frontend.clicks", "frontend.end",
+FRONTEND = frozenset({"frontend.search", "frontend.clicks", "frontend.end", "frontend.outcomes",
                       "frontend.redirect_click"})
 MAX_AGE_S = 600
 

@@ -11,18 +11,21 @@ from flask import Blueprint, Response, g, jsonify, redirect, request
 from service import metrics
 from service import schemas as s
 from service.api.auth import front_end
-from service.api.click_reports import report_body
+from service.api.click_reports import outcome_body, report_body
 from service.api.json_response import json_response
 from service.api.search_query import parse_search_query
 from service.api.spec import (
     BROWSER_BODIES,
     FRONTEND_KEY,
+    OUTCOME_BODIES,
     Operations,
 )
 from service.api.validation import parse
 from service.clicks import reports as click_ops
 from service.errors import BadRequest, TooManyRequests
 from service.id_limits import MAX_ID_CHARS
+from service.outcomes import attribution
+from service.outcomes.actions import Actions
 from service.placements import control_pages
 from service.placements import search as placement_search
 from service.runtime import Runtime, runtime
@@ -168,6 +171,39 @@ def clicks():
     out = click_ops.record_clicks(runtime(), body.impression_id, body.token, clicked,
                                     dwell_ms=dwell)
     return jsonify(out), 202
+
+
+@OPS.post("/outcomes", "recordOutcome",
+    "Report an outcome event (add to cart, purchase) of a document: attributed to the "
+    "impression that showed it last (docs/conversions.md), counted once per event_id",
+    body=s.Outcome, body_description=OUTCOME_BODIES,
+    responses={202: s.OutcomeAccepted, 400: None,
+               401: FRONTEND_KEY + "; or a user-form event without a key", 403: None,
+               413: None, 415: None,
+               422: "The field named: an action no running experiment declares, a bad "
+                    "value, an impression older than the window, ...", 503: None})
+@front_end()
+def outcomes():
+    rt = runtime()
+    body = parse(s.Outcome, outcome_body(request), status=422, content=s.Outcome.content)
+    out = attribution.record(rt.store, rt.secret, _actions(rt), action=body.action,
+                             doc=str(body.id), value=body.value, event_id=body.event_id,
+                             impression_id=body.impression_id, token=body.token,
+                             user=body.user, keyed=g.frontend_keyed)
+    return jsonify(out), 202
+
+
+def _actions(rt: Runtime) -> Actions:
+    """This process's view of the experiments' actions (one per store)."""
+    found = _ACTIONS.get(id(rt.store))
+    if found is None:
+        store = rt.store
+        found = _ACTIONS[id(store)] = Actions(lambda: store.declarations(store.list_ids()),
+                                              read_one=lambda e: store.declarations([e]))
+    return found
+
+
+_ACTIONS: dict[int, Actions] = {}
 
 
 @OPS.post("/impressions/<imp_id>/end", "endImpression",

@@ -86,6 +86,9 @@ BROWSER_BODIES = (
     "JSON; the same JSON as text/plain (navigator.sendBeacon with a string or a text/plain "
     "Blob, a fetch without a CORS preflight); or application/x-www-form-urlencoded fields "
     "(sendBeacon with URLSearchParams). Other encodings answer 415.")
+OUTCOME_BODIES = (
+    "JSON, or the same JSON as text/plain (navigator.sendBeacon with a string, a fetch "
+    "without a CORS preflight). Other encodings answer 415.")
 EXP_ID = {"exp_id": {"type": "string", "description": "experiment id"}}
 FROM_CREATED = "$response.body#/id"
 CID = {"cid": {"type": "string", "description": "judging campaign id"}}

@@ -11,6 +11,8 @@ The modules, in the order a click meets them:
   :func:`~service.credit.protocol.resolve_hold`);
 * :mod:`service.credit.step`: the pure step: an impression's clicks become outcomes
   (:func:`~service.credit.step.apply`);
+* :mod:`service.credit.outcome_events`: an outcome event of ``POST /outcomes`` (a
+  purchase) credited to its metrics' ``W`` (docs/conversions.md), by the same protocol;
 * :mod:`service.credit.guard`: which outcomes could change the policy's structure
   (:class:`~service.credit.guard.Guard`), checked in Python and, by the credit script, in
   Lua: both against one table of cases (``guard_cases.json``).
@@ -93,4 +95,25 @@ bounds such as MergeDTS's ``log(t + C)`` (Li et al. 2020, Algorithm 1 lines 10â€
 number of selections made so far by every API process, exactly as in the simulator.
 ``tests/unit/test_credit_path.py`` checks these claims on every policy (the credit script's
 run on a real Redis: ``tests/service/test_credit_on_redis.py``).
+
+Outcome events (the metrics beyond the click)
+---------------------------------------------
+An outcome event of ``POST /outcomes`` is recorded, attributed, by one script that first
+checks its key (a digest of its ``event_id`` in the experiment's slot): a retried event
+finds it and records nothing. The same script adds the event to the experiment's pending
+set as ``~<digest>``, due at once. From there it is an item like an impression: steps 1
+to 3 (drain, lease, claim) are the same code, and a drain's batch goes to
+:func:`~service.credit.outcome_events.credit_events` for its events: **read** the events
+and their impressions' attribution entries; the pure **step**
+(:func:`~service.credit.outcome_events.outcomes`); **commit** in one script
+(``metric_credit.lua``) that, for each event in order, skips it if it has its
+``credited`` mark or is gone, else adds its outcomes to each of its metrics' ``W`` (and
+per segment, and the values per ranker), writes the mark and the log's ``metric`` event
+and takes it off the pending set. The argument above holds unchanged: a crash before the
+script writes nothing (the claim lapses, the event is claimed again); the script writes
+the mark with the counts, atomically, and skips a marked event; so each event changes
+each metric's ``W`` exactly once whatever the retries, duplicate deliveries or worker
+crashes. No guard and no hold: the metrics' ``W`` feed no policy (the primary metric is
+the click in this version), and additions commute, so two drains may credit events of
+one experiment at once.
 """

@@ -13,9 +13,10 @@ import threading
 
 import redis
 
-from service.credit import protocol
+from service.credit import outcome_events, protocol
 from service.queue import TaskQueue
 from service.store import Store
+from service.store.keys import OUTCOME_MEMBER
 
 log = logging.getLogger("rankduel.worker")
 
@@ -111,7 +112,16 @@ class Crediting:
         self.views = protocol.Views(cache_size)
 
     def credit_batch(self, exp_id: str, imp_ids: list[str], t: int) -> dict[str, dict]:
-        return protocol.credit_batch(self.store, exp_id, imp_ids, t, self.views)
+        """Credit a claimed batch: its impressions by :func:`protocol.credit_batch`, its
+        outcome events (members ``~<digest>``) by
+        :func:`~service.credit.outcome_events.credit_events`."""
+        events = [i for i in imp_ids if i.startswith(OUTCOME_MEMBER)]
+        if not events:
+            return protocol.credit_batch(self.store, exp_id, imp_ids, t, self.views)
+        imps = [i for i in imp_ids if not i.startswith(OUTCOME_MEMBER)]
+        out = protocol.credit_batch(self.store, exp_id, imps, t, self.views) if imps else {}
+        out.update(outcome_events.credit_events(self.store, exp_id, events))
+        return out
 
     def credit_impression(self, imp_id: str) -> str:
         """Close impression ``imp_id`` and apply its outcome to its experiment, once;

@@ -1,11 +1,14 @@
 """``W`` recomputed from an export of the event log (``rankduel export``), the total and
 per segment: what ``rankduel replay`` prints.
 
-Only the ``outcome`` events count: each adds its outcomes ``[i, j, s]`` to the total and
-to each of its segment labels by the one rule of :mod:`bandits.outcomes`, the rule the
-credit step applied live; so on a complete export the result equals ``GET
+Only the ``outcome`` events count for ``W``: each adds its outcomes ``[i, j, s]`` to the
+total and to each of its segment labels by the one rule of :mod:`bandits.outcomes`, the
+rule the credit step applied live; so on a complete export the result equals ``GET
 /experiments/EXP``'s ``W`` and ``segment_W`` exactly (outcomes entered by a judging
-campaign excepted: they are not search events).
+campaign excepted: they are not search events). The ``metric`` events (a conversion
+credited to its metrics: docs/conversions.md) add, by the same rule, to each metric's
+``W``: ``metric_W``, present only when the export holds such events, equals the live
+``metric_W``.
 """
 
 from __future__ import annotations
@@ -54,13 +57,21 @@ def replay(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     ([[0.0, 1.5], [0.5, 0.0]], [[0.0, 1.0], [0.0, 0.0]], 2)
     """
     tally = Tally()
+    metrics: dict[str, Tally] = {}
     for e in events:
         if e.get("type") == "outcome":
             tally.add((e.get("mark") or {}).get("outcomes", ()), e.get("seg") or ())
+        elif e.get("type") == "metric":
+            for name, rows in ((e.get("mark") or {}).get("outcomes") or {}).items():
+                metrics.setdefault(name, Tally()).add(rows)
+    k = max([tally.k, *(m.k for m in metrics.values())])
     segment_w: dict[str, dict[str, list]] = {}
     for label, counts in sorted(tally.labels.items()):
         if counts.W:  # a label whose outcomes were all i == j has no matrix
             dim, _, value = label.partition("=")
-            segment_w.setdefault(dim, {})[value] = counts.matrix(tally.k).tolist()
-    return {"arms": tally.k, "W": tally.matrix().tolist(), "segment_W": segment_w,
-            "outcomes": tally.outcomes}
+            segment_w.setdefault(dim, {})[value] = counts.matrix(k).tolist()
+    out = {"arms": k, "W": tally.total.matrix(k).tolist(), "segment_W": segment_w,
+           "outcomes": tally.outcomes}
+    if metrics:
+        out["metric_W"] = {name: m.total.matrix(k).tolist() for name, m in sorted(metrics.items())}
+    return out

@@ -21,6 +21,8 @@ from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences, wilson_interval
 from service.errors import Conflict, Unprocessable
 from service.experiments import error_rates
+from service.outcomes.counts import metric_state
+from service.outcomes.metrics import declare as declare_metrics
 from service.rankers import template as ranker_template
 from service.rankers.allow_list import RankerPolicy
 from service.rankers.client import RankerClient
@@ -112,6 +114,10 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
     if len(set(names)) != len(names):
         raise Unprocessable("ranker names must be unique")
     truth = parse_truth(body.true_preferences, body.true_best, names)
+    metrics, found = declare_metrics(
+        [m.model_dump(exclude_none=True) for m in body.metrics or ()], body.primary)
+    if found:  # what the schema cannot say, each naming its field
+        raise Unprocessable("; ".join(found), errors=found if len(found) > 1 else None)
     error_rate = error_rates.resolve(algorithm, params,
                                      getattr(body, "error_rate", error_rates.DEFAULT),
                                      "error_rate" in body.model_fields_set)
@@ -132,6 +138,8 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
             if body.guardrails is not None else None}
     if body.segments:
         meta["segments"] = body.segments
+    if metrics:  # absent without metrics: the meta of today's experiments, unchanged
+        meta["metrics"], meta["primary"] = metrics, body.primary or "click"
 
     table = [replace(r, arm=a, status="active", added_at=now, retired_at=None)
              for a, r in enumerate(rankers)]
@@ -384,6 +392,8 @@ def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
         "created_at": snap.meta["created_at"],
         "dwell_unsatisfied_s": snap.meta.get("dwell_unsatisfied_s"),
         **segment_state(store, snap, bandit.K),
+        # only with declared metrics: today's state otherwise
+        **metric_state(store, snap.exp_id, snap.meta, bandit.K, names),
         "version": snap.version,
         "selections": snap.selections,
         "counters": snap.counters,

@@ -27,6 +27,7 @@ from bandits.common import preferences
 from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
 from service.reports import segments as by_segment
+from service.reports.metrics import per_metric
 from service.segments.counts import matrices as segment_matrices
 from service.segments.dimensions import values as segment_values
 from service.store import Store, history
@@ -299,7 +300,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     told = verdict(d, names, k=k, n=n, algorithm=algorithm, seconds=seconds)
     flagged = by_segment.sentence(names.get(d.champion),
                                   segments["heterogeneous"] if segments else ())
-    return {
+    out = {
         "id": exp_id,
         "name": snap.meta["name"],
         "algorithm": algorithm,
@@ -342,6 +343,10 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         "generated_at": now,
         "segments": segments,
     }
+    by_metric = per_metric(store, exp_id, snap.meta, bandit, names, d.error_rate)
+    if by_metric is not None:  # only with declared metrics (docs/conversions.md)
+        out["metrics"], out["metrics_disagree"] = by_metric
+    return out
 
 
 def _segments(store: Store, snap, d: Decision, names: dict[int, str],

@@ -97,6 +97,29 @@ class SegmentReport(BaseModel):
     heterogeneous: list[Heterogeneity]
 
 
+class MetricEntry(BaseModel):
+    """One declared metric's verdict (docs/conversions.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    action: str | None = Field(description="null: the click metric")
+    value: str = Field(description="count or sum")
+    window_s: int | None
+    cap: float | None
+    primary: bool = Field(description="the metric the policy learns from")
+    comparisons: int = Field(description="its comparisons (events with an outcome)")
+    W: list[list[float]] = Field(description="its W (the click metric's: the policy's W)")
+    values: dict[str, float] | None = Field(
+        description="a sum metric's values credited to each ranker (plain sums)")
+    events: dict[str, int] | None = Field(description="events each ranker won")
+    champion: str | None = Field(description="certified best, else the leader by win rate")
+    certified: bool
+    shown_worse: dict[str, str] = Field(description="ranker -> the ranker that showed it "
+                                                    "worse on this metric")
+    error_rate: float = Field(description="δ/M: this metric's share of the report's δ")
+    verdict: str
+
+
 class Report(BaseModel):
     """What the experiment has decided; besides the fields below, the page's data:
     ``arms``, ``preferences``, ``comparisons_by_pair``, ``traffic_share``, ``history``."""
@@ -141,3 +164,11 @@ class Report(BaseModel):
     segments: SegmentReport | None = Field(
         None, description="per segment value, the champion against each ranker, and the "
                           "values that prefer another ranker (null: no segments)")
+    metrics: list[MetricEntry] | None = Field(
+        None, description="only with declared metrics: per metric its name, action, value "
+        "kind, whether primary, comparisons, W, values and events per ranker, champion, and "
+        "verdict at δ/M (all stated verdicts jointly wrong with probability at most δ; "
+        "docs/conversions.md)")
+    metrics_disagree: str | None = Field(
+        None, description="only with metrics: a sentence when the metrics name different "
+                          "rankers (\"r2 wins click, r5 wins revenue: ...\"), else null")

@@ -129,6 +129,11 @@ from service.schemas.frontend import (
     SearchResult,
     search_query,
 )
+from service.schemas.outcomes import (
+    Outcome,
+    OutcomeAccepted,
+    OutcomeAttribution,
+)
 from service.schemas.params import (
     NewExperiment,
     param_annotation,
@@ -208,6 +213,9 @@ __all__ = [
     "Number",
     "Open",
     "Out",
+    "Outcome",
+    "OutcomeAccepted",
+    "OutcomeAttribution",
     "ParamValue",
     "PathText",
     "PlacementList",

@@ -284,6 +284,19 @@ class Experiment(_ExperimentHead):
     segment_W: dict[str, dict[str, Matrix]] | None = Field(
         None, description="W per dimension and value (each dimension's matrices sum to the "
                           "total W but for judged outcomes); null: no segments")
+    metrics: list[dict[str, Any]] | None = Field(
+        None, description="only with declared metrics: each as declared, defaults filled "
+                          "in (docs/conversions.md)")
+    primary: str | None = Field(None, description="only with metrics: the metric the policy "
+                                                  "learns from")
+    metric_W: dict[str, Matrix] | None = Field(
+        None, description="only with metrics: W of each metric of an action (the click "
+                          "metric's is W)")
+    metric_values: dict[str, dict[str, float]] | None = Field(
+        None, description="only with metrics: each sum metric's values credited per ranker")
+    metric_segment_W: dict[str, dict[str, dict[str, Matrix]]] | None = Field(
+        None, description="only with metrics and segments: each metric of an action's W "
+                          "per dimension and value")
 
 
 class LifecycleChanged(Out):

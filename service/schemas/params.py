@@ -18,6 +18,13 @@ from pydantic_core import PydanticCustomError
 
 import bandits
 from bandits.params import Param, declared_default
+from service.outcomes.metrics import (
+    ACTION_PATTERN,
+    MAX_METRICS,
+    MAX_VALUE,
+    MAX_WINDOW_S,
+    NAME_PATTERN,
+)
 from service.schemas.base import (
     MAX_RANKERS,
     MAX_SEED,
@@ -72,6 +79,32 @@ Segments = Annotated[
                          json_schema_extra=_segment_values_schema)]],
     Field(min_length=1, max_length=MAX_DIMENSIONS, json_schema_extra=_closed_segments),
     AfterValidator(_check_segments)]
+
+
+class MetricIn(Closed):
+    """A metric the experiment is judged on besides (or as) the click
+    (docs/conversions.md): ``{"name": "click"}`` is the click metric; any other names
+    the ``action`` reported with ``POST /outcomes``."""
+
+    name: Annotated[str, Field(pattern=NAME_PATTERN)] = Field(
+        description="unique within the experiment; `click` is the click metric")
+    action: Annotated[str, Field(pattern=ACTION_PATTERN)] | None = Field(
+        None, description="the action POST /outcomes reports (`add_to_cart`, `purchase`); "
+                          "required but for the click metric")
+    value: Literal["count", "sum"] | None = Field(
+        None, description="count (default): each attributed event is a comparison; sum: "
+                          "its strength grows with the event's value up to `cap`")
+    window_s: Int(ge=1, le=MAX_WINDOW_S) | None = Field(
+        None, description="an event counts for the latest impression that showed the "
+                          "document to the user at most this long before (default "
+                          "86400, at most 7 days)")
+    cap: Annotated[float, Field(gt=0, le=MAX_VALUE)] | None = Field(
+        None, description="a sum metric's value at which an event counts as a full win "
+                          "(default 1000): each outcome s becomes ½ + (s − ½)·min(value, "
+                          "cap)/cap")
+
+
+Metrics = Annotated[list[MetricIn], Field(min_length=1, max_length=MAX_METRICS)]
 
 
 # algorithm params
@@ -182,6 +215,14 @@ class _NewExperiment(Closed):
         "search names its values with segment.<dimension>=<value> (an undeclared or absent "
         "value counts as `other`, which is reserved) and W is kept per value beside the "
         "total (docs/segments-and-export.md)")
+
+    metrics: Metrics | None = Field(
+        None, description=f"optional: up to {MAX_METRICS} metrics each with its own W and "
+        "verdict, e.g. [{\"name\": \"click\"}, {\"name\": \"revenue\", \"action\": "
+        "\"purchase\", \"value\": \"sum\", \"window_s\": 86400}] (docs/conversions.md)")
+    primary: Annotated[str, Field(pattern=NAME_PATTERN)] | None = Field(
+        None, description="the metric the policy learns from (default and, in this "
+                          "version, only: click); needs metrics")
 
     placement: PlacementName | None = Field(
         None, description="the placement (search box) it takes traffic from; needs traffic")

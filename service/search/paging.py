@@ -43,11 +43,13 @@ from typing import Any
 from service.clicks.reports import _load_verified
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
 from service.experiments.controller import Choice
+from service.outcomes.metrics import attribution_ttl, declared
 from service.runtime import Runtime
 from service.search.ranker_health import RankerHealth, SearchTiming
 from service.search.serve import _interleaving, _url, query_digest, shown_copies
 from service.store import ImpressionClosed
 from service.store.records import Impression
+from service.tokens import user_hash
 
 
 class PageConflict(Conflict):
@@ -136,9 +138,13 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
                 f"page {page} of k={k} would skip ranks {len(shown) + 1}..{start}, which "
                 f"were never shown: ask for page {len(shown) // k + 1} first")
         urls += [_url(item) for item in items[len(shown):]]
-        if not rt.store.extend_impression(imp.id, imp.exp, expect=shown, shown=full,
-                                          record=new_record, urls=urls,
-                                          inactivity_s=rt.config.inactivity_s):
+        if not rt.store.extend_impression(
+                imp.id, imp.exp, expect=shown, shown=full, record=new_record, urls=urls,
+                inactivity_s=rt.config.inactivity_s,
+                # the attribution index learns the new documents (service.outcomes)
+                attribution_ttl_s=attribution_ttl(declared(snap.meta)), created=imp.created,
+                arms=arms, seg=",".join(imp.segments),
+                user_hash=user_hash(rt.secret, imp.exp, user)):
             raise PageConflict(f"impression {imp.id!r} was extended by another request "
                                "meanwhile; retry")
     results = []

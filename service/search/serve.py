@@ -36,13 +36,14 @@ import numpy as np
 from rollout import call_counts
 from service import metrics
 from service.errors import BadGateway
+from service.outcomes.metrics import attribution_ttl, declared
 from service.runtime import Runtime
 from service.search import degraded
 from service.search.ranker_health import RankerHealth, SearchTiming
 from service.segments.dimensions import labels as segment_labels
 from service.store.keys import new_impression_id
 from service.store.placements import GUARD_PREFIX
-from service.tokens import issue_token
+from service.tokens import issue_token, user_hash
 
 
 def _interleaving():
@@ -59,15 +60,6 @@ def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...]
         salt = f"{exp_id}:{','.join(map(str, arms))}"
         return np.random.default_rng(_interleaving().seed_for(user, q, salt=salt))
     return np.random.default_rng(seed)
-
-
-def user_hash(secret: bytes, exp_id: str, user: str | None) -> str | None:
-    """What the event log keeps of the user: a keyed hash (the service's secret, the
-    experiment), stable within the experiment, never the user id."""
-    if not user:
-        return None
-    return hashlib.blake2b(f"{exp_id}:{user}".encode(), key=secret[:64],
-                           digest_size=12).hexdigest()
 
 
 def query_digest(q: str) -> str:
@@ -152,6 +144,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         segments=segment_labels(choice.snapshot.meta.get("segments"), segments),
         user_hash=user_hash(rt.secret, exp_id, user),
         rankers=[choice.by_arm[a].name for a in arms], events_maxlen=rt.config.events_maxlen,
+        attribution_ttl_s=attribution_ttl(declared(choice.snapshot.meta)),
     )
     metrics.labelled(metrics.IMPRESSIONS, exp_id, kind).inc()
     results = []

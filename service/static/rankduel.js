@@ -1,25 +1,24 @@
-/* rankduel.js — report a search page's clicks to rankduel. No build step, no dependencies.
- * Full guide: docs/frontend.md (and docs/pagination.md for next pages).
+/* rankduel.js: report a search page's clicks to rankduel. No build step, no dependencies.
+ * Guide: docs/frontend.md (docs/pagination.md: next pages; docs/conversions.md: track).
  *
  *   <script src="https://rankduel.example/static/rankduel.js"></script>
  *   RankDuel.attach(document.getElementById("results"),
  *                   {api: "https://rankduel.example", impression_id: ID, token: TOKEN});
  *
  * Links in the container with data-rd-doc (document id) and data-rd-rank (1-based rank)
- * report their click when followed (same tab or new): fetch with keepalive, else
- * sendBeacon; links to the API's redirect /r are recorded by the redirect. Coming back to
- * the page reports the time away as that click's dwell_ms. pagehide (only) ends the
- * impression once, with its clicks again: the API counts each click once. A page that
- * never fires pagehide is closed by the API after RANKDUEL_INACTIVITY_S.
+ * report their click when followed: fetch with keepalive, else sendBeacon; links to the
+ * API's redirect /r are recorded by it. Coming back reports the time away as dwell_ms.
+ * pagehide ends the impression once, with its clicks again (counted once); a page that
+ * never fires it is closed after RANKDUEL_INACTIVITY_S.
  *
- * A placement's control answer has no impression: attach {api, page_token} instead; its
- * clicks go to POST /clicks {page_token, clicks} (the page counts as clicked once); no end,
- * no next page. Bodies are text/plain JSON (no preflight); the page's origin must be in
- * RANKDUEL_CORS_ORIGINS.
+ * A control answer has no impression: attach {api, page_token}; its clicks go to POST
+ * /clicks {page_token, clicks}; no end, no next page. Bodies are text/plain JSON (no
+ * preflight); the page's origin must be in RANKDUEL_CORS_ORIGINS.
  *
- * Next page: give attach {experiment, q, k, next, onPage}; a click on `next` or on a
+ * Next page: attach {experiment, q, k, next, onPage}; a click on `next` or on a
  * [data-rd-next] element calls nextPage(), whose answer goes to onPage(answer, page, more)
- * to render (absolute ranks). Do not navigate to it: leaving the page ends the impression.
+ * (absolute ranks). Do not navigate to it: leaving the page ends the impression.
+ * track(action, {id, value, event_id}) reports an outcome (a purchase) to POST /outcomes.
  */
 (function (global) {
   "use strict";
@@ -28,14 +27,13 @@
     var data = JSON.stringify(body);
     try {
       if (global.fetch) {
-        // a promise that rejects while the page unloads may still have been delivered:
-        // no second send then (the API counts a click once anyway)
+        // a rejection while the page unloads may have been delivered: no second send
         return global.fetch(url, {
           method: "POST", body: data, keepalive: true, mode: "cors", credentials: "omit",
           headers: {"Content-Type": "text/plain;charset=UTF-8"}
         }).catch(function () { return null; });
       }
-    } catch (e) { /* no keepalive fetch here (an old browser, a full quota): beacon */ }
+    } catch (e) { /* no keepalive fetch (an old browser, a full quota): beacon */ }
     return beacon(url, data);
   }
 
@@ -107,7 +105,7 @@
 
     function report(c) {
       if (ended) { return null; }
-      if (control) {  // a control page: its first click counts (the API dedupes)
+      if (control) {  // a control page: its first click counts
         return post(api + "/clicks", {page_token: options.page_token, clicks: [c]});
       }
       return post(api + "/clicks", {impression_id: imp, token: token, clicks: [c]});
@@ -164,6 +162,12 @@
     return {
       end: end,
       nextPage: nextPage,
+      track: function (action, o) {  // counted once per event_id
+        o = o || {};
+        return control ? null : post(api + "/outcomes", {
+          impression_id: imp, token: token, action: action, id: o.id, value: o.value,
+          event_id: o.event_id || imp + "/" + action + "/" + o.id});
+      },
       page: function () { return page; },
       more: function () { return more; },
       detach: function () {
@@ -176,5 +180,5 @@
     };
   }
 
-  global.RankDuel = {attach: attach, version: "4"};
+  global.RankDuel = {attach: attach, version: "5"};
 })(window);

@@ -13,6 +13,8 @@
 * :mod:`service.store.drains`: the pending set and its claims, drain leases, the sweep's
   index;
 * :mod:`service.store.credits`: the credit script and the marks of a decided hold;
+* :mod:`service.store.outcomes`: outcome events, the attribution index's reads, the
+  metrics' credit script and counts;
 * :mod:`service.store.ranker_health`: ranker health (failures, quarantine, probes);
 * :mod:`service.store.rate_limits`: rate limits;
 * :mod:`service.store.campaigns`: judging campaigns' storage;
@@ -58,6 +60,7 @@ from service.store.drains import DrainStore
 from service.store.events import EventStore
 from service.store.experiments import ExperimentStore
 from service.store.impressions import ImpressionStore
+from service.store.outcomes import OutcomeStore
 from service.store.placements import PlacementStore
 from service.store.ranker_health import HealthStore, parse_health
 from service.store.rate_limits import LimitStore
@@ -65,7 +68,7 @@ from service.store.rate_limits import LimitStore
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
             LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
-            StoreBase):
+            OutcomeStore, StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

@@ -12,7 +12,11 @@ Each entry has a ``type`` and the impression ``id``:
   ``created``;
 * ``click``: ``positions`` (0-based, comma-separated), ``dwell`` (``position:ms,...``);
 * ``outcome``: ``mark`` (the credit result, JSON: ``status``, ``outcomes`` ``[[i, j, s],
-  ...]``, ``t``) and ``seg``.
+  ...]``, ``t``) and ``seg``;
+* ``metric`` (an outcome event of ``POST /outcomes`` credited to the experiment's metrics,
+  ``id`` its pending member ``~<digest>``; :mod:`service.credit.outcome_events`):
+  ``mark`` (JSON: ``status``, ``outcomes`` per metric ``{name: [[i, j, s], ...]}``,
+  ``values``, ``impression``, ``position``, ``action``, ``value``, ``at``) and ``seg``.
 
 **Retention** (``RANKDUEL_EVENTS_MAXLEN``, ``events_maxlen``): the impression's save
 appends with ``MAXLEN ~ N``, which trims the whole stream, click and outcome events
@@ -61,7 +65,7 @@ def event(entry_id: Any, fields: dict[Any, Any]) -> dict[str, Any]:
         out["positions"] = [int(p) for p in (f.get("positions") or "").split(",") if p]
         out["dwell"] = {int(p): int(ms) for p, ms in (
             x.split(":") for x in (f.get("dwell") or "").split(",") if x)}
-    elif kind == "outcome":
+    elif kind in ("outcome", "metric"):
         out["mark"] = json.loads(f.get("mark") or "null")
         out["seg"] = [x for x in (f.get("seg") or "").split(",") if x]
     return out

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from service.store.base import ImpressionClosed, ImpressionMissing, TooManyClicks
 from service.store.drains import DrainStore
 from service.store.keys import (
+    attribution_key,
     clicks_key,
     counters_key,
     drains_key,
@@ -20,6 +21,7 @@ from service.store.keys import (
     legacy_imp_key,
     pending_key,
     shown_key,
+    touches_key,
 )
 from service.store.records import Impression
 from service.store.snapshot import (
@@ -59,6 +61,7 @@ class ImpressionStore(DrainStore):
         user_hash: str | None = None,
         rankers: list[str] | None = None,
         events_maxlen: int = 0,
+        attribution_ttl_s: int = 0,
     ) -> None:
         """Store an impression (with TTL), count it and its rankers' exposure, and
         schedule its credit for when it goes idle: one script, so a client that retries
@@ -69,6 +72,11 @@ class ImpressionStore(DrainStore):
         appends the impression's event to the experiment's event log (with ``rankers``,
         their names, and ``user_hash``, never the user id), trimmed to about
         ``events_maxlen`` events when that is positive.
+
+        With ``attribution_ttl_s`` (an experiment with metrics of an action: the longest
+        window), the same script writes the impression's attribution entry and, with
+        ``user_hash``, the user's last touch of each shown document, both expiring then
+        (:mod:`service.store.keys`, :mod:`service.outcomes`).
 
         Raises :class:`ExperimentMissing` (and writes nothing) when the experiment is gone:
         a search that was waiting for its rankers while the experiment was deleted must
@@ -95,20 +103,42 @@ class ImpressionStore(DrainStore):
                  f'"shown":{fields["shown"]},"record":{fields["record"]},"duel":{int(duel)},'
                  f'"forfeits":{fields["forfeits"]},"seg":{json.dumps(fields.get("seg", ""))},'
                  f'"user":{json.dumps(user_hash)},"created":{fields["created"]}}}')
-        out = self.call(
-            self._save_script,
-            keys=[imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
-                  shown_key(exp_id), exp_key(exp_id), events_key(exp_id)],
-            args=[imp_id, int(ttl_s), repr(now + inactivity_s),
-                  ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
-                  ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
-                  # the field/value pairs as one JSON array of strings: one argument to
-                  # encode instead of two dozen (the values stored are the same strings)
-                  _ARGS.encode([str(x) for kv in fields.items() for x in kv]), event,
-                  int(events_maxlen)])
+        keys = [imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
+                shown_key(exp_id), exp_key(exp_id), events_key(exp_id)]
+        args = [imp_id, int(ttl_s), repr(now + inactivity_s),
+                ",".join(f"{name}:{int(n)}" for name, n in counters.items()),
+                ",".join(str(int(a)) for a in arms), repr(1.0 / len(arms)),
+                # the field/value pairs as one JSON array of strings: one argument to
+                # encode instead of two dozen (the values stored are the same strings)
+                _ARGS.encode([str(x) for kv in fields.items() for x in kv]), event,
+                int(events_maxlen)]
+        if attribution_ttl_s > 0:
+            keys, args = self._attribution(keys, args, imp_id, exp_id, now, arms, record,
+                                           fields.get("seg", ""), shown, user_hash,
+                                           attribution_ttl_s)
+        out = self.call(self._save_script, keys=keys, args=args)
         if out == -1:
             raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
         self.mark_due(exp_id, now + inactivity_s)
+
+    @staticmethod
+    def _attribution(keys: list[str], args: list[Any], imp_id: str, exp_id: str,
+                     now: float, arms: list[int], record: Any, seg: str, shown: list[str],
+                     user_hash: str | None, ttl_s: int) -> tuple[list[str], list[Any]]:
+        """The save script's keys and arguments with the attribution entry and, with a
+        user, the last touches (the random part of the impression id, the position,
+        the time)."""
+        created = f"{now:.3f}"
+        kept = {k: v for k, v in record.items() if k != "page"} if record else record
+        entry = _ARGS.encode([float(created), arms, kept, seg, shown])
+        touches = ""
+        keys = [*keys, attribution_key(exp_id, imp_id)]
+        if user_hash:
+            keys.append(touches_key(exp_id, user_hash))
+            tail = imp_id.rpartition(".")[2]
+            touches = _ARGS.encode([x for pos, doc in enumerate(shown)
+                                    for x in (doc, f"{tail}|{pos}|{created}")])
+        return keys, [*args, int(ttl_s), entry, touches]
 
     def experiment_of(self, imp_id: str) -> str | None:
         """The experiment of an impression id (its prefix; for an id issued before the
@@ -144,6 +174,7 @@ class ImpressionStore(DrainStore):
             credited="credited" in d,
             reports=int(d.get("reports") or 0),
             urls=json.loads(d["urls"]) if d.get("urls") else [],
+            segments=tuple(x for x in (d.get("seg") or "").split(",") if x),
         )
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
@@ -180,17 +211,32 @@ class ImpressionStore(DrainStore):
 
     def extend_impression(self, imp_id: str, exp_id: str, *, expect: list[str],
                           shown: list[str], record: Any, urls: list[str | None],
-                          inactivity_s: float) -> bool:
+                          inactivity_s: float, attribution_ttl_s: int = 0,
+                          created: float = 0.0, arms: list[int] | None = None,
+                          seg: str = "", user_hash: str | None = None) -> bool:
         """Replace an open impression's shown list, record and URLs by longer ones (its
         next result page, :mod:`service.search.paging`) unless it changed since it was read as
         ``expect`` (False then: another page came first). One script: it counts as a
         report (a credit read before it is read again, so it credits the longer record)
         and pushes back the inactivity deadline, like a click. Raises
         :class:`ImpressionMissing` or :class:`ImpressionClosed`."""
-        out = self._extend_script(
-            keys=[imp_key(exp_id, imp_id), pending_key(exp_id)],
-            args=[self.clock() + inactivity_s, imp_id, json.dumps(expect), json.dumps(shown),
-                  json.dumps(record), json.dumps(urls) if any(urls) else ""])
+        keys = [imp_key(exp_id, imp_id), pending_key(exp_id)]
+        args: list[Any] = [self.clock() + inactivity_s, imp_id, json.dumps(expect),
+                           json.dumps(shown), json.dumps(record),
+                           json.dumps(urls) if any(urls) else ""]
+        if attribution_ttl_s > 0:  # the longer page in the attribution index too
+            now = f"{self.clock():.3f}"
+            kept = {k: v for k, v in record.items() if k != "page"} if record else record
+            keys.append(attribution_key(exp_id, imp_id))
+            touches = ""
+            if user_hash:
+                keys.append(touches_key(exp_id, user_hash))
+                tail = imp_id.rpartition(".")[2]
+                touches = _ARGS.encode([x for pos in range(len(expect), len(shown))
+                                        for x in (shown[pos], f"{tail}|{pos}|{now}")])
+            args += [_ARGS.encode([float(f"{created:.3f}"), arms or [], kept, seg, shown]),
+                     touches, int(attribution_ttl_s)]
+        out = self._extend_script(keys=keys, args=args)
         if out == -1:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
         if out == -2:

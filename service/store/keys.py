@@ -50,6 +50,29 @@ are part of the key), ``<i>`` an impression id::
                                   labels, "dim=value,..."), ...                    (TTL)
     rd:{e}:imp:<i>:clicks   SET   clicked positions (0-based)                      (TTL)
 
+and, only for an experiment that declares metrics with an action (service.outcomes,
+docs/conversions.md), the attribution index, written by the impression's save script,
+and the outcome events::
+
+    rd:{e}:ax:<i>           STR   what late crediting needs of impression <i> once it is
+                                  gone: JSON [created, arms, record (without its paging
+                                  state), seg, shown]              (TTL: longest window)
+    rd:{e}:au:<u>           HASH  per user (<u>: the keyed user hash of the event log):
+                                  document id -> "<i's random part>|position|created",
+                                  the last impression that showed it (last touch)
+                                                                   (TTL: longest window)
+    rd:{e}:oe:<d>           HASH  an outcome event (<d>: a digest of its event_id, so a
+                                  retry is the same key): a action, m metrics, i impression,
+                                  p position, v value, at; credited (1) once credited
+                                  (its mark is in the event log); pending as "~<d>" until
+                                  then
+                                                       (TTL: longest window + a day)
+    rd:{e}:metrics          HASH  the metrics' counts, by the same credit: w:<m>:<i>:<j>
+                                  W_ij of metric m, t:<m>:<i>:<j> (i < j) ties, n:<m>
+                                  comparisons, v:<m>:<arm> values summed, c:<m>:<arm>
+                                  events won, s:<m>:<label>:<i>:<j> and sn:<m>:<label>
+                                  per segment label
+
 and keys outside any experiment, never read inside a per-experiment transaction or
 script (on a cluster they live wherever their own name hashes)::
 
@@ -224,6 +247,31 @@ def clicks_key(exp_id: str, imp_id: str) -> str:
     return f"{_tag(exp_id)}:imp:{imp_id}:clicks"
 
 
+def attribution_key(exp_id: str, imp_id: str) -> str:
+    """Impression ``imp_id``'s attribution entry (:mod:`service.outcomes`)."""
+    return f"{_tag(exp_id)}:ax:{imp_id}"
+
+
+def touches_key(exp_id: str, user_hash: str) -> str:
+    """A user's last touch per document in experiment ``exp_id`` (:mod:`service.outcomes`)."""
+    return f"{_tag(exp_id)}:au:{user_hash}"
+
+
+def outcome_event_key(exp_id: str, digest: str) -> str:
+    """An outcome event of experiment ``exp_id`` by its digest (:mod:`service.outcomes`)."""
+    return f"{_tag(exp_id)}:oe:{digest}"
+
+
+#: the first character of an outcome event's member in the pending set (impression ids
+#: start with the experiment id, hex)
+OUTCOME_MEMBER = "~"
+
+
+def metrics_key(exp_id: str) -> str:
+    """The counts of experiment ``exp_id``'s declared metrics (:mod:`service.outcomes`)."""
+    return f"{_tag(exp_id)}:metrics"
+
+
 def experiment_pattern(exp_id: str) -> str:
     """A SCAN pattern matching every key of experiment ``exp_id`` (ids are hex: no glob
     character to escape).
@@ -245,7 +293,7 @@ def experiment_keys(exp_id: str) -> list[str]:
     return [exp_key(exp_id), w_key(exp_id), t_key(exp_id), counters_key(exp_id),
             shown_key(exp_id), health_key(exp_id), pending_key(exp_id), drains_key(exp_id),
             audit_key(exp_id), history_key(exp_id), ties_key(exp_id), segments_key(exp_id),
-            events_key(exp_id)]
+            events_key(exp_id), metrics_key(exp_id)]
 
 
 def rate_key(client: str, window: int) -> str:

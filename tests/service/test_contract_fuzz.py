@@ -69,6 +69,10 @@ SEMANTIC_422 = {
     "POST /placements": ("did not answer the test query",),
     "PATCH /placements/{name}": ("did not answer the test query",),
     "GET /r": ("not shown at rank", "not the one shown"),
+    # which actions the running experiments declare, a value a sum metric needs, an
+    # impression's age and id: the service's state, not the body's shape
+    "POST /outcomes": ("declares no metric of action", "declares a metric of action",
+                       "sums the values", "beyond the window", "not an impression id"),
     "GET /search": ("is not the query of page 1", "were never shown"),
     "POST /judging/campaigns": ("fewer than two distinct items", "appears twice"),
     "POST /judging/tasks/{task_id}/judgments": ("each of its pairs", "judged once"),

@@ -1,0 +1,165 @@
+"""Outcome events in Redis (:mod:`service.outcomes`): the experiments' declarations read
+for the request path's cache, an event attributed and recorded (``outcome.lua``, one call
+per candidate experiment, pipelined), the workers' reads and the metrics' credit script
+(``metric_credit.lua``), and the metrics' counts. Plain values in and out: nothing here
+decides anything (the keys: :mod:`service.store.keys`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from redis.exceptions import NoScriptError
+
+from service.store.base import StoreBase
+from service.store.keys import (
+    attribution_key,
+    counters_key,
+    events_key,
+    exp_key,
+    metrics_key,
+    outcome_event_key,
+    pending_key,
+    touches_key,
+)
+from service.store.snapshot import text
+
+
+@dataclass(frozen=True)
+class OutcomeCall:
+    """One candidate experiment's call of ``outcome.lua`` (see the script): by user
+    (``user_hash`` set) or by impression (``imp_id`` set)."""
+
+    exp_id: str
+    digest: str
+    doc: str
+    windows: str  # "metric:window_s,..."
+    value: str
+    action: str
+    ttl_s: int
+    user_hash: str | None = None
+    imp_id: str | None = None
+
+    def keys_args(self, now: float, member: str) -> tuple[list[str], list[Any]]:
+        if self.user_hash is not None:
+            source, form, tail = (touches_key(self.exp_id, self.user_hash), "u",
+                                  f"{self.exp_id}.")
+        else:
+            source, form, tail = attribution_key(self.exp_id, self.imp_id), "i", self.imp_id
+        keys = [exp_key(self.exp_id), outcome_event_key(self.exp_id, self.digest), source,
+                pending_key(self.exp_id)]
+        return keys, [repr(now), form, self.doc, self.windows, self.value, member,
+                      int(self.ttl_s), self.action, tail]
+
+
+@dataclass
+class MetricCounts:
+    """What one metric has counted: ``W`` per pair ``(i, j)``, ties per pair (``i < j``),
+    comparisons ``n``, values summed and events won per arm, and ``W`` per segment
+    label."""
+
+    W: dict[tuple[int, int], float] = field(default_factory=dict)
+    ties: dict[tuple[int, int], int] = field(default_factory=dict)
+    n: int = 0
+    values: dict[int, float] = field(default_factory=dict)
+    events: dict[int, int] = field(default_factory=dict)
+    segments: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)
+
+
+class OutcomeStore(StoreBase):
+    """Outcome events and the metrics' counts."""
+
+    SCRIPTS: ClassVar[dict[str, str]] = {"_outcome_script": "outcome",
+                                         "_metric_credit_script": "metric_credit"}
+
+    def declarations(self, exp_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """Each experiment's ``(meta JSON, lifecycle)`` in one pipeline (for the request
+        path's cache of actions, :mod:`service.outcomes.actions`)."""
+        pipe = self.r.pipeline(transaction=False)
+        for e in exp_ids:
+            pipe.hmget(exp_key(e), "meta", "lifecycle")
+        return {e: (text(m), text(lc)) for e, (m, lc) in zip(exp_ids, pipe.execute(),
+                                                             strict=True)}
+
+    def meta(self, exp_id: str) -> dict[str, Any] | None:
+        """The experiment's meta (None: no such experiment)."""
+        raw = self.r.hget(exp_key(exp_id), "meta")
+        return json.loads(raw) if raw else None
+
+    def record_outcomes(self, calls: Sequence[OutcomeCall], member: str) -> list[list[str]]:
+        """Run ``outcome.lua`` for each call: one call directly, several in one pipeline
+        (one round trip either way); each reply as a list of strings."""
+        now = self.clock()
+        if len(calls) == 1:
+            keys, args = calls[0].keys_args(now, member)
+            return [[text(x) for x in self.call(self._outcome_script, keys=keys, args=args)]]
+        pipe = self.r.pipeline(transaction=False)
+        script = self._outcome_script
+        sent = [c.keys_args(now, member) for c in calls]
+        for keys, args in sent:
+            # by name: a cluster pipeline refuses its evalsha() method, not the command
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        replies = pipe.execute(raise_on_error=False)
+        for n, reply in enumerate(replies):
+            if isinstance(reply, NoScriptError):  # a restarted node: the script loads it
+                keys, args = sent[n]
+                replies[n] = script(keys=keys, args=args)
+            elif isinstance(reply, Exception):
+                raise reply
+        return [[text(x) for x in r] for r in replies]
+
+    def read_outcome_events(self, exp_id: str, digests: Sequence[str]
+                            ) -> list[dict[str, str] | None]:
+        """The stored events (None where expired), in one pipeline."""
+        pipe = self.r.pipeline(transaction=False)
+        for d in digests:
+            pipe.hgetall(outcome_event_key(exp_id, d))
+        return [{text(k): text(v) for k, v in row.items()} or None
+                for row in pipe.execute()]
+
+    def read_attributions(self, exp_id: str, imp_ids: Sequence[str]
+                          ) -> dict[str, list[Any] | None]:
+        """The impressions' attribution entries (None where expired), in one pipeline."""
+        ids = list(dict.fromkeys(imp_ids))
+        pipe = self.r.pipeline(transaction=False)
+        for i in ids:
+            pipe.get(attribution_key(exp_id, i))
+        return {i: (json.loads(raw) if raw else None) for i, raw in zip(ids, pipe.execute(),
+                                                                       strict=True)}
+
+    def commit_metric_credit(self, exp_id: str,
+                             entries: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
+        """Run the metrics' credit script on ``entries`` ``(member, digest, mark, spec)``
+        in order; per member its code (``ok``, ``already``, ``missing``)."""
+        keys = [exp_key(exp_id), metrics_key(exp_id), pending_key(exp_id), events_key(exp_id),
+                counters_key(exp_id)]
+        args: list[Any] = []
+        for member, digest, mark, spec in entries:
+            keys.append(outcome_event_key(exp_id, digest))
+            args += [member, mark, spec]
+        out = [text(x) for x in self._metric_credit_script(keys=keys, args=args)]
+        if out[0] == "missing":
+            return {e[0]: "missing" for e in entries}
+        return {e[0]: code for e, code in zip(entries, out[1:], strict=True)}
+
+    def metric_counts(self, exp_id: str) -> dict[str, MetricCounts]:
+        """Every metric's counts by name (a metric that counted nothing is absent)."""
+        out: dict[str, MetricCounts] = {}
+        for f, v in self.r.hgetall(metrics_key(exp_id)).items():
+            kind, name, *rest = text(f).split(":")
+            c = out.setdefault(name, MetricCounts())
+            if kind == "w":
+                c.W[int(rest[0]), int(rest[1])] = float(v)
+            elif kind == "t":
+                c.ties[int(rest[0]), int(rest[1])] = int(v)
+            elif kind == "n":
+                c.n = int(v)
+            elif kind == "v":
+                c.values[int(rest[0])] = float(v)
+            elif kind == "c":
+                c.events[int(rest[0])] = int(v)
+            elif kind == "s":
+                c.segments.setdefault(rest[0], {})[int(rest[1]), int(rest[2])] = float(v)
+        return out
