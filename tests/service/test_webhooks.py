@@ -448,3 +448,106 @@ def test_the_secret_is_never_shown_logged_or_exported(
     assert SECRET not in hooks_worker.child.log_path.read_text(errors="replace")
     requests.delete(f"{hooks_api.url}/webhooks/{hook['id']}", headers=H, timeout=10)
     assert hooks_api.get(f"/webhooks/{hook['id']}").status_code == 404
+
+
+def sweeps_pass(hooks_env, n: int = 3):
+    """A condition true once the worker's sweep has completed ``n`` more times (its
+    heartbeat moved): what "nothing more came" waits for instead of a sleep."""
+    import redis
+
+    from service.store.keys import SWEEP_HEARTBEAT
+
+    client = redis.Redis.from_url(hooks_env["REDIS_URL"])
+    seen = [client.get(SWEEP_HEARTBEAT)]
+
+    def check() -> bool:
+        now = client.get(SWEEP_HEARTBEAT)
+        if now != seen[-1]:
+            seen.append(now)
+        return len(seen) > n
+
+    return check
+
+
+def test_a_ramp_step_is_told_once(hooks_api, hooks_worker, hooks_env, receiver, ranker_server):
+    hook = new_hook(hooks_api, receiver.url)
+    name = f"ramp{int(time.time() * 1000) % 10**8}"
+    resp = hooks_api.post("/placements", {"name": name, "control": {
+        "name": "prod", "url": f"{ranker_server.url}/r/good"}})
+    assert resp.status_code == 201, resp.text
+    resp = hooks_api.post("/experiments", {
+        "name": "ramped", "algorithm": "dts", "interleaving": "team_draft", "probe": False,
+        "placement": name, "traffic": [{"after": "0s", "share": 0.05},
+                                       {"after": "2s", "share": 0.2}],
+        "rankers": [{"name": "good", "url": f"{ranker_server.url}/r/good"},
+                    {"name": "bad", "url": f"{ranker_server.url}/r/bad"}]})
+    assert resp.status_code == 201, resp.text
+    exp_id = resp.json()["id"]
+
+    def steps() -> list[dict]:
+        return [json.loads(r["body"]) for r in receiver.accepted().values()
+                if r["event"] == "ramp_step"]
+
+    wait_until(lambda: steps(), 15, "the ramp step's event")
+    wait_until(sweeps_pass(hooks_env), 15, "three more sweeps")
+    [step] = steps()  # once, however many sweeps saw it
+    assert step["experiment"] == exp_id
+    assert step["data"] | {"placement": name} == {
+        "experiment_name": "ramped", "placement": name, "step": 2, "steps": 2,
+        "share": 0.2, "previous_share": 0.05, "after": "2s"}
+    assert "20 %" in step["text"] and name in step["text"]
+    requests.delete(f"{hooks_api.url}/webhooks/{hook['id']}", headers=H, timeout=10)
+
+
+@pytest.mark.parametrize("algorithm", ["mergedts", "recommended"])
+def test_rankers_shown_worse_and_a_certified_champion_are_told_once(
+        hooks_api, hooks_worker, hooks_env, receiver, ranker_server, algorithm):
+    from demo.client import Client
+
+    hook = new_hook(hooks_api, receiver.url)
+    client = Client(hooks_api.url, ADMIN)
+    # small C (MergeDTS), a large δ and two rankers (recommended): decided within the test
+    if algorithm == "recommended":
+        params = {"alpha": 0.5, "c": 10, "error_rate": 0.5, "check_every": 50}
+        names: tuple[str, ...] = ("good", "bad")
+    else:
+        params, names = {"alpha": 0.5, "c": 10, "batch_size": 4}, ("good", "bad", "mid", "alt")
+    exp = client.create_experiment(
+        name="verdicts", algorithm=algorithm, params=params, interleaving="team_draft",
+        seed=3, probe=False, rankers=[{"name": n, "url": f"{ranker_server.url}/r/{n}"}
+                                      for n in names])
+    e = exp["id"]
+    for n in range(250):  # users click the lowest id: "good" wins its duels
+        page = client.search(e, f"q{n}", k=6)
+        res = page["results"]
+        p = min(range(len(res)), key=lambda i: res[i]["id"])
+        client.click(page, [(res[p]["id"], p + 1)])
+        client.end(page)
+
+    def credited() -> bool:
+        c = client.experiment(e)["counters"]
+        return c.get("credited", 0) == c["impressions"]
+
+    wait_until(credited, 45, "credits")
+    report = client.report(e)
+    worse = (set(report["shown_worse"]) if algorithm == "recommended" else
+             {r["name"] for r in report["rankers"] if r["status"] == "eliminated"})
+    assert worse  # the run decided something
+
+    def told(kind: str) -> list[dict]:
+        return [json.loads(r["body"]) for r in receiver.accepted().values()
+                if r["event"] == kind]
+
+    wait_until(lambda: {t["data"]["ranker"] for t in told("ranker_shown_worse")} >= worse,
+               20, "the shown-worse events")
+    wait_until(sweeps_pass(hooks_env), 15, "three more sweeps")
+    shown = told("ranker_shown_worse")
+    assert len(shown) == len({t["data"]["ranker"] for t in shown})  # once each
+    assert "good" not in {t["data"]["ranker"] for t in shown}
+    certified = told("verdict_certified")
+    assert report["certified"] or algorithm != "recommended"  # two rankers: it certifies
+    if report["certified"]:
+        assert [c["data"]["champion"] for c in certified] == [report["champion"]]
+    else:
+        assert certified == []
+    requests.delete(f"{hooks_api.url}/webhooks/{hook['id']}", headers=H, timeout=10)
