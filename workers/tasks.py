@@ -96,7 +96,8 @@ def sweep() -> int:
 
     queued = _crediting().sweep()
     check_all(_store(), inactivity_s=config.inactivity_s)
-    webhooks_sweep(_store(), _crediting().queue, Settings.of(config).lease_s)
+    webhooks_sweep(_store(), _crediting().queue, Settings.of(config).lease_s,
+                   config.credit_retry_s)
     return queued
 
 

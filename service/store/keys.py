@@ -78,6 +78,8 @@ script (on a cluster they live wherever their own name hashes)::
                                   (service.store.idempotency)
     rd:webhooks             ZSET  webhook ids by creation time (service.store.webhooks)
     rd:webhooks:due         ZSET  experiments whose webhook events may be due, by when
+    rd:webhooks:full        STR   (TTL) taken by the sweep that checks every experiment's
+                                  outbox, once per credit_retry_s
     rd:{wh-<h>}             HASH  a webhook: def (JSON: url, events, experiments,
                                   created_at), secret (never returned), fails (failures
                                   in a row), retry_at (its backoff), disabled, disabled_reason
@@ -355,6 +357,7 @@ def campaign_submitted_key(cid: str) -> str:
 # ---------------------------------------------------------------------- webhooks
 WEBHOOKS = PREFIX + "webhooks"
 WEBHOOKS_DUE = PREFIX + "webhooks:due"
+WEBHOOKS_FULL = PREFIX + "webhooks:full"
 
 
 def outbox_key(exp_id: str) -> str:

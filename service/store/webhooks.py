@@ -31,6 +31,7 @@ from service.store.base import AUDIT_MAX, StoreBase
 from service.store.keys import (
     WEBHOOKS,
     WEBHOOKS_DUE,
+    WEBHOOKS_FULL,
     audit_key,
     exp_key,
     hook_lease_key,
@@ -223,6 +224,29 @@ class WebhookStore(StoreBase):
                 pipe.execute()
             except redis.WatchError:
                 return
+
+    def take_hooks_full(self, every_s: float) -> bool:
+        """Whether this sweep checks every experiment's outbox: True once per
+        ``every_s`` across all workers (a key with that TTL)."""
+        return bool(self.r.set(WEBHOOKS_FULL, 1, nx=True, px=max(1, int(every_s * 1000))))
+
+    def outbox_heads(self, exp_ids: list[str]) -> dict[str, tuple[str | None, dict[str, str]]]:
+        """Each experiment's newest event id (None: none) and its hooks state, in one
+        pipelined round trip."""
+        pipe = self.r.pipeline(transaction=False)
+        for exp_id in exp_ids:
+            pipe.xrevrange(outbox_key(exp_id), count=1)
+            pipe.hgetall(hooks_state_key(exp_id))
+        raw = pipe.execute()
+        return {e: (text(raw[2 * i][0][0]) if raw[2 * i] else None, _fields(raw[2 * i + 1]))
+                for i, e in enumerate(exp_ids)}
+
+    def server_time(self) -> float:
+        """Redis's clock (the outbox's stream ids are its milliseconds); on a cluster the
+        earliest of its nodes' (a hook then starts no later than any outbox's clock)."""
+        out = self.r.time()
+        stamps = list(out.values()) if isinstance(out, dict) else [out]
+        return min(int(s) + int(us) / 1e6 for s, us in stamps)
 
     def experiment_name(self, exp_id: str) -> str | None:
         """An experiment's name (for the words of its events); None when it is gone."""

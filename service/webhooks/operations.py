@@ -27,8 +27,7 @@ def create(store: Store, policy: RankerPolicy, *, url: str, events: Sequence[str
     for i, exp_id in enumerate(experiments or ()):
         if not store.exists(exp_id):
             raise Unprocessable(f"field 'experiments[{i}]': no experiment {exp_id!r}")
-    sec, usec = store.r.time()  # the outbox's clock (stream ids are Redis time)
-    now = sec + usec / 1e6
+    now = store.server_time()  # the outbox's clock: the hook starts after this
     hook_id = "wh_" + secrets.token_hex(8)
     store.create_webhook(hook_id, {
         "url": url, "events": list(dict.fromkeys(events)),

@@ -71,7 +71,41 @@ def queue_due(store: Store, queue: TaskQueue, lease_s: float, now: float | None 
     return queued
 
 
-def sweep(store: Store, queue: TaskQueue, lease_s: float) -> int:
-    """Ramp steps, then the deliveries due; how many tasks were queued."""
+def stream_id(sid: str) -> tuple[int, int]:
+    """A stream id as a comparable pair.
+
+    >>> stream_id("1700000000000-2") < stream_id("1700000000001-0")
+    True
+    """
+    ms, _, seq = sid.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def behind(store: Store, exp_ids: list[str], now: float | None = None) -> int:
+    """Mark due each experiment with an event some enabled hook has not done: what
+    repairs a due mark lost between an event's append and its mark (a process killed
+    in between); how many were marked."""
+    now = time.time() if now is None else now
+    hooks = [h for h in (store.webhook(i) for i in store.webhook_ids())
+             if h is not None and not h["disabled"]]
+    if not hooks:
+        return 0
+    marked = 0
+    for start in range(0, len(exp_ids), 500):
+        for exp_id, (last, state) in store.outbox_heads(exp_ids[start:start + 500]).items():
+            if last is None:
+                continue
+            if any(stream_id(last) > stream_id(state.get(f"c:{h['id']}") or h["since"])
+                   for h in hooks if not h.get("experiments") or exp_id in h["experiments"]):
+                store.mark_hooks_due(exp_id, now)
+                marked += 1
+    return marked
+
+
+def sweep(store: Store, queue: TaskQueue, lease_s: float, full_every_s: float = 60.0) -> int:
+    """Ramp steps, once per ``full_every_s`` every outbox checked (:func:`behind`), then
+    the deliveries due; how many tasks were queued."""
     ramp_steps(store)
+    if store.take_hooks_full(full_every_s):
+        behind(store, store.list_ids())
     return queue_due(store, queue, lease_s)

@@ -551,3 +551,26 @@ def test_rankers_shown_worse_and_a_certified_champion_are_told_once(
     else:
         assert certified == []
     requests.delete(f"{hooks_api.url}/webhooks/{hook['id']}", headers=H, timeout=10)
+
+
+def test_a_due_mark_lost_after_the_append_is_repaired_by_the_full_pass(local, receiver):
+    from service.rankers.allow_list import RankerPolicy
+    from service.webhooks import events, operations
+    from service.webhooks.delivery import run
+    from service.webhooks.sweep import behind
+
+    store, settings = local
+    hook = operations.create(store, RankerPolicy(LOOPBACK), url=receiver.url,
+                             events=ALL_EVENTS, secret=SECRET)
+    exp_id = fake_experiment(store, "unmarked")
+    # the event appended, and its process killed before it marked the experiment due
+    event = events.make("experiment_paused", exp_id, "unmarked", {"actor": "operator"})
+    store.record_event(exp_id, event["event_id"], event["type"], events.body(event))
+    assert exp_id not in dict(store.hooks_due(time.time()))
+    assert behind(store, [exp_id]) == 1
+    assert exp_id in dict(store.hooks_due(time.time()))
+    run(store, exp_id, settings, RankerPolicy(LOOPBACK))
+    assert [r["event_id"] for r in receiver.accepted().values()] == [event["event_id"]]
+    assert exp_id not in dict(store.hooks_due(time.time()))  # done: the mark is gone
+    assert behind(store, [exp_id]) == 0  # nothing behind any more
+    operations.delete(store, hook["id"])
