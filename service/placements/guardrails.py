@@ -115,6 +115,7 @@ def trip(store: Store, name: str, exp_id: str, t: Trip,
     False (nothing more done) when it was no longer running: another process's check,
     or the operator, paused it first."""
     now = time.time()
+    exp_name = store.experiment_name(exp_id)  # read first: the audit follows the pause closely
     try:
         pause(store, exp_id, actor="guardrail", queue=queue, tripped={
             "rule": t.rule, "ranker": t.ranker, "reason": t.reason, "observed": t.observed,
@@ -125,7 +126,8 @@ def trip(store: Store, name: str, exp_id: str, t: Trip,
     # the audit entry and the webhook event in one script
     outbox.record(store, exp_id, "guardrail_tripped", {
         **detail, "observed": float(t.observed), "threshold": float(t.threshold)},
-        audit=audit_entry(now, "guardrail_tripped", actor="service", **detail), queue=queue)
+        name=exp_name, queue=queue,
+        audit=audit_entry(now, "guardrail_tripped", actor="service", **detail))
     log.warning("guardrail %s tripped: experiment %s paused on placement %s: %s",
                 t.rule, exp_id, name, t.reason)
     return True

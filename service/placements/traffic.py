@@ -84,10 +84,10 @@ def pause(store: Store, exp_id: str, *, actor: str = "operator",
             with contextlib.suppress(placements.NotRunning, NotFound):
                 placements.set_status(store, name, exp_id, current, actor=actor)
         raise
-    outbox.mark_due(store, exp_id, queue)
     if name:
         with contextlib.suppress(placements.NotRunning, NotFound):
             placements.set_status(store, name, exp_id, state, actor=actor, tripped=tripped)
+    outbox.mark_due(store, exp_id, queue)  # its event committed with the lifecycle
     return state
 
 
