@@ -53,8 +53,6 @@ log = logging.getLogger("rankduel.webhooks")
 BATCH = 100
 #: events one task delivers per hook before it leaves the rest to the next task
 PER_TASK = 1000
-#: bytes of an answer read (the rest is not needed)
-MAX_ANSWER = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -106,8 +104,9 @@ class Answer:
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: float,
          policy: RankerPolicy) -> Answer:
     """POST ``body`` to ``url``: the allow-list checked on the URL and on the address
-    connected to, ``timeout_s`` on the connection and each read, no redirect followed
-    (a 3xx is an answer that is not a 2xx)."""
+    connected to, ``timeout_s`` on the connection and on each read of the answer's status
+    line and headers (its body is not read), no redirect followed (a 3xx is an answer
+    that is not a 2xx)."""
     t0 = time.perf_counter()
     parts = urlsplit(url)
     host = parts.hostname or ""
@@ -125,9 +124,7 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: float,
         policy.check_connected(host, conn.sock)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         conn.request("POST", path, body=body, headers=headers)
-        resp = conn.getresponse()
-        resp.read(MAX_ANSWER)
-        status = resp.status
+        status = conn.getresponse().status  # the body is not read: the status is the answer
         error = None if 200 <= status < 300 else f"HTTP {status}"
         return Answer(status, error, time.perf_counter() - t0)
     except RankerRefused as exc:

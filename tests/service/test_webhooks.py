@@ -574,3 +574,35 @@ def test_a_due_mark_lost_after_the_append_is_repaired_by_the_full_pass(local, re
     assert exp_id not in dict(store.hooks_due(time.time()))  # done: the mark is gone
     assert behind(store, [exp_id]) == 0  # nothing behind any more
     operations.delete(store, hook["id"])
+
+
+def test_a_degraded_ranker_is_told_once_with_its_audit_entry(
+        hooks_api, hooks_worker, hooks_env, receiver, ranker_server):
+    from demo.client import Client
+
+    hook = new_hook(hooks_api, receiver.url)
+    client = Client(hooks_api.url, ADMIN)
+    # a results path with a typo: the ranker answers, but never results
+    exp = client.create_experiment(
+        name="typo", algorithm="uniform", interleaving="team_draft", probe=False,
+        rankers=[{"name": "good", "url": f"{ranker_server.url}/r/good"},
+                 {"name": "typo", "url": f"{ranker_server.url}/r/bad",
+                  "response": {"results": "hits", "id": "id"}}])
+    e = exp["id"]
+
+    def degraded() -> bool:
+        client.search(e, "q", k=5)
+        return any(a["action"] == "ranker_degraded" for a in client.audit(e))
+
+    wait_until(degraded, 30, "the ranker degraded")
+
+    def told() -> list[dict]:
+        return [json.loads(r["body"]) for r in receiver.accepted().values()
+                if r["event"] == "ranker_degraded"]
+
+    wait_until(told, 10, "the degraded ranker's event")
+    wait_until(sweeps_pass(hooks_env), 15, "three more sweeps")
+    [event] = told()
+    assert event["experiment"] == e and event["data"]["ranker"] == "typo"
+    assert event["data"]["reason"] == "no results" and "typo" in event["text"]
+    requests.delete(f"{hooks_api.url}/webhooks/{hook['id']}", headers=H, timeout=10)
