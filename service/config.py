@@ -71,6 +71,11 @@ ENV: dict[str, str] = {
     "trusted_proxies": "RANKDUEL_TRUSTED_PROXIES",
     "cors_origins": "RANKDUEL_CORS_ORIGINS",
     "frontend_tokens": "RANKDUEL_FRONTEND_TOKENS",
+    "webhook_timeout_s": "RANKDUEL_WEBHOOK_TIMEOUT_S",
+    "webhook_backoff_s": "RANKDUEL_WEBHOOK_BACKOFF_S",
+    "webhook_backoff_max_s": "RANKDUEL_WEBHOOK_BACKOFF_MAX_S",
+    "webhook_max_age_s": "RANKDUEL_WEBHOOK_MAX_AGE_S",
+    "webhook_disable_after": "RANKDUEL_WEBHOOK_DISABLE_AFTER",
 }
 
 SECRETS = frozenset({"admin_token", "secret_key", "metrics_token", "frontend_tokens"})
@@ -206,6 +211,19 @@ class Config:
         end reports the clicks of all its users from one address); the per-impression
         limit and the impression token still apply. A wrong key answers 401. None by
         default (the admin token is accepted as a key too).
+    webhook_timeout_s
+        How long a webhook delivery may take to connect, and to each read of the
+        answer, before it counts as failed (docs/webhooks.md).
+    webhook_backoff_s, webhook_backoff_max_s
+        A failed delivery is tried again after ``webhook_backoff_s``, then twice as long
+        after each further failure, at most ``webhook_backoff_max_s`` apart.
+    webhook_max_age_s
+        An event still undelivered this long after its first failed attempt is dropped
+        for that webhook (an audit entry ``webhook_event_dropped``), so that the
+        experiment's later events can go.
+    webhook_disable_after
+        Failures in a row after which a webhook is disabled (an audit entry
+        ``webhook_disabled``; ``"disabled": true`` in ``GET /webhooks/ID``).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -249,6 +267,11 @@ class Config:
     trusted_proxies: int = 0
     cors_origins: str = ""
     frontend_tokens: str = ""
+    webhook_timeout_s: float = 5.0
+    webhook_backoff_s: float = 1.0
+    webhook_backoff_max_s: float = 3600.0
+    webhook_max_age_s: float = 86_400.0
+    webhook_disable_after: int = 20
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -274,7 +297,8 @@ class Config:
                     "redis_timeout_ms", "ranker_failure_threshold", "ranker_quarantine_s",
                     "ranker_retire_after", "sweep_stale_s",
                     "state_cache_size", "credit_batch", "credit_parallelism",
-                    "clicks_per_impression")
+                    "clicks_per_impression", "webhook_timeout_s", "webhook_backoff_s",
+                    "webhook_backoff_max_s", "webhook_max_age_s", "webhook_disable_after")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")

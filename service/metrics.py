@@ -126,6 +126,12 @@ WORKER_TASK_DURATION = Histogram(
     ["task"],
     buckets=LATENCY_BUCKETS,
 )
+WEBHOOK_DELIVERIES = Counter(
+    "rankduel_webhook_deliveries_total",
+    "Webhook delivery attempts by result (delivered, failed, refused by the allow-list, "
+    "dropped after webhook_max_age_s) and the receiver's HTTP status (none: no answer).",
+    ["result", "status"],
+)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -21,6 +21,7 @@ DRAIN = "rankduel.drain"
 CREDIT_IMPRESSION = "rankduel.credit_impression"
 SWEEP = "rankduel.sweep"
 JUDGING_APPLY = "rankduel.judging_apply"
+WEBHOOKS_DELIVER = "rankduel.webhooks_deliver"
 
 
 def broker_settings(config: Config) -> dict[str, Any]:
@@ -86,3 +87,7 @@ class TaskQueue:
     def credit_impression(self, imp_id: str) -> bool:
         """Credit one impression (replays, manual re-queues)."""
         return self.send(CREDIT_IMPRESSION, imp_id)
+
+    def webhooks(self, exp_id: str, countdown: float | None = None) -> bool:
+        """Deliver the due webhook events of ``exp_id`` (:mod:`service.webhooks.delivery`)."""
+        return self.send(WEBHOOKS_DELIVER, exp_id, countdown=countdown)

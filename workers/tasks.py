@@ -9,7 +9,10 @@ is safe, is the protocol told in :mod:`service.credit`:
 * ``rankduel.sweep()``: queue a drain for every experiment with due impressions and no
   drain lease held (published every ``sweep_interval_s`` by a timer in the main process
   of a worker that sweeps, :mod:`workers.schedule`);
-* ``rankduel.judging_apply(campaign_id)``: apply a judging campaign's submitted tasks.
+* ``rankduel.judging_apply(campaign_id)``: apply a judging campaign's submitted tasks;
+* ``rankduel.webhooks_deliver(exp_id)``: deliver an experiment's due webhook events
+  (:func:`service.webhooks.delivery.run`), queued when an event is recorded and by the
+  sweep.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ import redis
 from celery import shared_task
 
 from service.credit.drains import Crediting
-from service.queue import CREDIT_IMPRESSION, DRAIN, JUDGING_APPLY, SWEEP, TaskQueue
+from service.queue import (
+    CREDIT_IMPRESSION,
+    DRAIN,
+    JUDGING_APPLY,
+    SWEEP,
+    WEBHOOKS_DELIVER,
+    TaskQueue,
+)
 from service.store import Contention, Store
 from service.store.client import connect_state
 from workers.celery_app import app, config
@@ -78,11 +88,16 @@ def drain(exp_id: str, token: str | None = None) -> int:
 def sweep() -> int:
     """Queue a drain for each experiment with due impressions and no drain in flight
     (:meth:`service.credit.drains.Crediting.sweep`), then check the placements'
-    guardrails (:func:`service.placements.guardrails.check_all`)."""
+    guardrails (:func:`service.placements.guardrails.check_all`) and the webhooks' ramp
+    steps and deliveries due (:func:`service.webhooks.sweep.sweep`)."""
     from service.placements.guardrails import check_all
+    from service.webhooks.delivery import Settings
+    from service.webhooks.sweep import sweep as webhooks_sweep
 
     queued = _crediting().sweep()
     check_all(_store(), inactivity_s=config.inactivity_s)
+    webhooks_sweep(_store(), _crediting().queue, Settings.of(config).lease_s,
+                   config.credit_retry_s)
     return queued
 
 
@@ -92,3 +107,14 @@ def judging_apply(campaign_id: str) -> int:
     from service.campaigns.operations import Campaigns
 
     return Campaigns(_store()).apply_submitted(campaign_id)
+
+
+@shared_task(name=WEBHOOKS_DELIVER, **RETRY)
+def webhooks_deliver(exp_id: str) -> int:
+    """Deliver the due webhook events of ``exp_id`` to each hook, in order; how many
+    (:func:`service.webhooks.delivery.run`)."""
+    from service.rankers.allow_list import RankerPolicy
+    from service.webhooks.delivery import Settings, run
+
+    return run(_store(), exp_id, Settings.of(config), RankerPolicy(config.ranker_allow),
+               _crediting().queue, config.sweep_interval_s)

@@ -26,6 +26,7 @@ from service.store import MAX_ATTEMPTS, Contention, Store, audit_entry
 from service.store.credits import Entry
 from service.store.records import Impression
 from service.store.snapshot import ExperimentMissing, encode_structure
+from service.webhooks import outbox, verdicts
 
 log = logging.getLogger("rankduel.worker")
 
@@ -125,6 +126,7 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
                 imps = store.read_impressions(exp_id, ids)
                 bandit = snap.bandit
                 before = encode_structure(bandit)["state"]
+                told = verdicts.verdicts(bandit)  # before: the webhooks tell changes
                 result = credit.apply(bandit, imps, ids=ids, t=snap.selections or 0,
                                       names=snap.names, update=True,
                                       dwell_unsatisfied_s=snap.meta.get("dwell_unsatisfied_s"))
@@ -133,7 +135,12 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
                                           structure_before=before,
                                           segments={i: m.segments for i, m in zip(
                                               ids, imps, strict=True) if m is not None})
+                changed = moved and verdicts.queue_changes(
+                    store, pipe, exp_id, told, verdicts.verdicts(bandit), names=snap.names,
+                    name=snap.meta.get("name"), comparisons=bandit.n_updates)
                 pipe.execute()
+                if changed:
+                    outbox.mark_due(store, exp_id)
                 return Resolved(result.results,
                                 View(snap.sv + int(moved), bandit, snap.names,
                                      snap.meta.get("dwell_unsatisfied_s")))

@@ -34,6 +34,7 @@ from service.store import Contention, Store, audit_entry
 from service.store.records import Ranker
 from service.store.snapshot import ExperimentMissing, Snapshot
 from service.transaction import update_experiment
+from service.webhooks import outbox
 
 IMMUTABLE = ("algorithm", "params", "interleaving", "seed", "rankers")
 #: action -> (allowed source states, target state)
@@ -301,6 +302,9 @@ def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator
         store.write_fields(pipe, exp_id, lifecycle=target)
         store.add_audit(exp_id, audit_entry(time.time(), action, actor=actor, **{
             "from": snap.lifecycle, "to": target}), pipe=pipe)
+        if target == "paused":  # with its cause; the caller marks it due (outbox.mark_due)
+            outbox.queue(store, pipe, exp_id, "experiment_paused", {
+                "actor": actor, "from": snap.lifecycle}, name=snap.meta.get("name"))
         return target
 
     return update_experiment(store, exp_id, write)

@@ -41,10 +41,12 @@ from rollout.guardrails import PageCounters, RankerCounters, Trip, evaluate
 from service.errors import Conflict
 from service.placements import control_pages
 from service.placements.traffic import pause
+from service.queue import TaskQueue
 from service.store import Contention, Store, audit_entry
 from service.store.control_pages import CONTROL_CLICKED, CONTROL_PAGES
 from service.store.placements import ABANDONED, GUARD_PREFIX, PAGES
 from service.store.snapshot import ExperimentMissing
+from service.webhooks import outbox
 
 log = logging.getLogger("rankduel.guardrails")
 
@@ -62,9 +64,11 @@ def experiment_pages(counts: dict[str, int]) -> tuple[PageCounters, PageCounters
     return own, page_counters(counts.get(CONTROL_PAGES, 0), counts.get(CONTROL_CLICKED, 0))
 
 
-def check(store: Store, name: str, experiments: Iterable[str]) -> list[tuple[str, Trip]]:
+def check(store: Store, name: str, experiments: Iterable[str],
+          queue: TaskQueue | None = None) -> list[tuple[str, Trip]]:
     """Evaluate the guardrails of placement ``name``'s running ``experiments``; pause
-    each one that trips (module docstring). Returns what tripped."""
+    each one that trips (module docstring; ``queue``: send the webhooks' delivery at
+    once). Returns what tripped."""
     control = ranker_counters(store.control_counters(name))
     out = []
     for exp_id in experiments:
@@ -76,7 +80,7 @@ def check(store: Store, name: str, experiments: Iterable[str]) -> list[tuple[str
         pages, control_side = experiment_pages(counts)
         trips = evaluate(meta.get("guardrails"), _experiment_rankers(counts), pages,
                          control, control_side)
-        if trips and trip(store, name, exp_id, trips[0]):
+        if trips and trip(store, name, exp_id, trips[0], queue):
             out.append((exp_id, trips[0]))
     return out
 
@@ -103,21 +107,27 @@ def check_all(store: Store, inactivity_s: float | None = None) -> int:
     return tripped
 
 
-def trip(store: Store, name: str, exp_id: str, t: Trip) -> bool:
+def trip(store: Store, name: str, exp_id: str, t: Trip,
+         queue: TaskQueue | None = None) -> bool:
     """Pause ``exp_id`` for the guardrail ``t`` (:func:`service.placements.traffic.pause`,
-    the operator's pause, with the reason kept on the placement), then the audit entry.
+    the operator's pause, with the reason kept on the placement), then the audit entry
+    and the webhook event (one script).
     False (nothing more done) when it was no longer running: another process's check,
     or the operator, paused it first."""
     now = time.time()
+    exp_name = store.experiment_name(exp_id)  # read first: the audit follows the pause closely
     try:
-        pause(store, exp_id, actor="guardrail", tripped={
+        pause(store, exp_id, actor="guardrail", queue=queue, tripped={
             "rule": t.rule, "ranker": t.ranker, "reason": t.reason, "observed": t.observed,
             "threshold": t.threshold, "ts": now})
     except (Conflict, ExperimentMissing, Contention):
         return False
-    store.add_audit(exp_id, audit_entry(now, "guardrail_tripped", actor="service",
-                                        rule=t.rule, ranker=t.ranker, reason=t.reason,
-                                        placement=name))
+    detail = {"rule": t.rule, "ranker": t.ranker, "reason": t.reason, "placement": name}
+    # the audit entry and the webhook event in one script
+    outbox.record(store, exp_id, "guardrail_tripped", {
+        **detail, "observed": float(t.observed), "threshold": float(t.threshold)},
+        name=exp_name, queue=queue,
+        audit=audit_entry(now, "guardrail_tripped", actor="service", **detail))
     log.warning("guardrail %s tripped: experiment %s paused on placement %s: %s",
                 t.rule, exp_id, name, t.reason)
     return True

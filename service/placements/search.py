@@ -74,7 +74,7 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
                 rt.store.count_guard(exp_id, call_counts.fields(calls, GUARD_PREFIX))
                 # a failing experiment is checked at once: it trips on the search that
                 # reaches its threshold (bounded: once paused it takes no searches)
-                if guardrails.check(rt.store, name, [exp_id]):
+                if guardrails.check(rt.store, name, [exp_id], rt.queue):
                     cache(rt).forget(name)
     if out is None:
         out = control(rt, view, q, k, user, timing)
@@ -136,7 +136,7 @@ def _maybe_check(rt: Runtime, view: View) -> None:
         return  # another thread of this process is checking
     try:
         view.checked_at = now
-        if guardrails.check(rt.store, view.name, view.running):
+        if guardrails.check(rt.store, view.name, view.running, rt.queue):
             cache(rt).forget(view.name)
     except redis.RedisError:
         log.warning("placement %s: guardrails not checked", view.name, exc_info=True)

@@ -22,9 +22,11 @@ from rollout.guardrails import check_params
 from service.errors import Conflict, NotFound, Unprocessable
 from service.experiments import operations as experiments
 from service.placements import operations as placements
+from service.queue import TaskQueue
 from service.runtime import Runtime
 from service.store import Store
 from service.store.snapshot import ExperimentMissing
+from service.webhooks import outbox
 
 
 def traffic_of(body: Any) -> Any:
@@ -64,14 +66,15 @@ def _placement(rt: Runtime, exp_id: str) -> str | None:
 
 
 def pause(store: Store, exp_id: str, *, actor: str = "operator",
-          tripped: dict[str, Any] | None = None) -> str:
+          tripped: dict[str, Any] | None = None, queue: TaskQueue | None = None) -> str:
     """Pause ``exp_id``: its lifecycle first (a paused experiment serves no duel, and the
     lifecycle's transaction lets one caller of several pause it), then its share on its
     placement to control, with ``tripped`` (the guardrail that paused it) kept there.
 
     :class:`Conflict` when it was not running (another process's trip, or the operator,
     got there first); its placement is brought in line all the same, so that a pause cut
-    short between the two writes is finished by the next one."""
+    short between the two writes is finished by the next one. The ``experiment_paused``
+    webhook event commits with the lifecycle; ``queue``: send its delivery at once."""
     name = store.snapshot(exp_id).meta.get("placement")
     try:
         state = experiments.set_lifecycle(store, exp_id, "pause", actor=actor)
@@ -86,6 +89,7 @@ def pause(store: Store, exp_id: str, *, actor: str = "operator",
     if name:
         with contextlib.suppress(placements.NotRunning, NotFound):
             placements.set_status(store, name, exp_id, state, actor=actor, tripped=tripped)
+    outbox.mark_due(store, exp_id, queue)  # its event committed with the lifecycle
     return state
 
 
@@ -101,7 +105,7 @@ def set_traffic(rt: Runtime, exp_id: str, traffic: Any) -> None:
 def set_lifecycle(rt: Runtime, exp_id: str, action: str) -> str:
     """``pause``, ``resume`` or ``stop``, followed by its placement (module docstring)."""
     if action == "pause":
-        return pause(rt.store, exp_id)
+        return pause(rt.store, exp_id, queue=rt.queue)
     name = _placement(rt, exp_id)
     if not name:
         return experiments.set_lifecycle(rt.store, exp_id, action)

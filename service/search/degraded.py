@@ -37,6 +37,7 @@ from service.rankers.client import RankerFailure
 from service.rankers.failure_log import FAILURES
 from service.search.ranker_health import UNPARSEABLE, Answer, RankerHealth
 from service.store import audit_entry
+from service.webhooks import outbox
 
 #: the answers a ranker is judged on (its last ones)
 WINDOW = 50
@@ -78,9 +79,11 @@ def _record(health: RankerHealth, codes: dict[int, str]) -> None:
             continue
         ranker = health.choice.by_arm[arm]
         reason = "unparseable results" if bad > empty else "no results"
-        rt.store.add_audit(exp_id, audit_entry(
-            time.time(), "ranker_degraded", actor="service", ranker=ranker.name,
-            reason=reason, answers=n, empty=empty, unparseable=bad))
+        detail = {"ranker": ranker.name, "reason": reason, "answers": n, "empty": empty,
+                  "unparseable": bad}
+        outbox.record(rt.store, exp_id, "ranker_degraded", detail, queue=rt.queue,
+                      audit=audit_entry(time.time(), "ranker_degraded", actor="service",
+                                        **detail))  # the audit entry and the event at once
         FAILURES.event(exp_id, ranker, f"degraded ({reason}): {empty + bad} of its last "
                        f"{n} answers had {reason} while other rankers answered; out of "
                        "comparisons until a probe answers results")

@@ -22,6 +22,8 @@
 * :mod:`service.store.control_pages`: the control's pages (a click once per page, the
   fold of settled buckets);
 * :mod:`service.store.history`: a small time series per experiment;
+* :mod:`service.store.webhooks`: webhooks, each experiment's outbox of events, delivery
+  state;
 * :mod:`service.store.migration`: from the previous key layout to the current one.
 
 Storage only stores: plain reads, writes and Lua scripts (each a ``.lua`` file next to
@@ -64,11 +66,12 @@ from service.store.outcomes import OutcomeStore
 from service.store.placements import PlacementStore
 from service.store.ranker_health import HealthStore, parse_health
 from service.store.rate_limits import LimitStore
+from service.store.webhooks import WebhookStore
 
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
             LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
-            OutcomeStore, StoreBase):
+            OutcomeStore, WebhookStore, StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

@@ -49,6 +49,14 @@ are part of the key), ``<i>`` an impression id::
                                   the step t it was credited at), seg (its segment
                                   labels, "dim=value,..."), ...                    (TTL)
     rd:{e}:imp:<i>:clicks   SET   clicked positions (0-based)                      (TTL)
+    rd:{e}:outbox           STREAM the experiment's webhook events (service.webhooks): id
+                                  (event_id), type, payload (the JSON body sent), appended
+                                  by the transaction or script of their cause
+    rd:{e}:hooks            HASH  each webhook's delivery of this experiment's events:
+                                  c:<h> its cursor (the last event done), a:<h> attempts
+                                  at the next one, f:<h> its first failure (epoch s),
+                                  n:<h> its next attempt; ramp (the last ramp step told)
+    rd:{e}:hooks:lease:<h>  STR   (TTL) held by the one task delivering to webhook h
 
 and, only for an experiment that declares metrics with an action (service.outcomes,
 docs/conversions.md), the attribution index, written by the impression's save script,
@@ -91,6 +99,14 @@ script (on a cluster they live wherever their own name hashes)::
     rd:idem:create:<h>      STR   (TTL) a POST /experiments' Idempotency-Key (h: its
                                   SHA-256): JSON {body digest, experiment id once created}
                                   (service.store.idempotency)
+    rd:webhooks             ZSET  webhook ids by creation time (service.store.webhooks)
+    rd:webhooks:due         ZSET  experiments whose webhook events may be due, by when
+    rd:webhooks:full        STR   (TTL) taken by the sweep that checks every experiment's
+                                  outbox, once per credit_retry_s
+    rd:{wh-<h>}             HASH  a webhook: def (JSON: url, events, experiments,
+                                  created_at), secret (never returned), fails (failures
+                                  in a row), retry_at (its backoff), disabled, disabled_reason
+    rd:{wh-<h>}:deliveries  LIST  its last delivery attempts (JSON), newest first
 
 Placements (one hash tag per placement, ``{pl-<p>}``, so a placement's transactions run
 on one shard; :mod:`service.placements.operations`)::
@@ -293,7 +309,8 @@ def experiment_keys(exp_id: str) -> list[str]:
     return [exp_key(exp_id), w_key(exp_id), t_key(exp_id), counters_key(exp_id),
             shown_key(exp_id), health_key(exp_id), pending_key(exp_id), drains_key(exp_id),
             audit_key(exp_id), history_key(exp_id), ties_key(exp_id), segments_key(exp_id),
-            events_key(exp_id), metrics_key(exp_id)]
+            events_key(exp_id), metrics_key(exp_id), outbox_key(exp_id),
+            hooks_state_key(exp_id)]
 
 
 def rate_key(client: str, window: int) -> str:
@@ -384,3 +401,42 @@ def campaign_judged_key(cid: str, assessor: str) -> str:
 
 def campaign_submitted_key(cid: str) -> str:
     return f"{campaign_key(cid)}:submitted"
+
+
+# ---------------------------------------------------------------------- webhooks
+WEBHOOKS = PREFIX + "webhooks"
+WEBHOOKS_DUE = PREFIX + "webhooks:due"
+WEBHOOKS_FULL = PREFIX + "webhooks:full"
+
+
+def outbox_key(exp_id: str) -> str:
+    """The webhook events of experiment ``exp_id`` (:mod:`service.store.webhooks`)."""
+    return f"{_tag(exp_id)}:outbox"
+
+
+def hooks_state_key(exp_id: str) -> str:
+    """Each webhook's cursor and retry state over experiment ``exp_id``'s events."""
+    return f"{_tag(exp_id)}:hooks"
+
+
+def hook_lease_key(exp_id: str, hook_id: str) -> str:
+    """The lease of the task delivering ``exp_id``'s events to webhook ``hook_id``.
+
+    >>> hook_lease_key("3fa2", "w1")
+    'rd:{3fa2}:hooks:lease:w1'
+    """
+    return f"{_tag(exp_id)}:hooks:lease:{hook_id}"
+
+
+def webhook_key(hook_id: str) -> str:
+    """A webhook's hash (hash tag ``{wh-<id>}``).
+
+    >>> webhook_key("w1")
+    'rd:{wh-w1}'
+    """
+    return f"{PREFIX}{{wh-{hook_id}}}"
+
+
+def webhook_deliveries_key(hook_id: str) -> str:
+    """A webhook's last delivery attempts."""
+    return f"{webhook_key(hook_id)}:deliveries"

@@ -76,6 +76,8 @@ SEMANTIC_422 = {
     "GET /search": ("is not the query of page 1", "were never shown"),
     "POST /judging/campaigns": ("fewer than two distinct items", "appears twice"),
     "POST /judging/tasks/{task_id}/judgments": ("each of its pairs", "judged once"),
+    # an experiment that does not exist; a URL the allow-list refuses (the rankers')
+    "POST /webhooks": ("no experiment", "field 'url': host"),
 }
 #: 400s a schema-valid request can get: a next result page deeper than
 #: RANKDUEL_MAX_DEPTH (page·k, a product no schema bounds), without the impression it
@@ -414,6 +416,9 @@ def test_links_lead_everywhere(api, ranker_server):
     placement = call("createPlacement", {}, body={
         "name": "links", "control": {"name": "prod", "url": f"{toy}/r/good"}})
     follow("createPlacement", 201, placement.json(), {})
+    hook = call("createWebhook", {}, body={
+        "url": f"{toy}/r/good", "events": ["ramp_step"], "secret": "links-0123456789abcdef"})
+    follow("createWebhook", 201, hook.json(), {})
     needs_ids = {op_id for op_id, (_, path, _) in ops.items() if "{" in path}
     assert needs_ids | {"search", "recordClicks"} <= visited, sorted(
         (needs_ids | {"search", "recordClicks"}) - visited)
