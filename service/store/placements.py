@@ -2,6 +2,14 @@
 ranges they hold (one hash), the control ranker's guardrail counters, and the placement
 list. Keys in :mod:`service.store.keys` (``rd:{pl-<name>}...``: one hash tag, one slot).
 
+An experiment's own guardrail counters on its placement searches are ``g:``-prefixed
+fields of ``rd:{e}:counters`` (``g:<ranker>:calls``, ``:failures``, ``:empty``,
+``:lat:<i>``), counted by the script that saves the impression (no extra round trip);
+its pages (``g:pages``, ``g:abandoned``: credited impressions, and those without a click)
+are counted when credited, the control's pages over its period (``g:control_pages``,
+``g:control_clicked``) when the worker's sweep folds them, and ``g:since`` is when its
+counts last started (a resume).
+
 Changes of traffic are optimistic transactions of :mod:`service.placements.operations` (WATCH the
 placement's hash, read, :func:`rollout.allocate`, MULTI/EXEC): two API processes that
 change one placement at once never interleave their writes; the loser reads again.
