@@ -80,6 +80,8 @@ class FakeStore:
         self.restored: list[int] = []
         self.reprobed: list[int] = []
         self.marked = marked
+        self.events: list[str] = []
+        self.due: list[str] = []
 
     def ranker_answers(self, exp_id, codes, **kw):
         assert kw == {"window": 50, "least": 20, "share": 0.9, "reprobe_s": 30.0}
@@ -97,11 +99,28 @@ class FakeStore:
     def ranker_reprobe(self, exp_id, arm, at):
         self.reprobed.append(arm)
 
+    # the webhook outbox: a degraded mark's audit entry and event go in one call
+    def experiment_name(self, exp_id):
+        return "exp one"
+
+    def clock(self):
+        return 1_790_000_000.0
+
+    def record_event(self, exp_id, event_id, kind, payload, *, audit="", once=None):
+        self.events.append(kind)
+        if audit:
+            self.audit.append(audit)
+        return event_id
+
+    def mark_hooks_due(self, exp_id, at):
+        self.due.append(exp_id)
+
 
 def search_health(store: FakeStore, health: dict | None = None, probed: dict | None = None):
     rankers = {a: Ranker(name=f"r{a}", url=f"http://127.0.0.1/r{a}", timeout_ms=300,
                         arm=a) for a in range(4)}
-    rt = SimpleNamespace(store=store, config=SimpleNamespace(ranker_quarantine_s=30.0))
+    rt = SimpleNamespace(store=store, config=SimpleNamespace(ranker_quarantine_s=30.0),
+                         queue=None)
     choice = SimpleNamespace(by_arm=rankers, health=health or {})
     return SimpleNamespace(rt=rt, exp_id="e1", choice=choice, probed=probed or {})
 
@@ -143,6 +162,7 @@ def test_marking_is_audited_and_logged(caplog):
         degraded.screen(search_health(store), [answer(0, 5), answer(1, 0)], [])
     assert len(store.audit) == 1 and '"ranker_degraded"' in store.audit[0]
     assert '"reason": "no results"' in store.audit[0]
+    assert store.events == ["ranker_degraded"] and store.due == ["e1"]  # webhooks told
     assert any("experiment e1 ranker r1" in r.getMessage() and "degraded (no results)"
                in r.getMessage() for r in caplog.records)
 
