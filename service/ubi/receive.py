@@ -1,0 +1,176 @@
+"""``POST /ubi/events``: UBI events, checked all first, then each recorded.
+
+**Checked first, every event** (a bad one answers 4xx naming it, ``events[i].field``,
+and nothing of the request is counted):
+
+* a ``click`` names its document (``event_attributes.object.object_id``, 422) and its
+  rank (``event_attributes.position.ordinal``, 422);
+* an event of a rankduel impression (its ``query_id`` an impression id of an experiment
+  that exists) carries the impression's token (``event_attributes.token``, 403 missing or
+  forged), unless the request has a front-end key;
+* a click's document must be the one the impression showed at that rank (422, the check
+  of ``POST /clicks``: :func:`service.clicks.reports.shown_positions`).
+
+**Then, in order**, each event is:
+
+* ``credited``: a click, recorded by :func:`service.clicks.reports.record_clicks` (the
+  one function ``POST /clicks`` calls), credited by a worker once the impression ends;
+* ``accepted``: any other action of a rankduel impression, stored in the experiment's
+  event log (type ``ubi``, :meth:`service.store.events.EventStore.append_ubi_events`),
+  not credited; conversions (:data:`CONVERSIONS`) too, until the conversions core is
+  wired in at :func:`_conversion`;
+* ``ignored``, with the reason: an event of no rankduel impression, a click already
+  recorded, on an impression closed, expired or over its reports, or with a token
+  expired (what the page's state decides, not a malformed event).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from service.clicks.reports import record_clicks, shown_positions
+from service.errors import Forbidden, Unprocessable
+from service.runtime import Runtime
+from service.store import ImpressionClosed, ImpressionMissing, TooManyClicks
+from service.store.keys import experiment_of
+from service.tokens import verify_token
+
+#: the conversion actions among UBI's standard names (and common others)
+CONVERSIONS = frozenset({"add_to_cart", "purchase", "checkout", "add_to_wishlist"})
+
+
+@dataclass
+class Checked:
+    """One event after the checks: what to do with it."""
+
+    index: int
+    event: dict[str, Any]
+    exp: str | None = None  # its experiment: a rankduel impression's event
+    click: tuple[str, int] | None = None  # (document, 1-based rank)
+    expired: bool = False
+    ignore: str | None = None  # why it is ignored
+
+
+def _at(i: int, path: str) -> str:
+    return f"events[{i}].{path}"
+
+
+def _token_ok(rt: Runtime, token: Any, imp_id: str, exp: str, i: int) -> bool:
+    """True when ``token`` is the impression's and unexpired, False when it is its own
+    but expired; 403 naming the field when it is not the impression's."""
+    try:
+        verify_token(rt.secret, token, imp_id, exp, now=0)  # the MAC alone
+    except Forbidden as exc:
+        raise Forbidden(f"{_at(i, 'event_attributes.token')}: {exc}") from None
+    return int(str(token).partition(".")[0]) >= time.time()
+
+
+def check(rt: Runtime, events: Sequence[dict[str, Any]], *, keyed: bool) -> list[Checked]:
+    """Every event checked (see the module docstring); the first bad one raises."""
+    out = []
+    for i, e in enumerate(events):
+        c = Checked(i, e)
+        attrs = e.get("event_attributes") or {}
+        obj, pos = attrs.get("object") or {}, attrs.get("position") or {}
+        if e["action_name"] == "click":
+            if obj.get("object_id") is None:
+                raise Unprocessable(f"{_at(i, 'event_attributes.object.object_id')}: a "
+                                    "click names the document clicked")
+            if pos.get("ordinal") is None:
+                raise Unprocessable(f"{_at(i, 'event_attributes.position.ordinal')}: a "
+                                    "click gives the 1-based rank the document was shown at")
+            c.click = (str(obj["object_id"]), int(pos["ordinal"]))
+        imp_id = e.get("query_id")
+        exp = experiment_of(imp_id) if imp_id else None
+        if exp is None or not rt.store.exists(exp):
+            c.ignore = ("no query_id: not an event of a search" if not imp_id else
+                        f"query_id {imp_id[:80]!r} is not an impression of an experiment")
+            out.append(c)
+            continue
+        c.exp = exp
+        token = attrs.get("token")
+        if token is None and not keyed:
+            raise Forbidden(f"{_at(i, 'event_attributes.token')}: missing: send the token "
+                            "/search gave with the page, or a front-end key")
+        c.expired = token is not None and not _token_ok(rt, token, imp_id, exp, i)
+        if c.click is not None and not c.expired:
+            imp = rt.store.impression(imp_id)
+            if imp is None:
+                c.ignore = "the impression is unknown or expired"
+            else:
+                try:
+                    shown_positions(imp, [c.click])
+                except Unprocessable as exc:
+                    raise Unprocessable(
+                        f"{_at(i, 'event_attributes.position.ordinal')}: {exc}") from None
+        out.append(c)
+    return out
+
+
+def receive(rt: Runtime, events: Sequence[dict[str, Any]], *, keyed: bool = False
+            ) -> dict[str, Any]:
+    """Check every event, then record each: ``{"events": [{"index", "status",
+    "reason"}], "credited", "accepted", "ignored"}``. ``events`` are plain dicts as
+    received; ``keyed``: the request carries a front-end key."""
+    results = []
+    logged: dict[str, list[tuple[str, str, str]]] = {}
+    for c in check(rt, events, keyed=keyed):
+        status, reason = _one(rt, c, logged, keyed)
+        results.append({"index": c.index, "status": status, "reason": reason})
+    for exp, rows in logged.items():
+        rt.store.append_ubi_events(exp, rows)
+    counts = {k: sum(r["status"] == k for r in results)
+              for k in ("credited", "accepted", "ignored")}
+    return {"events": results, **counts}
+
+
+def _one(rt: Runtime, c: Checked, logged: dict[str, list[tuple[str, str, str]]],
+         keyed: bool) -> tuple[str, str]:
+    if c.ignore is not None:
+        return "ignored", c.ignore
+    if c.expired:
+        return "ignored", "the impression's token has expired"
+    e, imp_id = c.event, c.event["query_id"]
+    if c.click is not None:
+        token = (e.get("event_attributes") or {}).get("token")
+        try:
+            out = record_clicks(rt, imp_id, token, [c.click], keyed=keyed)
+        except ImpressionMissing:
+            return "ignored", "the impression is unknown or expired"
+        except ImpressionClosed:
+            return "ignored", "the impression is closed (ended or credited)"
+        except TooManyClicks:
+            return "ignored", "over the impression's click reports"
+        if not out["accepted"]:
+            return "ignored", "this click was already recorded"
+        return "credited", f"recorded as a click at rank {c.click[1]}"
+    if e["action_name"] in CONVERSIONS:
+        return _conversion(rt, c, logged)
+    _log(c, logged)
+    return "accepted", "stored in the event log, not credited"
+
+
+def _log(c: Checked, logged: dict[str, list[tuple[str, str, str]]]) -> None:
+    """Keep the event for the log, as received but for its token (never stored)."""
+    e = dict(c.event)
+    if e.get("event_attributes"):
+        e["event_attributes"] = {k: v for k, v in e["event_attributes"].items()
+                                 if k != "token"}
+    logged.setdefault(c.exp or "", []).append(
+        (e["query_id"], e["action_name"], json.dumps(e, separators=(",", ":"))))
+
+
+def _conversion(rt: Runtime, c: Checked, logged: dict[str, list[tuple[str, str, str]]]
+                ) -> tuple[str, str]:
+    """A conversion of a rankduel impression (``add_to_cart``, ``purchase``, ...).
+
+    MERGE POINT (conversions): where the core conversions function exists (``POST
+    /outcomes``, per-metric credit), call it here, once, with the impression id, the
+    action, the document and its ordinal, and answer ``credited``. Until then the
+    event is stored in the log uncredited, like any other action."""
+    _log(c, logged)
+    return "accepted", "stored in the event log, not credited (no conversion metrics yet)"
