@@ -11,7 +11,7 @@ as shown (``event_attributes.position.ordinal``); the impression's token is
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, field_validator
 
@@ -29,9 +29,22 @@ Short = Annotated[StrictStr, Field(max_length=UBI_SHORT)]
 class UbiObject(Open):
     """``event_attributes.object``: what the event is about."""
 
-    object_id: Annotated[StrictStr, Field(min_length=1, max_length=MAX_DOC_ID_CHARS)] | (
-        StrictInt) | None = Field(None, description="the document id (a click's: as shown)")
+    object_id: Any = Field(None, description="the document id (a click's: as shown)",
+                           json_schema_extra={"anyOf": [
+                               {"type": "string", "minLength": 1,
+                                "maxLength": MAX_DOC_ID_CHARS}, {"type": "integer"}]})
     object_id_field: Short | None = None
+
+    @field_validator("object_id")
+    @classmethod
+    def _doc_id(cls, value: Any) -> Any:
+        # one check, so that an error names object_id itself (not a branch of a union)
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        if not isinstance(value, str) or not 1 <= len(value) <= MAX_DOC_ID_CHARS:
+            raise ValueError(f"must be a string of 1 to {MAX_DOC_ID_CHARS} characters or "
+                             "an integer")
+        return value
 
 
 class UbiPosition(Open):
