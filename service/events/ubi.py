@@ -75,7 +75,7 @@ def utc(stamp: Any, fallback: float) -> str:
     ('2025-01-02T02:04:05.000Z', '2025-01-02T03:04:05.000Z', '1970-01-01T00:00:00.000Z')
     """
     try:
-        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        when = datetime.fromisoformat(str(stamp).upper().replace("Z", "+00:00"))
     except ValueError:
         return iso(fallback)
     if when.tzinfo is None:
