@@ -71,7 +71,7 @@ def _token_ok(rt: Runtime, token: Any, imp_id: str, exp: str, i: int) -> bool:
 
 def check(rt: Runtime, events: Sequence[dict[str, Any]], *, keyed: bool) -> list[Checked]:
     """Every event checked (see the module docstring); the first bad one raises."""
-    out = []
+    out, exists = [], {}
     for i, e in enumerate(events):
         c = Checked(i, e)
         attrs = e.get("event_attributes") or {}
@@ -86,7 +86,9 @@ def check(rt: Runtime, events: Sequence[dict[str, Any]], *, keyed: bool) -> list
             c.click = (str(obj["object_id"]), int(pos["ordinal"]))
         imp_id = e.get("query_id")
         exp = experiment_of(imp_id) if imp_id else None
-        if exp is None or not rt.store.exists(exp):
+        if exp is not None and exp not in exists:
+            exists[exp] = rt.store.exists(exp)
+        if exp is None or not exists[exp]:
             c.ignore = ("no query_id: not an event of a search" if not imp_id else
                         f"query_id {imp_id[:80]!r} is not an impression of an experiment")
             out.append(c)
