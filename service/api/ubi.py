@@ -2,7 +2,8 @@
 
 * ``POST /ubi/events`` (a front-end route, like ``/clicks``): the events ``ubi.js``
   sends, one object or an array, as ``application/json`` or ``text/plain`` (what
-  ``navigator.sendBeacon`` sends); :mod:`service.ubi.receive` does the rest.
+  ``navigator.sendBeacon`` sends); :mod:`service.ubi.receive` does the rest. The same at
+  ``POST /ubi_events``, where ``ubi.js``'s ``new UbiClient(API)`` posts its events.
 * ``GET /experiments/ID/ubi`` (admin): a page of the event log as UBI documents in
   OpenSearch's ``_bulk`` format (:mod:`service.events.ubi`), paged like
   ``GET /experiments/ID/events``.
@@ -37,9 +38,7 @@ def require_token() -> None:
                    what="admin token")
 
 
-@OPS.post("/ubi/events", "receiveUbiEvents",
-    "UBI events as ubi.js sends them: a click on an impression is recorded as POST /clicks "
-    "records it; other actions are stored in the event log, not credited",
+_RECEIVE = dict(
     body=UbiEvents,
     body_description="One UBI event (event.schema.json, UBI 1.3.0) or a JSON array of them, "
                      "as application/json or text/plain (navigator.sendBeacon); shown here "
@@ -54,6 +53,14 @@ def require_token() -> None:
                422: "A click without object_id or ordinal, or of a document not shown at "
                     "that rank: nothing counted",
                429: "Over this client's click reports per minute", 503: None})
+
+
+@OPS.post("/ubi_events", "receiveUbiEventsAtUbiJsPath",
+    "POST /ubi/events at the path ubi.js's UbiClient(baseUrl) posts to (baseUrl/ubi_events)",
+    **_RECEIVE)
+@OPS.post("/ubi/events", "receiveUbiEvents",
+    "UBI events as ubi.js sends them: a click on an impression is recorded as POST /clicks "
+    "records it; other actions are stored in the event log, not credited", **_RECEIVE)
 @front_end()
 def events():
     rt = runtime()

@@ -112,7 +112,7 @@ def test_bodies_and_encodings(client, api, page):
                     raw=json.dumps(one).encode())
     assert got == 202 and out["events"] == [
         {"index": 0, "status": "credited", "reason": "recorded as a click at rank 3"}]
-    got, out = post(client, [one])  # the same click again: counted once
+    got, out = client.request("POST", "/ubi_events", [one])  # again, at ubi.js's path
     assert got == 202 and out["events"][0]["status"] == "ignored"
     assert "already" in out["events"][0]["reason"]
     for raw, ctype, status in ((b"not json", "application/json", 400),
