@@ -195,21 +195,38 @@ class Converter:
 
     def received(self, e: dict[str, Any]) -> dict[str, Any]:
         """A UBI event as ``POST /ubi/events`` received it, its token left out, in UTC,
-        with the team of its ordinal's slot."""
+        with the team of its ordinal's slot.
+
+        UBI 1.3.0 requires ``event_attributes.position`` (an ``ordinal`` or an ``xy``,
+        not both), which ``ubi.js`` does not send: a missing ordinal is the rank the
+        impression showed the event's object at; when there is none (an object not
+        shown), the attributes go to a top-level ``attributes`` instead. A position with
+        both keeps the ordinal (its ``xy`` moves beside it)."""
         imp = self.impressions.get(e["id"])
         data = dict(e.get("data") or {})
         attrs = dict(data.get("event_attributes") or {})
         attrs.pop("token", None)
         attrs["experiment"] = self.experiment
-        ordinal = (attrs.get("position") or {}).get("ordinal")
+        position = dict(attrs.get("position") or {})
+        shown = [str(d) for d in (imp or {}).get("shown") or []]
+        doc = (attrs.get("object") or {}).get("object_id")
+        if position.get("ordinal") is None and "xy" not in position and str(doc) in shown:
+            position["ordinal"] = shown.index(str(doc)) + 1
+        if position.get("ordinal") is not None and "xy" in position:
+            attrs["xy"] = position.pop("xy")
+        ordinal = position.get("ordinal")
         team = teams(imp) if imp else []
         if isinstance(ordinal, int) and 1 <= ordinal <= len(team):
             attrs["team"] = team[ordinal - 1]
         base = self._base(e, imp)
         out = {**base, **{k: v for k, v in data.items() if v is not None},
                "query_id": e["id"], "action_name": e.get("action") or data.get("action_name"),
-               "timestamp": utc(data.get("timestamp"), cursor_time(e["cursor"])),
-               "event_attributes": attrs}
+               "timestamp": utc(data.get("timestamp"), cursor_time(e["cursor"]))}
+        out.pop("event_attributes", None)
+        if position.get("ordinal") is not None or "xy" in position:
+            out["event_attributes"] = {**attrs, "position": position}
+        else:
+            out["attributes"] = attrs
         return out
 
 

@@ -43,6 +43,19 @@ def test_a_log_converts_to_valid_documents_old_events_included():
             "data": {"action_name": "purchase", "query_id": "e1.aa",
                      "timestamp": "2025-01-01T12:00:00", "event_attributes": {
                          "object": {"object_id": "d3"}, "position": {"ordinal": 3}}}},
+           # ubi.js sends no position: the rank the object was shown at is added...
+           {"cursor": "1700000003500-0", "type": "ubi", "id": "e1.aa", "action": "add_to_cart",
+            "data": {"action_name": "add_to_cart", "query_id": "e1.aa",
+                     "event_attributes": {"object": {"object_id": "d2"}}}},
+           # ... and where there is none, the attributes stand beside the event
+           {"cursor": "1700000003600-0", "type": "ubi", "id": "e1.aa", "action": "watch",
+            "data": {"action_name": "watch", "query_id": "e1.aa",
+                     "event_attributes": {"object": {"object_id": "elsewhere"}}}},
+           # a position with both an ordinal and x,y (UBI's oneOf takes one) keeps the first
+           {"cursor": "1700000003700-0", "type": "ubi", "id": "e1.aa", "action": "view",
+            "data": {"action_name": "view", "query_id": "e1.aa",
+                     "event_attributes": {"position": {"ordinal": 1,
+                                                       "xy": {"x": 1, "y": 2}}}}},
            # a click of an impression the converter never saw: no object, no team
            {"cursor": "1700000004000-0", "type": "click", "id": "e1.zz", "positions": [0],
             "dwell": {}},
@@ -61,7 +74,13 @@ def test_a_log_converts_to_valid_documents_old_events_included():
     assert q["query_attributes"]["teams"] == [None, "vec@v2", "bm25"]
     assert q2["query_attributes"]["teams"] == ["bm25"]  # served alone: its ranker's
     assert q2["query_attributes"]["interleaving"] is None
-    c1, c2, buy, lost = by["ubi_events"]
+    c1, c2, buy, cart, watch, view, lost = by["ubi_events"]
+    assert cart["event_attributes"]["position"] == {"ordinal": 2}
+    assert cart["event_attributes"]["team"] == "vec@v2"
+    assert "event_attributes" not in watch
+    assert watch["attributes"]["object"] == {"object_id": "elsewhere"}
+    assert view["event_attributes"]["position"] == {"ordinal": 1}
+    assert view["event_attributes"]["xy"] == {"x": 1, "y": 2}
     assert (c1["event_attributes"]["object"]["object_id"], c1["event_attributes"]["team"],
             c1["event_attributes"]["position"]["ordinal"], c1["event_attributes"]["dwell_ms"]
             ) == ("d2", "vec@v2", 2, 4000)
