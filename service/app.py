@@ -86,6 +86,10 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(webhooks_api.bp)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(ui.bp)
+    from service.api import ubi as ubi_api
+
+    app.register_blueprint(ubi_api.bp)
+    app.register_blueprint(ubi_api.admin_bp)
 
     cors.install(app, cors.parse_origins(config.cors_origins))
     # the common search without Flask's request machinery; Server-Timing counts from here

@@ -1,5 +1,11 @@
 """``rankduel export EXP --api URL --token TOKEN --format jsonl|parquet --out FILE``: an
 experiment's event log, every event (impressions, clicks, outcomes), written to FILE.
+``--format ubi --out DIR`` writes it as OpenSearch User Behavior Insights documents,
+``DIR/ubi_queries.ndjson`` and ``DIR/ubi_events.ndjson`` (:mod:`service.events.ubi`);
+``--format ubi-bulk`` (or ``ubi --bulk``) the same documents in OpenSearch's ``_bulk``
+format, ``DIR/ubi_queries.bulk.ndjson`` and ``DIR/ubi_events.bulk.ndjson``, loadable as
+written: ``curl -H 'Content-Type: application/x-ndjson' --data-binary
+@DIR/ubi_queries.bulk.ndjson http://localhost:9200/_bulk`` (docs/ubi.md).
 
 Pages ``GET /experiments/EXP/events`` from the start to the end of the log (each page
 after the last page's cursor: nothing skipped or repeated, even while the experiment
@@ -23,7 +29,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from cli.api_args import add_api_args, admin_token
-from service.events.export import FORMATS, writer
+from service.events import ubi
+from service.events.export import FORMATS, line, writer
 
 #: events per page
 PAGE = 5000
@@ -82,8 +89,61 @@ def export(api: str, token: str, exp_id: str, fmt: str, out: Path, *,
     return n
 
 
+#: the UBI formats: plain documents, or with OpenSearch's bulk action lines
+UBI_FORMATS = ("ubi", "ubi-bulk")
+
+
+def ubi_files(out: Path, bulk: bool) -> dict[str, Path]:
+    """The file of each UBI index in the folder ``out``."""
+    suffix = ".bulk.ndjson" if bulk else ".ndjson"
+    return {index: out / f"{index}{suffix}" for index in (ubi.QUERIES, ubi.EVENTS)}
+
+
+def _get_json(api: str, token: str, path: str) -> dict[str, Any]:
+    req = urllib.request.Request(f"{api.rstrip('/')}{path}",
+                                 headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        raise ValueError(f"the API answered {exc.code} to GET {path}") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot reach the API at {api}: {exc}") from None
+
+
+def export_ubi(api: str, token: str, exp_id: str, out: Path, *, bulk: bool = False,
+               progress=sys.stderr) -> dict[str, int]:
+    """Write the log as UBI documents into the folder ``out`` (created if need be), one
+    file per index (:func:`ubi_files`); the documents written per index."""
+    meta = _get_json(api, token, f"/experiments/{quote(exp_id)}")
+    convert = ubi.Converter(exp_id, meta.get("interleaving"))
+    out.mkdir(parents=True, exist_ok=True)
+    files = {index: path.open("w") for index, path in ubi_files(out, bulk).items()}
+    counts = dict.fromkeys(files, 0)
+    try:
+        for events, _ in pages(api, token, exp_id):
+            for doc in convert.feed(events):
+                index = doc[0]
+                lines = list(ubi.bulk_lines([doc])) if bulk else [line(doc[2])]
+                files[index].writelines(x + "\n" for x in lines)
+                counts[index] += 1
+    finally:
+        for fh in files.values():
+            fh.close()
+    if progress is not None:
+        progress.write(f"exported {counts[ubi.QUERIES]:,} queries and "
+                       f"{counts[ubi.EVENTS]:,} events to {out}\n")
+    return counts
+
+
 def _run(args: argparse.Namespace) -> int:
     token = admin_token(args)
+    if args.format in UBI_FORMATS:
+        export_ubi(args.api, token, args.experiment, Path(args.out),
+                   bulk=args.bulk or args.format == "ubi-bulk", progress=sys.stderr)
+        return 0
+    if args.bulk:
+        raise ValueError("--bulk goes with --format ubi")
     export(args.api, token, args.experiment, args.format, Path(args.out))
     return 0
 
@@ -94,7 +154,11 @@ def add_parser(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", metavar="EXP", help="experiment id")
     add_api_args(p)
-    p.add_argument("--format", choices=FORMATS, default="jsonl",
-                   help="jsonl (default) or parquet (needs the export extra)")
-    p.add_argument("--out", required=True, metavar="FILE", help="the file to write")
+    p.add_argument("--format", choices=(*FORMATS, *UBI_FORMATS), default="jsonl",
+                   help="jsonl (default), parquet (needs the export extra), ubi or "
+                        "ubi-bulk (OpenSearch User Behavior Insights, into a folder)")
+    p.add_argument("--bulk", action="store_true",
+                   help="with --format ubi: OpenSearch _bulk files (as --format ubi-bulk)")
+    p.add_argument("--out", required=True, metavar="FILE|DIR",
+                   help="the file to write (the folder, for ubi)")
     p.set_defaults(func=_run)

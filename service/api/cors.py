@@ -1,9 +1,9 @@
 """Cross-origin requests from search pages (``RANKDUEL_CORS_ORIGINS``).
 
 Only the front-end routes a page calls — ``/search``, ``/clicks``,
-``/impressions/ID/end`` and the click redirect ``/r`` — take part; the operator API,
-``/metrics`` and the rest never send an ``Access-Control-*`` header, so a browser refuses
-every cross-origin call to them.
+``/impressions/ID/end``, the click redirect ``/r`` and ``/ubi/events`` — take part; the
+operator API, ``/metrics`` and the rest never send an ``Access-Control-*`` header, so a
+browser refuses every cross-origin call to them.
 
 On a front-end route a request that carries an ``Origin`` header (every cross-origin
 fetch, and every POST a browser sends) must come from an allowed origin or from the API's
@@ -24,7 +24,7 @@ from service.errors import Forbidden
 
 #: the endpoints (blueprint.view) a search page calls
 FRONTEND = frozenset({"frontend.search", "frontend.clicks", "frontend.end", "frontend.outcomes",
-                      "frontend.redirect_click"})
+                      "frontend.redirect_click", "ubi.events"})
 MAX_AGE_S = 600
 
 

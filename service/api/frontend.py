@@ -24,8 +24,7 @@ from service.api.validation import parse
 from service.clicks import reports as click_ops
 from service.errors import BadRequest, TooManyRequests
 from service.id_limits import MAX_ID_CHARS
-from service.outcomes import attribution
-from service.outcomes.actions import Actions
+from service.outcomes import actions, attribution
 from service.placements import control_pages
 from service.placements import search as placement_search
 from service.runtime import Runtime, runtime
@@ -186,24 +185,13 @@ def clicks():
 def outcomes():
     rt = runtime()
     body = parse(s.Outcome, outcome_body(request), status=422, content=s.Outcome.content)
-    out = attribution.record(rt.store, rt.secret, _actions(rt), action=body.action,
+    out = attribution.record(rt.store, rt.secret, actions.for_store(rt.store), action=body.action,
                              doc=str(body.id), value=body.value, event_id=body.event_id,
                              impression_id=body.impression_id, token=body.token,
                              user=body.user, keyed=g.frontend_keyed)
     return jsonify(out), 202
 
 
-def _actions(rt: Runtime) -> Actions:
-    """This process's view of the experiments' actions (one per store)."""
-    found = _ACTIONS.get(id(rt.store))
-    if found is None:
-        store = rt.store
-        found = _ACTIONS[id(store)] = Actions(lambda: store.declarations(store.list_ids()),
-                                              read_one=lambda e: store.declarations([e]))
-    return found
-
-
-_ACTIONS: dict[int, Actions] = {}
 
 
 @OPS.post("/impressions/<imp_id>/end", "endImpression",

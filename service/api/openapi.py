@@ -77,10 +77,12 @@ def operations(default_k: int, max_k: int) -> list[Op]:
     (``k``'s default and bound are configuration)."""
     from service.api import campaigns, frontend, operator, status, ui
     from service.api import placements as placements_api
+    from service.api import ubi as ubi_api
     from service.api import webhooks as webhooks_api
 
     ops = [*frontend.OPS.ops, *operator.OPS.ops, *ui.OPS.ops, *campaigns.OPS.ops,
-           *status.OPS.ops, *placements_api.OPS.ops, *webhooks_api.OPS.ops, *OPS.ops]
+           *status.OPS.ops, *placements_api.OPS.ops, *webhooks_api.OPS.ops, *ubi_api.OPS.ops,
+           *ubi_api.ADMIN_OPS.ops, *OPS.ops]
     return [replace(op, query=op.query_for(default_k, max_k)) if op.query_for else op
             for op in ops]
 

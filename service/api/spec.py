@@ -109,6 +109,7 @@ def exp_links(source: str) -> dict[str, Any]:
         "GetAudit": {"operationId": "getAudit", "parameters": exp},
         "GetReport": {"operationId": "getReport", "parameters": exp},
         "GetEvents": {"operationId": "getEvents", "parameters": exp},
+        "GetUbi": {"operationId": "getUbi", "parameters": exp},
         "Search": {"operationId": "search", "parameters": {"experiment": source}},
         "DeleteExperiment": {"operationId": "deleteExperiment", "parameters": exp},
     }

@@ -26,10 +26,15 @@ from service.store.records import Impression
 from service.tokens import verify_token
 
 
-def _load_verified(rt: Runtime, imp_id: str, token: object) -> Impression:
+def _load_verified(rt: Runtime, imp_id: str, token: object, *, keyed: bool = False
+                   ) -> Impression:
+    """The impression, its token checked (``keyed``: a front end with a key may send
+    none; a token it sends is still checked)."""
     imp = rt.store.impression(imp_id)
     if imp is None:
         raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+    if keyed and token is None:
+        return imp
     try:
         verify_token(rt.secret, token, imp_id, imp.exp, now=time.time())
     except Forbidden:
@@ -38,22 +43,31 @@ def _load_verified(rt: Runtime, imp_id: str, token: object) -> Impression:
     return imp
 
 
-def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[str, int]],
-                  dwell_ms: dict[int, int] | None = None) -> dict[str, Any]:
-    """Validate clicks against what the impression showed and record them (once each),
-    with the dwell time per position a browser reported on return (``rankduel.js``;
-    the experiment's dwell rule applies it when crediting: :func:`service.credit.step.
-    satisfied_clicks`)."""
-    imp = _load_verified(rt, imp_id, token)
+def shown_positions(imp: Impression, clicks: list[tuple[str, int]]) -> list[int]:
+    """The 0-based positions of ``clicks`` (document, 1-based rank), each the rank the
+    impression showed the document at; 422 otherwise."""
     shown = imp.shown
     positions = []
     for doc, rank in clicks:
         if doc not in shown:
-            raise Unprocessable(f"document {doc!r} was not shown in impression {imp_id!r}")
+            raise Unprocessable(f"document {doc!r} was not shown in impression {imp.id!r}")
         if not 1 <= rank <= len(shown) or shown[rank - 1] != doc:
             raise Unprocessable(
                 f"document {doc!r} was shown at rank {shown.index(doc) + 1}, not {rank}")
         positions.append(rank - 1)
+    return positions
+
+
+def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[str, int]],
+                  dwell_ms: dict[int, int] | None = None, *, keyed: bool = False
+                  ) -> dict[str, Any]:
+    """Validate clicks against what the impression showed and record them (once each),
+    with the dwell time per position a browser reported on return (``rankduel.js``;
+    the experiment's dwell rule applies it when crediting: :func:`service.credit.step.
+    satisfied_clicks`). ``keyed``: the request carries a front-end key, which vouches
+    for a click sent without the token (``POST /ubi/events`` from a server)."""
+    imp = _load_verified(rt, imp_id, token, keyed=keyed)
+    positions = shown_positions(imp, clicks)
     added = rt.store.add_clicks(imp_id, imp.exp, positions,
                                 inactivity_s=rt.config.inactivity_s,
                                 ttl_s=rt.config.impression_ttl_s,

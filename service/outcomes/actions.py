@@ -102,3 +102,16 @@ class Actions:
     def known(self) -> list[str]:
         """The actions of the current view, sorted."""
         return sorted(self._view)
+
+
+_BY_STORE: dict[int, Actions] = {}
+
+
+def for_store(store) -> Actions:
+    """This process's view of ``store``'s experiments' actions (one per store), shared by
+    ``POST /outcomes`` and the UBI events that are conversions."""
+    found = _BY_STORE.get(id(store))
+    if found is None:
+        found = _BY_STORE[id(store)] = Actions(lambda: store.declarations(store.list_ids()),
+                                               read_one=lambda e: store.declarations([e]))
+    return found

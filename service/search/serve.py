@@ -64,7 +64,8 @@ def _interleave_rng(exp_id: str, q: str, user: str | None, arms: tuple[int, ...]
 
 def query_digest(q: str) -> str:
     """A short digest of the query, kept in a duel's record so that a next page can
-    check it is for page 1's query (the query itself is not stored)."""
+    check it is for page 1's query (the query itself is kept only in the event log,
+    for the UBI export)."""
     return hashlib.blake2b(q.encode(), digest_size=8).hexdigest()
 
 
@@ -145,6 +146,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         user_hash=user_hash(rt.secret, exp_id, user),
         rankers=[choice.by_arm[a].name for a in arms], events_maxlen=rt.config.events_maxlen,
         attribution_ttl_s=attribution_ttl(declared(choice.snapshot.meta)),
+        query=q,
     )
     metrics.labelled(metrics.IMPRESSIONS, exp_id, kind).inc()
     results = []

@@ -9,7 +9,7 @@ Each entry has a ``type`` and the impression ``id``:
 * ``impression``: ``data``, JSON: ``t``, ``arms`` (indices in ``W``), ``rankers`` (their
   names), ``shown`` (document ids), ``record`` (the interleaving record: its teams),
   ``duel``, ``forfeits``, ``seg`` (segment labels), ``user`` (a keyed hash, or null),
-  ``created``;
+  ``created``, ``q`` (the query text; absent from events saved before it was kept);
 * ``click``: ``positions`` (0-based, comma-separated), ``dwell`` (``position:ms,...``);
 * ``outcome``: ``mark`` (the credit result, JSON: ``status``, ``outcomes`` ``[[i, j, s],
   ...]``, ``t``) and ``seg``;
@@ -17,6 +17,9 @@ Each entry has a ``type`` and the impression ``id``:
   ``id`` its pending member ``~<digest>``; :mod:`service.credit.outcome_events`):
   ``mark`` (JSON: ``status``, ``outcomes`` per metric ``{name: [[i, j, s], ...]}``,
   ``values``, ``impression``, ``position``, ``action``, ``value``, ``at``) and ``seg``.
+* ``ubi``: a UBI event received by ``POST /ubi/events`` that is not a click
+  (:mod:`service.ubi`): ``action`` (its ``action_name``) and ``data`` (the event's JSON as
+  received), stored uncredited, appended without a trim like a click.
 
 **Retention** (``RANKDUEL_EVENTS_MAXLEN``, ``events_maxlen``): the impression's save
 appends with ``MAXLEN ~ N``, which trims the whole stream, click and outcome events
@@ -68,6 +71,9 @@ def event(entry_id: Any, fields: dict[Any, Any]) -> dict[str, Any]:
     elif kind in ("outcome", "metric"):
         out["mark"] = json.loads(f.get("mark") or "null")
         out["seg"] = [x for x in (f.get("seg") or "").split(",") if x]
+    elif kind == "ubi":
+        out["action"] = f.get("action")
+        out["data"] = json.loads(f.get("data") or "null")
     return out
 
 
@@ -81,6 +87,35 @@ class EventStore(StoreBase):
         start = "-" if after == "0" else f"({after}"
         rows = self.r.xrange(events_key(exp_id), min=start, max="+", count=int(limit))
         return [event(i, f) for i, f in rows]
+
+    def append_ubi_events(self, exp_id: str, events: list[tuple[str, str, str]]) -> None:
+        """Append UBI events ``(impression id, action name, the event's JSON)`` to the
+        log of ``exp_id`` (type ``ubi``), in one round trip."""
+        pipe = self.r.pipeline(transaction=False)
+        for imp_id, action, data in events:
+            pipe.xadd(events_key(exp_id), {"type": "ubi", "id": imp_id, "action": action,
+                                           "data": data})
+        pipe.execute()
+
+    def impression_events(self, exp_id: str, ids: set[str], before: str,
+                          scan: int = 10_000) -> list[dict[str, Any]]:
+        """The impression events of ``ids`` among the ``scan`` entries before the cursor
+        ``before`` (newest first: a click comes soon after its impression)."""
+        want, found, end = set(ids), [], f"({before}"
+        while want and scan > 0:
+            rows = self.r.xrevrange(events_key(exp_id), max=end, min="-",
+                                    count=min(1000, scan))
+            if not rows:
+                break
+            for i, f in rows:
+                if text(f.get(b"type", f.get("type"))) == "impression":
+                    e = event(i, f)
+                    if e["id"] in want:
+                        want.discard(e["id"])
+                        found.append(e)
+            scan -= len(rows)
+            end = f"({text(rows[-1][0])}"
+        return found[::-1]
 
     def event_count(self, exp_id: str) -> int:
         """Events the log holds now."""

@@ -62,6 +62,7 @@ class ImpressionStore(DrainStore):
         rankers: list[str] | None = None,
         events_maxlen: int = 0,
         attribution_ttl_s: int = 0,
+        query: str | None = None,
     ) -> None:
         """Store an impression (with TTL), count it and its rankers' exposure, and
         schedule its credit for when it goes idle: one script, so a client that retries
@@ -71,7 +72,9 @@ class ImpressionStore(DrainStore):
         the impression's ``seg`` field, which the credit script reads. The same script
         appends the impression's event to the experiment's event log (with ``rankers``,
         their names, and ``user_hash``, never the user id), trimmed to about
-        ``events_maxlen`` events when that is positive.
+        ``events_maxlen`` events when that is positive. ``query``, the search's text, is
+        kept in the event only (``q``, for the UBI export: :mod:`service.events.ubi`);
+        events saved before it have no ``q``.
 
         With ``attribution_ttl_s`` (an experiment with metrics of an action: the longest
         window), the same script writes the impression's attribution entry and, with
@@ -102,7 +105,8 @@ class ImpressionStore(DrainStore):
         event = (f'{{"t":{int(t)},"arms":{fields["arms"]},"rankers":{json.dumps(rankers or [])},'
                  f'"shown":{fields["shown"]},"record":{fields["record"]},"duel":{int(duel)},'
                  f'"forfeits":{fields["forfeits"]},"seg":{json.dumps(fields.get("seg", ""))},'
-                 f'"user":{json.dumps(user_hash)},"created":{fields["created"]}}}')
+                 f'"user":{json.dumps(user_hash)},"created":{fields["created"]}'
+                 + (f',"q":{_ARGS.encode(query)}}}' if query is not None else '}'))
         keys = [imp_key(exp_id, imp_id), pending_key(exp_id), counters_key(exp_id),
                 shown_key(exp_id), exp_key(exp_id), events_key(exp_id)]
         args = [imp_id, int(ttl_s), repr(now + inactivity_s),
