@@ -1,4 +1,6 @@
-"""``rankduel simulate``: offline regret simulation on a preference matrix.
+"""``rankduel simulate``: offline regret simulation on a preference matrix (and, with
+``--design ab``, offline A/B tests of the simulated world's rankers:
+:mod:`cli.commands.simulate_ab`).
 
 Contract (external scripts call it exactly so)::
 
@@ -215,6 +217,14 @@ def run_all(
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    if args.design == "ab":
+        from cli.commands.simulate_ab import run_ab
+
+        return run_ab(args)
+    missing = [o for o, v in (("--matrix", args.matrix), ("--algorithm", args.algorithm),
+                              ("--steps", args.steps)) if v is None]
+    if missing:
+        raise ValueError(f"the following arguments are required: {', '.join(missing)}")
     algorithms = [a.strip() for a in args.algorithm.split(",") if a.strip()]
     if not algorithms:
         raise ValueError("--algorithm names no algorithm")
@@ -312,14 +322,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "DIR/<name>/summary.json per algorithm and a combined DIR/regret.png."
         ),
     )
-    parser.add_argument("--matrix", required=True,
-                        help="K×K preference matrix: .txt (numpy.loadtxt), .csv or .npy")
-    parser.add_argument("--algorithm", required=True,
+    parser.add_argument("--design", choices=("interleaving", "ab"), default="interleaving",
+                        help="interleaving: dueling bandits on --matrix (default); ab: "
+                             "offline A/B tests of the simulated world's rankers")
+    parser.add_argument("--matrix",
+                        help="K×K preference matrix: .txt (numpy.loadtxt), .csv or .npy "
+                             "(required by the interleaving design)")
+    parser.add_argument("--algorithm",
                         help="algorithm name, or several separated by commas: "
                              + ", ".join(ALGORITHMS))
     parser.add_argument("--param", action="append", metavar="KEY=VALUE",
                         help="algorithm parameter (repeatable); ALGORITHM.KEY=VALUE scopes it")
-    parser.add_argument("--steps", type=parse_steps, required=True,
+    parser.add_argument("--steps", type=parse_steps,
                         help="time steps per run (e.g. 100000 or 1e6)")
     parser.add_argument("--runs", type=positive_int, default=1,
                         help="runs per algorithm (default 1)")
@@ -344,4 +358,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="record at each checkpoint the report's estimate of the "
                              "comparisons still needed to decide (per_run[]."
                              "estimated_comparisons_to_decide in summary.json; printed)")
+    from cli.commands.simulate_ab import add_arguments
+
+    add_arguments(parser)
     parser.set_defaults(func=run_simulate)
