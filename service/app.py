@@ -81,6 +81,9 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     from service.api import placements as placements_api
 
     app.register_blueprint(placements_api.bp)
+    from service.api import agreements as agreements_api
+
+    app.register_blueprint(agreements_api.bp)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(ui.bp)
 

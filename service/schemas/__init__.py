@@ -34,6 +34,9 @@ Examples
 
 from __future__ import annotations
 
+from pydantic import RootModel
+
+from service.schemas.ab import Agreement, Agreements, Confirm, NewABExperiment
 from service.schemas.base import (
     HEADER_NAME_PATTERN,
     MAX_CLICKS,
@@ -142,6 +145,15 @@ from service.schemas.placements import (
     PlacementState,
 )
 
+
+class ExperimentBody(RootModel):
+    """``POST /experiments``: an interleaving experiment (one shape per algorithm), or,
+    with ``"design": "ab"``, an A/B test on a placement (for the document: the handler
+    parses the one the body's ``design`` names)."""
+
+    root: NewExperiment | NewABExperiment
+
+
 __all__ = [
     "HEADER_NAME_PATTERN",
     "MAX_CLICKS",
@@ -158,6 +170,8 @@ __all__ = [
     "PROBE",
     "RANKER_NAME_PATTERN",
     "RANKER_URL_PATTERN",
+    "Agreement",
+    "Agreements",
     "AssessorCreated",
     "Audit",
     "AuditEntry",
@@ -170,6 +184,7 @@ __all__ = [
     "Clicks",
     "ClicksAccepted",
     "Closed",
+    "Confirm",
     "DocId",
     "Elimination",
     "EndForm",
@@ -178,6 +193,7 @@ __all__ = [
     "Error",
     "EventsQuery",
     "Experiment",
+    "ExperimentBody",
     "ExperimentDeleted",
     "ExperimentList",
     "ExperimentPatch",
@@ -199,6 +215,7 @@ __all__ = [
     "LifecycleChanged",
     "Matrix",
     "Name",
+    "NewABExperiment",
     "NewAssessor",
     "NewCampaign",
     "NewExperiment",

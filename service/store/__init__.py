@@ -20,6 +20,8 @@
 * :mod:`service.store.control_pages`: the control's pages (a click once per page, the
   fold of settled buckets);
 * :mod:`service.store.history`: a small time series per experiment;
+* :mod:`service.store.ab`: A/B experiments' per-user counts and moments, the confirmed
+  pairs;
 * :mod:`service.store.migration`: from the previous key layout to the current one.
 
 Storage only stores: plain reads, writes and Lua scripts (each a ``.lua`` file next to
@@ -39,6 +41,7 @@ them to HTTP statuses in one place (:mod:`service.app`).
 
 from __future__ import annotations
 
+from service.store.ab import ABStore
 from service.store.base import (
     AUDIT_MAX,
     DUE_MARK_EVERY_S,
@@ -65,7 +68,7 @@ from service.store.rate_limits import LimitStore
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
             LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
-            StoreBase):
+            ABStore, StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

@@ -144,6 +144,7 @@ class ImpressionStore(DrainStore):
             credited="credited" in d,
             reports=int(d.get("reports") or 0),
             urls=json.loads(d["urls"]) if d.get("urls") else [],
+            design=d.get("design") or "interleaving",
         )
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,

@@ -49,6 +49,8 @@ are part of the key), ``<i>`` an impression id::
                                   the step t it was credited at), seg (its segment
                                   labels, "dim=value,..."), ...                    (TTL)
     rd:{e}:imp:<i>:clicks   SET   clicked positions (0-based)                      (TTL)
+    rd:{e}:ab:users         HASH  an A/B experiment's per-user counts (service.store.ab)
+    rd:{e}:ab:m             HASH  an A/B experiment's per-arm moments of its metrics
 
 and keys outside any experiment, never read inside a per-experiment transaction or
 script (on a cluster they live wherever their own name hashes)::
@@ -87,6 +89,8 @@ on one shard; :mod:`service.placements.operations`)::
     rd:{pl-<p>}:page:<id>   STRING a control page's first click seen (dedupe; expires
                                   after the page's click window)
     rd:placements           SET   placement names
+    rd:agreements           HASH  confirmed pairs: the A/B experiment's id -> JSON (the
+                                  interleaving experiment it confirms, both verdicts)
 
 An experiment's own guardrail counters on its placement searches are ``g:``-prefixed
 fields of ``rd:{e}:counters`` (``g:<ranker>:calls``, ``:failures``, ``:empty``,
@@ -216,6 +220,18 @@ def history_key(exp_id: str) -> str:
     return f"{_tag(exp_id)}:history"
 
 
+def ab_users_key(exp_id: str) -> str:
+    """An A/B experiment's per-user counts (:mod:`service.store.ab`): ``<arm>:<user>:s``
+    searches and ``<arm>:<user>:c`` clicked searches, the user a keyed hash."""
+    return f"{_tag(exp_id)}:ab:users"
+
+
+def ab_moments_key(exp_id: str) -> str:
+    """An A/B experiment's per-arm moments of each per-user metric (:mod:`service.store.
+    ab`): ``<arm>:<metric>:n``, ``:total``, ``:squares``."""
+    return f"{_tag(exp_id)}:ab:m"
+
+
 def imp_key(exp_id: str, imp_id: str) -> str:
     return f"{_tag(exp_id)}:imp:{imp_id}"
 
@@ -291,6 +307,8 @@ def experiment_of(imp_id: str) -> str | None:
 
 # ---------------------------------------------------------------------- placements
 PLACEMENTS = PREFIX + "placements"
+#: confirmed pairs (interleaving verdict, A/B test): confirming experiment -> JSON
+AGREEMENTS = PREFIX + "agreements"
 
 
 def placement_key(name: str) -> str:

@@ -1,0 +1,193 @@
+"""A/B experiments on a placement, live: a real API, Redis and HTTP toy rankers
+(docs/ab-tests.md). Simulated users (a seeded generator) search through the placement
+and click with a probability set by the arm's ranker, so the true CTR lift is known;
+the report must decide in the right direction with the true lift inside its interval,
+an A/A test must not decide, and a treatment that times out for a tenth of its searches
+(whose users are then served, and counted in, the control) must be flagged by the split
+check within the run, with the arm and its numbers."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlencode
+
+import numpy as np
+import pytest
+
+#: the toy ranker "good" is the control's; "alt" and "flaky" are treatments
+CTR = {"prod": 0.30, "good": 0.30, "alt": 0.45, "flaky": 0.30}
+
+
+def _toy_rankers():
+    from flask import Flask, jsonify, request
+
+    app = Flask("ab-rankers")
+    calls = itertools.count()
+    lock = threading.Lock()
+
+    @app.get("/r/<name>")
+    def rank(name: str):
+        k = int(request.args.get("k", 10))
+        if name == "flaky":
+            with lock:
+                n = next(calls)
+            if n % 10 == 9:  # a tenth of its searches time out
+                time.sleep(0.5)
+        docs = [f"d{i:02d}" for i in range(k)]
+        if name == "alt":
+            docs = docs[1:] + docs[:1]
+        return jsonify({"results": [{"id": d, "source": name} for d in docs]})
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def ab_rankers(api):
+    from demo.stack import ThreadedServer
+
+    server = ThreadedServer(_toy_rankers())
+    yield server
+    server.close()
+
+
+def ranker(server, name: str, path: str | None = None, timeout_ms: int = 2000) -> dict:
+    return {"name": name, "url": f"{server.url}/r/{path or name}", "timeout_ms": timeout_ms}
+
+
+def new_placement(client, server) -> str:
+    name = f"ab-{secrets.token_hex(3)}"
+    status, body = client.request("POST", "/placements", {
+        "name": name, "control": ranker(server, "prod", "good"), "probe": False}, admin=True)
+    assert status == 201, body
+    return name
+
+
+def new_ab(client, server, place: str, *treatments: tuple[str, str], traffic=1.0,
+           timeout_ms: int = 2000, **extra) -> str:
+    status, body = client.request("POST", "/experiments", {
+        "design": "ab", "name": f"ab {place}", "placement": place, "traffic": traffic,
+        "rankers": [ranker(server, n, p, timeout_ms) for n, p in treatments],
+        "probe": False, **extra}, admin=True)
+    assert status == 201, body
+    assert body["design"] == "ab" and body["control"] == "prod"
+    return body["id"]
+
+
+def simulate(client, place: str, users: range, seed: int, *, searches: int = 2,
+             threads: int = 8) -> dict[str, int]:
+    """Each user searches up to ``searches`` times; a search is clicked with the CTR of
+    the ranker whose list was served. Returns searches served per ranker."""
+    served: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def one(u: int) -> None:
+        rng = np.random.default_rng([seed, u])
+        for _ in range(int(rng.integers(1, searches + 1))):
+            status, out = client.request("GET", "/search?" + urlencode({
+                "placement": place, "q": "shoes", "k": 5, "user": f"user-{seed}-{u}"}))
+            assert status == 200, out
+            who = out["rankers"][0]
+            with lock:
+                served[who] = served.get(who, 0) + 1
+            if out["impression_id"] and rng.random() < CTR[who]:
+                top = out["results"][0]
+                status, got = client.request("POST", "/clicks", {
+                    "impression_id": out["impression_id"], "token": out["token"],
+                    "clicks": [{"id": top["id"], "rank": 1}]})
+                assert status == 202, got
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, users))
+    return served
+
+
+def report(client, exp_id: str) -> dict:
+    status, body = client.request("GET", f"/experiments/{exp_id}/report", admin=True)
+    assert status == 200, body
+    return body
+
+
+def test_a_search_shows_one_arm_whole_and_a_click_counts_once(client, ab_rankers):
+    place = new_placement(client, ab_rankers)
+    exp = new_ab(client, ab_rankers, place, ("new", "alt"))
+    seen = {}
+    for u in range(40):
+        status, out = client.request("GET", "/search?" + urlencode({
+            "placement": place, "q": "q", "k": 5, "user": f"u{u}"}))
+        assert status == 200, out
+        assert out["experiment"] == exp and out["impression_id"] and out["token"]
+        ids = [r["id"] for r in out["results"]]
+        assert ids == ([f"d{i:02d}" for i in range(5)] if out["rankers"] == ["prod"]
+                       else ["d01", "d02", "d03", "d04", "d00"])  # a list whole
+        seen.setdefault(out["rankers"][0], out)
+        again = client.request("GET", "/search?" + urlencode({
+            "placement": place, "q": "q", "k": 5, "user": f"u{u}"}))[1]
+        assert again["rankers"] == out["rankers"]  # sticky
+    assert set(seen) == {"prod", "new"}
+    imp = seen["new"]
+    body = {"impression_id": imp["impression_id"], "token": imp["token"],
+            "clicks": [{"id": imp["results"][0]["id"], "rank": 1}]}
+    for _ in range(3):  # repeated reports: one clicked search
+        assert client.request("POST", "/clicks", body)[0] == 202
+    status, end = client.request("POST", f"/impressions/{imp['impression_id']}/end",
+                                 {"token": imp["token"]})
+    assert status == 202 and end["status"] == "closed", end
+    rep = report(client, exp)
+    arms = {a["name"]: a for a in rep["arms"]}
+    assert arms["new"]["clicked_searches"] == 1
+    assert arms["new"]["users"] + arms["prod"]["users"] == 40
+    assert arms["new"]["searches"] + arms["prod"]["searches"] == 80
+    assert rep["design"] == "ab" and rep["control"] == "prod" and not rep["decided"]
+    # an interleaving experiment's report and state are as they were
+    state = client.request("GET", f"/experiments/{exp}", admin=True)[1]
+    assert state["design"] == "ab"
+
+
+def run_until(client, place: str, exp_id: str, done, *, seed: int, batch: int = 300,
+              most: int = 4000, searches: int = 2) -> tuple[dict, int]:
+    """Simulate users in batches until ``done(report)`` or ``most`` users; the report
+    and the users simulated."""
+    start = 0
+    while True:
+        simulate(client, place, range(start, start + batch), seed, searches=searches)
+        start += batch
+        rep = report(client, exp_id)
+        if done(rep) or start >= most:
+            return rep, start
+
+
+def test_a_known_ctr_lift_is_decided_in_its_direction_with_the_lift_inside(client,
+                                                                          ab_rankers):
+    place = new_placement(client, ab_rankers)
+    exp = new_ab(client, ab_rankers, place, ("better", "alt"))
+    CTR["better"] = CTR["alt"]
+    t0 = time.monotonic()
+    rep, users = run_until(client, place, exp, lambda r: r["decided"], seed=11)
+    took = time.monotonic() - t0
+    comp = rep["metrics"]["ctr"]["better"]
+    assert rep["decided"], (users, rep["verdict"])
+    assert comp["direction"] == 1
+    true_lift = CTR["alt"] / CTR["prod"] - 1  # each search clicked independently
+    lo, hi = comp["lift_interval"]
+    assert lo <= true_lift <= hi, (lo, true_lift, hi)
+    lo, hi = comp["interval"]
+    assert lo <= CTR["alt"] - CTR["prod"] <= hi
+    assert rep["trusted"] and not rep["srm"]["flagged"], rep["srm"]
+    assert "higher ctr than prod" in rep["verdict"]
+    print(f"decided after {users} users in {took:.1f} s: {rep['verdict']}")
+
+
+def test_an_aa_test_is_not_decided(client, ab_rankers):
+    place = new_placement(client, ab_rankers)
+    exp = new_ab(client, ab_rankers, place, ("same", "good"))
+    CTR["same"] = CTR["prod"]
+    rep, _ = run_until(client, place, exp, lambda r: False, seed=12, batch=400,
+                       most=1200)
+    assert not rep["decided"], rep["verdict"]
+    assert all(a["users"] >= 100 for a in rep["arms"]), rep["arms"]
+    assert not rep["srm"]["flagged"], rep["srm"]
+    assert rep["verdicts"]["same"]["statement"].startswith("same: not decided")
