@@ -26,6 +26,7 @@ from typing import Any
 from rollout import srm
 from rollout.ab import Moments, ab_report, agreement_rate, agrees
 from rollout.ab.arms import equal_shares
+from service.reports import splits
 from service.store import Store
 from service.store.ab import AB_METRICS
 from service.store.snapshot import Snapshot
@@ -62,6 +63,10 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
     delta = float(meta.get("error_rate") or 0.05)
     out = ab_report({m: arms[m] for m in AB_METRICS}, control, delta, [users])
     verdicts = out["verdict"] if len(names) > 2 else {names[1]: out["verdict"]}
+    split = splits.section(store, meta)  # the experiment's share of its placement
+    for v in verdicts.values():
+        v["statement"] = splits.untrusted(v["statement"], split)
+        v["trusted"] = v["trusted"] and not split["flagged"]
     shares = equal_shares(names)
     total_users = sum(arms["ctr"][n].n for n in names)
     table = []
@@ -82,7 +87,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
                   "values; SRM: Dirichlet-multinomial sequential test (Lindon & Malek 2022) "
                   "at p < 0.001",
         "arms": table, "metrics": out["metrics"], "srm": out["srm"],
-        "srm_searches": searches.to_json(), "verdicts": verdicts,
+        "srm_searches": searches.to_json(), "split": split, "verdicts": verdicts,
         "verdict": "; ".join(v["statement"] for v in verdicts.values()),
         "decided": all(v["decided"] for v in verdicts.values()),
         "trusted": all(v["trusted"] for v in verdicts.values()),
@@ -91,10 +96,14 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
 
 
 def flagged(store: Store, snap: Snapshot) -> bool:
-    """Whether an A/B experiment's split is flagged now (the metric's value)."""
-    names, arms = arms_of(store, snap)
-    users, _ = split_checks(names, arms)
-    return srm.check([users]).flagged
+    """Whether any split of an experiment is flagged now (the metric's value): its
+    arms' users (an A/B test), its share of its placement, team draft's coin."""
+    if snap.meta.get("design") == "ab":
+        names, arms = arms_of(store, snap)
+        users, _ = split_checks(names, arms)
+        if srm.check([users]).flagged:
+            return True
+    return splits.section(store, snap.meta)["flagged"]
 
 
 def agreements(store: Store) -> dict[str, Any]:

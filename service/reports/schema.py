@@ -138,6 +138,11 @@ class Report(BaseModel):
     rollout: dict[str, Any] | None = Field(
         None, description="its placement, share and guardrail state, with the reason a "
                           "guardrail paused it (null: no placement)")
+    split: dict[str, Any] | None = Field(
+        None, description="every split checked (sample ratio mismatch, p < 0.001): "
+        "`placement` (users and searches against the shares in force, per period), "
+        "`first_pick` and `positions` (team draft's coin), `flagged`, `message`; while "
+        "flagged the verdict says it is not to be trusted")
     segments: SegmentReport | None = Field(
         None, description="per segment value, the champion against each ranker, and the "
                           "values that prefer another ranker (null: no segments)")

@@ -36,6 +36,7 @@ import numpy as np
 from rollout import call_counts
 from service import metrics
 from service.errors import BadGateway
+from service.reports import splits
 from service.runtime import Runtime
 from service.search import ab, degraded
 from service.search.ranker_health import RankerHealth, SearchTiming
@@ -143,6 +144,8 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     now = time.time()
     expires = int(now + rt.config.token_ttl_s)
     counters = {"impressions": 1, kind: 1}
+    if duel and len(arms) == 2 and "teams" in record:  # team draft's coin, checked (SRM)
+        counters.update(splits.team_fields(record["teams"]))
     if fallback:  # also a multileaved comparison that lost some of its rankers
         counters["fallback"] = 1
     if calls:

@@ -20,6 +20,7 @@
 * :mod:`service.store.control_pages`: the control's pages (a click once per page, the
   fold of settled buckets);
 * :mod:`service.store.history`: a small time series per experiment;
+* :mod:`service.store.splits`: every split of a placement counted per period, for SRM;
 * :mod:`service.store.ab`: A/B experiments' per-user counts and moments, the confirmed
   pairs;
 * :mod:`service.store.migration`: from the previous key layout to the current one.
@@ -64,11 +65,12 @@ from service.store.impressions import ImpressionStore
 from service.store.placements import PlacementStore
 from service.store.ranker_health import HealthStore, parse_health
 from service.store.rate_limits import LimitStore
+from service.store.splits import SplitStore
 
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
             LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
-            ABStore, StoreBase):
+            ABStore, SplitStore, StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

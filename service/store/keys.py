@@ -88,6 +88,10 @@ on one shard; :mod:`service.placements.operations`)::
                                   c:<end> clicked (rollout.control_pages)
     rd:{pl-<p>}:page:<id>   STRING a control page's first click seen (dedupe; expires
                                   after the page's click window)
+    rd:{pl-<p>}:split:periods HASH the shares in force per period (placement version ->
+                                  JSON arm -> share; service.store.splits)
+    rd:{pl-<p>}:split:s     HASH  searches per period and arm ("<version>|<arm>")
+    rd:{pl-<p>}:split:u:<v>:<arm> HLL the users seen in that arm in period v
     rd:placements           SET   placement names
     rd:agreements           HASH  confirmed pairs: the A/B experiment's id -> JSON (the
                                   interleaving experiment it confirms, both verdicts)
@@ -323,6 +327,22 @@ def placement_key(name: str) -> str:
 def placement_control_key(name: str) -> str:
     """The control ranker's guardrail counters of placement ``name``."""
     return f"{placement_key(name)}:control"
+
+
+def split_periods_key(name: str) -> str:
+    """The shares in force on placement ``name`` per period (:mod:`service.store.splits`):
+    placement version -> JSON {arm: share}."""
+    return f"{placement_key(name)}:split:periods"
+
+
+def split_searches_key(name: str) -> str:
+    """Searches per period and arm of placement ``name``: ``<version>|<arm>`` -> n."""
+    return f"{placement_key(name)}:split:s"
+
+
+def split_users_key(name: str, version: int, arm: str) -> str:
+    """The users (HyperLogLog) seen in an arm of placement ``name`` in one period."""
+    return f"{placement_key(name)}:split:u:{int(version)}:{arm}"
 
 
 def placement_page_key(name: str, page_id: str) -> str:

@@ -37,8 +37,10 @@ def _toy_rankers():
                 n = next(calls)
             if n % 10 == 9:  # a tenth of its searches time out
                 time.sleep(0.5)
+        if name.startswith("tenth") and request.args.get("q", "").endswith("0"):
+            time.sleep(0.5)  # the searches of a tenth of the users time out
         docs = [f"d{i:02d}" for i in range(k)]
-        if name == "alt":
+        if name in ("alt", "tenth-alt"):
             docs = docs[1:] + docs[:1]
         return jsonify({"results": [{"id": d, "source": name} for d in docs]})
 
@@ -191,3 +193,72 @@ def test_an_aa_test_is_not_decided(client, ab_rankers):
     assert all(a["users"] >= 100 for a in rep["arms"]), rep["arms"]
     assert not rep["srm"]["flagged"], rep["srm"]
     assert rep["verdicts"]["same"]["statement"].startswith("same: not decided")
+
+
+def test_a_treatment_that_times_out_for_a_tenth_is_flagged_as_srm(client, ab_rankers):
+    # "flaky" times out on every tenth call: those searches are served the control's
+    # list and count in the control, so the treatment loses a tenth of its users
+    place = new_placement(client, ab_rankers)
+    # (the failures guardrail would pause it at 5 % of failed calls: not in this test)
+    exp = new_ab(client, ab_rankers, place, ("flaky", "flaky"), timeout_ms=200,
+                 guardrails={"max_failure_rate": 0.5})
+    t0 = time.monotonic()
+    rep, users = run_until(client, place, exp, lambda r: r["srm"]["flagged"], seed=13,
+                           batch=500, most=6000, searches=1)
+    took = time.monotonic() - t0
+    srm = rep["srm"]
+    assert srm["flagged"], (users, srm)
+    assert srm["arm"] == "flaky"
+    assert srm["observed"]["flaky"] < srm["expected"]["flaky"]
+    assert "'flaky' got" in srm["message"] and "where 50 % were assigned" in srm["message"]
+    assert not rep["trusted"]
+    assert rep["verdict"].startswith("not to be trusted until the split is explained")
+    arms = {a["name"]: a for a in rep["arms"]}
+    assert arms["flaky"]["observed_share"] < 0.48 < arms["prod"]["observed_share"]
+    print(f"flagged after {users} users in {took:.1f} s: {srm['message']}")
+    # the metric says so, by placement and experiment
+    status, text = client.request("GET", "/metrics", admin=True)
+    text = text if isinstance(text, str) else str(text)
+    line = f'rankduel_srm_flagged{{experiment="{exp}",placement="{place}"}} 1.0'
+    assert status == 200 and line in text, [x for x in text.splitlines() if "srm" in x]
+
+
+def test_an_interleaving_experiment_that_falls_back_for_a_tenth_is_flagged(client,
+                                                                         ab_rankers):
+    # both rankers time out for the users whose query ends in 0: those searches fall
+    # back to the placement's control list and count there
+    place = new_placement(client, ab_rankers)
+    status, body = client.request("POST", "/experiments", {
+        "name": "tenth", "algorithm": "uniform", "interleaving": "team_draft",
+        "rankers": [ranker(ab_rankers, "a", "tenth", 200), ranker(ab_rankers, "b",
+                                                                 "tenth-alt", 200)],
+        "placement": place, "traffic": 0.5, "probe": False,
+        "guardrails": {"max_failure_rate": 0.5}}, admin=True)
+    assert status == 201, body
+    exp = body["id"]
+
+    def one(u: int) -> None:
+        status, out = client.request("GET", "/search?" + urlencode({
+            "placement": place, "q": f"q{u}", "k": 5, "user": f"i-{u}"}))
+        assert status == 200, out
+
+    rep, start = None, 0
+    while start < 6000:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(one, range(start, start + 500)))
+        start += 500
+        rep = report(client, exp)
+        if rep["split"]["flagged"]:
+            break
+    split = rep["split"]
+    assert split["flagged"], (start, split)
+    users = split["placement"]["users"]
+    assert users["arm"] == "treatment" and users["flagged"]
+    assert users["observed"]["treatment"] < users["expected"]["treatment"]
+    assert users["message"].startswith("the treatment got ")
+    assert "where 50 % were assigned" in users["message"]
+    assert rep["verdict"].startswith("not to be trusted until the split is explained")
+    # team draft's coin is fair: neither the first pick nor a position is flagged
+    assert split["first_pick"] and not split["first_pick"]["flagged"], split["first_pick"]
+    assert not split["positions"]["flagged"], split["positions"]
+    print(f"flagged after {start} users: {split['message']}")
