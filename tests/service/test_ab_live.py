@@ -262,3 +262,75 @@ def test_an_interleaving_experiment_that_falls_back_for_a_tenth_is_flagged(clien
     assert split["first_pick"] and not split["first_pick"]["flagged"], split["first_pick"]
     assert not split["positions"]["flagged"], split["positions"]
     print(f"flagged after {start} users: {split['message']}")
+
+
+def _certify(rd, exp_id: str, winner: int, loser: int) -> None:
+    """The comparisons a worker would have credited, applied with the policy's own
+    update() (as tests/service/test_report_words.py does): ``winner`` certified."""
+    from service.store import Store
+    from service.transaction import update_experiment
+
+    def write(snap, pipe):
+        bandit = snap.bandit
+        for n in range(4000):
+            bandit.update(winner, loser, 1.0 if n % 10 else 0.0)
+        Store(rd).write_state(pipe, exp_id, bandit)
+
+    update_experiment(Store(rd), exp_id, write)
+
+
+def test_a_confirmed_verdict_and_its_ab_test_appear_in_agreements(client, ab_rankers, rd):
+    place = new_placement(client, ab_rankers)
+    status, body = client.request("POST", "/experiments", {
+        "name": "which", "algorithm": "recommended", "interleaving": "team_draft",
+        "rankers": [ranker(ab_rankers, "prod", "good"), ranker(ab_rankers, "new", "alt")],
+        "placement": place, "traffic": 0.5, "probe": False}, admin=True)
+    assert status == 201, body
+    inter = body["id"]
+    # not certified yet: nothing to confirm
+    status, err = client.request("POST", f"/experiments/{inter}/confirm", {}, admin=True)
+    assert status == 409 and "not certified" in err["error"], err
+    _certify(rd, inter, winner=1, loser=0)
+    assert client.report(inter)["champion"] == "new"
+    # the interleaving experiment stops; its winner's A/B test takes the whole placement
+    assert client.request("POST", f"/experiments/{inter}/stop", admin=True)[0] == 200
+    status, ab = client.request("POST", f"/experiments/{inter}/confirm",
+                                {"traffic": 1.0}, admin=True)
+    assert status == 201, ab
+    assert ab["design"] == "ab" and ab["confirms"] == inter and ab["control"] == "prod"
+    assert [r["name"] for r in ab["rankers"]] == ["prod", "new"]
+    assert client.experiment(inter)["confirmed_by"] == ab["id"]
+    status, again = client.request("POST", f"/experiments/{inter}/confirm", {}, admin=True)
+    assert status == 409 and "confirmed already" in again["error"]
+    status, err = client.request("POST", f"/experiments/{ab['id']}/confirm", {}, admin=True)
+    assert status == 409 and "A/B test" in err["error"]
+
+    def pair() -> dict:
+        status, got = client.request("GET", "/agreements", admin=True)
+        assert status == 200, got
+        return next(p for p in got["pairs"] if p["ab"] == ab["id"]), got["rate"]
+
+    before, _ = pair()
+    assert before["decided"] is False and before["agree"] is None
+    assert before["winner"] == "new" and before["preference"] > 0.5
+    assert "new" in before["interleaving_verdict"]
+    CTR["new"] = CTR["alt"]
+    rep, _ = run_until(client, place, ab["id"], lambda r: r["decided"], seed=21)
+    assert rep["decided"] and rep["confirms"] == inter
+    after, rate = pair()
+    assert after["decided"] is True and after["agree"] is True, after
+    assert after["lift"] > 0 and after["interval"][0] > 0  # decided on the difference
+    assert "higher ctr than prod" in after["ab_verdict"]
+    assert rate["pairs"] >= 1 and rate["agree"] >= 1
+    status, text = client.request("GET", "/metrics", admin=True)
+    assert "rankduel_agreement_rate " in text and "rankduel_agreement_pairs " in text
+
+
+def test_confirm_needs_a_placement(client, ab_rankers):
+    status, body = client.request("POST", "/experiments", {
+        "name": "loose", "algorithm": "uniform", "interleaving": "team_draft",
+        "rankers": [ranker(ab_rankers, "x", "good"), ranker(ab_rankers, "y", "alt")],
+        "probe": False}, admin=True)
+    assert status == 201, body
+    status, err = client.request("POST", f"/experiments/{body['id']}/confirm", admin=True)
+    assert status == 409 and "on no placement" in err["error"], err
