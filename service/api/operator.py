@@ -25,7 +25,7 @@ from service.placements import operations as placements
 from service.placements import traffic as rollout_api
 from service.reports import ab as ab_report
 from service.reports.build import build as build_report
-from service.reports.schema import Report
+from service.reports.schema import AnyReport
 from service.runtime import Runtime, runtime
 from service.schemas import AuditQuery, NewExperiment, NewRanker
 from service.schemas.ranker_versions import NewRankerVersion
@@ -257,7 +257,7 @@ def events(exp_id: str):
 @OPS.get("/<exp_id>/report", "getReport",
     "What the experiment has decided: verdict, champion, certification, estimate",
     path_params=EXP_ID, operator=True,
-    responses={200: Report, 401: None, 404: None, 503: None})
+    responses={200: AnyReport, 401: None, 404: None, 503: None})
 def report(exp_id: str):
     """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
     rt = runtime()

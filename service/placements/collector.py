@@ -52,9 +52,13 @@ class RolloutCollector:
                 for exp_id, t in (data["tripped"] or {}).items():
                     tripped.add_metric([name, exp_id, t["rule"]], 1)
                 for e in data["experiments"]:
-                    snap = self.store.snapshot(e["experiment"])
-                    srm.add_metric([name, e["experiment"]],
-                                   int(ab_reports.flagged(self.store, snap)))
+                    try:
+                        snap = self.store.snapshot(e["experiment"])
+                        srm.add_metric([name, e["experiment"]],
+                                       int(ab_reports.flagged(self.store, snap)))
+                    except Exception:  # deleted meanwhile: the others still show
+                        log.warning("metrics: no split of %s", e["experiment"],
+                                    exc_info=True)
             except Exception:  # one unreadable placement must not hide the others
                 log.error("metrics: cannot read placement %s", name, exc_info=True)
         return [tripped, share, *health.values(), srm, *self._agreements()]

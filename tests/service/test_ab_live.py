@@ -138,6 +138,12 @@ def test_a_search_shows_one_arm_whole_and_a_click_counts_once(client, ab_rankers
     status, end = client.request("POST", f"/impressions/{imp['impression_id']}/end",
                                  {"token": imp["token"]})
     assert status == 202 and end["status"] == "closed", end
+    # the next page continues the arm's list (not another search of the user)
+    status, page2 = client.request("GET", "/search?" + urlencode({
+        "experiment": exp, "q": "q", "k": 5, "user": "u0", "page": 2,
+        "impression_id": seen["prod"]["impression_id"], "token": seen["prod"]["token"]}))
+    assert status == 200, page2
+    assert [r["id"] for r in page2["results"]] == [f"d{i:02d}" for i in range(5, 10)]
     rep = report(client, exp)
     arms = {a["name"]: a for a in rep["arms"]}
     assert arms["new"]["clicked_searches"] == 1
@@ -163,7 +169,10 @@ def run_until(client, place: str, exp_id: str, done, *, seed: int, batch: int = 
 
 
 def test_a_known_ctr_lift_is_decided_in_its_direction_with_the_lift_inside(client,
-                                                                          ab_rankers):
+                                                                          ab_rankers,
+                                                                          worker):
+    # (the workers run and sweep meanwhile: an A/B test needs none, and they leave its
+    # counts alone)
     place = new_placement(client, ab_rankers)
     exp = new_ab(client, ab_rankers, place, ("better", "alt"))
     CTR["better"] = CTR["alt"]
@@ -279,7 +288,8 @@ def _certify(rd, exp_id: str, winner: int, loser: int) -> None:
     update_experiment(Store(rd), exp_id, write)
 
 
-def test_a_confirmed_verdict_and_its_ab_test_appear_in_agreements(client, ab_rankers, rd):
+def test_a_confirmed_verdict_and_its_ab_test_appear_in_agreements(client, ab_rankers, rd,
+                                                                   worker):
     place = new_placement(client, ab_rankers)
     status, body = client.request("POST", "/experiments", {
         "name": "which", "algorithm": "recommended", "interleaving": "team_draft",
