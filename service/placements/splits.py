@@ -6,9 +6,10 @@ placement's version, :class:`service.placements.operations.View`; the shares of 
 version are recorded with it, :mod:`service.store.splits`).
 
 The counts are gathered in memory and written at most every :data:`FLUSH_S` per process
-(one pipeline: ``HINCRBY`` and ``PFADD``), like the control's guardrail counts: no Redis
-call of its own on a search. A process that dies loses at most that long of counts, of
-every arm alike. The user goes in as a short keyed hash, never the id.
+(one script: :meth:`service.store.splits.SplitStore.count_split`, which counts each user
+once, where first seen), like the control's guardrail counts: no Redis call of its own on
+a search. A process that dies loses at most that long of counts, of every arm alike. The
+user goes in as a short keyed hash, never the id.
 """
 
 from __future__ import annotations

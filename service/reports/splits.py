@@ -7,8 +7,9 @@ deviation), for the report, the metric ``rankduel_srm_flagged`` and the alert:
   placement's versions: ramps and pauses included, :mod:`service.store.splits`), the
   rest of the placement (its control and the other experiments) as the other arm. A
   search that fell back to the control's list counts for the control: a treatment that
-  fails for some users shows here. A user seen in several periods counts in each
-  (per-period HyperLogLogs): each period's count is that period's sample;
+  fails for some users shows here. A user counts once, in the period and arm that first
+  saw them (:mod:`service.store.splits`): the new users of a period are that period's
+  sample;
 * **team draft's coin** (interleaving): which team picked first and each position's
   team, counted when the impression is saved (:func:`team_fields`), against 50/50
   (:func:`rollout.srm.check_first_pick`, :func:`rollout.srm.check_positions`).

@@ -91,7 +91,8 @@ on one shard; :mod:`service.placements.operations`)::
     rd:{pl-<p>}:split:periods HASH the shares in force per period (placement version ->
                                   JSON arm -> share; service.store.splits)
     rd:{pl-<p>}:split:s     HASH  searches per period and arm ("<version>|<arm>")
-    rd:{pl-<p>}:split:u:<v>:<arm> HLL the users seen in that arm in period v
+    rd:{pl-<p>}:split:u     HASH  users first seen per period and arm ("<version>|<arm>")
+    rd:{pl-<p>}:split:seen  SET   every user the placement has seen (keyed hashes)
     rd:placements           SET   placement names
     rd:agreements           HASH  confirmed pairs: the A/B experiment's id -> JSON (the
                                   interleaving experiment it confirms, both verdicts)
@@ -340,9 +341,15 @@ def split_searches_key(name: str) -> str:
     return f"{placement_key(name)}:split:s"
 
 
-def split_users_key(name: str, version: int, arm: str) -> str:
-    """The users (HyperLogLog) seen in an arm of placement ``name`` in one period."""
-    return f"{placement_key(name)}:split:u:{int(version)}:{arm}"
+def split_users_key(name: str) -> str:
+    """Users first seen per period and arm of placement ``name``: ``<version>|<arm>`` ->
+    n."""
+    return f"{placement_key(name)}:split:u"
+
+
+def split_seen_key(name: str) -> str:
+    """Every user placement ``name`` has seen (a short keyed hash each)."""
+    return f"{placement_key(name)}:split:seen"
 
 
 def placement_page_key(name: str, page_id: str) -> str:

@@ -38,7 +38,7 @@ def _toy_rankers():
             if n % 10 == 9:  # a tenth of its searches time out
                 time.sleep(0.5)
         if name.startswith("tenth") and request.args.get("q", "").endswith("0"):
-            time.sleep(0.5)  # the searches of a tenth of the users time out
+            time.sleep(1.5)  # the searches of a tenth of the users time out
         docs = [f"d{i:02d}" for i in range(k)]
         if name in ("alt", "tenth-alt"):
             docs = docs[1:] + docs[:1]
@@ -239,8 +239,10 @@ def test_an_interleaving_experiment_that_falls_back_for_a_tenth_is_flagged(clien
     place = new_placement(client, ab_rankers)
     status, body = client.request("POST", "/experiments", {
         "name": "tenth", "algorithm": "uniform", "interleaving": "team_draft",
-        "rankers": [ranker(ab_rankers, "a", "tenth", 200), ranker(ab_rankers, "b",
-                                                                 "tenth-alt", 200)],
+        # (a timeout long enough that a busy machine's slow answer is not one: the
+        # circuit breaker would quarantine the rankers for everyone)
+        "rankers": [ranker(ab_rankers, "a", "tenth", 1000),
+                    ranker(ab_rankers, "b", "tenth-alt", 1000)],
         "placement": place, "traffic": 0.5, "probe": False,
         "guardrails": {"max_failure_rate": 0.5}}, admin=True)
     assert status == 201, body
@@ -253,7 +255,7 @@ def test_an_interleaving_experiment_that_falls_back_for_a_tenth_is_flagged(clien
 
     rep, start = None, 0
     while start < 6000:
-        with ThreadPoolExecutor(8) as pool:
+        with ThreadPoolExecutor(16) as pool:
             list(pool.map(one, range(start, start + 500)))
         start += 500
         rep = report(client, exp)

@@ -55,3 +55,24 @@ def test_lua_moments_match_python_increments(store, rd):
                                                if a == arm)
     for key in rd.scan_iter(match=f"rd:{{{exp}}}*"):
         rd.delete(key)
+
+
+def test_a_placement_counts_each_user_once_where_first_seen(store, rd):
+    name = f"split-{secrets.token_hex(3)}"
+    pipe = rd.pipeline()
+    store.record_period(pipe, name, 2, {"e1": 0.1, "control": 0.9})
+    store.record_period(pipe, name, 4, {"e1": 0.5, "control": 0.5})
+    pipe.execute()
+    assert store.count_split(name, {(2, "e1"): 3, (2, "control"): 5},
+                             {(2, "e1"): {"a", "b"}, (2, "control"): {"c"}}) == 3
+    # b again (in version 3, no period recorded: version 2's shares), d new; c again
+    assert store.count_split(name, {(3, "e1"): 2, (4, "control"): 1},
+                             {(3, "e1"): {"b", "d"}, (4, "control"): {"c"}}) == 1
+    got = store.split_counts(name)
+    assert [p["version"] for p in got] == [2, 3, 4]
+    assert got[0] == {"version": 2, "shares": {"e1": 0.1, "control": 0.9},
+                      "searches": {"e1": 3, "control": 5}, "users": {"e1": 2, "control": 1}}
+    assert got[1]["shares"] == {"e1": 0.1, "control": 0.9} and got[1]["users"] == {"e1": 1}
+    assert got[2]["users"] == {} and got[2]["searches"] == {"control": 1}
+    for key in rd.scan_iter(match=f"rd:{{pl-{name}}}*"):
+        rd.delete(key)
