@@ -346,3 +346,43 @@ def test_confirm_needs_a_placement(client, ab_rankers):
     assert status == 201, body
     status, err = client.request("POST", f"/experiments/{body['id']}/confirm", admin=True)
     assert status == 409 and "on no placement" in err["error"], err
+
+
+def test_what_a_creation_may_say(client, ab_rankers):
+    place = new_placement(client, ab_rankers)
+
+    def create(**body) -> tuple[int, dict]:
+        return client.request("POST", "/experiments", {"probe": False, **body}, admin=True)
+
+    base = {"design": "ab", "name": "x", "placement": place, "traffic": 0.1,
+            "rankers": [ranker(ab_rankers, "t", "alt")]}
+    status, err = create(**{**base, "algorithm": "uniform"})
+    assert status == 422 and "algorithm" in err["error"], err
+    status, err = create(**{k: v for k, v in base.items() if k != "placement"})
+    assert status == 422 and "placement" in err["error"], err
+    status, err = create(**{**base, "rankers": [ranker(ab_rankers, "prod", "alt")]})
+    assert status == 422 and "control" in err["error"], err
+    status, err = create(**{**base, "placement": "nowhere"})
+    assert status == 404, err
+    # two treatments: each against the control, at δ/2
+    status, two = create(**{**base, "rankers": [ranker(ab_rankers, "t1", "alt"),
+                                                ranker(ab_rankers, "t2", "good")]})
+    assert status == 201, two
+    assert [r["name"] for r in two["rankers"]] == ["prod", "t1", "t2"]
+    status, err = client.request("POST", f"/experiments/{two['id']}/rankers",
+                                 ranker(ab_rankers, "t3", "alt"), admin=True)
+    assert status == 409 and "A/B test" in err["error"], err
+    for u in range(30):
+        assert client.request("GET", "/search?" + urlencode({
+            "placement": place, "q": "q", "k": 3, "user": f"two-{u}"}))[0] == 200
+    rep = report(client, two["id"])
+    assert set(rep["verdicts"]) == {"t1", "t2"} and rep["treatments"] == ["t1", "t2"]
+    assert rep["metrics"]["ctr"]["t1"]["delta"] == pytest.approx(0.025)
+    # an interleaving experiment, with or without "design": as always
+    for extra in ({}, {"design": "interleaving"}):
+        status, body = create(name="i", algorithm="uniform", interleaving="team_draft",
+                              rankers=[ranker(ab_rankers, "a", "good"),
+                                       ranker(ab_rankers, "b", "alt")], **extra)
+        assert status == 201, body
+        assert not {"design", "control", "confirms", "confirmed_by"} & set(body)
+        assert "verdicts" not in report(client, body["id"])
