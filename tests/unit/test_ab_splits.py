@@ -37,3 +37,24 @@ def test_arms_are_even_sticky_and_independent_of_the_placement_bucket():
     # the users of the placement's first tenth of buckets split evenly too
     tenth = [a for u, a in zip(users, arms, strict=True) if bucket(u, "web") < 1000]
     assert abs(sum(tenth) / len(tenth) - 0.5) < 0.04
+
+
+def test_rankduel_report_prints_an_ab_test():
+    from cli.commands.report import table
+    from rollout.ab import Moments, ab_report
+
+    arms = {"ctr": {"prod": Moments(400, 120.0, 120.0), "new": Moments(380, 171.0, 171.0)}}
+    out = ab_report(arms, "prod", 0.05, [srm.Period({"prod": 0.5, "new": 0.5},
+                                                    {"prod": 400, "new": 380})])
+    rep = {"design": "ab", "verdict": out["verdict"]["statement"], "metrics": out["metrics"],
+           "srm": out["srm"], "split": {"flagged": False},
+           "arms": [{"name": "prod", "role": "control", "assigned_share": 0.5,
+                     "observed_share": 400 / 780, "users": 400, "searches": 400,
+                     "clicked_searches": 120, "ctr": 0.3},
+                    {"name": "new", "role": "treatment", "assigned_share": 0.5,
+                     "observed_share": 380 / 780, "users": 380, "searches": 380,
+                     "clicked_searches": 171, "ctr": 0.45}]}
+    text = table(rep)
+    assert text.startswith("new: higher ctr than prod")
+    assert "prod             control" in text and "0.4500" in text
+    assert "split: 'new' got 48.7 % of users where 50 % were assigned" in text
