@@ -20,6 +20,7 @@ of the users' values) and shapes the answer:
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -63,6 +64,16 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
     delta = float(meta.get("error_rate") or 0.05)
     out = ab_report({m: arms[m] for m in AB_METRICS}, control, delta, [users])
     verdicts = out["verdict"] if len(names) > 2 else {names[1]: out["verdict"]}
+    kept = keep_decisions(store, exp_id, out["metrics"]["ctr"], users.counts, now)
+    for t, v in verdicts.items():
+        if t in kept and not v["decided"]:  # decided at an earlier look: kept
+            d = kept[t]
+            lo, hi = (100.0 * x if x is not None else math.nan for x in d["lift_interval"])
+            v.update(decided=True, direction=d["direction"], statement=(
+                f"{t}: {'higher' if d['direction'] > 0 else 'lower'} ctr than {control}, "
+                f"decided at {d['users']:,} users ({100.0 * d['lift']:+.2f} %, interval "
+                f"{lo:+.2f} % to {hi:+.2f} %); a confidence sequence's intervals hold "
+                f"together, so the decision stands"))
     split = splits.section(store, meta)  # the experiment's share of its placement
     for v in verdicts.values():
         v["statement"] = splits.untrusted(v["statement"], split)
@@ -88,11 +99,31 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
                   "at p < 0.001",
         "arms": table, "metrics": out["metrics"], "srm": out["srm"],
         "srm_searches": searches.to_json(), "split": split, "verdicts": verdicts,
+        "decisions": kept,
         "verdict": "; ".join(v["statement"] for v in verdicts.values()),
         "decided": all(v["decided"] for v in verdicts.values()),
         "trusted": all(v["trusted"] for v in verdicts.values()),
         "confirms": meta.get("confirms"), "generated_at": now}
     return report
+
+
+def keep_decisions(store: Store, exp_id: str, comparisons: dict[str, Any],
+                   users: Any, now: float) -> dict[str, dict[str, Any]]:
+    """Keep each treatment's first decision on the primary metric, and return every
+    decision kept. The intervals of a confidence sequence all hold at once (with
+    probability 1 − δ), so their running intersection does too: once an interval has
+    excluded 0, the decision stands, whatever a later look's interval says."""
+    kept = store.ab_decisions(exp_id)
+    for t, c in comparisons.items():
+        if c["decided"] and t not in kept:
+            d = {k: c[k] for k in ("direction", "difference", "interval", "lift",
+                                   "lift_interval")}
+            d.update(users=int(sum(users.values())), decided_at=now)
+            if store.keep_decision(exp_id, t, d):
+                kept[t] = d
+            else:
+                kept = store.ab_decisions(exp_id)
+    return kept
 
 
 def flagged(store: Store, snap: Snapshot) -> bool:

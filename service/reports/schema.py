@@ -189,6 +189,9 @@ class ABReport(BaseModel):
     verdict: str
     decided: bool
     trusted: bool
+    decisions: dict[str, dict[str, Any]] = Field(
+        description="per treatment, its comparison when it was first decided (kept: the "
+        "decision stands)")
     confirms: str | None = Field(description="the interleaving experiment it confirms")
     generated_at: float
     rollout: dict[str, Any] | None = None

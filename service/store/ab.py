@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 from service.store.base import StoreBase
 from service.store.keys import (
     AGREEMENTS,
+    ab_decisions_key,
     ab_moments_key,
     ab_users_key,
     counters_key,
@@ -99,6 +100,15 @@ class ABStore(StoreBase):
 
     def ab_clicked_counter(self, exp_id: str) -> int:
         return int(self.r.hget(counters_key(exp_id), "ab_clicked") or 0)
+
+    def keep_decision(self, exp_id: str, treatment: str, decision: dict[str, Any]) -> bool:
+        """Keep a treatment's first decision (False: one is kept already)."""
+        return bool(self.r.hsetnx(ab_decisions_key(exp_id), treatment, json.dumps(decision)))
+
+    def ab_decisions(self, exp_id: str) -> dict[str, dict[str, Any]]:
+        """The decisions kept, by treatment."""
+        return {text(k): json.loads(v)
+                for k, v in self.r.hgetall(ab_decisions_key(exp_id)).items()}
 
     def put_agreement(self, ab_id: str, pair: dict[str, Any]) -> None:
         """Record (or update) the confirmed pair of A/B experiment ``ab_id``."""

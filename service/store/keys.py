@@ -51,6 +51,7 @@ are part of the key), ``<i>`` an impression id::
     rd:{e}:imp:<i>:clicks   SET   clicked positions (0-based)                      (TTL)
     rd:{e}:ab:users         HASH  an A/B experiment's per-user counts (service.store.ab)
     rd:{e}:ab:m             HASH  an A/B experiment's per-arm moments of its metrics
+    rd:{e}:ab:decided       HASH  its decisions, kept: treatment -> JSON (first decided)
 
 and keys outside any experiment, never read inside a per-experiment transaction or
 script (on a cluster they live wherever their own name hashes)::
@@ -235,6 +236,12 @@ def ab_moments_key(exp_id: str) -> str:
     """An A/B experiment's per-arm moments of each per-user metric (:mod:`service.store.
     ab`): ``<arm>:<metric>:n``, ``:total``, ``:squares``."""
     return f"{_tag(exp_id)}:ab:m"
+
+
+def ab_decisions_key(exp_id: str) -> str:
+    """An A/B experiment's decisions, kept: treatment -> JSON of its comparison when the
+    interval first excluded 0 (:mod:`service.reports.ab`)."""
+    return f"{_tag(exp_id)}:ab:decided"
 
 
 def imp_key(exp_id: str, imp_id: str) -> str:
