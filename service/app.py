@@ -84,6 +84,10 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     from service.api import webhooks as webhooks_api
 
     app.register_blueprint(webhooks_api.bp)
+
+    from service.api import agreements as agreements_api
+
+    app.register_blueprint(agreements_api.bp)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(ui.bp)
     from service.api import ubi as ubi_api

@@ -41,8 +41,31 @@ def fetch(api: str, token: str, exp_id: str) -> dict[str, Any]:
     return body
 
 
+def ab_table(rep: dict[str, Any]) -> str:
+    """An A/B test's verdict, its arms and its split as text."""
+    lines = [rep["verdict"], "",
+             f"{'arm':<16} {'role':<10} {'assigned':>9} {'observed':>9} {'users':>9} "
+             f"{'searches':>9} {'clicked':>9} {'CTR':>7}"]
+    for a in rep["arms"]:
+        seen = "-" if a["observed_share"] is None else f"{100 * a['observed_share']:.1f}%"
+        ctr = "-" if a["ctr"] is None else f"{a['ctr']:.4f}"
+        lines.append(f"{a['name']:<16} {a['role']:<10} {100 * a['assigned_share']:>8.1f}% "
+                     f"{seen:>9} {a['users']:>9,} {a['searches']:>9,} "
+                     f"{a['clicked_searches']:>9,} {ctr:>7}")
+    lines.append("")
+    for by_treatment in rep["metrics"].values():
+        lines += [c["sentence"] for c in by_treatment.values()]
+    srm = rep.get("srm")
+    lines += ["", f"split: {srm['message'] if srm else 'no users yet'}"]
+    if rep.get("split", {}).get("flagged"):
+        lines.append(f"placement split: {rep['split']['message']}")
+    return "\n".join(lines)
+
+
 def table(rep: dict[str, Any]) -> str:
-    """The verdict and the ranker table as text."""
+    """The verdict and the ranker table as text (an A/B test's: :func:`ab_table`)."""
+    if rep.get("design") == "ab":
+        return ab_table(rep)
     lines = [rep["verdict"], ""]
     head = (f"{'ranker':<16} {'status':<10} {'impressions':>11} {'vs champion W-L-T':>17} "
             f"{'p [95% interval]':>22}  eliminated")

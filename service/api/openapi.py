@@ -75,6 +75,7 @@ they take at most two bytes each in UTF-8.
 def operations(default_k: int, max_k: int) -> list[Op]:
     """Every operation of the API, as each blueprint declares it beside its handlers
     (``k``'s default and bound are configuration)."""
+    from service.api import agreements as agreements_api
     from service.api import campaigns, frontend, operator, status, ui
     from service.api import placements as placements_api
     from service.api import ubi as ubi_api
@@ -82,7 +83,7 @@ def operations(default_k: int, max_k: int) -> list[Op]:
 
     ops = [*frontend.OPS.ops, *operator.OPS.ops, *ui.OPS.ops, *campaigns.OPS.ops,
            *status.OPS.ops, *placements_api.OPS.ops, *webhooks_api.OPS.ops, *ubi_api.OPS.ops,
-           *ubi_api.ADMIN_OPS.ops, *OPS.ops]
+           *ubi_api.ADMIN_OPS.ops, *agreements_api.OPS.ops, *OPS.ops]
     return [replace(op, query=op.query_for(default_k, max_k)) if op.query_for else op
             for op in ops]
 

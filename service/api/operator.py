@@ -20,10 +20,12 @@ from service.api.validation import json_body, parse
 from service.errors import NotFound, Unprocessable
 from service.experiments import idempotency, ranker_versions
 from service.experiments import operations as experiments
+from service.placements import ab as ab_experiments
 from service.placements import operations as placements
 from service.placements import traffic as rollout_api
+from service.reports import ab as ab_report
 from service.reports.build import build as build_report
-from service.reports.schema import Report
+from service.reports.schema import AnyReport
 from service.runtime import Runtime, runtime
 from service.schemas import AuditQuery, NewExperiment, NewRanker
 from service.schemas.ranker_versions import NewRankerVersion
@@ -32,6 +34,9 @@ from service.store.snapshot import ExperimentMissing
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
 OPS = Operations(bp)
 log = logging.getLogger("rankduel.api")
+#: what an experiment's state adds when set: an A/B test's design and control, and the
+#: link between an interleaving verdict and the A/B test that confirms it
+AB_FIELDS = ("design", "control", "confirms", "confirmed_by")
 
 
 @bp.before_request
@@ -48,11 +53,12 @@ def _describe(exp_id: str):
     rt = runtime()
     snap = rt.store.snapshot(exp_id, full=True)
     return jsonify({**experiments.describe(rt.store, snap),
-                    "rollout": placements.rollout_state(rt.store, snap.meta)})
+                    "rollout": placements.rollout_state(rt.store, snap.meta),
+                    **{k: snap.meta[k] for k in AB_FIELDS if snap.meta.get(k)}})
 
 
 @OPS.post("", "createExperiment", "Create an experiment",
-    body=s.NewExperiment, operator=True,
+    body=s.ExperimentBody, operator=True,
     header_params=[{"name": idempotency.HEADER, "required": False,
                     "schema": {"type": "string", "minLength": 1,
                                "maxLength": idempotency.MAX_KEY_CHARS,
@@ -68,6 +74,25 @@ def create():
     rt = runtime()
     key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
     body = json_body(request)
+    if isinstance(body, dict) and body.get("design") == "ab":  # service.placements.ab
+        make = partial(ab_experiments.create_from_body, rt,
+                       parse(s.NewABExperiment, body, status=422), _prober(rt))
+    else:
+        make = _interleaving(rt, body)
+
+    if key is None:
+        return _describe(make()), 201
+    exp_id, replayed = idempotency.create_once(rt.store.r, key, body, make,
+                                               exists=rt.store.exists)
+    if not replayed:
+        return _describe(exp_id), 201
+    out = _describe(exp_id)
+    out.headers[idempotency.REPLAYED] = "true"
+    return out, 200
+
+
+def _interleaving(rt: Runtime, body: object):
+    """The creation of the interleaving experiment ``body`` describes (checked now)."""
     spec = parse(NewExperiment, body, status=422)
     traffic = rollout_api.traffic_of(spec.root)
 
@@ -81,15 +106,7 @@ def create():
             rollout_api.join_or_delete(rt, exp_id, spec.root.placement, traffic)
         return exp_id
 
-    if key is None:
-        return _describe(make()), 201
-    exp_id, replayed = idempotency.create_once(rt.store.r, key, body, make,
-                                               exists=rt.store.exists)
-    if not replayed:
-        return _describe(exp_id), 201
-    out = _describe(exp_id)
-    out.headers[idempotency.REPLAYED] = "true"
-    return out, 200
+    return make
 
 
 @OPS.get("", "listExperiments", "List experiments", operator=True,
@@ -240,10 +257,27 @@ def events(exp_id: str):
 @OPS.get("/<exp_id>/report", "getReport",
     "What the experiment has decided: verdict, champion, certification, estimate",
     path_params=EXP_ID, operator=True,
-    responses={200: Report, 401: None, 404: None, 503: None})
+    responses={200: AnyReport, 401: None, 404: None, 503: None})
 def report(exp_id: str):
     """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
     rt = runtime()
-    out = build_report(rt.store, exp_id)
+    if rt.store.snapshot(exp_id).meta.get("design") == "ab":
+        out = ab_report.build(rt.store, exp_id)
+    else:
+        out = build_report(rt.store, exp_id)
     out["rollout"] = placements.rollout_state(rt.store, rt.store.snapshot(exp_id).meta)
     return jsonify(out)
+
+
+@OPS.post("/<exp_id>/confirm", "confirmExperiment",
+    "Confirm a certified interleaving verdict by an A/B test of its winner against the "
+    "placement's control", path_params=EXP_ID, operator=True, body=s.Confirm,
+    body_required=False,
+    responses={201: s.Experiment, 400: None, 401: None, 404: None, 413: None,
+               409: "Not certified, on no placement, confirmed already, or its winner "
+                    "is the control", 422: None, 503: None})
+def confirm(exp_id: str):
+    rt = runtime()
+    raw = json_body(request) if request.get_data() else {}
+    ab_id = ab_experiments.confirm(rt, exp_id, parse(s.Confirm, raw or {}, status=422))
+    return _describe(ab_id), 201

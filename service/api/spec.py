@@ -108,6 +108,7 @@ def exp_links(source: str) -> dict[str, Any]:
         "ChangeLifecycle": {"operationId": "changeLifecycle", "parameters": exp},
         "GetAudit": {"operationId": "getAudit", "parameters": exp},
         "GetReport": {"operationId": "getReport", "parameters": exp},
+        "Confirm": {"operationId": "confirmExperiment", "parameters": exp},
         "GetEvents": {"operationId": "getEvents", "parameters": exp},
         "GetUbi": {"operationId": "getUbi", "parameters": exp},
         "Search": {"operationId": "search", "parameters": {"experiment": source}},

@@ -68,6 +68,10 @@ def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[st
     for a click sent without the token (``POST /ubi/events`` from a server)."""
     imp = _load_verified(rt, imp_id, token, keyed=keyed)
     positions = shown_positions(imp, clicks)
+    if imp.design == "ab":  # an A/B search: counted clicked once (service.store.ab)
+        if rt.store.ab_click(imp.exp, imp_id) < 0:
+            raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+        return {"impression_id": imp_id, "accepted": len(positions), "duplicates": 0}
     added = rt.store.add_clicks(imp_id, imp.exp, positions,
                                 inactivity_s=rt.config.inactivity_s,
                                 ttl_s=rt.config.impression_ttl_s,
@@ -128,6 +132,9 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None, *,
         imp = rt.store.impression(imp_id)
         if imp is None:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
+    if imp.design == "ab":  # nothing to credit: its counts are kept already
+        first = rt.store.ab_end(imp.exp, imp_id)
+        return {"impression_id": imp_id, "status": "closed", "already_closed": not first}
     first, drain = rt.store.end_impression(imp_id, imp.exp,
                                            drain_ttl_s=rt.config.drain_lease_s)
     if drain is not None and not rt.queue.drain(imp.exp, drain):

@@ -119,12 +119,23 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rankduel_placement_control_empty": (
         "counter", "Calls of the placement's control ranker that answered no results.",
         ("placement",)),
+    "rankduel_srm_flagged": (
+        "gauge", "1 while a split of the experiment is flagged (sample ratio mismatch at "
+        "p < 0.001 with a minimum deviation: its arms' users, its share of its placement, "
+        "team draft's coin); its verdict is not to be trusted until explained.",
+        ("placement", "experiment")),
+    "rankduel_agreement_rate": (
+        "gauge", "Share of confirmed pairs (an interleaving verdict and the A/B test of its "
+        "winner, both decided) that agree in direction.", ()),
+    "rankduel_agreement_pairs": (
+        "gauge", "Confirmed pairs whose A/B test has decided.", ()),
 }
 
 #: the families service.placements.collector exports (declared here with the others)
 PLACEMENT_FAMILIES = ("rankduel_guardrail_tripped", "rankduel_placement_share",
                       "rankduel_placement_control_calls", "rankduel_placement_control_failures",
-                      "rankduel_placement_control_empty")
+                      "rankduel_placement_control_empty", "rankduel_srm_flagged",
+                      "rankduel_agreement_rate", "rankduel_agreement_pairs")
 
 
 def exported_names() -> set[str]:

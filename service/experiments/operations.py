@@ -222,6 +222,9 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
     def check(snap: Snapshot) -> None:
         if snap.lifecycle == "stopped":
             raise Conflict(f"experiment {exp_id!r} is stopped")
+        if snap.meta.get("design") == "ab":  # a new arm would move users between arms
+            raise Conflict(f"experiment {exp_id!r} is an A/B test: its arms are fixed at "
+                           f"creation (create another A/B test)")
         if any(r.name == ranker.name for r in snap.rankers):
             raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker.name!r}; "
                            + how_to_change(exp_id, ranker.name))

@@ -6,7 +6,10 @@ guardrail keeps the experiment paused; the alert ``RankduelGuardrailTripped``) a
 ``rankduel_placement_share{placement, experiment}`` (each experiment's share now, and
 ``experiment="control"``'s), and the control ranker's health:
 ``rankduel_placement_control_{calls,failures,empty}_total{placement}`` (the alerts
-``RankduelControlFailing`` and ``RankduelControlEmpty``)."""
+``RankduelControlFailing`` and ``RankduelControlEmpty``); every split checked:
+``rankduel_srm_flagged{placement, experiment}`` (:func:`service.reports.ab.flagged`; the
+alert ``RankduelSplitMismatch``), and the confirmed pairs' ``rankduel_agreement_rate``
+and ``rankduel_agreement_pairs`` (:func:`service.reports.ab.agreements`)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import time
 
 from service.experiments.collector import Family
 from service.placements.operations import control_health, shares_now
+from service.reports import ab as ab_reports
 from service.store import Store
 
 log = logging.getLogger("rankduel.metrics")
@@ -31,6 +35,7 @@ class RolloutCollector:
         share = Family("rankduel_placement_share")
         health = {k: Family(f"rankduel_placement_control_{k}")
                   for k in ("calls", "failures", "empty")}
+        srm = Family("rankduel_srm_flagged")
         now = time.time()
         for name in self.store.placement_names():
             try:
@@ -46,9 +51,29 @@ class RolloutCollector:
                     fam.add_metric([name], counts[k])
                 for exp_id, t in (data["tripped"] or {}).items():
                     tripped.add_metric([name, exp_id, t["rule"]], 1)
+                for e in data["experiments"]:
+                    try:
+                        snap = self.store.snapshot(e["experiment"])
+                        srm.add_metric([name, e["experiment"]],
+                                       int(ab_reports.flagged(self.store, snap)))
+                    except Exception:  # deleted meanwhile: the others still show
+                        log.warning("metrics: no split of %s", e["experiment"],
+                                    exc_info=True)
             except Exception:  # one unreadable placement must not hide the others
                 log.error("metrics: cannot read placement %s", name, exc_info=True)
-        return [tripped, share, *health.values()]
+        return [tripped, share, *health.values(), srm, *self._agreements()]
+
+    def _agreements(self) -> list[Family]:
+        rate, pairs = Family("rankduel_agreement_rate"), Family("rankduel_agreement_pairs")
+        try:
+            got = ab_reports.agreements(self.store)["rate"]
+        except Exception:
+            log.error("metrics: cannot read the confirmed pairs", exc_info=True)
+            return []
+        pairs.add_metric([], got["pairs"])
+        if got["rate"] is not None:
+            rate.add_metric([], got["rate"])
+        return [rate, pairs]
 
     def exposition(self) -> bytes:
         out: list[str] = []

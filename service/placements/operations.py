@@ -92,6 +92,12 @@ def change(store: Store, name: str, edit, *, actor: str = "operator",
         store.write_placement(pipe, name, experiments=data["experiments"],
                               ranges=data["ranges"], next_change=data["next_change"],
                               tripped=data["tripped"] or {})
+        # the shares from this version on, for the SRM check (service.store.splits)
+        store.record_period(pipe, name, data["version"] + 1, {
+            **{e: round(sum(b - a for a, b in spans) / BUCKETS, 6)
+               for e, spans in data["ranges"].items()},
+            "control": round(1.0 - sum(b - a for spans in data["ranges"].values()
+                                       for a, b in spans) / BUCKETS, 6)})
         return data
 
     data = transact(store, [placement_key(name)], lambda: _load(store, name), write)
@@ -271,12 +277,17 @@ class View:
     running: tuple[str, ...]
     next_change: float | None
     loaded_at: float
+    #: the placement's version: the period its searches are counted in (SRM)
+    version: int = 0
     checked_at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: the control's guardrail counts not yet written (service.placements.search.control)
     unsent: dict[str, int] = field(default_factory=dict)
     sent_at: float = 0.0
     count_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the split's counts not yet written (service.placements.splits): searches and
+    #: users per (version, arm), and when they were last written
+    split: dict[str, Any] = field(default_factory=dict)
 
 
 class PlacementCache:
@@ -305,9 +316,11 @@ class PlacementCache:
                     ranges=data["ranges"] or {}, next_change=data["next_change"],
                     running=tuple(e["experiment"] for e in data["experiments"]
                                   if e["status"] == "running"),
-                    loaded_at=now, checked_at=view.checked_at if view else 0.0,
+                    loaded_at=now, version=data["version"],
+                    checked_at=view.checked_at if view else 0.0,
                     unsent=view.unsent if view else {}, sent_at=view.sent_at if view else 0.0,
-                    count_lock=view.count_lock if view else threading.Lock())
+                    count_lock=view.count_lock if view else threading.Lock(),
+                    split=view.split if view else {})
         self._views[name] = view
         return view
 

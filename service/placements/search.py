@@ -34,7 +34,7 @@ import redis
 from rollout import call_counts
 from rollout.assignment import assign
 from service.errors import BadGateway
-from service.placements import control_pages, guardrails
+from service.placements import control_pages, guardrails, splits
 from service.placements.operations import PlacementCache, View
 from service.rankers.client import RankerFailure
 from service.runtime import Runtime
@@ -78,6 +78,7 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
                     cache(rt).forget(name)
     if out is None:
         out = control(rt, view, q, k, user, timing)
+    splits.count(rt, view, out["experiment"] or "control", user)  # the SRM check's counts
     _maybe_check(rt, view)
     return out
 

@@ -27,6 +27,7 @@ from bandits.common import preferences
 from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
 from service.reports import segments as by_segment
+from service.reports import splits
 from service.reports.metrics import per_metric
 from service.segments.counts import matrices as segment_matrices
 from service.segments.dimensions import values as segment_values
@@ -300,6 +301,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     told = verdict(d, names, k=k, n=n, algorithm=algorithm, seconds=seconds)
     flagged = by_segment.sentence(names.get(d.champion),
                                   segments["heterogeneous"] if segments else ())
+    split = splits.section(store, snap.meta)  # every split checked (SRM)
     out = {
         "id": exp_id,
         "name": snap.meta["name"],
@@ -307,7 +309,8 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         "algorithm_about": policy_about(algorithm),
         "lifecycle": snap.lifecycle,
         "comparisons": n,
-        "verdict": f"{told} {flagged}" if flagged else told,
+        "verdict": splits.untrusted(f"{told} {flagged}" if flagged else told, split),
+        "split": split,
         "champion": names.get(d.champion),
         "certified": d.certified,
         # the confidence of a verdict: null until there is one (an undecided report

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 
 class VsChampion(BaseModel):
@@ -161,6 +161,11 @@ class Report(BaseModel):
     rollout: dict[str, Any] | None = Field(
         None, description="its placement, share and guardrail state, with the reason a "
                           "guardrail paused it (null: no placement)")
+    split: dict[str, Any] | None = Field(
+        None, description="every split checked (sample ratio mismatch, p < 0.001): "
+        "`placement` (users and searches against the shares in force, per period), "
+        "`first_pick` and `positions` (team draft's coin), `flagged`, `message`; while "
+        "flagged the verdict says it is not to be trusted")
     segments: SegmentReport | None = Field(
         None, description="per segment value, the champion against each ranker, and the "
                           "values that prefer another ranker (null: no segments)")
@@ -172,3 +177,58 @@ class Report(BaseModel):
     metrics_disagree: str | None = Field(
         None, description="only with metrics: a sentence when the metrics name different "
                           "rankers (\"r2 wins click, r5 wins revenue: ...\"), else null")
+
+
+class ABArm(BaseModel):
+    """One arm of an A/B test."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    role: str = Field(examples=["control", "treatment"])
+    assigned_share: float = Field(description="its part of the experiment's share (equal)")
+    observed_share: float | None = Field(description="its part of the users seen")
+    users: int
+    searches: int
+    clicked_searches: int
+    ctr: float | None = Field(description="the mean of its users' CTRs")
+
+
+class ABReport(BaseModel):
+    """``GET /experiments/ID/report`` of an A/B test (``"design": "ab"``):
+    docs/ab-tests.md, "The report"."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    name: str
+    design: str = Field(examples=["ab"])
+    lifecycle: str
+    placement: str | None
+    control: str
+    treatments: list[str]
+    error_rate: float = Field(description="δ over the whole run, split over the treatments")
+    primary: str = Field(description="the metric the verdict is on", examples=["ctr"])
+    method: str
+    arms: list[ABArm]
+    metrics: dict[str, dict[str, dict[str, Any]]] = Field(
+        description="metric -> treatment -> difference, interval, lift, lift_interval, "
+        "decided, direction, users_needed, delta, sentence")
+    srm: dict[str, Any] | None = Field(description="the arms' users against their shares")
+    srm_searches: dict[str, Any] = Field(description="searches per arm (shown, not acted on)")
+    split: dict[str, Any] = Field(description="its share of its placement checked")
+    verdicts: dict[str, dict[str, Any]] = Field(
+        description="per treatment: decided, direction, trusted, statement")
+    verdict: str
+    decided: bool
+    trusted: bool
+    decisions: dict[str, dict[str, Any]] = Field(
+        description="per treatment, its comparison when it was first decided (kept: the "
+        "decision stands)")
+    confirms: str | None = Field(description="the interleaving experiment it confirms")
+    generated_at: float
+    rollout: dict[str, Any] | None = None
+
+
+class AnyReport(RootModel):
+    """An interleaving experiment's report, or an A/B test's."""
+
+    root: Report | ABReport

@@ -34,6 +34,9 @@ Examples
 
 from __future__ import annotations
 
+from pydantic import RootModel
+
+from service.schemas.ab import Agreement, Agreements, Confirm, NewABExperiment
 from service.schemas.base import (
     HEADER_NAME_PATTERN,
     MAX_CLICKS,
@@ -147,6 +150,15 @@ from service.schemas.placements import (
     PlacementState,
 )
 
+
+class ExperimentBody(RootModel):
+    """``POST /experiments``: an interleaving experiment (one shape per algorithm), or,
+    with ``"design": "ab"``, an A/B test on a placement (for the document: the handler
+    parses the one the body's ``design`` names)."""
+
+    root: NewExperiment | NewABExperiment
+
+
 __all__ = [
     "HEADER_NAME_PATTERN",
     "MAX_CLICKS",
@@ -163,6 +175,8 @@ __all__ = [
     "PROBE",
     "RANKER_NAME_PATTERN",
     "RANKER_URL_PATTERN",
+    "Agreement",
+    "Agreements",
     "AssessorCreated",
     "Audit",
     "AuditEntry",
@@ -175,6 +189,7 @@ __all__ = [
     "Clicks",
     "ClicksAccepted",
     "Closed",
+    "Confirm",
     "DocId",
     "Elimination",
     "EndForm",
@@ -183,6 +198,7 @@ __all__ = [
     "Error",
     "EventsQuery",
     "Experiment",
+    "ExperimentBody",
     "ExperimentDeleted",
     "ExperimentList",
     "ExperimentPatch",
@@ -204,6 +220,7 @@ __all__ = [
     "LifecycleChanged",
     "Matrix",
     "Name",
+    "NewABExperiment",
     "NewAssessor",
     "NewCampaign",
     "NewExperiment",

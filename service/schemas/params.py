@@ -190,6 +190,9 @@ def _interleaving_for(algorithm: str, multi: bool) -> Any:
 
 
 class _NewExperiment(Closed):
+    design: Literal["interleaving"] = Field(
+        "interleaving", description='the default; "ab" is an A/B test on a placement '
+        "(NewABExperiment)")
     name: Name
     rankers: Annotated[list[RankerIn], Field(min_length=2, max_length=MAX_RANKERS)]
     seed: Int(ge=0, le=MAX_SEED) | None = Field(

@@ -37,8 +37,9 @@ from rollout import call_counts
 from service import metrics
 from service.errors import BadGateway
 from service.outcomes.metrics import attribution_ttl, declared
+from service.reports import splits
 from service.runtime import Runtime
-from service.search import degraded
+from service.search import ab, degraded
 from service.search.ranker_health import RankerHealth, SearchTiming
 from service.segments.dimensions import labels as segment_labels
 from service.store.keys import new_impression_id
@@ -86,6 +87,9 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     segment values, stored with the impression as labels (:mod:`service.segments.dimensions`)."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     choice = rt.controller.choose(exp_id)
+    if ab.is_ab(choice.snapshot.meta):  # one arm's list, whole (service.search.ab)
+        return ab.serve(rt, exp_id, choice, q, k, user, timing, calls,
+                        user_hash(rt.secret, exp_id, user))
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
     method = choice.snapshot.meta["interleaving"]
     health = RankerHealth(rt, exp_id, choice, timing)
@@ -133,6 +137,8 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     now = time.time()
     expires = int(now + rt.config.token_ttl_s)
     counters = {"impressions": 1, kind: 1}
+    if duel and len(arms) == 2 and "teams" in record:  # team draft's coin, checked (SRM)
+        counters.update(splits.team_fields(record["teams"]))
     if fallback:  # also a multileaved comparison that lost some of its rankers
         counters["fallback"] = 1
     if calls:

@@ -24,6 +24,9 @@
 * :mod:`service.store.history`: a small time series per experiment;
 * :mod:`service.store.webhooks`: webhooks, each experiment's outbox of events, delivery
   state;
+* :mod:`service.store.splits`: every split of a placement counted per period, for SRM;
+* :mod:`service.store.ab`: A/B experiments' per-user counts and moments, the confirmed
+  pairs;
 * :mod:`service.store.migration`: from the previous key layout to the current one.
 
 Storage only stores: plain reads, writes and Lua scripts (each a ``.lua`` file next to
@@ -43,6 +46,7 @@ them to HTTP statuses in one place (:mod:`service.app`).
 
 from __future__ import annotations
 
+from service.store.ab import ABStore
 from service.store.base import (
     AUDIT_MAX,
     DUE_MARK_EVERY_S,
@@ -66,12 +70,13 @@ from service.store.outcomes import OutcomeStore
 from service.store.placements import PlacementStore
 from service.store.ranker_health import HealthStore, parse_health
 from service.store.rate_limits import LimitStore
+from service.store.splits import SplitStore
 from service.store.webhooks import WebhookStore
 
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
             LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
-            OutcomeStore, WebhookStore, StoreBase):
+            OutcomeStore, WebhookStore, ABStore, SplitStore, StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

@@ -179,6 +179,7 @@ class ImpressionStore(DrainStore):
             reports=int(d.get("reports") or 0),
             urls=json.loads(d["urls"]) if d.get("urls") else [],
             segments=tuple(x for x in (d.get("seg") or "").split(",") if x),
+            design=d.get("design") or "interleaving",
         )
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,

@@ -1,138 +1,8 @@
 """The Redis key layout: every key rankduel reads or writes is built here.
 
-Every key of one experiment carries the experiment's **hash tag** ``{e}``, its
-impressions and their clicks included, so on Redis Cluster all of them live in one slot:
-each experiment's transactions and Lua scripts run on one shard, and experiments spread
-over the shards. ``{e}`` below is the experiment id written between braces (the braces
-are part of the key), ``<i>`` an impression id::
-
-    rd:{e}                  HASH  meta (JSON: name, algorithm, params, interleaving, seed),
-                                  lifecycle, rankers (JSON list by arm index), truth (optional,
-                                  JSON); the policy: state (its state_dict without W, JSON: the
-                                  *structure*, see service.store.snapshot), K, n (comparisons
-                                  recorded = n_updates), sv (structure version, +1 on each change
-                                  of state), version (+1 on any change of the policy: the API
-                                  re-reads on a move), hold (an impression whose credit may change
-                                  the structure: credits wait until it is decided)
-    rd:{e}:W                STR   W, K*K float64 little-endian, row-major; incremented in place by
-                                  the credit script (SETRANGE)
-    rd:{e}:ties             HASH  "i:j" (arms, i < j) -> outcomes of exactly ½ between them (W
-                                  holds each as ½ a win to both sides; the report splits them out);
-                                  written beside W by the same writes
-    rd:{e}:segments         HASH  W per segment (service.segments.dimensions), beside W by the same
-                                  writes: w:<dim>=<value>:<i>:<j> -> W_ij of the impressions of
-                                  that value, t:<dim>=<value>:<i>:<j> (i < j) -> their ties,
-                                  n:<dim>=<value> -> their comparisons
-    rd:{e}:events           STREAM the event log: every impression saved, click report
-                                  recorded and impression credited, appended by the
-                                  script or transaction that writes it (service.store.events)
-    rd:{e}:t                STR   selection counter t, INCR'd by every /search
-    rd:{e}:counters         HASH  impressions, duels, decisive, ties, no_clicks, ...
-    rd:{e}:audit            LIST  operator actions, eliminations, stage changes, ranker health
-                                  changes (JSON), capped at AUDIT_MAX entries
-    rd:{e}:shown            HASH  per arm: n:{arm} impressions that showed it, share:{arm} the same
-                                  weighted 1/(rankers in the impression)
-    rd:{e}:health           HASH  per arm: f:{arm} consecutive failures, q:{arm} end of its
-                                  quarantine (epoch seconds); only failing rankers appear; w:{arm}
-                                  its last answers (codes o/e/u), d:{arm} why it is degraded,
-                                  u:{arm} its next probe (service.search.degraded)
-    rd:{e}:probe:<a>        STR   (TTL) taken by the one request that probes quarantined arm a
-    rd:{e}:pending          ZSET  impressions not yet credited, by the time they are due (a drain
-                                  that claims one pushes it forward by its lease)
-    rd:{e}:drains           ZSET  drain tasks queued or running, by the expiry of their lease
-    rd:{e}:follow           STR   (TTL) a drain is scheduled for the next impression due soon
-    rd:{e}:history          LIST  (ts, comparisons, estimated regret) points sampled when a report
-                                  is read (service.store.history), capped at MAX_POINTS
-    rd:{e}:imp:<i>          HASH  exp, t (the selection's step), arms, record, shown, duel,
-                                  forfeits, closed, credited (JSON result, with the step t it was
-                                  credited at), seg (its segment labels, "dim=value,..."), ...
-                                  (TTL)
-    rd:{e}:imp:<i>:clicks   SET   clicked positions (0-based)                      (TTL)
-    rd:{e}:outbox           STREAM the experiment's webhook events (service.webhooks): id
-                                  (event_id), type, payload (the JSON body sent), appended
-                                  by the transaction or script of their cause
-    rd:{e}:hooks            HASH  each webhook's delivery of this experiment's events: c:<h> its
-                                  cursor (the last event done), a:<h> attempts at the next one,
-                                  f:<h> its first failure (epoch s), n:<h> its next attempt; ramp
-                                  (the last ramp step told)
-    rd:{e}:hooks:lease:<h>  STR   (TTL) held by the one task delivering to webhook h
-
-and, only for an experiment that declares metrics with an action (service.outcomes,
-docs/conversions.md), the attribution index, written by the impression's save script,
-and the outcome events::
-
-    rd:{e}:ax:<i>           STR   what late crediting needs of impression <i> once it is gone: JSON
-                                  [created, arms, record (without its paging state), seg, shown]
-                                  (TTL: longest window)
-    rd:{e}:au:<u>           HASH  per user (<u>: the keyed user hash of the event log): document id
-                                  -> "<i's random part>|position|created", the last impression that
-                                  showed it (last touch) (TTL: longest window)
-    rd:{e}:oe:<d>           HASH  an outcome event (<d>: a digest of its event_id, so a retry is
-                                  the same key): a action, m metrics, i impression, p position, v
-                                  value, at; credited (1) once credited (its mark is in the event
-                                  log); pending as "~<d>" until then (TTL: longest window + a day)
-    rd:{e}:metrics          HASH  the metrics' counts, by the same credit: w:<m>:<i>:<j> W_ij of
-                                  metric m, t:<m>:<i>:<j> (i < j) ties, n:<m> comparisons,
-                                  v:<m>:<arm> values summed, c:<m>:<arm> events won,
-                                  s:<m>:<label>:<i>:<j> and sn:<m>:<label> per segment label
-
-and keys outside any experiment, never read inside a per-experiment transaction or
-script (on a cluster they live wherever their own name hashes)::
-
-    rd:experiments          ZSET  experiment ids by creation time
-    rd:due                  ZSET  experiments that may have impressions due, scored no later than
-                                  their earliest due impression (the sweep's index; a hint kept
-                                  early, never late: see Store.experiments_with_due)
-    rd:sweep:full           STR   (TTL) taken by the sweep reading every experiment (credit_retry_s)
-    rd:{rl:<client>}:<w>    STR   (TTL) /clicks requests of one client address in minute w
-    rd:workers:ready        SET   pids of Celery workers that are consuming
-    rd:sweep:last           STR   (TTL) the last completed sweep's time (workers' /healthz)
-    rd:legacy-imp:<i>       STR   (TTL) the experiment of an impression id issued before this
-                                  layout (written by ``rankduel migrate-keys``)
-    rd:idem:create:<h>      STR   (TTL) a POST /experiments' Idempotency-Key (h: its SHA-256): JSON
-                                  {body digest, experiment id once created}
-    rd:webhooks             ZSET  webhook ids by creation time (service.store.webhooks)
-    rd:webhooks:due         ZSET  experiments whose webhook events may be due, by when
-    rd:webhooks:full        STR   (TTL) taken by the sweep checking every outbox (credit_retry_s)
-    rd:{wh-<h>}             HASH  a webhook: def (JSON: url, events, experiments, created_at),
-                                  secret (never returned), fails (failures in a row), retry_at (its
-                                  backoff), disabled, disabled_reason
-    rd:{wh-<h>}:deliveries  LIST  its last delivery attempts (JSON), newest first
-
-Placements (one hash tag per placement, ``{pl-<p>}``, so a placement's transactions run
-on one shard; :mod:`service.placements.operations`)::
-
-    rd:{pl-<p>}             HASH  def (JSON: name, salt, control ranker, created_at), experiments
-                                  (JSON: [{experiment, traffic, status, since}]), ranges (JSON:
-                                  experiment -> [[start, end), ...] of buckets,
-                                  rollout.allocation), next_change (epoch seconds of the next ramp
-                                  step, or empty), tripped (JSON: experiment -> the guardrail that
-                                  paused it), version (+1 on every change)
-    rd:{pl-<p>}:control     HASH  the control ranker's guardrail counters on the placement's
-                                  control searches: calls, failures, empty, lat:<i> (answered calls
-                                  per latency bucket); and its pages per time bucket until settled:
-                                  p:<end> served, c:<end> clicked (rollout.control_pages)
-    rd:{pl-<p>}:page:<id>   STR   (TTL: its click window) a control page's first click seen
-    rd:placements           SET   placement names
-
-An experiment's guardrail counters are ``g:`` fields of ``rd:{e}:counters``
-(:mod:`service.store.placements`).
-
-Judging campaigns (one hash tag per campaign, ``{jc-<c>}``, so each campaign's
-transactions run on one shard; :mod:`service.campaigns.operations`)::
-
-    rd:{jc-<c>}                  HASH  meta (JSON: name, created_at, task_ttl_s), state (JSON)
-    rd:{jc-<c>}:tasks            HASH  task id -> JSON {assessor, pairs, status: open | submitted |
-                                       applied | abandoned, created, answers, result}
-    rd:{jc-<c>}:judged:<a>       SET   "query:i:j" pairs assessor a has judged
-    rd:{jc-<c>}:submitted        LIST  submitted task ids, in order, until applied
-    rd:judging:campaigns         ZSET  campaign ids by creation time
-    rd:judging:assessor:<a>      STR   the campaign of assessor a
-
-Impression ids name their experiment (:func:`experiment_of`); the previous layout
-(``rankduel migrate-keys``) is :mod:`service.store.migration`'s.
-
-:mod:`service.store` writes them all, one module per concept.
+The layout of every key, by hash tag (an experiment's, a placement's, a campaign's, a
+webhook's, and the few global keys), is drawn in docs/operations/redis-keys.md: a new
+key goes there too.
 """
 
 from __future__ import annotations
@@ -226,6 +96,24 @@ def audit_key(exp_id: str) -> str:
 def history_key(exp_id: str) -> str:
     """The report's time series of experiment ``exp_id`` (:mod:`service.store.history`)."""
     return f"{_tag(exp_id)}:history"
+
+
+def ab_users_key(exp_id: str) -> str:
+    """An A/B experiment's per-user counts (:mod:`service.store.ab`): ``<arm>:<user>:s``
+    searches and ``<arm>:<user>:c`` clicked searches, the user a keyed hash."""
+    return f"{_tag(exp_id)}:ab:users"
+
+
+def ab_moments_key(exp_id: str) -> str:
+    """An A/B experiment's per-arm moments of each per-user metric (:mod:`service.store.
+    ab`): ``<arm>:<metric>:n``, ``:total``, ``:squares``."""
+    return f"{_tag(exp_id)}:ab:m"
+
+
+def ab_decisions_key(exp_id: str) -> str:
+    """An A/B experiment's decisions, kept: treatment -> JSON of its comparison when the
+    interval first excluded 0 (:mod:`service.reports.ab`)."""
+    return f"{_tag(exp_id)}:ab:decided"
 
 
 def imp_key(exp_id: str, imp_id: str) -> str:
@@ -334,6 +222,8 @@ def experiment_of(imp_id: str) -> str | None:
 
 # ---------------------------------------------------------------------- placements
 PLACEMENTS = PREFIX + "placements"
+#: confirmed pairs (interleaving verdict, A/B test): confirming experiment -> JSON
+AGREEMENTS = PREFIX + "agreements"
 
 
 def placement_key(name: str) -> str:
@@ -348,6 +238,28 @@ def placement_key(name: str) -> str:
 def placement_control_key(name: str) -> str:
     """The control ranker's guardrail counters of placement ``name``."""
     return f"{placement_key(name)}:control"
+
+
+def split_periods_key(name: str) -> str:
+    """The shares in force on placement ``name`` per period (:mod:`service.store.splits`):
+    placement version -> JSON {arm: share}."""
+    return f"{placement_key(name)}:split:periods"
+
+
+def split_searches_key(name: str) -> str:
+    """Searches per period and arm of placement ``name``: ``<version>|<arm>`` -> n."""
+    return f"{placement_key(name)}:split:s"
+
+
+def split_users_key(name: str) -> str:
+    """Users first seen per period and arm of placement ``name``: ``<version>|<arm>`` ->
+    n."""
+    return f"{placement_key(name)}:split:u"
+
+
+def split_seen_key(name: str) -> str:
+    """Every user placement ``name`` has seen (a short keyed hash each)."""
+    return f"{placement_key(name)}:split:seen"
 
 
 def placement_page_key(name: str, page_id: str) -> str:

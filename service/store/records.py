@@ -47,6 +47,8 @@ class Impression:
     closed: bool = False
     #: its segment labels, ``dimension=value`` (:mod:`service.segments.dimensions`)
     segments: tuple[str, ...] = ()
+    #: ``"ab"``: an A/B search's light impression (:mod:`service.store.ab`)
+    design: str = "interleaving"
 
 
 #: a stored ranker's keys, in the order they are written (what :meth:`Ranker.to_json`

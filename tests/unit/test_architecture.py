@@ -265,7 +265,8 @@ def test_the_service_is_small_modules_and_the_tasks_are_thin():
     included = {m for name in declared for m in re.findall(r"^-- include: (\w+)$", lua(name), re.M)}
     files = {p.stem for p in (ROOT / "service" / "store").glob("*.lua")}
     assert declared | included == files and len(files) >= 10
-    assert included == {"guard"}  # the guard's check, shared (tests/unit/test_guard_cases.py)
+    # the guard's check (tests/unit/test_guard_cases.py) and the A/B moments, shared
+    assert included == {"guard", "ab_moments"}
     assert '"service.store" = ["*.lua"]' in (ROOT / "pyproject.toml").read_text()
 
 

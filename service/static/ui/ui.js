@@ -80,6 +80,7 @@
         el("td", {}, e.comparisons.toLocaleString("en"))));
     }
     await showPlacements(new Map(data.experiments.map((e) => [e.id, e.name])));
+    await showAgreements();
     show("list");
     timer = setTimeout(route, REFRESH_MS);
   }
@@ -103,6 +104,83 @@
       body.appendChild(el("tr", {}, el("td", {}, el("a", { href: "#placement=" + p.name }, p.name)),
         el("td", {}, p.control.name), el("td", {}, pct(p.control_share)), el("td", {}, exps)));
     }
+  }
+
+  // confirmed verdicts (GET /agreements): each pair, and the running agreement rate
+  async function showAgreements() {
+    const data = await api("/agreements");
+    const body = $("agreements");
+    body.replaceChildren();
+    $("agreements-section").hidden = data.pairs.length === 0;
+    const r = data.rate;
+    $("agreement-rate").textContent = r.rate === null
+      ? `${data.pairs.length} confirmed, no A/B test decided yet.`
+      : `${r.agree} of ${r.pairs} decided pairs agree (${pct(r.rate)}, 95 % interval ` +
+        `${pct(r.interval[0])} to ${pct(r.interval[1])}).`;
+    for (const p of data.pairs) {
+      const lift = p.lift === null ? "–" : `${pct(p.lift)} [${p.lift_interval.map(
+        (x) => (x === null ? "?" : pct(x))).join(", ")}]`;
+      body.appendChild(el("tr", {},
+        el("td", {}, el("a", { href: "#exp=" + p.interleaving }, p.interleaving)),
+        el("td", {}, el("a", { href: "#exp=" + p.ab }, `${p.winner} vs ${p.control}`)),
+        el("td", {}, p.preference === null ? "–" : pct(p.preference)),
+        el("td", {}, p.decided ? lift : "not decided"),
+        el("td", {}, p.agree === null ? "–" : (p.agree ? "yes" : "no"))));
+    }
+  }
+
+  // an A/B test's report: its arms, each treatment against the control, its split
+  function renderAB(rep) {
+    const root = $("experiment");
+    root.replaceChildren();
+    const users = rep.arms.reduce((n, a) => n + a.users, 0);
+    root.appendChild(el("h1", {}, `${rep.name} `, el("span", { class: "muted" },
+      `A/B · ${rep.lifecycle} · ${users.toLocaleString("en")} users`)));
+    root.appendChild(el("p", { id: "verdict", class: "verdict " +
+      (!rep.trusted ? "error" : rep.decided ? "certified" : "undecided") }, rep.verdict));
+    if (rep.rollout) {
+      root.appendChild(el("p", { id: "rollout" }, "Placement ",
+        el("a", { href: "#placement=" + rep.rollout.placement },
+          el("strong", {}, rep.rollout.placement)),
+        ` · share now ${pct(rep.rollout.share)} · traffic ${rep.rollout.status}`));
+    }
+    if (rep.confirms) {
+      root.appendChild(el("p", {}, "Confirms the interleaving verdict of ",
+        el("a", { href: "#exp=" + rep.confirms }, rep.confirms), "."));
+    }
+    const srm = rep.srm;
+    root.appendChild(el("p", { id: "srm", class: srm && srm.flagged ? "error" : "muted" },
+      "Split: ", srm ? srm.message : "no users yet",
+      rep.split && rep.split.flagged ? ` · placement: ${rep.split.message}` : ""));
+    const arms = el("tbody");
+    for (const a of rep.arms) {
+      arms.appendChild(el("tr", {}, el("td", {}, a.name), el("td", {}, a.role),
+        el("td", {}, pct(a.assigned_share)),
+        el("td", {}, a.observed_share === null ? "–" : pct(a.observed_share)),
+        el("td", {}, a.users.toLocaleString("en")), el("td", {}, a.searches.toLocaleString("en")),
+        el("td", {}, a.clicked_searches.toLocaleString("en")),
+        el("td", {}, a.ctr === null ? "–" : a.ctr.toFixed(4))));
+    }
+    root.appendChild(el("h2", {}, "Arms"));
+    root.appendChild(el("table", { id: "ab-arms" }, el("thead", {}, el("tr", {},
+      el("th", {}, "arm"), el("th", {}, "role"), el("th", {}, "assigned"),
+      el("th", {}, "observed"), el("th", {}, "users"), el("th", {}, "searches"),
+      el("th", {}, "clicked"), el("th", {}, "CTR (per user)"))), arms));
+    const rows = el("tbody");
+    for (const [metric, byTreatment] of Object.entries(rep.metrics)) {
+      for (const [t, c] of Object.entries(byTreatment)) {
+        rows.appendChild(el("tr", {}, el("td", {}, metric), el("td", {}, t),
+          el("td", {}, c.sentence), el("td", {}, c.decided ? "decided"
+            : (c.users_needed ? `≈ ${c.users_needed.toLocaleString("en")} more users` : "–"))));
+      }
+    }
+    root.appendChild(el("h2", {}, "Each treatment against the control"));
+    root.appendChild(el("table", { id: "ab-comparisons" }, el("thead", {}, el("tr", {},
+      el("th", {}, "metric"), el("th", {}, "treatment"), el("th", {}, "difference, lift, interval"),
+      el("th", {}, "decision"))), rows));
+    root.appendChild(el("p", { class: "muted" }, rep.method));
+    root.appendChild(el("p", { class: "muted" }, "Generated " +
+      new Date(rep.generated_at * 1000).toISOString()));
   }
 
   // a placement's page (#placement=NAME): GET /placements/NAME, the experiments' names
@@ -351,12 +429,16 @@
   }
 
   function render(rep) {
+    if (rep.design === "ab") return renderAB(rep);
     const root = $("experiment");
     root.replaceChildren();
     root.appendChild(el("h1", {}, `${rep.name} `, el("span", { class: "muted" },
       `${rep.algorithm} · ${rep.lifecycle} · ${rep.comparisons.toLocaleString("en")} comparisons`)));
     root.appendChild(el("p", { id: "verdict", class: "verdict " +
       (rep.certified ? "certified" : "undecided") }, rep.verdict));
+    if (rep.split && rep.split.flagged) {  // a sample ratio mismatch: said beside the verdict
+      root.appendChild(el("p", { id: "split", class: "error" }, "Split: ", rep.split.message));
+    }
     root.appendChild(el("p", {}, "Champion: ", el("strong", { id: "champion" }, rep.champion || "–"),
       rep.certified ? " (certified)" : " (not certified)"));
     const ro = rep.rollout;

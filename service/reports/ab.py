@@ -1,0 +1,182 @@
+"""The report of an A/B experiment (``GET /experiments/ID/report`` when its design is
+``ab``) and the confirmed pairs of ``GET /agreements``.
+
+The statistics are :mod:`rollout.ab`'s and :mod:`rollout.srm`'s; this module reads the
+counters (:meth:`service.store.ab.ABStore.ab_moments`: per arm and metric, the moments
+of the users' values) and shapes the answer:
+
+* per treatment against the control and per metric (``ctr``, ``searches``,
+  ``abandonment``): the difference and the relative lift with the anytime-valid
+  confidence sequence of Waudby-Smith et al. 2023 at the experiment's δ (split over the
+  treatments), the decision when the interval excludes 0, the users still needed
+  (:func:`rollout.ab.ab_report`);
+* the split checked (:func:`rollout.srm.check`, p < 0.001 with a minimum deviation):
+  the users first seen per arm against the arms' shares, which are equal and never change
+  (:mod:`rollout.ab.arms`: a ramp or a pause moves the experiment's share, not the
+  arms' parts of it), so one period; while it is flagged the verdict says it is not to be
+  trusted. The searches per arm are checked too and shown (``srm_searches``), but a
+  user's searches are not independent draws, so only the users' check flags the verdict.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from rollout import srm
+from rollout.ab import Moments, ab_report, agreement_rate, agrees
+from rollout.ab.arms import equal_shares
+from service.reports import splits
+from service.store import Store
+from service.store.ab import AB_METRICS
+from service.store.snapshot import Snapshot
+
+
+def arms_of(store: Store, snap: Snapshot) -> tuple[list[str], dict[str, dict[str, Moments]]]:
+    """The arms' names (control first) and metric -> arm -> moments; ``clicked`` ->
+    arm -> the arm's clicked searches (as ``Moments.n``)."""
+    names = [r.name for r in sorted(snap.rankers, key=lambda r: r.arm)]
+    raw = store.ab_moments(snap.meta["id"])
+    arms = {m: {names[a]: Moments.from_json(raw.get(a, {}).get(m, {}))
+                for a in range(len(names))} for m in (*AB_METRICS, "clicked")}
+    return names, arms
+
+
+def split_checks(names: list[str], arms: dict[str, dict[str, Moments]]
+                 ) -> tuple[srm.Period, srm.SRMResult]:
+    """The users' period (for :func:`rollout.ab.ab_report`) and the searches' check."""
+    shares = equal_shares(names)
+    users = srm.Period(shares, {n: arms["ctr"][n].n for n in names})
+    searches = srm.check([srm.Period(shares, {n: round(arms["searches"][n].total)
+                                              for n in names})], unit="searches")
+    return users, searches
+
+
+def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, Any]:
+    """The A/B report of ``exp_id`` (module docstring)."""
+    now = time.time() if now is None else now
+    snap = store.snapshot(exp_id)
+    meta = snap.meta
+    names, arms = arms_of(store, snap)
+    control = names[0]
+    users, searches = split_checks(names, arms)
+    delta = float(meta.get("error_rate") or 0.05)
+    out = ab_report({m: arms[m] for m in AB_METRICS}, control, delta, [users])
+    verdicts = out["verdict"] if len(names) > 2 else {names[1]: out["verdict"]}
+    kept = keep_decisions(store, exp_id, out["metrics"]["ctr"], users.counts, now)
+    for t, v in verdicts.items():
+        if t in kept and not v["decided"]:  # decided at an earlier look: kept
+            d = kept[t]
+            lo, hi = (100.0 * x if x is not None else math.nan for x in d["lift_interval"])
+            v.update(decided=True, direction=d["direction"], statement=(
+                f"{t}: {'higher' if d['direction'] > 0 else 'lower'} ctr than {control}, "
+                f"decided at {d['users']:,} users ({100.0 * d['lift']:+.2f} %, interval "
+                f"{lo:+.2f} % to {hi:+.2f} %); a confidence sequence's intervals hold "
+                f"together, so the decision stands"))
+    split = splits.section(store, meta)  # the experiment's share of its placement
+    for v in verdicts.values():
+        v["statement"] = splits.untrusted(v["statement"], split)
+        v["trusted"] = v["trusted"] and not split["flagged"]
+    shares = equal_shares(names)
+    total_users = sum(arms["ctr"][n].n for n in names)
+    table = []
+    for n in names:
+        m = arms["ctr"][n]
+        table.append({
+            "name": n, "role": "control" if n == control else "treatment",
+            "assigned_share": round(shares[n], 6),
+            "observed_share": round(m.n / total_users, 6) if total_users else None,
+            "users": m.n, "searches": round(arms["searches"][n].total),
+            "clicked_searches": arms["clicked"][n].n,
+            "ctr": None if not m.n else round(m.mean, 6)})
+    report = {
+        "id": exp_id, "name": meta["name"], "design": "ab", "lifecycle": snap.lifecycle,
+        "placement": meta.get("placement"), "control": control,
+        "treatments": names[1:], "error_rate": delta, "primary": "ctr",
+        "method": "asymptotic confidence sequence (Waudby-Smith et al. 2023) on per-user "
+                  "values; SRM: Dirichlet-multinomial sequential test (Lindon & Malek 2022) "
+                  "at p < 0.001",
+        "arms": table, "metrics": out["metrics"], "srm": out["srm"],
+        "srm_searches": searches.to_json(), "split": split, "verdicts": verdicts,
+        "decisions": kept,
+        "verdict": "; ".join(v["statement"] for v in verdicts.values()),
+        "decided": all(v["decided"] for v in verdicts.values()),
+        "trusted": all(v["trusted"] for v in verdicts.values()),
+        "confirms": meta.get("confirms"), "generated_at": now}
+    return report
+
+
+def keep_decisions(store: Store, exp_id: str, comparisons: dict[str, Any],
+                   users: Any, now: float) -> dict[str, dict[str, Any]]:
+    """Keep each treatment's first decision on the primary metric, and return every
+    decision kept. The intervals of a confidence sequence all hold at once (with
+    probability 1 − δ), so their running intersection does too: once an interval has
+    excluded 0, the decision stands, whatever a later look's interval says."""
+    kept = store.ab_decisions(exp_id)
+    for t, c in comparisons.items():
+        if c["decided"] and t not in kept:
+            d = {k: c[k] for k in ("direction", "difference", "interval", "lift",
+                                   "lift_interval")}
+            d.update(users=int(sum(users.values())), decided_at=now)
+            if store.keep_decision(exp_id, t, d):
+                kept[t] = d
+            else:
+                kept = store.ab_decisions(exp_id)
+    return kept
+
+
+def flagged(store: Store, snap: Snapshot) -> bool:
+    """Whether any split of an experiment is flagged now (the metric's value): its
+    arms' users (an A/B test), its share of its placement, team draft's coin."""
+    if snap.meta.get("design") == "ab":
+        names, arms = arms_of(store, snap)
+        users, _ = split_checks(names, arms)
+        if srm.check([users]).flagged:
+            return True
+    return splits.section(store, snap.meta)["flagged"]
+
+
+def agreements(store: Store) -> dict[str, Any]:
+    """Every confirmed pair with both verdicts and whether they agree, and the running
+    agreement rate (:func:`rollout.ab.agreement_rate`). A pair's A/B verdict is read
+    live; its first decision is kept with the pair (a decision is kept)."""
+    pairs = []
+    for ab_id, pair in sorted(store.agreements().items(),
+                              key=lambda kv: kv[1].get("confirmed_at", 0.0)):
+        decision = pair.get("decision")
+        if decision is None:
+            try:
+                rep = build(store, ab_id)
+            except Exception:
+                rep = None
+            comp = (rep or {}).get("metrics", {}).get("ctr", {}).get(pair["winner"])
+            state = {"decided": bool(comp and comp["decided"]),
+                     "ab_verdict": rep["verdict"] if rep else "the A/B test was deleted",
+                     "trusted": bool(rep and rep["trusted"]),
+                     **{k: (comp or {}).get(k) for k in ("lift", "lift_interval",
+                                                         "difference", "interval",
+                                                         "direction")}}
+            if state["decided"]:
+                decision = {**state, "decided_at": time.time()}
+                store.put_agreement(ab_id, {**pair, "decision": decision})
+        else:
+            state = decision
+        preference = pair.get("preference")
+        # interleaving certified the winner best: without a duel with the control
+        # (preference null) its claim is still "the winner beats the control"
+        agree = (agrees(1.0 if preference is None else preference,
+                        {"decided": state["decided"], "direction": state["direction"] or 0})
+                 if state["decided"] else None)
+        pairs.append({
+            "interleaving": pair["interleaving"], "ab": ab_id, "placement": pair["placement"],
+            "winner": pair["winner"], "control": pair["control"], "preference": preference,
+            "interleaving_verdict": pair["interleaving_verdict"],
+            "ab_verdict": state["ab_verdict"], "decided": state["decided"],
+            "lift": state["lift"], "lift_interval": state["lift_interval"],
+            "difference": state["difference"], "interval": state["interval"],
+            "agree": agree, "trusted": state["trusted"]})
+    return {"pairs": pairs, "rate": agreement_rate([p["agree"] for p in pairs])}
+
+
+__all__ = ["agreements", "arms_of", "build", "flagged", "split_checks"]

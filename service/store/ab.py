@@ -1,0 +1,122 @@
+"""A/B experiments in Redis: each search of a user in an arm and each clicked search,
+kept as per-user counts and, per arm, the moments of every per-user metric
+(:mod:`rollout.ab.moments`), one script per event; the light impression a click comes
+back with; the confirmed pairs of ``GET /agreements``.
+
+Users are the unit. ``rd:{e}:ab:users`` keeps each user's searches and clicked searches in
+their arm (the user a keyed hash, never the id); ``rd:{e}:ab:m`` keeps, per arm and
+metric, ``n`` (users), ``total`` and ``squares`` of the users' values. A search moves its
+user from ``(s, c)`` to ``(s + 1, c)``, a search's first click from ``(s, c)`` to
+``(s, c + 1)``; the script of the event changes the moments by the increments that
+replace the user's old values by the new ones (``ab_moments.lua``, the Lua of
+:func:`rollout.ab.moments.increments`, held to it by tests/service/test_ab_store.py), so
+the moments are always those of the users' current values and the report reads them in
+one ``HGETALL``.
+
+Exactly once
+------------
+A search is counted by the script that stores its impression (``ab_search.lua``): it
+stores and counts together or not at all, and a retried call finds the impression and
+counts nothing (the id is fresh per search). A clicked search is counted by the first
+click report of the impression (``ab_click.lua``): ``HSETNX ab_clicked`` on the
+impression's own hash, in the same script as the counts, so however many reports arrive
+for one impression, repeated, retried or concurrent, and whichever API process takes
+them, one moves the counts and the others find the mark. Every key is the experiment's
+(one hash tag), so each script is atomic on a Redis Cluster too. A click after the
+impression expired is refused (404), as for any impression.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from service.store.base import StoreBase
+from service.store.keys import (
+    AGREEMENTS,
+    ab_decisions_key,
+    ab_moments_key,
+    ab_users_key,
+    counters_key,
+    exp_key,
+    imp_key,
+)
+from service.store.snapshot import ExperimentMissing, text
+
+#: the per-user metrics the counters give (rollout.ab.moments.METRICS without conversions)
+AB_METRICS = ("ctr", "searches", "abandonment")
+
+
+class ABStore(StoreBase):
+    """A/B experiments' counts and the confirmed pairs."""
+
+    SCRIPTS: ClassVar[dict[str, str]] = {"_ab_search_script": "ab_search",
+                                         "_ab_click_script": "ab_click"}
+
+    def save_ab_search(self, imp_id: str, *, exp_id: str, t: int, arm: int, user: str,
+                       shown: list[str], urls: list[str | None], token_expires: int,
+                       ttl_s: int, counters: dict[str, int]) -> bool:
+        """Store an A/B search's light impression (what a click is checked against) and
+        count the search for ``user`` (a keyed hash) in ``arm``, in one script; False
+        for a retried call that found it stored. :class:`ExperimentMissing` when the
+        experiment is gone."""
+        fields: dict[str, Any] = {
+            "exp": exp_id, "t": t, "arms": json.dumps([arm]), "shown": json.dumps(shown),
+            "record": "null", "duel": 0, "forfeits": "[]", "created": repr(self.clock()),
+            "expires": token_expires, "closed": 0, "design": "ab", "ab_arm": arm,
+            "ab_user": user}
+        if urls and any(urls):
+            fields["urls"] = json.dumps(urls)
+        out = self.call(
+            self._ab_search_script,
+            keys=[imp_key(exp_id, imp_id), ab_users_key(exp_id), ab_moments_key(exp_id),
+                  counters_key(exp_id), exp_key(exp_id)],
+            args=[json.dumps([str(x) for kv in fields.items() for x in kv]), int(ttl_s),
+                  int(arm), user, json.dumps(counters or {"impressions": 1})])
+        if out == -1:
+            raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
+        return out == 1
+
+    def ab_click(self, exp_id: str, imp_id: str) -> int:
+        """Count the A/B search ``imp_id`` clicked: 1 now, 0 it already was, -1 unknown or
+        expired (module docstring: exactly once)."""
+        return int(self._ab_click_script(
+            keys=[imp_key(exp_id, imp_id), ab_users_key(exp_id), ab_moments_key(exp_id),
+                  counters_key(exp_id)]))
+
+    def ab_end(self, exp_id: str, imp_id: str) -> bool:
+        """Close an A/B search's impression (no credit follows: its counts are already
+        kept); True the first time."""
+        return bool(self.r.hsetnx(imp_key(exp_id, imp_id), "ab_ended", 1))
+
+    def ab_moments(self, exp_id: str) -> dict[int, dict[str, dict[str, float]]]:
+        """arm -> metric -> ``{"n", "total", "squares"}`` (for
+        :meth:`rollout.ab.Moments.from_json`)."""
+        out: dict[int, dict[str, dict[str, float]]] = {}
+        for k, v in self.r.hgetall(ab_moments_key(exp_id)).items():
+            arm, metric, part = text(k).split(":")
+            out.setdefault(int(arm), {}).setdefault(metric, {})[part] = float(text(v))
+        return out
+
+    def ab_clicked_counter(self, exp_id: str) -> int:
+        return int(self.r.hget(counters_key(exp_id), "ab_clicked") or 0)
+
+    def keep_decision(self, exp_id: str, treatment: str, decision: dict[str, Any]) -> bool:
+        """Keep a treatment's first decision (False: one is kept already)."""
+        return bool(self.r.hsetnx(ab_decisions_key(exp_id), treatment, json.dumps(decision)))
+
+    def ab_decisions(self, exp_id: str) -> dict[str, dict[str, Any]]:
+        """The decisions kept, by treatment."""
+        return {text(k): json.loads(v)
+                for k, v in self.r.hgetall(ab_decisions_key(exp_id)).items()}
+
+    def put_agreement(self, ab_id: str, pair: dict[str, Any]) -> None:
+        """Record (or update) the confirmed pair of A/B experiment ``ab_id``."""
+        self.r.hset(AGREEMENTS, ab_id, json.dumps(pair))
+
+    def agreements(self) -> dict[str, dict[str, Any]]:
+        """Every confirmed pair, by its A/B experiment's id."""
+        return {text(k): json.loads(v) for k, v in self.r.hgetall(AGREEMENTS).items()}
+
+
+__all__ = ["AB_METRICS", "ABStore", "ExperimentMissing"]
