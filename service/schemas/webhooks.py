@@ -18,7 +18,7 @@ MAX_EXPERIMENTS = 100
 
 EventName = Literal[tuple(EVENTS)]  # type: ignore[valid-type]
 _EVENTS_DOC = ("the events to send: " + "; ".join(f"{k}: {v}" for k, v in EVENTS.items())
-               + ". Coming: " + "; ".join(f"{k} ({v})" for k, v in COMING.items()))
+               + ("".join(f". Coming: {k} ({v})" for k, v in COMING.items())))
 
 
 class NewWebhook(Closed):

@@ -28,11 +28,12 @@ EVENTS: dict[str, str] = {
     "experiment_paused": "the experiment was paused (by the operator or a guardrail)",
     "ramp_step": "the experiment's ramp moved to its next share of the placement",
     "ranker_degraded": "a ranker answers no usable results and is out of comparisons",
+    "srm_flag": "the experiment's split looks wrong (a sample-ratio mismatch of its users, "
+                "or team draft's first pick or positions out of balance): its verdict is "
+                "not to be trusted until this is explained",
 }
 #: events that will come with other features (not accepted until they are emitted)
-COMING: dict[str, str] = {
-    "srm_flag": "a sample-ratio mismatch flag on an A/B split (with the A/B tests)",
-}
+COMING: dict[str, str] = {}
 
 
 def new_event_id() -> str:
@@ -78,6 +79,9 @@ def text(kind: str, exp_id: str, name: str | None, data: dict[str, Any]) -> str:
     if kind == "ranker_degraded":
         return (f"rankduel: ranker {data['ranker']} of {who} is degraded ({data['reason']})"
                 f": out of comparisons until a probe answers results.")
+    if kind == "srm_flag":
+        return (f"rankduel: the split of {who} looks wrong: {data['message']}. Its verdict "
+                f"is not to be trusted until this is explained.")
     return f"rankduel: {kind} in {who}."
 
 

@@ -1,6 +1,13 @@
-"""The webhooks' part of the workers' sweep: tell each ramp step once, and queue a
-delivery task for every experiment with events due (``rankduel.sweep`` calls
-:func:`sweep` every ``sweep_interval_s``).
+"""The webhooks' part of the workers' sweep: tell each ramp step once, each split that
+looks wrong once, and queue a delivery task for every experiment with events due
+(``rankduel.sweep`` calls :func:`sweep` every ``sweep_interval_s``).
+
+A split is checked (:func:`service.reports.ab.flagged`: an A/B test's arms, the
+experiment's share of its placement, team draft's first pick and positions) for every
+running experiment of a placement at each sweep (a few Redis reads each): a flag is told
+once (``srm`` in the experiment's hooks state), within a sweep of the searches that
+raised it; the flag is a sequential test's, kept once raised, so there is nothing to
+tell when it clears.
 
 A ramp is a schedule evaluated by time (:mod:`rollout.ramps`): nothing happens in Redis
 when it steps. The sweep compares the step each running experiment of a placement has
@@ -14,9 +21,12 @@ from __future__ import annotations
 import logging
 import time
 
+from rollout import srm
 from rollout.ramps import Ramp, parse_traffic
 from service.queue import TaskQueue
+from service.reports import ab, splits
 from service.store import Store
+from service.store.snapshot import ExperimentMissing
 from service.webhooks import outbox
 
 log = logging.getLogger("rankduel.webhooks")
@@ -58,6 +68,47 @@ def ramp_steps(store: Store, now: float | None = None) -> int:
                              once=("ramp", f"{e['since']}:{i}")) is not None:
                 told += 1
     return told
+
+
+def srm_flags(store: Store) -> int:
+    """Record an ``srm_flag`` event for each running experiment of a placement whose
+    split is flagged and was not told yet; how many."""
+    told = 0
+    for name in store.placement_names():
+        try:
+            entries = (store.placement(name) or {}).get("experiments", [])
+        except Exception:
+            log.exception("splits of placement %s not read", name)
+            continue
+        for e in entries:
+            if e["status"] != "running":
+                continue
+            exp_id = e["experiment"]
+            try:
+                snap = store.snapshot(exp_id)
+                if not ab.flagged(store, snap):
+                    continue
+                message = _message(store, snap)
+            except ExperimentMissing:
+                continue
+            except Exception:
+                log.exception("split of experiment %s not checked", exp_id)
+                continue
+            if outbox.record(store, exp_id, "srm_flag",
+                             {"placement": name, "message": message},
+                             once=("srm", "flagged")) is not None:
+                told += 1
+    return told
+
+
+def _message(store: Store, snap) -> str:
+    """What is flagged, in words: an A/B test's arms' users first, else its split."""
+    if snap.meta.get("design") == "ab":
+        users, _ = ab.split_checks(*ab.arms_of(store, snap))
+        result = srm.check([users])
+        if result.flagged:
+            return result.message
+    return splits.section(store, snap.meta)["message"] or "its split is out of balance"
 
 
 def queue_due(store: Store, queue: TaskQueue, lease_s: float, now: float | None = None) -> int:
@@ -103,9 +154,11 @@ def behind(store: Store, exp_ids: list[str], now: float | None = None) -> int:
 
 
 def sweep(store: Store, queue: TaskQueue, lease_s: float, full_every_s: float = 60.0) -> int:
-    """Ramp steps, once per ``full_every_s`` every outbox checked (:func:`behind`), then
-    the deliveries due; how many tasks were queued."""
+    """Ramp steps and flagged splits (:func:`srm_flags`), once per ``full_every_s`` every
+    outbox checked (:func:`behind`), then the deliveries due; how many tasks were
+    queued."""
     ramp_steps(store)
+    srm_flags(store)
     if store.take_hooks_full(full_every_s):
         behind(store, store.list_ids())
     return queue_due(store, queue, lease_s)

@@ -27,7 +27,7 @@ from service.webhooks import signing
 SECRET = "whsec-TOPSECRET-0123456789abcdef"
 H = {"Authorization": f"Bearer {ADMIN}"}
 ALL_EVENTS = ["verdict_certified", "ranker_shown_worse", "guardrail_tripped",
-              "experiment_paused", "ramp_step", "ranker_degraded"]
+              "experiment_paused", "ramp_step", "ranker_degraded", "srm_flag"]
 
 
 class Receiver:
@@ -408,7 +408,7 @@ def test_validation_names_the_field(hooks_api, receiver):
         ({"url": "ftp://x/y"}, "field 'url'"),
         ({"events": []}, "field 'events' must have at least 1 item"),
         ({"events": ["ramp_step", "nope"]}, "field 'events[1]'"),
-        ({"events": ["srm_flag"]}, "field 'events[0]'"),  # coming, not emitted yet
+        ({"events": ["srm_flagged"]}, "field 'events[0]'"),  # no such event
         ({"secret": "short"}, "field 'secret' must have at least 16 characters"),
         ({"secret": "x" * 257}, "field 'secret' is longer than 256 characters"),
         ({"experiments": ["nope"]}, "field 'experiments[0]': no experiment 'nope'"),
@@ -606,4 +606,40 @@ def test_a_degraded_ranker_is_told_once_with_its_audit_entry(
     [event] = told()
     assert event["experiment"] == e and event["data"]["ranker"] == "typo"
     assert event["data"]["reason"] == "no results" and "typo" in event["text"]
+    requests.delete(f"{hooks_api.url}/webhooks/{hook['id']}", headers=H, timeout=10)
+
+
+def test_a_split_that_looks_wrong_is_told_once(hooks_api, hooks_worker, hooks_env, receiver,
+                                               ranker_server):
+    # team draft's first pick far from its coin (900 to 100, as a biased interleaving
+    # would give): the split is flagged, and the hook hears it once, with the numbers
+    import redis
+
+    from service.reports.splits import FIRST
+    from service.store.keys import counters_key
+
+    hook = new_hook(hooks_api, receiver.url)
+    name = f"srm{int(time.time() * 1000) % 10**8}"
+    resp = hooks_api.post("/placements", {"name": name, "control": {
+        "name": "prod", "url": f"{ranker_server.url}/r/good"}})
+    assert resp.status_code == 201, resp.text
+    resp = hooks_api.post("/experiments", {
+        "name": "skewed", "algorithm": "dts", "interleaving": "team_draft", "probe": False,
+        "placement": name, "traffic": 0.5,
+        "rankers": [{"name": "good", "url": f"{ranker_server.url}/r/good"},
+                    {"name": "bad", "url": f"{ranker_server.url}/r/bad"}]})
+    assert resp.status_code == 201, resp.text
+    exp_id = resp.json()["id"]
+    client = redis.Redis.from_url(hooks_env["REDIS_URL"])
+    client.hset(counters_key(exp_id), mapping={f"{FIRST}0": 900, f"{FIRST}1": 100})
+
+    def flags() -> list[dict]:
+        return [json.loads(r["body"]) for r in receiver.accepted().values()
+                if r["event"] == "srm_flag" and json.loads(r["body"])["experiment"] == exp_id]
+
+    wait_until(lambda: flags(), 15, "the split's event")
+    wait_until(sweeps_pass(hooks_env), 15, "three more sweeps")
+    [flag] = flags()  # once, however many sweeps saw it
+    assert flag["data"]["placement"] == name and "first pick" in flag["data"]["message"]
+    assert "not to be trusted" in flag["text"] and "skewed" in flag["text"]
     requests.delete(f"{hooks_api.url}/webhooks/{hook['id']}", headers=H, timeout=10)

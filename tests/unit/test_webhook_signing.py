@@ -60,6 +60,8 @@ def test_every_event_has_the_contract_fields_and_a_sentence():
                       "previous_share": 0.01, "after": "30m"},
         "ranker_degraded": {"ranker": "neural", "reason": "no results", "answers": 20,
                             "empty": 19, "unparseable": 0},
+        "srm_flag": {"placement": "web", "message": "the treatment got 8.1 % of users "
+                     "where 10 % were assigned"},
     }
     assert set(samples) == set(EVENTS)
     ids = set()
@@ -78,3 +80,19 @@ def test_backoff_doubles_up_to_its_cap_with_bounded_jitter():
     assert [backoff(n, 1.0, 3600.0) for n in range(1, 6)] == [1.0, 2.0, 4.0, 8.0, 16.0]
     assert backoff(40, 1.0, 3600.0) == 3600.0
     assert all(4.0 <= backoff(3, 1.0, 60.0, jitter=0.1) <= 4.4 for _ in range(100))
+
+
+def test_the_default_schedule_rides_out_a_receiver_down_for_30_s():
+    # with the defaults (1 s, doubling, 10 % jitter at most), a receiver down for 30 s
+    # sees 5 failed attempts (1 + 2 + 4 + 8 + 16 = 31 s of waits), far from the 20 in a
+    # row that disable a hook, and gets the event at most 16 × 1.1 s after it is back
+    from service.config import Config
+    from service.webhooks.delivery import backoff
+
+    c = Config()
+    t, failures = 0.0, 0
+    while t < 30.0:  # each attempt while it is down fails
+        failures += 1
+        t += backoff(failures, c.webhook_backoff_s, c.webhook_backoff_max_s, jitter=0.1)
+    assert failures == 5 < c.webhook_disable_after
+    assert t - 30.0 <= 16 * 1.1
