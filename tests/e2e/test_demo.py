@@ -91,6 +91,17 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
     assert s["decisive_impressions"] == s["comparisons"] > 500
     assert 0 < s["regret"] < s["queries"] * 0.5
     assert "eliminated" in proc.stdout and "champion" in proc.stdout
+    # the users buy: an order service reported their purchases by user, each attributed
+    # to its page, the retried ones counted once; clicks name the best ranker on clicks,
+    # revenue the buyers' ranker, and the summary says they disagree
+    assert s["algorithm"] == "recommended" and s["primary"] == "click"
+    assert s["purchases"] > 300 and s["purchases_attributed"] == s["purchases"]
+    assert s["orders_retried"] > 0
+    by = {m["name"]: m for m in s["metrics"]}
+    assert list(by) == ["click", "revenue"] and by["click"]["primary"]
+    assert by["click"]["champion"] == s["true_best"] and by["revenue"]["champion"] == s["buyers"]
+    assert s["metrics_disagree"] and s["metrics_disagree"] in proc.stdout
+    assert f"  revenue: {by['revenue']['verdict']}" in proc.stdout
     assert f"verdict: {s['verdict']}" in proc.stdout and s["urls"]["ui"].endswith(s["experiment"])
     assert ("redis cluster of 3 masters" in proc.stdout) == bool(cluster)
     assert s["urls"]["api"].startswith("http://127.0.0.1:")
