@@ -144,6 +144,11 @@ class Client:
         return self._ok("POST", f"/impressions/{impression['impression_id']}/end",
                         {"token": impression["token"]}, headers=self._front())
 
+    def outcome(self, **body: Any) -> dict[str, Any]:
+        """``POST /outcomes`` with the front-end key (a back end's event: ``user``,
+        ``action``, ``id``, ``value``, ``event_id``)."""
+        return self._ok("POST", "/outcomes", body, headers=self._front())
+
     # ------------------------------------------------------------------ operator
     def create_experiment(self, **body: Any) -> dict[str, Any]:
         return self._ok("POST", "/experiments", body, admin=True)

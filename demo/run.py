@@ -32,6 +32,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from demo.client import ApiResponseError, Client
+from demo.orders import OrderService
 from demo.stack import Stack, ThreadedServer, free_port, redis_executable
 from demo.world_rankers import demo_world, ranker_name
 
@@ -42,6 +43,15 @@ PAIRWISE = ("team_draft", "probabilistic", "balanced")
 #: after SIGTERM before SIGKILL (``Stack.stop_timeout``): Ctrl-C, SIGTERM and the end of
 #: a run return within about 2 × this
 STOP_TIMEOUT_S = 3.0
+
+#: the demo experiment's metrics: clicks, and the revenue of the purchases the order
+#: service reports (docs/conversions.md)
+DEMO_METRICS = [{"name": "click"},
+                {"name": "revenue", "action": "purchase", "value": "sum", "window_s": 3600,
+                 "cap": 100}]
+
+#: seconds after the page at which a purchase is reported (uniform)
+ORDER_DELAY_S = (1.0, 5.0)
 
 #: per-algorithm parameters of the demo (see :meth:`Demo.params`)
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
@@ -56,7 +66,7 @@ class DemoOptions:
 
     queries: int = 3000
     rankers: int = 12
-    algorithm: str = "mergedts"
+    algorithm: str = "recommended"
     params: dict[str, Any] = field(default_factory=dict)
     interleaving: str = "team_draft"
     click_model: str = "navigational"
@@ -75,6 +85,11 @@ class DemoOptions:
     #: serve the demo search page (demo.web) on another origin; keeps the stack running
     web: bool = False
     web_port: int | None = None
+    #: the metric the policy learns from: only ``click`` is supported; ``revenue`` runs
+    #: with ``click`` and says that the revenue verdict is reported beside it
+    primary: str = "click"
+    #: declare ``click`` and ``revenue`` and send the simulated purchases
+    purchases: bool = True
 
     def check(self) -> None:
         """Refuse options the run would fail on, before anything starts: a ``ValueError``
@@ -116,6 +131,9 @@ class DemoOptions:
             get_click_model(self.click_model)
         except ValueError as exc:
             raise ValueError(f"--click-model: {exc}") from None
+        if self.primary not in ("click", "revenue"):
+            raise ValueError(f"--primary: the demo's metrics are click and revenue, got "
+                             f"{self.primary!r}")
 
     def merged_params(self) -> dict[str, Any]:
         """The algorithm's parameters: ``params`` over the demo's defaults
@@ -131,6 +149,10 @@ class Tally:
     clicks: int = 0
     errors: int = 0
     regret: float = 0.0
+    #: purchases sent (retries not counted), attributed (first deliveries), their value
+    purchases: int = 0
+    attributed: int = 0
+    revenue: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -148,6 +170,8 @@ class Demo:
         self.frontend_token = secrets.token_urlsafe(24)
         self.tally = Tally()
         self.web: ThreadedServer | None = None
+        #: the order service, while the run's traffic is sent (None: no purchases sent)
+        self.orders: OrderService | None = None
 
     def say(self, msg: str) -> None:
         if not self.opts.quiet:
@@ -228,10 +252,11 @@ class Demo:
         w = self.world
         rankers = [{"name": ranker_name(n), "url": f"{rankers_url.rstrip('/')}/rankers/{n}",
                     "timeout_ms": 1000} for n in range(w.n_rankers)]
+        metrics = {"metrics": DEMO_METRICS, "primary": "click"} if o.purchases else {}
         exp = client.create_experiment(
             name=name, rankers=rankers, algorithm=o.algorithm, params=self.params(),
             interleaving=o.interleaving, seed=o.seed, true_preferences=P.tolist(),
-            true_best=ranker_name(w.true_best))
+            true_best=ranker_name(w.true_best), **metrics)
         return exp["id"]
 
     # ------------------------------------------------------------------ traffic
@@ -256,6 +281,11 @@ class Demo:
                 else:
                     client.click(page, docs)
             client.end(page)
+            if self.orders is not None:  # the user buys some of what was clicked
+                for i, (doc, price) in enumerate(self.world.purchases(q, ids, clicked, rng)):
+                    self.orders.place(float(rng.uniform(*ORDER_DELAY_S)), {
+                        "user": user, "action": "purchase", "id": doc, "value": price,
+                        "event_id": f"order-{n}-{i}"}, retry=n % 10 == 0)
         except (ApiResponseError, OSError) as exc:
             with self.tally.lock:
                 self.tally.errors += 1
@@ -294,10 +324,31 @@ class Demo:
                                    daemon=True)
         monitor.start()
         t0 = time.monotonic()
-        self.send(client, exp_id, 0, self.opts.queries, P, best)
+        if self.opts.purchases:
+            self.orders = OrderService(
+                Client(client.base_url, frontend_token=client.frontend_token),
+                self.order_sent, self.order_failed)
+        try:
+            self.send(client, exp_id, 0, self.opts.queries, P, best)
+        finally:
+            if self.orders is not None:  # the last orders fall due within seconds
+                self.orders.close(timeout=ORDER_DELAY_S[1] + 30)
         self.elapsed = time.monotonic() - t0
         done.set()
         monitor.join()
+
+    def order_sent(self, order: dict[str, Any], answer: dict[str, Any]) -> None:
+        with self.tally.lock:
+            self.tally.purchases += 1
+            self.tally.revenue += float(order["value"])
+            if answer.get("attributed") and not answer.get("duplicate"):
+                self.tally.attributed += 1
+
+    def order_failed(self, exc: Exception) -> None:
+        with self.tally.lock:
+            self.tally.errors += 1
+        if self.tally.errors <= 5:
+            self.say(f"  order failed: {exc}")
 
     def monitor(self, client: Client, exp_id: str, done: threading.Event) -> None:
         """Print progress and the live elimination state every two seconds."""
@@ -328,11 +379,14 @@ class Demo:
         while True:
             state = client.experiment(exp_id)
             c = state["counters"]
-            if c.get("credited", 0) >= c.get("impressions", 0):
+            if (c.get("credited", 0) >= c.get("impressions", 0)
+                    and c.get("outcome_events", 0) >= self.tally.attributed):
                 return state
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{c.get('impressions', 0) - c.get('credited', 0)} "
-                                   "impressions still uncredited")
+                                   "impressions, "
+                                   f"{self.tally.attributed - c.get('outcome_events', 0)} "
+                                   "purchases still uncredited")
             time.sleep(0.25)
 
     # ------------------------------------------------------------------ main
@@ -361,6 +415,16 @@ class Demo:
             self.say(f"experiment {exp_id}: {o.algorithm} over {w.n_rankers} rankers, "
                      f"{o.interleaving} interleaving, {o.click_model} users; "
                      f"{o.queries} queries from {o.concurrency} concurrent users")
+            if o.purchases:
+                self.say(f"metrics: click (primary) and revenue (purchases, summed); the "
+                         f"buyers' ranker is {ranker_name(w.buyers)}, the true best on "
+                         f"clicks ranks attractive documents that never sell high; an "
+                         f"order service reports purchases {ORDER_DELAY_S[0]:g}-"
+                         f"{ORDER_DELAY_S[1]:g} s after the page")
+            if o.primary != "click":
+                self.say(f"--primary {o.primary}: learning from {o.primary} is not supported "
+                         f"yet; the policy learns from clicks, and the {o.primary} verdict "
+                         f"is reported beside the click verdict")
             self.drive(client, exp_id, P, best)
             state = self.wait_credited(client, exp_id)
             self.say(self.status_line(state, self.elapsed))
@@ -368,10 +432,16 @@ class Demo:
             report = client.report(exp_id)
             summary["verdict"] = report["verdict"]
             summary["certified"] = report["certified"]
+            summary["metrics"] = [
+                {k: m[k] for k in ("name", "primary", "champion", "certified", "verdict",
+                                   "comparisons")}
+                for m in report.get("metrics") or []]
+            summary["metrics_disagree"] = report.get("metrics_disagree")
             summary["urls"]["report"] = f"{api_url}/experiments/{exp_id}/report"
             summary["urls"]["ui"] = f"{api_url}/ui/#exp={exp_id}"
             self.print_summary(summary, state)
             self.say(f"verdict: {report['verdict']}")
+            self.print_metrics(summary)
             if o.json_path:
                 Path(o.json_path).parent.mkdir(parents=True, exist_ok=True)
                 Path(o.json_path).write_text(json.dumps(summary, indent=2) + "\n")
@@ -409,6 +479,12 @@ class Demo:
             "decisive_impressions": int(c.get("decisive", 0)),
             "comparisons": int(state["comparisons"]),
             "regret": round(self.tally.regret, 3),
+            "purchases": self.tally.purchases,
+            "purchases_attributed": self.tally.attributed,
+            "orders_retried": self.orders.retried if self.orders else 0,
+            "revenue": round(self.tally.revenue, 2),
+            "buyers": None if self.world.buyers is None else ranker_name(self.world.buyers),
+            "primary": "click",
             "experiment": exp_id,
             "algorithm": self.opts.algorithm,
             "params": self.params(),
@@ -433,13 +509,20 @@ class Demo:
         self.say(f"{s['queries']} queries in {s['seconds']} s ({s['queries_per_second']} q/s), "
                  f"{s['impressions']} impressions, {s['decisive_impressions']} decisive, "
                  f"{s['comparisons']} comparisons in W, cumulative regret {s['regret']}")
+        if s.get("purchases"):
+            self.say(f"{s['purchases']} purchases ({s['revenue']:.2f} in all) reported by the "
+                     f"order service, {s['purchases_attributed']} attributed to an impression, "
+                     f"{s['orders_retried']} retries counted once")
         self.say("rankers:")
         for r in state["rankers"]:
             how = ""
             if r["eliminated"]:
                 how = f" by {r['eliminated']['by']} at comparison {r['eliminated']['step']}"
+            kind = {s["true_best"]: "  (best on clicks)",
+                    s.get("buyers"): "  (buyers' ranker)"}.get(r["name"], "")
             self.say(f"  {r['name']}  {r['status']:<10}{how}  NDCG@10 "
-                     f"{self.world.ndcg(int(r['name'][1:])):.3f}  played {r['comparisons']:.0f}")
+                     f"{self.world.ndcg(int(r['name'][1:])):.3f}  played "
+                     f"{r['comparisons']:.0f}{kind}")
         if not (self.opts.keep_running or self.opts.web):  # the URLs die with the stack
             self.say("the stack stops now; run with --keep-running to look at the API, "
                      "its metrics and the worker's")
@@ -451,6 +534,19 @@ class Demo:
             if name == "api":  # the bare base URL answers 404: show one that answers
                 url = s["urls"].get("openapi", f"{url}/openapi.json")
             self.say(f"  {name:<14} {url}")
+
+
+    def print_metrics(self, s: dict[str, Any]) -> None:
+        """Each metric's verdict, the primary marked, and the sentence saying the metrics
+        disagree when they do."""
+        for m in s.get("metrics") or []:
+            mark = " (primary)" if m["primary"] else ""
+            self.say(f"  {m['name']}{mark}: {m['verdict']}")
+        if s.get("metrics_disagree"):
+            self.say(s["metrics_disagree"])
+        if self.opts.primary != "click":
+            self.say(f"(--primary {self.opts.primary}: the policy learned from clicks; "
+                     f"learning from {self.opts.primary} is not supported yet)")
 
 
 def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from demo.client import ApiResponseError, Client
-from demo.run import Demo, DemoOptions
+from demo.orders import OrderService
+from demo.run import ORDER_DELAY_S, Demo, DemoOptions
 
 
 @dataclass
@@ -83,9 +84,21 @@ def start(api_url: str, admin_token: str, rankers_url: str, opts: DemoOptions,
 
 
 def send(run: Run, queries: int, concurrency: int | None = None) -> None:
-    """Send ``queries`` more user sessions (search, clicks, end), ``concurrency`` at a time.
-    Session ``n`` is seeded by ``(seed, n)``; numbering continues across calls."""
-    run.demo.send(run.client, run.exp_id, run.sent, queries, run.P, run.best, concurrency)
+    """Send ``queries`` more user sessions (search, clicks, end, and the purchases an
+    order service reports a few seconds later), ``concurrency`` at a time. Session ``n``
+    is seeded by ``(seed, n)``; numbering continues across calls. Returns once every
+    purchase is sent."""
+    demo, client = run.demo, run.client
+    if demo.opts.purchases:  # the users' purchases, reported by the order service
+        demo.orders = OrderService(Client(client.base_url,
+                                          frontend_token=client.frontend_token),
+                                   demo.order_sent, demo.order_failed)
+    try:
+        demo.send(client, run.exp_id, run.sent, queries, run.P, run.best, concurrency)
+    finally:
+        if demo.orders is not None:  # every order sent, at its time
+            demo.orders.close(timeout=ORDER_DELAY_S[1] + 30)
+            demo.orders = None
     run.sent += queries
 
 

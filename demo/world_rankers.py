@@ -7,7 +7,8 @@ top ``k`` documents of world ranker ``n`` for the query whose text is ``TEXT`` (
 list for a query the world does not know, as a real engine with no match would; the
 service's probe query, ``RANKDUEL_PROBE_QUERY``'s default, is answered as query 0, as a
 real engine answers it with some match).
-``GET /world`` describes the world (true best ranker, NDCG@10 of each ranker).
+``GET /world`` describes the world (true best ranker, buyers' ranker, NDCG@10 of each
+ranker).
 
 Run under gunicorn by the demo::
 
@@ -25,10 +26,16 @@ from service.config import Config
 
 @lru_cache(maxsize=4)
 def demo_world(seed: int, n_rankers: int, n_queries: int = 200):
-    """The demo's world: ``n_rankers`` rankers, one of them clearly best."""
+    """The demo's world: ``n_rankers`` rankers, one of them clearly best on clicks, and
+    purchases (:meth:`interleaving.world.World.add_purchases`): the clear best ranks
+    attractive documents that never sell high (it wins the clicks, loses the purchases),
+    the buyers' ranker demotes them (it loses the clicks, wins the purchases)."""
     from interleaving.world import World
 
-    return World(seed, n_rankers, n_queries, clear_best=True)
+    world = World(seed, n_rankers, n_queries, clear_best=True)
+    if n_rankers >= 2:
+        world.add_purchases()
+    return world
 
 
 def ranker_name(n: int) -> str:
@@ -70,6 +77,7 @@ def create_ranker_app(seed: int = 1, n_rankers: int = 12, n_queries: int = 200,
         return jsonify({
             "seed": seed, "rankers": world.n_rankers, "queries": world.n_queries,
             "true_best": ranker_name(world.true_best),
+            "buyers": None if world.buyers is None else ranker_name(world.buyers),
             "ndcg": {ranker_name(r): round(float(nd[r]), 4) for r in range(world.n_rankers)},
         })
 

@@ -130,6 +130,7 @@ class World:
             grades[q, rng.integers(self.n_docs[q])] = 1
         self.grade_table = grades.astype(np.int8)  # (Q, D), -1 = no such document
         latent = grades + rng.normal(0.0, 0.5, size=(Q, D))
+        self._latent = latent
 
         # ---- rankers
         beta = rng.uniform(*quality_range, size=R)
@@ -171,6 +172,12 @@ class World:
         #: (R, Q, D) document indices in rank order; entries past n_docs[q] are padding
         self.order = np.argsort(-scores, axis=2, kind="stable").astype(np.int16)
         self._ndcg_cache: dict[int, np.ndarray] = {}
+        #: with :meth:`add_purchases`: per document its purchase probability after a
+        #: click, its price, and whether it is bait (attractive, never bought)
+        self.buy_p: np.ndarray | None = None
+        self.price: np.ndarray | None = None
+        self.bait: np.ndarray | None = None
+        self.buyers: int | None = None
 
         # ---- query texts
         combos = [f"{a} {n}" for a in _ADJECTIVES for n in _NOUNS]
@@ -197,6 +204,68 @@ class World:
         except ValueError:
             raise ValueError(f"world spec must be SEED:K (two integers), got {spec!r}") from None
         return cls(seed, k, **kwargs)
+
+    # ------------------------------------------------------------------ purchases
+    def add_purchases(self, bait: float = 0.5, buy_per_grade: float = 0.15,
+                      buyers: int | None = None) -> int:
+        """Give the documents a purchase model distinct from their click attractiveness,
+        and make one ranker the *buyers'* ranker; returns it.
+
+        A share ``bait`` of the attractive documents (grade 2 or more) is *bait*: clicked
+        as its grade says, never bought. Any other document is bought after a click with
+        probability ``buy_per_grade × grade`` at its price (log-normal, median about 33).
+        The clear best ranker ranks by relevance alone, bait included: it wins the clicks
+        and loses the purchases. The buyers' ranker (``buyers``, default the
+        informative ranker of the highest NDCG@10 after the best) becomes as good at
+        relevance as the clear best, with its own noise, but ranks bait documents last:
+        it loses clicks to the best and wins purchases. Every other ranker, and the
+        grades, are unchanged; the purchase model draws from its own generator.
+
+        >>> w = World(seed=3, n_rankers=6, n_queries=20, clear_best=True)
+        >>> b = w.add_purchases()
+        >>> b != w.true_best and w.kinds[b] == "buyers'"
+        True
+        >>> float(w.buy_p[w.bait].max())
+        0.0
+        """
+        rng = np.random.default_rng([self.seed, 41])
+        g = self.grade_table.astype(float)
+        valid = self.grade_table >= 0
+        self.bait = valid & (g >= 2) & (rng.random(g.shape) < bait)
+        self.buy_p = np.where(valid & ~self.bait, buy_per_grade * np.maximum(g, 0), 0.0)
+        self.price = np.round(rng.lognormal(3.5, 0.5, size=g.shape), 2)
+        best = self.true_best
+        if buyers is None:
+            nd = self.ndcg_all(10)
+            pick = [int(r) for r in np.argsort(-nd, kind="stable")
+                    if r != best and self.kinds[r] == "informative"]
+            buyers = pick[0] if pick else next(r for r in range(self.n_rankers) if r != best)
+        buyers = self._check_ranker(buyers)
+        quality = float(self.beta[best]) if self.clear_best else float(self.beta.max())
+        scores = (quality * self._latent - 100.0 * self.bait
+                  + rng.normal(size=self._latent.shape))
+        scores = np.where(valid, scores, -np.inf)
+        self.order[buyers] = np.argsort(-scores, axis=1, kind="stable").astype(np.int16)
+        self.beta[buyers] = quality
+        self.kinds[buyers] = "buyers'"
+        self._ndcg_cache.clear()
+        self.buyers = buyers
+        return buyers
+
+    def purchases(self, query: int, doc_ids: list[str], clicked: Any,
+                  rng: np.random.Generator) -> list[tuple[str, float]]:
+        """The purchases ``(doc id, price)`` a user makes after clicking the positions
+        ``clicked`` (0-based) of ``doc_ids``, each bought with its probability
+        (:meth:`add_purchases`; none without a purchase model)."""
+        if self.buy_p is None or self.price is None:
+            return []
+        q = self._check_query(query)
+        out = []
+        for p in clicked:
+            j = int(doc_ids[int(p)].rsplit("-d", 1)[1])
+            if rng.random() < self.buy_p[q, j]:
+                out.append((doc_ids[int(p)], float(self.price[q, j])))
+        return out
 
     # ------------------------------------------------------------------ queries
     def query_text(self, q: int) -> str:

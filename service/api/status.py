@@ -42,11 +42,13 @@ def readyz():
 def metrics_endpoint():
     from service.experiments.collector import StateCollector
     from service.placements.collector import RolloutCollector
+    from service.reports.metric_collector import MetricsCollector
 
     rt = runtime()
     # the metrics name every experiment: the scraper's token, or the operator's
     require_bearer(request.headers.get("Authorization", ""),
                    [rt.config.metrics_token, rt.config.admin_token], what="metrics token")
     body, content_type = metrics.render([StateCollector(rt.store, broker=rt.queue.broker()),
-                                         RolloutCollector(rt.store)])
+                                         RolloutCollector(rt.store),
+                                         MetricsCollector(rt.store)])
     return Response(body, content_type=content_type)

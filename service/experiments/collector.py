@@ -84,8 +84,8 @@ from bandits.common import preferences
 from bandits.matrices import exposure_regret
 from service.experiments.families import (
     FAMILIES,
+    OTHER_FAMILIES,
     PAIRWISE_MAX,
-    PLACEMENT_FAMILIES,
     Family,
     _family,
 )
@@ -123,7 +123,7 @@ class StateCollector:
         self.pairwise_max = pairwise_max
 
     def describe(self) -> list[Metric]:
-        return [_family(name) for name in FAMILIES if name not in PLACEMENT_FAMILIES]
+        return [_family(name) for name in FAMILIES if name not in OTHER_FAMILIES]
 
     def collect(self) -> Iterator[Metric]:
         """prometheus-client's collector interface."""
@@ -139,7 +139,7 @@ class StateCollector:
         return "".join(out).encode()
 
     def _families(self) -> dict[str, Family]:
-        fams = {name: Family(name) for name in FAMILIES if name not in PLACEMENT_FAMILIES}
+        fams = {name: Family(name) for name in FAMILIES if name not in OTHER_FAMILIES}
         errors = 0
         for exp_id, read in self.store.scrape(self.store.list_ids()):
             try:

@@ -1,8 +1,9 @@
 """The metric families read from Redis at scrape time, declared once: their kind, words
 and labels (:data:`FAMILIES`), and :class:`Family`, the samples of one family rendered
 straight to Prometheus' text format. The experiments' collector
-(:mod:`service.experiments.collector`) and the placements' collector
-(:mod:`service.placements.collector`) export them; the dashboards' tests read
+(:mod:`service.experiments.collector`), the placements' collector
+(:mod:`service.placements.collector`) and the metrics' collector
+(:mod:`service.reports.metric_collector`) export them; the dashboards' tests read
 :func:`exported_names`.
 """
 
@@ -129,6 +130,20 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "winner, both decided) that agree in direction.", ()),
     "rankduel_agreement_pairs": (
         "gauge", "Confirmed pairs whose A/B test has decided.", ()),
+    "rankduel_metric_comparisons": (
+        "counter", "Comparisons a metric of an action counted (outcome events credited to "
+        "it; the click metric's are rankduel_experiment_comparisons).",
+        ("experiment", "metric")),
+    "rankduel_metric_wins": (
+        "counter", "A ranker's wins on a metric of an action: the sum of its row of the "
+        "metric's W (a tie counts a half; a sum metric's wins are value-weighted).",
+        ("experiment", "metric", "ranker")),
+    "rankduel_metric_events": (
+        "counter", "Outcome events of a metric of an action credited as a ranker's win.",
+        ("experiment", "metric", "ranker")),
+    "rankduel_metric_value": (
+        "counter", "A sum metric's values credited to a ranker (the plain sum, for display).",
+        ("experiment", "metric", "ranker")),
 }
 
 #: the families service.placements.collector exports (declared here with the others)
@@ -136,6 +151,11 @@ PLACEMENT_FAMILIES = ("rankduel_guardrail_tripped", "rankduel_placement_share",
                       "rankduel_placement_control_calls", "rankduel_placement_control_failures",
                       "rankduel_placement_control_empty", "rankduel_srm_flagged",
                       "rankduel_agreement_rate", "rankduel_agreement_pairs")
+#: the families service.reports.metric_collector exports: the metrics beyond the click
+METRIC_FAMILIES = ("rankduel_metric_comparisons", "rankduel_metric_wins",
+                   "rankduel_metric_events", "rankduel_metric_value")
+#: the families the experiments' collector leaves to the others
+OTHER_FAMILIES = PLACEMENT_FAMILIES + METRIC_FAMILIES
 
 
 def exported_names() -> set[str]:

@@ -80,17 +80,29 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=540)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     s = json.loads(out.read_text())
-    # the world has one clearly best ranker (NDCG@10 0.94 vs 0.80 for the next), but two
-    # rankers lose to it only 0.595 : 0.405 in interleaving. The live run is not seeded
-    # (crediting order), so the tolerance is the offline rate: the demo's MergeDTS names
-    # another ranker in 2 of 1,000 simulated runs at 4,000 comparisons (11 at 3,000, 39
-    # of 200 at 1,500, the size this test had until it failed on a loaded machine)
+    # the world has one clearly best ranker on clicks (NDCG@10 0.94 vs 0.77 for the
+    # next), but two rankers lose to it only about 0.57-0.60 : 0.40-0.43 in interleaving
+    # (the buyers' ranker, as good at relevance but demoting bait, is the closer). The
+    # live run is not seeded (crediting order). The offline rate was measured for the
+    # demo's former MergeDTS (another ranker named in 2 of 1,000 simulated runs at 4,000
+    # comparisons, in the world before its purchases); not re-measured for recommended
     assert s["champion"] == s["true_best"]
     assert s["queries"] == 4000 and s["errors"] == 0
     # every decisive impression is one comparison in W, none lost or doubled
     assert s["decisive_impressions"] == s["comparisons"] > 500
     assert 0 < s["regret"] < s["queries"] * 0.5
     assert "eliminated" in proc.stdout and "champion" in proc.stdout
+    # the users buy: an order service reported their purchases by user, each attributed
+    # to its page, the retried ones counted once; clicks name the best ranker on clicks,
+    # revenue the buyers' ranker, and the summary says they disagree
+    assert s["algorithm"] == "recommended" and s["primary"] == "click"
+    assert s["purchases"] > 300 and s["purchases_attributed"] == s["purchases"]
+    assert s["orders_retried"] > 0
+    by = {m["name"]: m for m in s["metrics"]}
+    assert list(by) == ["click", "revenue"] and by["click"]["primary"]
+    assert by["click"]["champion"] == s["true_best"] and by["revenue"]["champion"] == s["buyers"]
+    assert s["metrics_disagree"] and s["metrics_disagree"] in proc.stdout
+    assert f"  revenue: {by['revenue']['verdict']}" in proc.stdout
     assert f"verdict: {s['verdict']}" in proc.stdout and s["urls"]["ui"].endswith(s["experiment"])
     assert ("redis cluster of 3 masters" in proc.stdout) == bool(cluster)
     assert s["urls"]["api"].startswith("http://127.0.0.1:")

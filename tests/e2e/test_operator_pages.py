@@ -8,7 +8,9 @@
   whose name holds a ``<script>`` shows that name as text and runs nothing;
 * the report page of an experiment with segments (the matrix world, where users on
   mobile prefer m1 to the overall champion m0: tests/service/test_segment_report.py)
-  shows one table per dimension, the mobile row of m1 flagged, and the verdict's sentence.
+  shows one table per dimension, the mobile row of m1 flagged, and the verdict's sentence;
+* the report page of an experiment with metrics (users click m0's document, buy m1's)
+  shows each metric's verdict, the primary marked, and the sentence saying they disagree.
 
 Every assertion reads visible text once the page shows what it waits for.
 """
@@ -222,6 +224,55 @@ def test_the_report_page_shows_a_table_per_segment_dimension(
     assert "mobile (device) prefers m1 to m0" in page.inner_text("#segment-flags")
     assert "m0 leads overall, but m1 is preferred on mobile (device)" in \
         page.inner_text("#verdict")
+    assert page.locator("#metrics").count() == 0  # no metrics declared: no section
     _screenshot(page.locator("#segments"), "operator-segments.png", tmp_path)
+    page.close()
+    rc.close()
+
+
+def test_the_report_page_shows_each_metric_and_their_disagreement(
+        api, worker, browser, matrix_rankers, tmp_path):
+    # users click m0's document and buy m1's: clicks name m0, revenue m1
+    worker.ensure()
+    rc = Client(api.url, ADMIN)
+    exp = rc.create_experiment(
+        name="metrics-ui", rankers=matrix_world.rankers(matrix_rankers.url, 2),
+        algorithm="uniform", interleaving="team_draft", seed=3,
+        metrics=[{"name": "click"}, {"name": "revenue", "action": "purchase",
+                                     "value": "sum", "window_s": 600, "cap": 100}])
+    attributed = 0
+    for n in range(80):
+        page = rc.search(exp["id"], f"q{n}", k=2, user=f"mu{n}")
+        ids = [r["id"] for r in page["results"]]
+        if "doc0" in ids:
+            rc.click(page, [("doc0", ids.index("doc0") + 1)])
+        rc.end(page)
+        if "doc1" in ids:
+            status, out = rc.request("POST", "/outcomes", {
+                "user": f"mu{n}", "action": "purchase", "id": "doc1", "value": 100,
+                "event_id": f"metrics-ui-{n}"}, admin=True)
+            assert status == 202 and out["attributed"], out
+            attributed += 1
+    wait_for(all_credited(rc, exp["id"]), timeout=120, what="credit")
+    wait_for(lambda: rc.experiment(exp["id"])["counters"].get("outcome_events", 0)
+             == attributed, timeout=120, what="the purchases credited")
+    rep = rc.report(exp["id"])
+    assert rep["metrics_disagree"] == "m0 wins click, m1 wins revenue: the metrics disagree."
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1100})
+    _sign_in(page, f"{api.url}/ui/#exp={exp['id']}")
+    page.wait_for_selector("#metrics-table")
+    rows = page.locator("#metrics-table tbody tr")
+    assert rows.count() == 2
+    click = page.locator("#metrics-table tr[data-metric=click]")
+    revenue = page.locator("#metrics-table tr[data-metric=revenue]")
+    assert click.get_attribute("class") == "primary" and "(primary)" in click.inner_text()
+    assert "(primary)" not in revenue.inner_text()
+    assert "m0 (certified)" in click.inner_text() and "m1 (certified)" in revenue.inner_text()
+    assert "purchase, sum, within 600 s" in revenue.inner_text()
+    by = {m["name"]: m for m in rep["metrics"]}
+    assert by["revenue"]["verdict"] in revenue.inner_text()
+    assert page.inner_text("#metrics-disagree") == rep["metrics_disagree"]
+    _screenshot(page.locator("#metrics"), "operator-metrics.png", tmp_path)
     page.close()
     rc.close()

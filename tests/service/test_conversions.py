@@ -257,6 +257,35 @@ def test_clicks_name_the_clickbait_ranker_and_revenue_the_buyers(client, ranker_
     assert by["revenue"]["error_rate"] == pytest.approx(0.05 / 3)
     assert report["metrics_disagree"].startswith("clickbait wins click, buyers wins orders")
 
+    # rankduel report prints each metric's verdict, the primary marked, and the sentence
+    from cli.commands.report import table
+
+    text = table(report)
+    assert "click (primary)" in text and report["metrics_disagree"] in text.splitlines()
+    assert all(m["verdict"] in text for m in report["metrics"])
+
+    # and /metrics exports each metric's comparisons, wins, events and values
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, scraped = client.request("GET", "/metrics", admin=True)
+    assert status == 200
+    got = {(smp.name, tuple(sorted(smp.labels.items()))): smp.value
+           for fam in text_string_to_metric_families(scraped) for smp in fam.samples
+           if smp.name.startswith("rankduel_metric_")
+           and smp.labels.get("experiment") == exp_id}
+    for m in ("orders", "revenue"):
+        key = (("experiment", exp_id), ("metric", m))
+        assert got["rankduel_metric_comparisons_total", key] == by[m]["comparisons"]
+        for arm, name in enumerate(("clickbait", "buyers")):
+            lab = tuple(sorted((*key, ("ranker", name))))
+            assert got["rankduel_metric_wins_total", lab] == pytest.approx(
+                sum(state["metric_W"][m][arm]))
+            assert got["rankduel_metric_events_total", lab] == by[m]["events"].get(name, 0)
+            if m == "revenue":
+                assert got["rankduel_metric_value_total", lab] == pytest.approx(
+                    by[m]["values"].get(name, 0))
+    assert not any(k[1][1] == ("metric", "click") for k in got)  # the click's: the W's own
+
 
 def conv_experiment(client, ranker_server, name="conv"):
     return client.create_experiment(name=name, rankers=two_rankers(ranker_server),
@@ -403,6 +432,9 @@ def test_an_experiment_without_metrics_is_todays(client, ranker_server, worker, 
     assert strip(states[0]) == strip(states[1])
     reports = [client.report(e["id"]) for e in (plain, withm)]
     assert "metrics" not in reports[0] and "metrics_disagree" not in reports[0]
+    from cli.commands.report import table
+
+    assert "metrics:" not in table(reports[0])  # rankduel report: today's output
     assert strip(reports[0]) == strip(reports[1])
     keys = {k.decode().split(":")[2] for k in rd.scan_iter(match=f"rd:{{{plain['id']}}}:*")
             if k.count(b":") >= 2}

@@ -43,3 +43,22 @@ def test_the_demo_prints_urls_only_while_they_are_alive():
     urls = [line.split()[-1] for line in kept.splitlines() if "http://" in line]
     assert "http://127.0.0.1:1" not in urls and "http://127.0.0.1:1/openapi.json" in urls
     assert [line.split()[0] for line in kept.splitlines() if "openapi.json" in line] == ["api"]
+
+
+def test_the_demo_prints_each_metric_and_their_disagreement():
+    out = io.StringIO()
+    demo = Demo(DemoOptions(rankers=3, primary="revenue"), out=out)
+    demo.print_metrics({"metrics": [
+        {"name": "click", "primary": True, "verdict": "r06 wins click: ..."},
+        {"name": "revenue", "primary": False, "verdict": "r11 leads revenue: ..."}],
+        "metrics_disagree": "r06 wins click, r11 leads revenue: the metrics disagree."})
+    lines = out.getvalue().splitlines()
+    assert lines[:3] == ["  click (primary): r06 wins click: ...",
+                         "  revenue: r11 leads revenue: ...",
+                         "r06 wins click, r11 leads revenue: the metrics disagree."]
+    # --primary revenue runs with click and says so
+    assert "learning from revenue is not supported yet" in lines[3]
+    quiet = io.StringIO()
+    Demo(DemoOptions(rankers=3), out=quiet).print_metrics({"metrics": [],
+                                                           "metrics_disagree": None})
+    assert quiet.getvalue() == ""

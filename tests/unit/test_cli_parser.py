@@ -72,12 +72,15 @@ def test_the_top_level_usage_is_for_top_level_mistakes(capsys):
     (["--interleaving", "teamdraft"], "--interleaving", interleaving.METHODS),
     (["--click-model", "nav"], "--click-model", list(CLICK_MODELS)),
     (["--algorithm", "mdb"], "--interleaving", interleaving.MULTILEAVE_METHODS),
-    (["--param", "alfa=0.5"], "--param", ["alpha", "batch_size", "c"]),
-    (["--param", "alpha=-1"], "--param", ["alpha", "greater than 0"]),
+    (["--algorithm", "mergedts", "--param", "alfa=0.5"], "--param",
+     ["alpha", "batch_size", "c"]),
+    (["--algorithm", "mergedts", "--param", "alpha=-1"], "--param",
+     ["alpha", "greater than 0"]),
+    (["--primary", "cart"], "--primary", ["click", "revenue"]),
     (["--rankers", "1"], "--rankers", []),
     (["--port", "99999"], "--port", ["1 to 65535"]),
 ], ids=["algorithm", "interleaving", "click-model", "multileaving", "param-name",
-        "param-range", "rankers", "port"])
+        "param-range", "primary", "rankers", "port"])
 def test_the_demo_refuses_bad_options_before_starting_anything(tmp_path, capsys, args,
                                                                 option, names):
     workdir = tmp_path / "var"

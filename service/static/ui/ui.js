@@ -428,6 +428,36 @@
     root.appendChild(box);
   }
 
+  // the verdict per declared metric (docs/conversions.md): a row per metric, the primary
+  // marked, and the sentence saying the metrics disagree; nothing without metrics
+  function metrics(root, rep) {
+    const list = rep.metrics || [];
+    if (!list.length) return;
+    const box = el("div", { id: "metrics" }, el("h2", {}, "Metrics"));
+    box.appendChild(el("p", { class: "muted" }, "Each metric's verdict at δ / " +
+      `${list.length}; the policy learns from the primary.`));
+    const tbody = el("tbody");
+    for (const m of list) {
+      const what = m.name === "click" ? "clicks"
+        : `${m.action}, ${m.value}` + (m.window_s ? `, within ${m.window_s} s` : "");
+      tbody.appendChild(el("tr", { "data-metric": m.name,
+        class: m.primary ? "primary" : null },
+        el("td", {}, el("strong", {}, m.name), m.primary ? " (primary)" : ""),
+        el("td", {}, what),
+        el("td", {}, m.comparisons.toLocaleString("en")),
+        el("td", {}, m.champion || "–", m.certified ? " (certified)" : ""),
+        el("td", { class: "metric-verdict" }, m.verdict)));
+    }
+    box.appendChild(el("table", { id: "metrics-table" }, el("thead", {}, el("tr", {},
+      el("th", {}, "metric"), el("th", {}, "counts"), el("th", {}, "comparisons"),
+      el("th", {}, "champion"), el("th", {}, "verdict"))), tbody));
+    if (rep.metrics_disagree) {
+      box.appendChild(el("p", { id: "metrics-disagree", class: "flagged" },
+        rep.metrics_disagree));
+    }
+    root.appendChild(box);
+  }
+
   function render(rep) {
     if (rep.design === "ab") return renderAB(rep);
     const root = $("experiment");
@@ -481,6 +511,7 @@
       el("th", {}, "ranker"), el("th", {}, "status"), el("th", {}, "impressions"),
       el("th", {}, "vs champion (wins–losses–ties)"), el("th", {}, "p [95% interval]"),
       el("th", {}, "eliminated by"), el("th", {}, "at comparison"))), tbody));
+    metrics(root, rep);
     if (rep.segments) segments(root, rep.segments);
     const grid = el("div", { class: "grid" });
     grid.appendChild(el("div", {}, el("h2", {}, "Pairwise preferences"),
