@@ -90,8 +90,9 @@ def send(run: Run, queries: int, concurrency: int | None = None) -> None:
     purchase is sent."""
     demo, client = run.demo, run.client
     if demo.opts.purchases:  # the users' purchases, reported by the order service
-        demo.orders = OrderService(Client(client.base_url,
-                                          frontend_token=client.frontend_token),
+        # a back end: its front-end key, else the admin token (which may do anything)
+        key = client.frontend_token or client.admin_token
+        demo.orders = OrderService(Client(client.base_url, frontend_token=key),
                                    demo.order_sent, demo.order_failed)
     try:
         demo.send(client, run.exp_id, run.sent, queries, run.P, run.best, concurrency)
