@@ -91,13 +91,14 @@ def sweep() -> int:
     guardrails (:func:`service.placements.guardrails.check_all`) and the webhooks' ramp
     steps and deliveries due (:func:`service.webhooks.sweep.sweep`)."""
     from service.placements.guardrails import check_all
+    from service.reports.ab import flagged_splits
     from service.webhooks.delivery import Settings
     from service.webhooks.sweep import sweep as webhooks_sweep
 
     queued = _crediting().sweep()
     check_all(_store(), inactivity_s=config.inactivity_s)
     webhooks_sweep(_store(), _crediting().queue, Settings.of(config).lease_s,
-                   config.credit_retry_s)
+                   config.credit_retry_s, flagged=flagged_splits(_store()))
     return queued
 
 

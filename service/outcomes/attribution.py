@@ -54,12 +54,13 @@ def digest(event_id: str) -> str:
 
 def record(store: Store, secret: bytes, actions: Actions, *, action: str, doc: str,
            value: float | None, event_id: str, impression_id: str | None = None,
-           token: object = None, user: str | None = None, keyed: bool = False
-           ) -> dict[str, Any]:
+           token: object = None, user: str | None = None, keyed: bool = False,
+           vouched: bool = False) -> dict[str, Any]:
     """Attribute and record one outcome event; the answer (202). 422 naming the field
     for an action no running experiment declares (for an impression: its experiment), a
     value the action's metrics cannot count, an impression older than the window; 403
-    for a bad token; 401 for a ``user`` without a key."""
+    for a bad token; 401 for a ``user`` without a key. ``vouched``: the sender's key
+    stands for the impression's token (a UBI event sent server-side)."""
     if user is not None and not keyed:
         raise Unauthorized("an outcome by 'user' comes from a back end: send the front-end "
                            "key or the admin token (Authorization: Bearer)")
@@ -68,7 +69,10 @@ def record(store: Store, secret: bytes, actions: Actions, *, action: str, doc: s
         if exp_id is None:
             raise Unprocessable("field 'impression_id': not an impression id of this "
                                 "service")
-        if token is not None or not keyed:  # a back end with its key may omit it
+        # the impression's token, unless ``vouched``: a UBI sender's front-end key vouches
+        # for the event of an impression it reports (``POST /ubi/events``); ``POST
+        # /outcomes`` asks a back end for ``user`` instead
+        if token is not None or not vouched:
             try:
                 verify_token(secret, token, impression_id, exp_id, now=time.time())
             except Forbidden as exc:

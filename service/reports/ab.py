@@ -20,6 +20,7 @@ of the users' values) and shapes the answer:
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -30,7 +31,9 @@ from rollout.ab.arms import equal_shares
 from service.reports import splits
 from service.store import Store
 from service.store.ab import AB_METRICS
-from service.store.snapshot import Snapshot
+from service.store.snapshot import ExperimentMissing, Snapshot
+
+log = logging.getLogger("rankduel.webhooks")
 
 
 def arms_of(store: Store, snap: Snapshot) -> tuple[list[str], dict[str, dict[str, Moments]]]:
@@ -135,6 +138,41 @@ def flagged(store: Store, snap: Snapshot) -> bool:
         if srm.check([users]).flagged:
             return True
     return splits.section(store, snap.meta)["flagged"]
+
+
+def flagged_splits(store: Store) -> list[tuple[str, str, str]]:
+    """``(experiment, placement, what is flagged)`` for each running experiment of a
+    placement whose split is flagged now (:func:`flagged`): what the workers' sweep
+    tells the webhooks (``srm_flag``)."""
+    out = []
+    for name in store.placement_names():
+        try:
+            entries = (store.placement(name) or {}).get("experiments", [])
+        except Exception:
+            log.exception("splits of placement %s not read", name)
+            continue
+        for e in entries:
+            if e["status"] != "running":
+                continue
+            try:
+                snap = store.snapshot(e["experiment"])
+                if flagged(store, snap):
+                    out.append((e["experiment"], name, _flag_message(store, snap)))
+            except ExperimentMissing:
+                continue
+            except Exception:
+                log.exception("split of experiment %s not checked", e["experiment"])
+    return out
+
+
+def _flag_message(store: Store, snap: Snapshot) -> str:
+    """What is flagged, in words: an A/B test's arms' users first, else its split."""
+    if snap.meta.get("design") == "ab":
+        users, _ = split_checks(*arms_of(store, snap))
+        result = srm.check([users])
+        if result.flagged:
+            return result.message
+    return splits.section(store, snap.meta)["message"] or "its split is out of balance"
 
 
 def agreements(store: Store) -> dict[str, Any]:

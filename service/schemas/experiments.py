@@ -297,6 +297,15 @@ class Experiment(_ExperimentHead):
     metric_segment_W: dict[str, dict[str, dict[str, Matrix]]] | None = Field(
         None, description="only with metrics and segments: each metric of an action's W "
                           "per dimension and value")
+    design: str | None = Field(
+        None, description="only for an A/B test: \"ab\" (docs/ab-tests.md)")
+    control: str | None = Field(
+        None, description="only for an A/B test: its control arm (the placement's control)")
+    confirms: str | None = Field(
+        None, description="only for an A/B test made by POST /experiments/ID/confirm: the "
+                          "interleaving experiment whose verdict it confirms")
+    confirmed_by: str | None = Field(
+        None, description="only once confirmed: the A/B test of this experiment's winner")
 
 
 class LifecycleChanged(Out):

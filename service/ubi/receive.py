@@ -197,7 +197,7 @@ def _conversion(rt: Runtime, c: Checked, logged: dict[str, list[tuple[str, str, 
             rt.store, rt.secret, actions.for_store(rt.store), action=e["action_name"],
             doc=str(doc), value=value if isinstance(value, int | float) else None,
             event_id=event_id, impression_id=e["query_id"], token=attrs.get("token"),
-            keyed=keyed)
+            keyed=keyed, vouched=keyed)
     except ApiError as exc:
         return "accepted", f"stored in the event log, not credited: {exc.message}"
     if not out["attributed"]:

@@ -2,9 +2,11 @@
 looks wrong once, and queue a delivery task for every experiment with events due
 (``rankduel.sweep`` calls :func:`sweep` every ``sweep_interval_s``).
 
-A split is checked (:func:`service.reports.ab.flagged`: an A/B test's arms, the
+A split is checked (:func:`service.reports.ab.flagged_splits`: an A/B test's arms, the
 experiment's share of its placement, team draft's first pick and positions) for every
-running experiment of a placement at each sweep (a few Redis reads each): a flag is told
+running experiment of a placement at each sweep (a few Redis reads each; the workers'
+sweep checks them and passes the flagged ones here, so this package reads no report):
+a flag is told
 once (``srm`` in the experiment's hooks state), within a sweep of the searches that
 raised it; the flag is a sequential test's, kept once raised, so there is nothing to
 tell when it clears.
@@ -20,13 +22,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 
-from rollout import srm
 from rollout.ramps import Ramp, parse_traffic
 from service.queue import TaskQueue
-from service.reports import ab, splits
 from service.store import Store
-from service.store.snapshot import ExperimentMissing
 from service.webhooks import outbox
 
 log = logging.getLogger("rankduel.webhooks")
@@ -70,45 +70,16 @@ def ramp_steps(store: Store, now: float | None = None) -> int:
     return told
 
 
-def srm_flags(store: Store) -> int:
-    """Record an ``srm_flag`` event for each running experiment of a placement whose
-    split is flagged and was not told yet; how many."""
+def srm_flags(store: Store, flagged: Iterable[tuple[str, str, str]]) -> int:
+    """Record an ``srm_flag`` event for each ``(experiment, placement, message)`` of
+    ``flagged`` (the splits that look wrong now: :func:`service.reports.ab.flagged_splits`,
+    which the workers' sweep passes in) not told yet; how many."""
     told = 0
-    for name in store.placement_names():
-        try:
-            entries = (store.placement(name) or {}).get("experiments", [])
-        except Exception:
-            log.exception("splits of placement %s not read", name)
-            continue
-        for e in entries:
-            if e["status"] != "running":
-                continue
-            exp_id = e["experiment"]
-            try:
-                snap = store.snapshot(exp_id)
-                if not ab.flagged(store, snap):
-                    continue
-                message = _message(store, snap)
-            except ExperimentMissing:
-                continue
-            except Exception:
-                log.exception("split of experiment %s not checked", exp_id)
-                continue
-            if outbox.record(store, exp_id, "srm_flag",
-                             {"placement": name, "message": message},
-                             once=("srm", "flagged")) is not None:
-                told += 1
+    for exp_id, name, message in flagged:
+        if outbox.record(store, exp_id, "srm_flag", {"placement": name, "message": message},
+                         once=("srm", "flagged")) is not None:
+            told += 1
     return told
-
-
-def _message(store: Store, snap) -> str:
-    """What is flagged, in words: an A/B test's arms' users first, else its split."""
-    if snap.meta.get("design") == "ab":
-        users, _ = ab.split_checks(*ab.arms_of(store, snap))
-        result = srm.check([users])
-        if result.flagged:
-            return result.message
-    return splits.section(store, snap.meta)["message"] or "its split is out of balance"
 
 
 def queue_due(store: Store, queue: TaskQueue, lease_s: float, now: float | None = None) -> int:
@@ -153,12 +124,13 @@ def behind(store: Store, exp_ids: list[str], now: float | None = None) -> int:
     return marked
 
 
-def sweep(store: Store, queue: TaskQueue, lease_s: float, full_every_s: float = 60.0) -> int:
-    """Ramp steps and flagged splits (:func:`srm_flags`), once per ``full_every_s`` every
+def sweep(store: Store, queue: TaskQueue, lease_s: float, full_every_s: float = 60.0,
+          flagged: Iterable[tuple[str, str, str]] = ()) -> int:
+    """Ramp steps and the ``flagged`` splits (:func:`srm_flags`), once per ``full_every_s`` every
     outbox checked (:func:`behind`), then the deliveries due; how many tasks were
     queued."""
     ramp_steps(store)
-    srm_flags(store)
+    srm_flags(store, flagged)
     if store.take_hooks_full(full_every_s):
         behind(store, store.list_ids())
     return queue_due(store, queue, lease_s)
