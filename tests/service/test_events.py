@@ -47,7 +47,7 @@ def test_export_replays_to_the_live_w_through_a_killed_worker(client, ranker_ser
     exp = client.create_experiment(name="events", rankers=rankers_for(
         ranker_server, "good", "bad", "mid"), algorithm="uniform",
         interleaving="team_draft", seed=6, segments=SEGMENTS)
-    ids = drive(client, exp["id"], 40, np.random.default_rng(3), rd=rd)
+    ids = drive(client, exp["id"], 40, np.random.default_rng(3), rd=rd, worker=worker)
     worker.kill9()
     assert client.experiment(exp["id"])["counters"]["credited"] < 40  # killed mid-batch
     worker.restart(delay_ms=0)

@@ -37,7 +37,7 @@ def ikey(imp_id: str) -> str:
     return imp_key(exp_of(imp_id), imp_id)
 
 
-def drive(client, exp_id, n, rng, *, rd=None):
+def drive(client, exp_id, n, rng, *, rd=None, worker=None):
     """``n`` searches with random clicks, then every impression ended. With ``rd``: the
     first is ended and credited alone, then the rest, and this returns once a drain has
     claimed a batch of them (due times pushed past now) and credited none: a worker
@@ -57,8 +57,13 @@ def drive(client, exp_id, n, rng, *, rd=None):
         pages_left = pages[1:]
     else:
         pages_left = pages
+    if worker is not None:  # the rest all due before the slow worker claims any: one
+        delay = worker.delay_ms  # backlog, whatever the machine's pace (not one by one)
+        worker.stop()
     for page in pages_left:
         client.end(page)
+    if worker is not None:
+        worker.restart(delay_ms=delay)
     if rd is not None:
         def claimed():
             now = time.time()
@@ -141,7 +146,7 @@ def test_segment_w_sums_hold_through_a_killed_worker_and_replays(client, ranker_
     exp = client.create_experiment(name="seg-crash", rankers=rankers_for(
         ranker_server, "good", "bad", "mid", "alt"), algorithm="uniform",
         interleaving="team_draft", seed=4, segments=SEGMENTS)
-    ids = drive(client, exp["id"], 40, np.random.default_rng(9), rd=rd)
+    ids = drive(client, exp["id"], 40, np.random.default_rng(9), rd=rd, worker=worker)
     worker.kill9()
     assert client.experiment(exp["id"])["counters"].get("credited", 0) < 40
     worker.restart(delay_ms=0)
