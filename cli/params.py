@@ -23,6 +23,7 @@ ValueError: --param beta: rucb does not take parameter 'beta'; valid: alpha
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -74,3 +75,15 @@ def _typed(algorithm: str, key: str, name: str, text: str, declared: Declared,
 
 
 __all__ = ["Declared", "parse_params"]
+
+
+def parse_steps(text: str) -> int:
+    """A positive count of steps or searches; ``1e6`` is accepted and must be whole
+    (``rankduel simulate``'s ``--steps``, ``--design ab``'s ``--searches``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
+    return int(value)

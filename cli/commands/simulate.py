@@ -63,17 +63,6 @@ def parse_params(items: list[str], algorithms: list[str]) -> dict[str, dict[str,
     return cli_params.parse_params(items, algorithms, lambda a: get_algorithm(a).PARAMS)
 
 
-def parse_steps(text: str) -> int:
-    """A positive step count; ``1e6`` is accepted and must be whole."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value.is_integer() or value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
-    return int(value)
-
-
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -333,7 +322,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              + ", ".join(ALGORITHMS))
     parser.add_argument("--param", action="append", metavar="KEY=VALUE",
                         help="algorithm parameter (repeatable); ALGORITHM.KEY=VALUE scopes it")
-    parser.add_argument("--steps", type=parse_steps,
+    parser.add_argument("--steps", type=cli_params.parse_steps,
                         help="time steps per run (e.g. 100000 or 1e6)")
     parser.add_argument("--runs", type=positive_int, default=1,
                         help="runs per algorithm (default 1)")

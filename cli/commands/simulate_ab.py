@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from cli.params import parse_steps
 from rollout.ab.simulation import ABRun, click_probabilities, simulate_ab
 
 
@@ -140,17 +141,6 @@ def print_rates(r: dict[str, Any], file=None) -> None:
               f"{t['lift_covered']:>9.1%} {t['never_missed']:>12.1%} "
               f"{'-' if at is None else f'{at:,}':>10}", file=file)
     print(f"SRM flagged in {r['srm_flagged']:.1%} of {r['runs']} runs", file=file)
-
-
-def parse_steps(text: str) -> int:
-    """A positive number of searches; ``1e6`` is accepted and must be whole."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value.is_integer() or value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
-    return int(value)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
