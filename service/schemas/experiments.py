@@ -10,6 +10,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    field_validator,
 )
 
 from service.schemas.base import (
@@ -127,8 +128,6 @@ class AuditQuery(BaseModel):
         1000, description="how many of the newest entries")
 
 
-
-
 class EventsQuery(BaseModel):
     """``GET /experiments/ID/events``: a page of the event log."""
 
@@ -139,6 +138,14 @@ class EventsQuery(BaseModel):
                          "page")
     limit: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_query_int)] = Field(
         1000, description="at most this many events")
+
+    @field_validator("after")
+    @classmethod
+    def _cursor_in_range(cls, v: str) -> str:
+        """A Redis stream id's two parts are 64-bit: a larger one is no cursor we gave."""
+        if any(int(part) >= 2**64 for part in v.split("-")):
+            raise ValueError("not a cursor: pass 0 or the X-Next-Cursor of the previous page")
+        return v
 
 
 Lifecycle = Literal["running", "paused", "stopped"]

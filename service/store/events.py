@@ -39,15 +39,11 @@ entry was written.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from service.store.base import StoreBase
 from service.store.keys import events_key
 from service.store.snapshot import text
-
-#: a cursor: ``0`` (the start) or a stream entry id
-CURSOR = re.compile(r"^(0|\d{1,20}-\d{1,20})$")
 
 
 def event(entry_id: Any, fields: dict[Any, Any]) -> dict[str, Any]:
