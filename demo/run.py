@@ -270,6 +270,19 @@ class Demo:
         user = f"user{int(rng.integers(100_000))}"
         try:
             page = client.search(exp_id, self.world.query_text(q), k=self.opts.k, user=user)
+        except (ApiResponseError, OSError) as exc:
+            self._failed(exc)
+            return
+        # the search was served (and its regret counted by the service): tallied now,
+        # whatever happens to the clicks and orders after it
+        arms = [int(name[1:]) for name in page["rankers"]]
+        if len(arms) == 1:
+            arms = arms * 2
+        r = (P[best, arms[0]] + P[best, arms[1]]) / 2 - 0.5
+        with self.tally.lock:
+            self.tally.queries += 1
+            self.tally.regret += float(r)
+        try:
             ids = [r["id"] for r in page["results"]]
             grades = self.world.grades(q, ids)
             clicked = np.flatnonzero(CLICK_MODELS[self.opts.click_model].clicks(grades, rng))
@@ -287,19 +300,17 @@ class Demo:
                         "user": user, "action": "purchase", "id": doc, "value": price,
                         "event_id": f"order-{n}-{i}"}, retry=n % 10 == 0)
         except (ApiResponseError, OSError) as exc:
-            with self.tally.lock:
-                self.tally.errors += 1
-            if self.tally.errors <= 5:
-                self.say(f"  request failed: {exc}")
+            self._failed(exc)
             return
-        arms = [int(name[1:]) for name in page["rankers"]]
-        if len(arms) == 1:
-            arms = arms * 2
-        r = (P[best, arms[0]] + P[best, arms[1]]) / 2 - 0.5
         with self.tally.lock:
-            self.tally.queries += 1
             self.tally.clicks += int(clicked.size)
-            self.tally.regret += float(r)
+
+    def _failed(self, exc: Exception) -> None:
+        """Count a failed request; say the first few."""
+        with self.tally.lock:
+            self.tally.errors += 1
+        if self.tally.errors <= 5:
+            self.say(f"  request failed: {exc}")
 
     def send(self, client: Client, exp_id: str, first: int, count: int, P: np.ndarray,
              best: int, concurrency: int | None = None) -> None:

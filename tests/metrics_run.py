@@ -107,8 +107,8 @@ class MetricsRun:
         stack.wait_healthy(rankers, rank_url)
         stack.wait_worker(worker, redis_url)
         self.worker_metrics_url = f"http://127.0.0.1:{worker_port}/metrics"
-        wait_until(lambda: bool(get(self.worker_metrics_url)), 30, "worker exporter",
-                   worker.proc)
+        wait_until(lambda: bool(get(self.worker_metrics_url)), 60, "worker exporter",
+                   worker)
         if shutil.which("prometheus"):
             self.prometheus_url = self._start_prometheus(api_port, worker_port)
 
@@ -160,7 +160,7 @@ class MetricsRun:
             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
         ], env=dict(os.environ))
         url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: http_ok(f"{url}/-/ready"), 60, "prometheus", proc.proc)
+        wait_until(lambda: http_ok(f"{url}/-/ready"), 60, "prometheus", proc)
         return url
 
     def _faults(self, rank_url: str) -> None:
@@ -210,6 +210,14 @@ class MetricsRun:
             # and one more scrape, so that the worker's final counts are in too
             time.sleep(2 * SCRAPE_S + 0.2)
             cp.at = time.time()
+            # Prometheus stamps a sample with its scrape's start: a scrape that started
+            # before cp.at may still be reading when the next round begins. Each target
+            # is scraped one scrape at a time, so once both have a sample stamped after
+            # cp.at, the samples at cp.at hold this round's values only.
+            wait_until(lambda: all(
+                (self.prom_value(f'timestamp(up{{job="{job}"}})') or 0) > cp.at
+                for job in ("rankduel-api", "rankduel-worker")), 30,
+                "prometheus scrape after the round")
         self.checkpoints.append(cp)
 
     # ------------------------------------------------------------------ queries
