@@ -104,7 +104,7 @@ def add_parser(subparsers) -> None:
                         "origin, and keep the stack running for a browser (Ctrl-C stops it)")
     p.add_argument("--web-port", type=int, help="port of the search page (default: a free one)")
     p.add_argument("--primary", default="click", metavar="METRIC",
-                   help="the metric the policy learns from (default click); learning from "
-                        "revenue is not supported yet: --primary revenue runs with click "
-                        "and says so, the revenue verdict reported beside the click one")
+                   help="the metric the policy learns from: click (default) or revenue "
+                        "(each purchase one comparison, weighted by its value); the other "
+                        "metric's verdict is reported beside it")
     p.set_defaults(func=run)

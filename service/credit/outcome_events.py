@@ -11,7 +11,9 @@ team draft, the team that placed the document wins; probabilistic and multileavi
 their click credit does), in arm indices; for a ``sum`` metric each outcome bounded by
 the event's value (:func:`service.outcomes.metrics.bounded`), and the value added to the
 plain sum of each ranker that won every comparison of the event. No guard and no hold:
-no policy reads these ``W`` (the primary metric is the click in this version).
+no policy reads these ``W``. When the policy learns from one of the event's metrics (the
+experiment's ``primary``), :mod:`service.credit.primary` applies its outcomes to the
+policy first, in a transaction of its own; this script then counts the metrics.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from service.outcomes.metrics import Metric, bounded, declared
+from service.credit.primary import credit_primary
+from service.outcomes.metrics import Metric, bounded, declared, learns_clicks, primary
 from service.store import Store
 from service.store.keys import OUTCOME_MEMBER
+from service.store.snapshot import ExperimentMissing
 
 log = logging.getLogger("rankduel.worker")
 
@@ -114,8 +118,9 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
     metrics = {m.name: m for m in declared(meta)}
     entries = store.read_attributions(exp_id, [e["i"] for e in events
                                                if e is not None and "credited" not in e])
+    learnt = None if learns_clicks(meta) else primary(meta)
     marks: dict[str, dict] = {}
-    batch = []
+    batch, policy = [], []
     for member, key, event in zip(members, digests, events, strict=True):
         entry = entries.get(event["i"]) if event is not None else None
         mark = outcomes(event, entry, metrics)
@@ -125,5 +130,12 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
             continue
         seg = (entry[3] or "") if entry is not None else ""
         batch.append((member, key, json.dumps(mark), spec(mark, seg)))
+        if learnt in mark.get("outcomes", {}) and "pc" not in event:
+            policy.append((member, key, mark, [x for x in seg.split(",") if x]))
+    if policy:  # the policy learns first; the metrics' script then ends each event
+        try:
+            credit_primary(store, exp_id, policy, learnt)
+        except ExperimentMissing:  # deleted meanwhile: nothing left to credit
+            return {m: {"status": "missing"} for m in members}
     codes = store.commit_metric_credit(exp_id, batch)
     return {m: (marks[m] if code == "ok" else {"status": code}) for m, code in codes.items()}

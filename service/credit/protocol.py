@@ -22,6 +22,7 @@ from bandits.base import RETIRED, DuelingBandit
 from service import metrics
 from service.credit import step as credit
 from service.credit.guard import Guard
+from service.outcomes.metrics import CLICK, learns_clicks
 from service.store import MAX_ATTEMPTS, Contention, Store, audit_entry
 from service.store.credits import Entry
 from service.store.records import Impression
@@ -40,6 +41,9 @@ class View:
     bandit: DuelingBandit
     names: dict[int, str]
     dwell_unsatisfied_s: float | None = None  # the experiment's dwell rule
+    #: False when the policy learns from another metric (``primary``): the clicks then
+    #: go to their own W, with no guard (:func:`service.outcomes.metrics.learns_clicks`)
+    learns_clicks: bool = True
 
     def plan_key(self) -> tuple:
         """What :func:`service.credit.step.apply` (``update=False``) reads of the view: the
@@ -64,7 +68,8 @@ class Views:
                 self._views.move_to_end(exp_id)
                 return view
         snap = store.snapshot(exp_id)
-        view = View(snap.sv, snap.bandit, snap.names, snap.meta.get("dwell_unsatisfied_s"))
+        view = View(snap.sv, snap.bandit, snap.names, snap.meta.get("dwell_unsatisfied_s"),
+                    learns_clicks(snap.meta))
         with self._lock:
             self._views[exp_id] = view
             while len(self._views) > self.size:
@@ -143,7 +148,8 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
                     outbox.mark_due(store, exp_id)
                 return Resolved(result.results,
                                 View(snap.sv + int(moved), bandit, snap.names,
-                                     snap.meta.get("dwell_unsatisfied_s")))
+                                     snap.meta.get("dwell_unsatisfied_s"),
+                                     learns_clicks(snap.meta)))
             except redis.WatchError:
                 store.count_conflict(exp_id)
     raise Contention(f"gave up resolving the hold of {exp_id} after {MAX_ATTEMPTS} attempts")
@@ -169,10 +175,13 @@ def _write_resolution(store: Store, pipe, exp_id: str, bandit: DuelingBandit,
 
 
 def _entries(plan: credit.Credit, guard: Guard | None, ids: Sequence[str],
-             imps: Sequence[Impression | None]) -> tuple[list[Entry], dict[str, str]]:
+             imps: Sequence[Impression | None], *, learns_clicks: bool = True
+             ) -> tuple[list[Entry], dict[str, str]]:
     """The batch as the credit script takes it: an :class:`Entry` per impression to
     credit, each outcome with the guard's code for its pair; and the impressions with
-    nothing to credit (missing or credited before) by status."""
+    nothing to credit (missing or credited before) by status. Without
+    ``learns_clicks`` each mark names its outcomes the click metric's (the log's
+    ``metric`` event, as :mod:`service.events.replay` reads it)."""
     entries, gone = [], {}
     for imp_id, imp in zip(ids, imps, strict=True):
         res = plan.results[imp_id]
@@ -181,7 +190,9 @@ def _entries(plan: credit.Credit, guard: Guard | None, ids: Sequence[str],
             continue
         outcomes = [(int(i), int(j), float(s), 0 if guard is None else guard.watches(i, j))
                     for i, j, s in res.get("outcomes", ())]
-        entries.append(Entry(imp_id, json.dumps(res), imp.reports,
+        mark = res if learns_clicks or "outcomes" not in res else {
+            **res, "outcomes": {CLICK: res["outcomes"]}}
+        entries.append(Entry(imp_id, json.dumps(mark), imp.reports,
                              tuple(plan.counted.get(imp_id, ())), tuple(outcomes)))
     return entries, gone
 
@@ -228,10 +239,12 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             plan = credit.apply(view.bandit, imps, ids=todo, t=t, names=view.names,
                                 update=False, dwell_unsatisfied_s=view.dwell_unsatisfied_s)
             planned = key
-        guard = Guard.of(view.bandit, t)
-        entries, gone = _entries(plan, guard, todo, imps)
+        # clicks the policy does not learn from change no structure: no guard, no hold
+        guard = Guard.of(view.bandit, t) if view.learns_clicks else None
+        entries, gone = _entries(plan, guard, todo, imps, learns_clicks=view.learns_clicks)
         done = store.commit_credit(exp_id, sv=view.sv, guard="" if guard is None else guard.arg(),
-                                   entries=entries, gone=gone)
+                                   entries=entries, gone=gone,
+                                   target="" if view.learns_clicks else CLICK)
         for i, code in done.codes.items():
             if code == "ok":
                 results[i] = plan.results[i]

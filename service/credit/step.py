@@ -157,7 +157,7 @@ def apply(
                     if not synced:
                         bandit.sync_step(t)
                         synced = True
-                    out.audit += _update(bandit, live, names)
+                    out.audit += update_policy(bandit, live, names)
                     out.changed = True
                 result["outcomes"] = [[i, j, s] for i, j, s in live]
                 if any(s == 0.5 for _, _, s in live):
@@ -185,7 +185,7 @@ def _outcomes(imp: Impression, clicks: list[int],
     return forfeits + clicked
 
 
-def _update(bandit: DuelingBandit, live: list[tuple[int, int, float]],
+def update_policy(bandit: DuelingBandit, live: list[tuple[int, int, float]],
             names: dict[int, str]) -> list[dict[str, Any]]:
     """Apply one impression's outcomes; audit events for what the policy changed."""
     before_status = bandit.status.copy()

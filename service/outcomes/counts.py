@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from service.outcomes.metrics import declared, primary
+from service.outcomes.metrics import counted, declared, primary
 from service.segments.dimensions import values
 from service.store import Store
 from service.store.outcomes import MetricCounts
@@ -34,18 +34,19 @@ def by_ranker(values: Mapping[int, float], names: Mapping[int, str]) -> dict[str
 def metric_state(store: Store, exp_id: str, meta: Mapping[str, Any], k: int,
                  names: Mapping[int, str]) -> dict[str, Any]:
     """``metrics`` (as declared, defaults filled in), ``primary``, ``metric_W`` (each
-    metric of an action: its W, as lists; the click metric's is ``W``) and
+    metric of an action: its W, as lists; the click metric's is ``W``, unless the policy
+    learns from another metric: then it is listed too, and ``W`` is the primary's) and
     ``metric_values`` (a sum metric's values per ranker), and with segments
     ``metric_segment_W`` (metric -> dimension -> value -> W); empty without metrics."""
     metrics = declared(meta)
     if not metrics:
         return {}
     counts = store.metric_counts(exp_id)
+    apart = counted(meta)
     out = {
         "metrics": [m.to_json() for m in metrics],
         "primary": primary(meta),
-        "metric_W": {m.name: matrix(counts.get(m.name), k).tolist()
-                     for m in metrics if not m.is_click},
+        "metric_W": {m.name: matrix(counts.get(m.name), k).tolist() for m in apart},
         "metric_values": {m.name: by_ranker(counts[m.name].values if m.name in counts
                                             else {}, names)
                           for m in metrics if m.value == "sum"},
@@ -56,7 +57,7 @@ def metric_state(store: Store, exp_id: str, meta: Mapping[str, Any], k: int,
             m.name: {dim: {v: by_label(counts.get(m.name), f"{dim}={v}", k).tolist()
                            for v in values(declared_segments, dim)}
                      for dim in declared_segments}
-            for m in metrics if not m.is_click}
+            for m in apart}
     return out
 
 

@@ -3,7 +3,8 @@
 ``"metrics": [{"name": "click"}, {"name": "cart", "action": "add_to_cart", "window_s":
 3600}, {"name": "revenue", "action": "purchase", "value": "sum", "window_s": 86400,
 "cap": 500}]`` and ``"primary": "click"``. ``{"name": "click"}`` (no action) is the click
-metric, whose ``W`` is the experiment's own. Every other metric has an ``action`` (the
+metric, whose ``W`` is the experiment's own unless ``primary`` names another metric
+(:func:`learns_clicks`). Every other metric has an ``action`` (the
 name a front end or a back end reports with ``POST /outcomes``, e.g. OpenSearch UBI's
 ``add_to_cart``, ``purchase``), a ``window_s`` (an event counts for the impression that
 showed the document at most this long before it), and a ``value`` kind:
@@ -86,14 +87,39 @@ def primary(meta: Mapping[str, Any]) -> str | None:
     return meta.get("primary") if meta.get("metrics") else None
 
 
+def learns_clicks(meta: Mapping[str, Any]) -> bool:
+    """Whether the experiment's policy learns from clicks (no metrics declared, or
+    ``primary`` is ``click``). Otherwise ``W`` is the primary metric's: the policy's own
+    ``update()`` applies each of its attributed events (:mod:`service.credit.primary`),
+    and the clicks go to a ``W`` of their own, the click metric's.
+
+    >>> learns_clicks({}), learns_clicks({"metrics": [{"name": "r"}], "primary": "r"})
+    (True, False)
+    """
+    return (primary(meta) or CLICK) == CLICK
+
+
+def counted(meta: Mapping[str, Any]) -> list[Metric]:
+    """The declared metrics whose counts are kept apart from the experiment's ``W`` (in
+    the metrics hash): each metric of an action, and the click metric when the policy
+    learns from another (:func:`learns_clicks`).
+
+    >>> [m.name for m in counted({"metrics": [{"name": "click"},
+    ...     {"name": "r", "action": "purchase"}], "primary": "r"})]
+    ['click', 'r']
+    """
+    own = learns_clicks(meta)
+    return [m for m in declared(meta) if not (m.is_click and own)]
+
+
 def problems(metrics: Sequence[Mapping[str, Any]], primary_name: str | None) -> list[str]:
     """What is wrong with a declaration the JSON Schema cannot say (empty: nothing),
     each problem naming its field.
 
     >>> problems([{"name": "click"}, {"name": "click"}], "click")
     ["metrics[1].name: 'click' is declared twice (names are unique)"]
-    >>> problems([{"name": "rev", "action": "purchase", "value": "sum"}], "rev")[0][:40]
-    'primary: the policy learns from clicks i'
+    >>> problems([{"name": "rev", "action": "purchase", "value": "sum"}], "rev")
+    []
     """
     out = []
     seen: set[str] = set()
@@ -117,10 +143,6 @@ def problems(metrics: Sequence[Mapping[str, Any]], primary_name: str | None) -> 
     if name not in seen:
         out.append(f"primary: {name!r} is not a declared metric "
                    f"(declared: {', '.join(sorted(seen)) or 'none'})")
-    elif name != CLICK:
-        out.append("primary: the policy learns from clicks in this version: a primary "
-                   f"other than 'click' ({name!r}) is not supported yet; declare "
-                   f"{name!r} as a metric (its verdict is reported) with primary 'click'")
     return out
 
 

@@ -15,7 +15,7 @@ import logging
 
 from service.experiments.families import Family
 from service.outcomes.counts import matrix
-from service.outcomes.metrics import declared
+from service.outcomes.metrics import counted
 from service.store import Store
 
 log = logging.getLogger("rankduel.metrics")
@@ -34,8 +34,7 @@ class MetricsCollector:
         ids = self.store.list_ids()
         for exp_id, (meta, _) in self.store.declarations(ids).items():
             try:
-                metrics = [m for m in declared(json.loads(meta)) if not m.is_click] \
-                    if meta else []
+                metrics = counted(json.loads(meta)) if meta else []
                 if not metrics:
                     continue
                 names = self.store.snapshot(exp_id).names

@@ -2,14 +2,15 @@
 ``metrics_disagree``), for an experiment that declares metrics (docs/conversions.md).
 
 Each metric's verdict is :mod:`bandits.confidence`'s anytime test on that metric's ``W``
-(the click metric's is the experiment's own), at **δ/M** for ``M`` declared metrics: by
+(the click metric's is the experiment's own unless the policy learns from another metric,
+``primary``), at **δ/M** for ``M`` declared metrics: by
 the union bound over the metrics, the chance that *any* verdict the list states (a
 ranker certified best on its metric, or shown worse on it) is wrong, at any time in the
 run, is at most δ. Every outcome a metric adds lies in [0, 1] (a ``sum`` metric's is
 bounded by its cap: :func:`service.outcomes.metrics.bounded`), which is what the test
 needs; a ``sum`` metric's verdict is thus about value-weighted wins, the sums of the
 plain values being shown beside it. The headline verdict of the report stays the
-policy's own, at δ, on the click ``W``.
+policy's own, at δ, on the experiment's ``W``: the primary metric's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from bandits.base import RETIRED
 from bandits.confidence import DEFAULT_ERROR_RATE, certified_best, shown_worse
 from service.outcomes.counts import by_ranker, matrix
-from service.outcomes.metrics import declared, primary
+from service.outcomes.metrics import declared, learns_clicks, primary
 from service.store import Store
 
 
@@ -70,10 +71,11 @@ def per_metric(store: Store, exp_id: str, meta: Mapping[str, Any], bandit,
     arms = [a for a in range(k) if int(bandit.status[a]) != RETIRED]
     share = (delta or DEFAULT_ERROR_RATE) / len(metrics)
     out = []
+    own = learns_clicks(meta)  # the click metric's W is the policy's
     for m in metrics:
         c = counts.get(m.name)
-        W = bandit.W if m.is_click else matrix(c, k)
-        n = int(bandit.n_updates) if m.is_click else (c.n if c else 0)
+        W = bandit.W if m.is_click and own else matrix(c, k)
+        n = int(bandit.n_updates) if m.is_click and own else (c.n if c else 0)
         out.append({
             **m.to_json(), "action": m.action, "value": m.value,
             "window_s": m.window_s or None, "cap": m.cap,

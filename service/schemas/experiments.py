@@ -297,8 +297,9 @@ class Experiment(_ExperimentHead):
     primary: str | None = Field(None, description="only with metrics: the metric the policy "
                                                   "learns from")
     metric_W: dict[str, Matrix] | None = Field(
-        None, description="only with metrics: W of each metric of an action (the click "
-                          "metric's is W)")
+        None, description="only with metrics: W of each metric of an action, and the "
+                          "click metric's when primary is another (otherwise W is the "
+                          "click metric's)")
     metric_values: dict[str, dict[str, float]] | None = Field(
         None, description="only with metrics: each sum metric's values credited per ranker")
     metric_segment_W: dict[str, dict[str, dict[str, Matrix]]] | None = Field(

@@ -224,8 +224,9 @@ class _NewExperiment(Closed):
         "verdict, e.g. [{\"name\": \"click\"}, {\"name\": \"revenue\", \"action\": "
         "\"purchase\", \"value\": \"sum\", \"window_s\": 86400}] (docs/conversions.md)")
     primary: Annotated[str, Field(pattern=NAME_PATTERN)] | None = Field(
-        None, description="the metric the policy learns from (default and, in this "
-                          "version, only: click); needs metrics")
+        None, description="the metric the policy learns from (default click): W is that "
+                          "metric's, and with another metric each attributed event of it "
+                          "is one comparison for the policy; needs metrics")
 
     placement: PlacementName | None = Field(
         None, description="the placement (search box) it takes traffic from; needs traffic")

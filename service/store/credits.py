@@ -22,6 +22,7 @@ from service.store.keys import (
     events_key,
     exp_key,
     imp_key,
+    metrics_key,
     pending_key,
     segments_key,
     tie_field,
@@ -143,18 +144,25 @@ class CreditStore(StoreBase):
         return [_impression(i, row) for i, row in zip(imp_ids, rows, strict=True)]
 
     def commit_credit(self, exp_id: str, *, sv: int, guard: str,
-                      entries: Sequence[Entry], gone: Mapping[str, str]) -> Committed:
+                      entries: Sequence[Entry], gone: Mapping[str, str],
+                      target: str = "") -> Committed:
         """Run the credit script on ``entries`` (in order), computed at structure version
         ``sv``; ``guard`` is the guard's argument (``""``: none; see ``credit.lua``).
+        ``target`` ``"click"`` adds the outcomes to the click metric's counts (in the
+        metrics hash, as a metric's) instead of the policy's ``W``.
         ``gone`` (id -> ``missing`` or ``already``) leave the pending set without the
         script (idempotent) and are reported as they are."""
         if gone:
             self.r.zrem(pending_key(exp_id), *gone)
         if not entries:
             return Committed("ok", dict(gone))
-        keys = [exp_key(exp_id), w_key(exp_id), counters_key(exp_id), pending_key(exp_id),
-                ties_key(exp_id), segments_key(exp_id), events_key(exp_id)]
-        args: list[Any] = [sv, guard]
+        if target == "click":  # the click metric's counts, in the metrics hash
+            w = ties = segments = metrics_key(exp_id)
+        else:
+            w, ties, segments = w_key(exp_id), ties_key(exp_id), segments_key(exp_id)
+        keys = [exp_key(exp_id), w, counters_key(exp_id), pending_key(exp_id), ties, segments,
+                events_key(exp_id)]
+        args: list[Any] = [sv, guard, target]
         for e in entries:
             keys += [imp_key(exp_id, e.imp_id), clicks_key(exp_id, e.imp_id)]
             args += [e.imp_id, e.mark, e.arg()]

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from redis.exceptions import NoScriptError
 
+from bandits import outcomes as rule
 from service.store.base import StoreBase
 from service.store.keys import (
     attribution_key,
@@ -22,7 +23,10 @@ from service.store.keys import (
     metrics_key,
     outcome_event_key,
     pending_key,
+    tie_field,
+    ties_key,
     touches_key,
+    w_key,
 )
 from service.store.snapshot import text
 
@@ -163,3 +167,33 @@ class OutcomeStore(StoreBase):
             elif kind == "s":
                 c.segments.setdefault(rest[0], {})[int(rest[1]), int(rest[2])] = float(v)
         return out
+
+    # ------------------------------------------------------------------ a primary metric
+    def watch_primary(self, pipe, exp_id: str, digests: Sequence[str]) -> None:
+        """WATCH on ``pipe`` what the policy's update of outcome events depends on: the
+        experiment, ``W`` and the events (their ``pc`` mark)."""
+        pipe.watch(exp_key(exp_id), w_key(exp_id),
+                   *(outcome_event_key(exp_id, d) for d in digests))
+
+    def write_primary_marks(self, pipe, exp_id: str,
+                            marks: Sequence[tuple[str, str, dict[str, Any], Sequence[str]]],
+                            *, state_written: bool) -> None:
+        """Queue on ``pipe`` (in MULTI, after :meth:`watch_primary`) each event's ``pc``
+        mark, its ``outcome`` event in the log (what replay adds to ``W``), its ties and
+        per-segment counts (``marks``: ``(member, digest, mark, segment labels)``), and
+        the counter ``primary_credited``. The events stay pending: the metrics' credit
+        script takes them off once it has counted them too."""
+        if not state_written:
+            pipe.hincrby(exp_key(exp_id), "version", 1)
+        from service.store.credits import _queue_segments
+
+        for member, digest, mark, labels in marks:
+            pipe.hset(outcome_event_key(exp_id, digest), "pc", 1)
+            pipe.xadd(events_key(exp_id), {"type": "outcome", "id": member,
+                                           "mark": json.dumps(mark), "seg": ",".join(labels)})
+            for pair in rule.ties(mark.get("outcomes", ())):
+                pipe.hincrby(ties_key(exp_id), tie_field(*pair), 1)
+            if labels and mark.get("outcomes"):
+                _queue_segments(pipe, exp_id, labels, mark["outcomes"])
+        if marks:
+            pipe.hincrby(counters_key(exp_id), "primary_credited", len(marks))

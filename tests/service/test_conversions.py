@@ -47,7 +47,7 @@ def outcome(client, body, *, headers=None, raw=None, content_type="application/j
     ([{"name": "click"}, {"name": "click"}], None, "declared twice"),
     ([{"name": "rev", "action": "purchase", "value": "avg"}], None, "value"),
     ([{"name": "click"}], "revenue", "primary"),
-    ([{"name": "click"}, {"name": "rev", "action": "purchase"}], "rev", "not supported yet"),
+    ([{"name": "rev", "action": "purchase"}], "click", "primary"),
     (None, "click", "primary"),
     ([{"name": "click", "action": "purchase"}], None, "click metric"),
     ([{"name": "cart"}], None, "metrics[0].action"),

@@ -126,7 +126,7 @@ def test_divergence_test_eliminates_whenever_the_hoeffding_test_does():
 
 @pytest.mark.parametrize("cls", [MergeGuard, MergeMED])
 def test_credit_path_emits_the_audit_event_once_and_describe_names_rankers(cls):
-    from service.credit.step import _update
+    from service.credit.step import update_policy as _update
     from service.experiments.operations import _non_condorcet
 
     P = non_condorcet(8, gap=0.05, upset=0.3, seed=0)
