@@ -64,7 +64,7 @@ DEMO_PARAMS: dict[str, dict[str, Any]] = {
 class DemoOptions:
     """What ``rankduel demo`` runs (see its ``--help``)."""
 
-    queries: int = 3000
+    queries: int = 8000
     rankers: int = 12
     algorithm: str = "recommended"
     params: dict[str, Any] = field(default_factory=dict)
@@ -300,10 +300,13 @@ class Demo:
                     client.click(page, docs)
             client.end(page)
             if self.orders is not None:  # the user buys some of what was clicked
+                # event ids are unique per experiment, as an order service's are: a rerun
+                # (same seed, same users) must not find its orders in an earlier run's
+                # experiment, still running in the same Redis, as duplicates
                 for i, (doc, price) in enumerate(self.world.purchases(q, ids, clicked, rng)):
                     self.orders.place(float(rng.uniform(*ORDER_DELAY_S)), {
                         "user": user, "action": "purchase", "id": doc, "value": price,
-                        "event_id": f"order-{n}-{i}"}, retry=n % 10 == 0)
+                        "event_id": f"{exp_id}-order-{n}-{i}"}, retry=n % 10 == 0)
         except (ApiResponseError, OSError) as exc:
             self._failed(exc)
             return

@@ -74,7 +74,7 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("demo", help="run the whole platform with simulated users",
                               description=plain(__doc__),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--queries", type=int, default=3000, help="searches to send (default 3000)")
+    p.add_argument("--queries", type=int, default=8000, help="searches to send (default 8000)")
     p.add_argument("--rankers", type=int, default=12, help="world rankers (default 12)")
     p.add_argument("--algorithm", default="recommended",
                    help="dueling bandit (default recommended: certified verdicts)")
