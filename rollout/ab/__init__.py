@@ -10,7 +10,7 @@ Like the rest of ``rollout``, no I/O: the service keeps the counters and calls t
 
 from rollout.ab.compare import MIN_USERS, Comparison, analyse, certified_best, compare
 from rollout.ab.moments import METRICS, Metric, Moments, UserCounts, increments
-from rollout.ab.report import ab_report, agreement_rate, agrees
+from rollout.ab.report import ab_report, agreement_rate, agrees, metric_verdicts
 from rollout.ab.sequence import (
     DEFAULT_TARGET_USERS,
     difference_margin,
@@ -22,5 +22,5 @@ from rollout.ab.sequence import (
 
 __all__ = ["DEFAULT_TARGET_USERS", "METRICS", "MIN_USERS", "Comparison", "Metric", "Moments",
            "UserCounts", "ab_report", "agreement_rate", "agrees", "analyse", "certified_best",
-           "compare", "difference_margin", "increments", "lift_margin", "margin", "rho_for",
-           "users_to_decide"]
+           "compare", "difference_margin", "increments", "lift_margin", "margin",
+           "metric_verdicts", "rho_for", "users_to_decide"]

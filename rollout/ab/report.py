@@ -86,16 +86,7 @@ def ab_report(arms: Mapping[str, Mapping[str, Moments]], control: str, delta: fl
     trusted = check is None or not check.flagged
     verdicts = {}
     for t, c in metrics.get(primary, {}).items():
-        if not c["decided"]:
-            statement = (f"{t}: not decided on {primary} yet"
-                         + (f" (about {c['users_needed']:,} more users at the current "
-                            f"difference)" if c["users_needed"] else ""))
-        else:
-            lo, hi = (100.0 * x if x is not None else math.nan for x in c["lift_interval"])
-            pct = f"{100.0 * (1.0 - c['delta'] * max(len(metrics[primary]), 1)):g} %"
-            statement = (f"{t}: {'higher' if c['direction'] > 0 else 'lower'} {primary} "
-                         f"than {control} ({100.0 * c['lift']:+.2f} %, interval "
-                         f"{lo:+.2f} % to {hi:+.2f} % at {pct})")
+        statement = _statement(t, primary, c, control, len(metrics[primary]))
         if not trusted:
             statement = f"not to be trusted until the split is explained: {check.message}; " \
                         + statement
@@ -105,6 +96,37 @@ def ab_report(arms: Mapping[str, Mapping[str, Moments]], control: str, delta: fl
                                else verdicts)
     return {"metrics": metrics, "srm": None if check is None else check.to_json(),
             "verdict": verdict}
+
+
+def _statement(t: str, metric: str, c: Mapping[str, Any], control: str, k: int) -> str:
+    """One treatment's comparison on ``metric`` (as JSON) in words; ``k`` treatments."""
+    if not c["decided"]:
+        return (f"{t}: not decided on {metric} yet"
+                + (f" (about {c['users_needed']:,} more users at the current "
+                   f"difference)" if c["users_needed"] else ""))
+    lo, hi = (100.0 * x if x is not None else math.nan for x in c["lift_interval"])
+    lift = 100.0 * c["lift"] if c["lift"] is not None else math.nan
+    pct = f"{100.0 * (1.0 - c['delta'] * max(k, 1)):g} %"
+    return (f"{t}: {'higher' if c['direction'] > 0 else 'lower'} {metric} "
+            f"than {control} ({lift:+.2f} %, interval {lo:+.2f} % to {hi:+.2f} % at {pct})")
+
+
+def metric_verdicts(report: Mapping[str, Any], metrics: Sequence[str], control: str
+                    ) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each of ``metrics``' decisions in an :func:`ab_report`: metric → treatment →
+    ``decided``, ``direction``, ``statement`` (the conversion metrics of an A/B test, each
+    decided as the primary is, at the same δ; the verdict stays the primary's).
+
+    >>> arms = {"revenue": {"prod": Moments(5_000, 50_000.0, 2_000_000.0),
+    ...                     "new": Moments(5_000, 60_000.0, 2_500_000.0)}}
+    >>> v = metric_verdicts(ab_report(arms, "prod", 0.05, primary="ctr"), ["revenue"], "prod")
+    >>> v["revenue"]["new"]["statement"]
+    'new: higher revenue than prod (+20.00 %, interval +7.95 % to +32.05 % at 95 %)'
+    """
+    found = report["metrics"]
+    return {m: {t: {"decided": c["decided"], "direction": c["direction"],
+                    "statement": _statement(t, m, c, control, len(found[m]))}
+                for t, c in found[m].items()} for m in metrics if m in found}
 
 
 def agrees(preference: float, comparison: Any, higher_is_better: bool = True) -> bool | None:
@@ -131,4 +153,4 @@ def agreement_rate(agreements: Sequence[bool | None]) -> dict[str, Any]:
             "interval": [round(float(lo), 3), round(float(hi), 3)]}
 
 
-__all__ = ["ab_report", "agreement_rate", "agrees"]
+__all__ = ["ab_report", "agreement_rate", "agrees", "metric_verdicts"]

@@ -28,11 +28,13 @@ MISS_REFRESH_S = 0.25
 @dataclass(frozen=True)
 class Candidate:
     """A running experiment that declares the action: its metrics of that action, and
-    the longest window among all its metrics (the attribution index's TTL)."""
+    the longest window among all its metrics (the attribution index's TTL); ``ab``: an
+    A/B test (its events are counted per user at once, :mod:`service.store.ab`)."""
 
     exp_id: str
     metrics: tuple[Metric, ...]
     longest_s: int
+    ab: bool = False
 
 
 def view(declarations: Mapping[str, tuple[str | None, str | None]]
@@ -50,13 +52,15 @@ def view(declarations: Mapping[str, tuple[str | None, str | None]]
     for exp_id, (meta, lifecycle) in declarations.items():
         if not meta or (lifecycle or "running") != "running":
             continue
-        metrics = [m for m in declared(json.loads(meta)) if not m.is_click]
+        data = json.loads(meta)
+        metrics = [m for m in declared(data) if not m.is_click]
         if not metrics:
             continue
         longest = max(m.window_s for m in metrics)
         for action in dict.fromkeys(m.action for m in metrics):
             out.setdefault(action, []).append(Candidate(
-                exp_id, tuple(m for m in metrics if m.action == action), longest))
+                exp_id, tuple(m for m in metrics if m.action == action), longest,
+                ab=data.get("design") == "ab"))
     return out
 
 

@@ -17,6 +17,11 @@ in the experiment's slot by the same script that attributes it, unless that key 
 a retried order counts once (the answer says ``duplicate``). It is then a pending item of
 the experiment, due at once, credited by a worker like an impression.
 
+**A/B experiments** (``"design": "ab"``) attribute the same way, to the last touch their
+searches wrote, and the same script counts the event at once: the user's value of each
+metric within its window moves, and the arm's moments with it (``ab_outcome.lua``,
+:mod:`service.store.ab`); nothing is left for a worker.
+
 The request costs one Redis round trip: one script call per candidate experiment
 (pipelined), the candidates coming from the process's cached view of the running
 experiments' actions (:mod:`service.outcomes.actions`). A recorded event also marks the
@@ -96,12 +101,14 @@ def record(store: Store, secret: bytes, actions: Actions, *, action: str, doc: s
 
 def _call(c: Candidate, key: str, doc: str, value: float | None, action: str, secret: bytes,
           user: str | None, impression_id: str | None) -> OutcomeCall:
+    # an A/B test counts the event at once, by its metrics' kinds (service.store.ab)
+    windows = ",".join(f"{m.name}:{m.window_s}" + (f":{m.value}" if c.ab else "")
+                       for m in c.metrics)
     return OutcomeCall(
-        exp_id=c.exp_id, digest=key, doc=doc, action=action,
-        windows=",".join(f"{m.name}:{m.window_s}" for m in c.metrics),
+        exp_id=c.exp_id, digest=key, doc=doc, action=action, windows=windows,
         value="" if value is None else repr(float(value)), ttl_s=c.longest_s + EVENT_GRACE_S,
         user_hash=None if user is None else user_hash(secret, c.exp_id, user),
-        imp_id=impression_id)
+        imp_id=impression_id, ab=c.ab)
 
 
 def _answer(store: Store, event_id: str, candidates: list[Candidate],
@@ -116,7 +123,7 @@ def _answer(store: Store, event_id: str, candidates: list[Candidate],
             duplicate |= code == "duplicate"
             attributed.append({"experiment": c.exp_id, "impression_id": reply[1],
                                "metrics": [m for m in reply[2].split(",") if m]})
-            if code == "ok":
+            if code == "ok" and not c.ab:  # an A/B test's event is counted already
                 store.mark_due(c.exp_id, 0.0)  # due at once: the sweep's index
         elif code == "window":
             if by_impression:

@@ -4,7 +4,8 @@
 An A/B experiment is stored like any experiment, so that everything a placement does to
 one applies unchanged (its share and ramp, sticky buckets, guardrails, the one pause,
 deletion): its rankers are the placement's control (arm 0, copied at creation) and the
-treatments; its meta says ``"design": "ab"`` and names its ``control``. The policy kept
+treatments; its meta says ``"design": "ab"`` and names its ``control``, and holds the
+conversion metrics it declares (``metrics``, measured per user: docs/ab-tests.md). The policy kept
 with it (``uniform``) is never asked: its searches are served by
 :mod:`service.search.ab`, one arm's list whole, and measured per user
 (:mod:`service.store.ab`); its report is :mod:`service.reports.ab`.
@@ -24,8 +25,11 @@ from dataclasses import replace
 from typing import Any
 
 import bandits
+from rollout.ab.conversions import RESERVED, name_problems
 from service.errors import Conflict, NotFound, Unprocessable
 from service.experiments import operations as experiments
+from service.outcomes.metrics import CLICK
+from service.outcomes.metrics import declare as declare_metrics
 from service.placements import operations as placements
 from service.placements import traffic as placement_traffic
 from service.reports.build import build as build_report
@@ -46,13 +50,31 @@ def control_of(rt: Runtime, name: str) -> Ranker:
     return Ranker.from_json(data["def"]["control"])
 
 
+def declare(metrics: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """An A/B test's ``metrics`` as stored in its meta (the click metric, which is its
+    ``ctr``, first when not declared; empty: none), or 422 naming each field that is
+    wrong (:func:`service.outcomes.metrics.declare`, and no metric of an action named like
+    the A/B test's own, :func:`rollout.ab.conversions.name_problems`)."""
+    if not metrics:
+        return []
+    if not any(m.get("name") == CLICK and m.get("action") is None for m in metrics):
+        metrics = [{"name": CLICK}, *metrics]
+    stored, found = declare_metrics(metrics, None)
+    found += name_problems(metrics)
+    if found:
+        raise Unprocessable("; ".join(found), errors=found if len(found) > 1 else None)
+    return stored
+
+
 def create(rt: Runtime, *, name: str, placement: str, treatments: list[Ranker],
            traffic: Any, guardrails: dict[str, Any] | None, delta: float,
            probe: experiments.Prober | None = None, allow_empty: set[str] | None = None,
-           confirms: str | None = None) -> str:
+           confirms: str | None = None, metrics: list[dict[str, Any]] | None = None) -> str:
     """Create an A/B experiment of ``treatments`` against ``placement``'s control and put
     it on the placement at ``traffic`` (JSON); its id. 422 for a treatment named like
-    the control or two treatments of one name, 409 when the placement has no room."""
+    the control or two treatments of one name, or for ``metrics`` that are wrong
+    (:func:`declare`), 409 when the placement has no room."""
+    stored = declare(metrics)
     control = control_of(rt, placement)
     names = [control.name, *(t.name for t in treatments)]
     if len(set(names)) != len(names):
@@ -73,6 +95,8 @@ def create(rt: Runtime, *, name: str, placement: str, treatments: list[Ranker],
             "guardrails": guardrails, "design": "ab", "control": control.name}
     if confirms:
         meta["confirms"] = confirms
+    if stored:  # conversion metrics, per user (service.store.ab); the verdict stays on ctr
+        meta["metrics"], meta["primary"] = stored, CLICK
     rt.store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=bandit, truth=None,
                                audit=audit_entry(now, "created", actor="operator", name=name,
                                                  design="ab", rankers=names))
@@ -98,7 +122,8 @@ def create_from_body(rt: Runtime, body: Any, probe: experiments.Prober | None) -
                   guardrails=(body.guardrails.model_dump(exclude_none=True)
                               if body.guardrails is not None else None),
                   probe=probe if body.probe else None,
-                  allow_empty={r.name for r in body.rankers if r.allow_empty})
+                  allow_empty={r.name for r in body.rankers if r.allow_empty},
+                  metrics=[m.model_dump(exclude_none=True) for m in body.metrics or ()])
 
 
 def _same_ranker(a: Ranker, b: Ranker) -> bool:
@@ -152,7 +177,11 @@ def confirm(rt: Runtime, exp_id: str, body: Any) -> str:
                    treatments=[treatment], traffic=traffic,
                    guardrails=(body.guardrails.model_dump(exclude_none=True)
                                if body.guardrails is not None else meta.get("guardrails")),
-                   delta=body.error_rate or meta.get("error_rate") or 0.05, confirms=exp_id)
+                   delta=body.error_rate or meta.get("error_rate") or 0.05, confirms=exp_id,
+                   # its conversion metrics too, measured per user (but a name the A/B
+                   # test measures itself, rollout.ab.conversions.RESERVED)
+                   metrics=[m for m in meta.get("metrics") or ()
+                            if m.get("name") not in RESERVED])
 
     def link(s, pipe) -> None:
         rt.store.write_fields(pipe, exp_id, meta=json.dumps({**s.meta, "confirmed_by": ab_id}))

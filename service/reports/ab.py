@@ -6,10 +6,13 @@ counters (:meth:`service.store.ab.ABStore.ab_moments`: per arm and metric, the m
 of the users' values) and shapes the answer:
 
 * per treatment against the control and per metric (``ctr``, ``searches``,
-  ``abandonment``): the difference and the relative lift with the anytime-valid
-  confidence sequence of Waudby-Smith et al. 2023 at the experiment's δ (split over the
-  treatments), the decision when the interval excludes 0, the users still needed
-  (:func:`rollout.ab.ab_report`);
+  ``abandonment``, and each conversion metric the experiment declares: its users' mean
+  count or sum of values, a user without conversions counting as 0): the difference and
+  the relative lift with the anytime-valid confidence sequence of Waudby-Smith et al.
+  2023 at the experiment's δ (split over the treatments), the decision when the interval
+  excludes 0, the users still needed (:func:`rollout.ab.ab_report`); the conversion
+  metrics' decisions are stated apart (``conversion_verdicts``), the verdict staying on
+  ``ctr``;
 * the split checked (:func:`rollout.srm.check`, p < 0.001 with a minimum deviation):
   the users first seen per arm against the arms' shares, which are equal and never change
   (:mod:`rollout.ab.arms`: a ramp or a pause moves the experiment's share, not the
@@ -26,8 +29,9 @@ import time
 from typing import Any
 
 from rollout import srm
-from rollout.ab import Moments, ab_report, agreement_rate, agrees
+from rollout.ab import Moments, ab_report, agreement_rate, agrees, metric_verdicts
 from rollout.ab.arms import equal_shares
+from service.outcomes.metrics import Metric, declared
 from service.reports import splits
 from service.store import Store
 from service.store.ab import AB_METRICS
@@ -36,13 +40,19 @@ from service.store.snapshot import ExperimentMissing, Snapshot
 log = logging.getLogger("rankduel.webhooks")
 
 
+def conversions_of(meta: dict[str, Any]) -> list[Metric]:
+    """The conversion metrics an A/B test declares (its metrics of an action)."""
+    return [m for m in declared(meta) if not m.is_click]
+
+
 def arms_of(store: Store, snap: Snapshot) -> tuple[list[str], dict[str, dict[str, Moments]]]:
-    """The arms' names (control first) and metric -> arm -> moments; ``clicked`` ->
-    arm -> the arm's clicked searches (as ``Moments.n``)."""
+    """The arms' names (control first) and metric -> arm -> moments (the conversion
+    metrics' too); ``clicked`` -> arm -> the arm's clicked searches (as ``Moments.n``)."""
     names = [r.name for r in sorted(snap.rankers, key=lambda r: r.arm)]
     raw = store.ab_moments(snap.meta["id"])
+    measured = (*AB_METRICS, "clicked", *(m.name for m in conversions_of(snap.meta)))
     arms = {m: {names[a]: Moments.from_json(raw.get(a, {}).get(m, {}))
-                for a in range(len(names))} for m in (*AB_METRICS, "clicked")}
+                for a in range(len(names))} for m in measured}
     return names, arms
 
 
@@ -65,7 +75,9 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
     control = names[0]
     users, searches = split_checks(names, arms)
     delta = float(meta.get("error_rate") or 0.05)
-    out = ab_report({m: arms[m] for m in AB_METRICS}, control, delta, [users])
+    conversions = conversions_of(meta)
+    measured = (*AB_METRICS, *(m.name for m in conversions))
+    out = ab_report({m: arms[m] for m in measured}, control, delta, [users])
     verdicts = out["verdict"] if len(names) > 2 else {names[1]: out["verdict"]}
     kept = keep_decisions(store, exp_id, out["metrics"]["ctr"], users.counts, now)
     for t, v in verdicts.items():
@@ -93,6 +105,10 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
             "users": m.n, "searches": round(arms["searches"][n].total),
             "clicked_searches": arms["clicked"][n].n,
             "ctr": None if not m.n else round(m.mean, 6)})
+        if conversions:  # each conversion metric's mean per user (zeros included)
+            table[-1]["conversions"] = {
+                c.name: None if not arms[c.name][n].n else arms[c.name][n].mean
+                for c in conversions}
     report = {
         "id": exp_id, "name": meta["name"], "design": "ab", "lifecycle": snap.lifecycle,
         "placement": meta.get("placement"), "control": control,
@@ -107,6 +123,10 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
         "decided": all(v["decided"] for v in verdicts.values()),
         "trusted": all(v["trusted"] for v in verdicts.values()),
         "confirms": meta.get("confirms"), "generated_at": now}
+    if conversions:  # only with metrics declared: today's report otherwise
+        report["conversions"] = [c.to_json() for c in conversions]
+        report["conversion_verdicts"] = metric_verdicts(
+            out, [c.name for c in conversions], control)
     return report
 
 

@@ -191,6 +191,9 @@ class ABArm(BaseModel):
     searches: int
     clicked_searches: int
     ctr: float | None = Field(description="the mean of its users' CTRs")
+    conversions: dict[str, float | None] | None = Field(
+        None, description="only with conversion metrics: each one's mean per user (users "
+                          "without conversions count as 0)")
 
 
 class ABReport(BaseModel):
@@ -224,6 +227,12 @@ class ABReport(BaseModel):
         description="per treatment, its comparison when it was first decided (kept: the "
         "decision stands)")
     confirms: str | None = Field(description="the interleaving experiment it confirms")
+    conversions: list[dict[str, Any]] | None = Field(
+        None, description="only with conversion metrics: each as declared (its comparisons "
+                          "are in metrics, under its name)")
+    conversion_verdicts: dict[str, dict[str, dict[str, Any]]] | None = Field(
+        None, description="only with conversion metrics: metric -> treatment -> decided, "
+                          "direction, statement")
     generated_at: float
     rollout: dict[str, Any] | None = None
 

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from service.schemas.base import MAX_RANKERS, PROBE, Closed, Name, Out
 from service.schemas.experiments import TRAFFIC_DOC, RankerIn, Traffic
+from service.schemas.params import Metrics
 from service.schemas.placements import Guardrails, PlacementName
 
 DELTA_DOC = ("δ: the chance, over the whole run, that any interval the report states ever "
@@ -32,6 +33,11 @@ class NewABExperiment(Closed):
         None, description="guardrail thresholds it changes (docs/operations/rollout.md)")
     error_rate: Annotated[float, Field(gt=0, le=0.5)] = Field(0.05, description=DELTA_DOC)
     probe: bool = Field(True, description=PROBE)
+    metrics: Metrics | None = Field(
+        None, description="optional: conversion metrics measured per user besides ctr, "
+        "e.g. [{\"name\": \"revenue\", \"action\": \"purchase\", \"value\": \"sum\", "
+        "\"window_s\": 86400}] (docs/ab-tests.md, docs/conversions.md); the verdict stays "
+        "on ctr")
 
 
 class Confirm(Closed):

@@ -19,7 +19,9 @@ experiment's snapshot and its rankers by arm; arm 0 is the placement's control).
    :meth:`service.store.ab.ABStore.save_ab_search` with the rankers' guardrail counts,
    one script; the answer carries an impression id and a click token like any
    experiment's, and ``POST /clicks`` with them counts the search clicked, once
-   (:mod:`service.store.ab`).
+   (:mod:`service.store.ab`). With metrics of an action declared, the same script
+   enters a new user in each with the value 0 and writes the last touches an outcome
+   event is attributed by (``POST /outcomes``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from rollout import call_counts
 from rollout.ab.arms import arm_of, salt_of
 from service.errors import BadGateway
+from service.outcomes.metrics import attribution_ttl, declared
 from service.rankers.client import RankerFailure
 from service.runtime import Runtime
 from service.search.ranker_health import SearchTiming
@@ -84,11 +87,14 @@ def serve(rt: Runtime, exp_id: str, choice: Any, q: str, k: int, user: str | Non
         counters["fallback"] = 1
     if tally:
         counters.update(call_counts.fields(tally, GUARD_PREFIX))
+    metrics = declared(snap.meta)
     rt.store.save_ab_search(
         imp_id, exp_id=exp_id, t=choice.t, arm=served, user=user_hash or str(user),
         shown=[str(i["id"]) for i in results], token_expires=expires,
         ttl_s=rt.config.impression_ttl_s, counters=counters,
-        urls=[_url(i) for i in results])
+        urls=[_url(i) for i in results],
+        conversions=[m.name for m in metrics if not m.is_click],
+        attribution_ttl_s=attribution_ttl(metrics))
     out["impression_id"] = imp_id
     out["token"] = issue_token(rt.secret, imp_id, exp_id, expires)
     return out

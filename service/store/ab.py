@@ -24,11 +24,26 @@ for one impression, repeated, retried or concurrent, and whichever API process t
 them, one moves the counts and the others find the mark. Every key is the experiment's
 (one hash tag), so each script is atomic on a Redis Cluster too. A click after the
 impression expired is refused (404), as for any impression.
+
+Conversions
+-----------
+An experiment that declares metrics of an action (``"metrics"``, docs/conversions.md)
+also keeps each user's value of each (``<arm>:<user>:v:<metric>`` in the users' hash)
+and its moments per arm beside the others. A user's first search in an arm enters them
+in every conversion metric's moments with the value 0 (``ab_search.lua``): a user who
+never converts counts, as a 0 (:mod:`rollout.ab.conversions`). The search also writes the
+impression's attribution entry and the user's last touch of each document shown, with
+the arm that served it, living as long as the longest window. An outcome event is
+attributed to the last touch and counted by ``ab_outcome.lua`` (called by
+:meth:`service.store.outcomes.OutcomeStore.record_outcomes`): it records the event under
+the digest of its ``event_id`` and moves the user's value and the arm's moments in the
+same script, unless that record exists, so a retried event counts once.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from service.store.base import StoreBase
@@ -37,9 +52,11 @@ from service.store.keys import (
     ab_decisions_key,
     ab_moments_key,
     ab_users_key,
+    attribution_key,
     counters_key,
     exp_key,
     imp_key,
+    touches_key,
 )
 from service.store.snapshot import ExperimentMissing, text
 
@@ -55,11 +72,18 @@ class ABStore(StoreBase):
 
     def save_ab_search(self, imp_id: str, *, exp_id: str, t: int, arm: int, user: str,
                        shown: list[str], urls: list[str | None], token_expires: int,
-                       ttl_s: int, counters: dict[str, int]) -> bool:
+                       ttl_s: int, counters: dict[str, int],
+                       conversions: Sequence[str] = (), attribution_ttl_s: int = 0) -> bool:
         """Store an A/B search's light impression (what a click is checked against) and
         count the search for ``user`` (a keyed hash) in ``arm``, in one script; False
         for a retried call that found it stored. :class:`ExperimentMissing` when the
-        experiment is gone."""
+        experiment is gone.
+
+        ``conversions``: the experiment's conversion metrics, which a user's first
+        search in the arm enters with the value 0; ``attribution_ttl_s`` (> 0 with
+        metrics of an action: the longest window) also writes the impression's
+        attribution entry and the user's last touches, as an interleaving search does
+        (module docstring: conversions)."""
         fields: dict[str, Any] = {
             "exp": exp_id, "t": t, "arms": json.dumps([arm]), "shown": json.dumps(shown),
             "record": "null", "duel": 0, "forfeits": "[]", "created": repr(self.clock()),
@@ -67,12 +91,19 @@ class ABStore(StoreBase):
             "ab_user": user}
         if urls and any(urls):
             fields["urls"] = json.dumps(urls)
-        out = self.call(
-            self._ab_search_script,
-            keys=[imp_key(exp_id, imp_id), ab_users_key(exp_id), ab_moments_key(exp_id),
-                  counters_key(exp_id), exp_key(exp_id)],
-            args=[json.dumps([str(x) for kv in fields.items() for x in kv]), int(ttl_s),
-                  int(arm), user, json.dumps(counters or {"impressions": 1})])
+        keys = [imp_key(exp_id, imp_id), ab_users_key(exp_id), ab_moments_key(exp_id),
+                counters_key(exp_id), exp_key(exp_id)]
+        args: list[Any] = [json.dumps([str(x) for kv in fields.items() for x in kv]),
+                           int(ttl_s), int(arm), user, json.dumps(counters or {"impressions": 1}),
+                           ",".join(conversions), int(attribution_ttl_s)]
+        if attribution_ttl_s > 0:
+            created = f"{self.clock():.3f}"
+            tail = imp_id.rpartition(".")[2]
+            keys += [attribution_key(exp_id, imp_id), touches_key(exp_id, user)]
+            args += [json.dumps({"t": float(created), "arm": arm, "u": user, "shown": shown}),
+                     json.dumps([x for pos, doc in enumerate(shown)
+                                 for x in (doc, f"{tail}|{pos}|{created}|{arm}")])]
+        out = self.call(self._ab_search_script, keys=keys, args=args)
         if out == -1:
             raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
         return out == 1

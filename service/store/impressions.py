@@ -180,6 +180,7 @@ class ImpressionStore(DrainStore):
             urls=json.loads(d["urls"]) if d.get("urls") else [],
             segments=tuple(x for x in (d.get("seg") or "").split(",") if x),
             design=d.get("design") or "interleaving",
+            ab_user=d.get("ab_user") or "",
         )
 
     def add_clicks(self, imp_id: str, exp_id: str, positions: list[int], *,
@@ -218,13 +219,16 @@ class ImpressionStore(DrainStore):
                           shown: list[str], record: Any, urls: list[str | None],
                           inactivity_s: float, attribution_ttl_s: int = 0,
                           created: float = 0.0, arms: list[int] | None = None,
-                          seg: str = "", user_hash: str | None = None) -> bool:
+                          seg: str = "", user_hash: str | None = None,
+                          ab_user: str | None = None) -> bool:
         """Replace an open impression's shown list, record and URLs by longer ones (its
         next result page, :mod:`service.search.paging`) unless it changed since it was read as
         ``expect`` (False then: another page came first). One script: it counts as a
         report (a credit read before it is read again, so it credits the longer record)
         and pushes back the inactivity deadline, like a click. Raises
-        :class:`ImpressionMissing` or :class:`ImpressionClosed`."""
+        :class:`ImpressionMissing` or :class:`ImpressionClosed`. ``ab_user``: an A/B
+        search's (its user's keyed hash), whose attribution entry and touches take the
+        A/B form (:mod:`service.store.ab`)."""
         keys = [imp_key(exp_id, imp_id), pending_key(exp_id)]
         args: list[Any] = [self.clock() + inactivity_s, imp_id, json.dumps(expect),
                            json.dumps(shown), json.dumps(record),
@@ -239,8 +243,16 @@ class ImpressionStore(DrainStore):
                 tail = imp_id.rpartition(".")[2]
                 touches = _ARGS.encode([x for pos in range(len(expect), len(shown))
                                         for x in (shown[pos], f"{tail}|{pos}|{now}")])
-            args += [_ARGS.encode([float(f"{created:.3f}"), arms or [], kept, seg, shown]),
-                     touches, int(attribution_ttl_s)]
+            entry: Any = [float(f"{created:.3f}"), arms or [], kept, seg, shown]
+            if ab_user:  # an A/B search: its arm goes with each touch (service.store.ab)
+                arm = (arms or [0])[0]
+                keys = [*keys[:3], touches_key(exp_id, ab_user)]
+                tail = imp_id.rpartition(".")[2]
+                entry = {"t": float(f"{created:.3f}"), "arm": arm, "u": ab_user,
+                         "shown": shown}
+                touches = _ARGS.encode([x for pos in range(len(expect), len(shown))
+                                        for x in (shown[pos], f"{tail}|{pos}|{now}|{arm}")])
+            args += [_ARGS.encode(entry), touches, int(attribution_ttl_s)]
         out = self._extend_script(keys=keys, args=args)
         if out == -1:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")

@@ -1,6 +1,7 @@
 """Outcome events in Redis (:mod:`service.outcomes`): the experiments' declarations read
 for the request path's cache, an event attributed and recorded (``outcome.lua``, one call
-per candidate experiment, pipelined), the workers' reads and the metrics' credit script
+per candidate experiment, pipelined; an A/B experiment's by ``ab_outcome.lua``, which
+counts it at once: :mod:`service.store.ab`), the workers' reads and the metrics' credit script
 (``metric_credit.lua``), and the metrics' counts. Plain values in and out: nothing here
 decides anything (the keys: :mod:`service.store.keys`)."""
 
@@ -16,6 +17,8 @@ from redis.exceptions import NoScriptError
 from bandits import outcomes as rule
 from service.store.base import StoreBase
 from service.store.keys import (
+    ab_moments_key,
+    ab_users_key,
     attribution_key,
     counters_key,
     events_key,
@@ -45,6 +48,9 @@ class OutcomeCall:
     ttl_s: int
     user_hash: str | None = None
     imp_id: str | None = None
+    #: an A/B experiment's call (``ab_outcome.lua``; ``windows`` then
+    #: "metric:window_s:kind,...")
+    ab: bool = False
 
     def keys_args(self, now: float, member: str) -> tuple[list[str], list[Any]]:
         if self.user_hash is not None:
@@ -52,10 +58,15 @@ class OutcomeCall:
                                   f"{self.exp_id}.")
         else:
             source, form, tail = attribution_key(self.exp_id, self.imp_id), "i", self.imp_id
-        keys = [exp_key(self.exp_id), outcome_event_key(self.exp_id, self.digest), source,
-                pending_key(self.exp_id)]
-        return keys, [repr(now), form, self.doc, self.windows, self.value, member,
-                      int(self.ttl_s), self.action, tail]
+        keys = [exp_key(self.exp_id), outcome_event_key(self.exp_id, self.digest), source]
+        if self.ab:
+            return ([*keys, ab_users_key(self.exp_id), ab_moments_key(self.exp_id),
+                     counters_key(self.exp_id)],
+                    [repr(now), form, self.doc, self.windows, self.value, int(self.ttl_s),
+                     self.action, tail, self.user_hash or ""])
+        return [*keys, pending_key(self.exp_id)], [
+            repr(now), form, self.doc, self.windows, self.value, member, int(self.ttl_s),
+            self.action, tail]
 
 
 @dataclass
@@ -76,6 +87,7 @@ class OutcomeStore(StoreBase):
     """Outcome events and the metrics' counts."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_outcome_script": "outcome",
+                                         "_ab_outcome_script": "ab_outcome",
                                          "_metric_credit_script": "metric_credit"}
 
     def declarations(self, exp_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
@@ -93,23 +105,24 @@ class OutcomeStore(StoreBase):
         return json.loads(raw) if raw else None
 
     def record_outcomes(self, calls: Sequence[OutcomeCall], member: str) -> list[list[str]]:
-        """Run ``outcome.lua`` for each call: one call directly, several in one pipeline
-        (one round trip either way); each reply as a list of strings."""
+        """Run ``outcome.lua`` (``ab_outcome.lua`` for an A/B experiment's call) for each
+        call: one call directly, several in one pipeline (one round trip either way);
+        each reply as a list of strings."""
         now = self.clock()
+        scripts = [self._ab_outcome_script if c.ab else self._outcome_script for c in calls]
         if len(calls) == 1:
             keys, args = calls[0].keys_args(now, member)
-            return [[text(x) for x in self.call(self._outcome_script, keys=keys, args=args)]]
+            return [[text(x) for x in self.call(scripts[0], keys=keys, args=args)]]
         pipe = self.r.pipeline(transaction=False)
-        script = self._outcome_script
         sent = [c.keys_args(now, member) for c in calls]
-        for keys, args in sent:
+        for script, (keys, args) in zip(scripts, sent, strict=True):
             # by name: a cluster pipeline refuses its evalsha() method, not the command
             pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         replies = pipe.execute(raise_on_error=False)
         for n, reply in enumerate(replies):
             if isinstance(reply, NoScriptError):  # a restarted node: the script loads it
                 keys, args = sent[n]
-                replies[n] = script(keys=keys, args=args)
+                replies[n] = scripts[n](keys=keys, args=args)
             elif isinstance(reply, Exception):
                 raise reply
         return [[text(x) for x in r] for r in replies]

@@ -49,6 +49,8 @@ class Impression:
     segments: tuple[str, ...] = ()
     #: ``"ab"``: an A/B search's light impression (:mod:`service.store.ab`)
     design: str = "interleaving"
+    #: an A/B search's user (their keyed hash: where the search was counted)
+    ab_user: str = ""
 
 
 #: a stored ranker's keys, in the order they are written (what :meth:`Ranker.to_json`

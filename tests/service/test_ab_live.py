@@ -19,6 +19,9 @@ from urllib.parse import urlencode
 import numpy as np
 import pytest
 
+from rollout.ab import Moments
+from tests.service.test_workers_credit import wait_for
+
 #: the toy ranker "good" is the control's; "alt" and "flaky" are treatments
 CTR = {"prod": 0.30, "good": 0.30, "alt": 0.45, "flaky": 0.30}
 
@@ -402,3 +405,108 @@ def test_what_a_creation_may_say(client, ab_rankers, rd):
         assert status == 201, body
         assert not {"design", "control", "confirms", "confirmed_by"} & set(body)
         assert "verdicts" not in report(client, body["id"])
+
+
+#: the chance that a user of each arm orders (once, after their searches)
+BUY = {"prod": 0.30, "buyers": 0.50}
+
+
+def test_conversion_metrics_per_user_counted_once_and_compared(client, ab_rankers, rd):
+    """An A/B test with an orders and a revenue metric, the treatment's users buying more
+    (docs/ab-tests.md, "Conversion metrics"): orders sent by ``user`` from a back end,
+    some retried with the same ``event_id``; the per-arm moments equal a recomputation
+    from the orders sent (each user once, users without orders as zeros, the retried
+    orders once), and the report's revenue comparison is higher with the true lift
+    inside its interval."""
+    from rollout.ab.conversions import per_user_moments
+    from service.store import Store
+    from tests.conftest import ADMIN
+
+    back_end = {"Authorization": f"Bearer {ADMIN}"}
+    action = f"purchase_{secrets.token_hex(3)}"  # this experiment's alone
+    place = new_placement(client, ab_rankers)
+    exp = new_ab(client, ab_rankers, place, ("buyers", "alt"), metrics=[
+        {"name": "orders", "action": action, "window_s": 3600},
+        {"name": "revenue", "action": action, "value": "sum", "window_s": 3600}])
+    served: dict[str, str] = {}  # user -> the arm that served them
+    spent: dict[str, float] = {}  # user -> revenue sent (once per order)
+    orders: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def order(body: dict) -> dict:
+        status, out = client.request("POST", "/outcomes", body, headers=back_end)
+        assert status == 202, out
+        return out
+
+    def one(u: int, seed: int) -> None:
+        rng = np.random.default_rng([seed, u])
+        user = f"buyer-{seed}-{u}"
+        for _ in range(int(rng.integers(1, 3))):
+            status, out = client.request("GET", "/search?" + urlencode({
+                "placement": place, "q": "shoes", "k": 5, "user": user}))
+            assert status == 200, out
+        who = out["rankers"][0]
+        with lock:
+            served[user] = who
+        if rng.random() < BUY[who]:
+            body = {"user": user, "action": action, "id": out["results"][0]["id"],
+                    "value": round(float(rng.uniform(10, 50)), 2), "event_id": f"o-{user}"}
+            got = order(body)
+            assert got["attributed"] and not got["duplicate"], got
+            with lock:
+                spent[user] = body["value"]
+                orders[user] = 1
+            if rng.random() < 0.3:  # the order service retries: counted once
+                again = order(body)
+                assert again["attributed"] and again["duplicate"], again
+
+    # the API's view of the actions learns the new experiment's within MISS_REFRESH_S
+    # (service.outcomes.actions); until then its orders are refused, nothing counted
+    def seen() -> bool:
+        status, _ = client.request("POST", "/outcomes", {
+            "user": "nobody", "action": action, "id": "d00", "value": 1.0,
+            "event_id": f"probe-{secrets.token_hex(4)}"}, headers=back_end)
+        return status == 202
+    assert wait_for(seen, what="the experiment's action seen")
+    # a document the user was never shown: unattributed, with its reason
+    status, out = client.request("GET", "/search?" + urlencode({
+        "placement": place, "q": "shoes", "k": 5, "user": "window-shopper"}))
+    assert status == 200, out
+    served["window-shopper"] = out["rankers"][0]
+    got = order({"user": "window-shopper", "action": action, "id": "d99", "value": 5.0,
+                 "event_id": "o-not-shown"})
+    assert got == {"attributed": False, "event_id": "o-not-shown", "reason": "no_impression"}
+
+    users = 0
+    with ThreadPoolExecutor(8) as pool:
+        while True:
+            list(pool.map(one, range(users, users + 400), itertools.repeat(21)))
+            users += 400
+            rep = report(client, exp)
+            if rep["metrics"]["revenue"]["buyers"]["decided"] or users >= 3200:
+                break
+    moments = Store(rd).ab_moments(exp)
+    for arm, name in enumerate(("prod", "buyers")):
+        mine = [u for u, who in served.items() if who == name]
+        for metric, values in (("revenue", spent), ("orders", orders)):
+            want = per_user_moments(values, mine)
+            have = Moments.from_json(moments[arm][metric])
+            assert have.n == want.n == len(mine), (metric, name)
+            assert have.total == pytest.approx(want.total, rel=1e-9)
+            assert have.squares == pytest.approx(want.squares, rel=1e-9)
+    rev = rep["metrics"]["revenue"]["buyers"]
+    assert rev["decided"] and rev["direction"] == 1, (users, rev["sentence"])
+    true_lift = BUY["buyers"] / BUY["prod"] - 1  # same values, more buyers
+    lo, hi = rev["lift_interval"]
+    assert lo <= true_lift <= hi, (lo, true_lift, hi)
+    lo, hi = rev["interval"]
+    assert lo <= 30.0 * (BUY["buyers"] - BUY["prod"]) <= hi  # E[value] = 30
+    assert rep["conversion_verdicts"]["revenue"]["buyers"]["statement"].startswith(
+        "buyers: higher revenue than prod")
+    assert [c["name"] for c in rep["conversions"]] == ["orders", "revenue"]
+    assert rep["primary"] == "ctr"  # the verdict stays on ctr
+    arms = {a["name"]: a for a in rep["arms"]}
+    assert arms["buyers"]["conversions"]["revenue"] == pytest.approx(
+        sum(spent.get(u, 0.0) for u, w in served.items() if w == "buyers")
+        / arms["buyers"]["users"])
+    print(f"{users} users: {rev['sentence']}")

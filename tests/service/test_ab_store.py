@@ -76,3 +76,64 @@ def test_a_placement_counts_each_user_once_where_first_seen(store, rd):
     assert got[2]["users"] == {} and got[2]["searches"] == {"control": 1}
     for key in rd.scan_iter(match=f"rd:{{pl-{name}}}*"):
         rd.delete(key)
+
+
+def test_conversions_move_each_users_value_once_and_zeros_count(store, rd):
+    """The conversion moments (``ab_search.lua``'s zeros, ``ab_outcome.lua``'s moves)
+    equal the per-user recomputation (:func:`rollout.ab.conversions.per_user_moments`)
+    over a seeded sequence of searches and orders by user, retried orders counted once,
+    orders of documents not shown and orders of no user's search unattributed."""
+    from rollout.ab.conversions import after, per_user_moments
+    from service.store.outcomes import OutcomeCall
+
+    exp = secrets.token_hex(6)
+    rd.hset(exp_key(exp), "meta", "{}")
+    windows = "orders:3600:count,revenue:3600:sum"
+    rng = np.random.default_rng(11)
+    users: dict[int, list[str]] = {0: [], 1: []}
+    arm_of: dict[str, int] = {}
+    values: dict[tuple[int, str], dict[str, float]] = {}  # (arm, user) -> metric -> value
+    sent: dict[str, tuple[str, float]] = {}  # event_id -> (user, value)
+
+    def order(user: str, event_id: str, value: float, doc: str = "d1") -> str:
+        call = OutcomeCall(exp_id=exp, digest=event_id, doc=doc, windows=windows,
+                           value=repr(value), action="purchase", ttl_s=600, user_hash=user,
+                           ab=True)
+        return store.record_outcomes([call], "~" + event_id)[0][0]
+
+    for step in range(500):
+        if arm_of and rng.random() < 0.35:
+            user = sorted(arm_of)[int(rng.integers(len(arm_of)))]
+            if sent and rng.random() < 0.3:  # a retried order: counted before
+                event_id = list(sent)[int(rng.integers(len(sent)))]
+                assert order(sent[event_id][0], event_id, sent[event_id][1]) == "duplicate"
+                continue
+            event_id, value = f"o{step}", float(rng.integers(1, 100)) / 4
+            assert order(user, event_id, value) == "ok"
+            sent[event_id] = (user, value)
+            v = values.setdefault((arm_of[user], user), {})
+            v["orders"] = after(v.get("orders", 0.0), "count", None)
+            v["revenue"] = after(v.get("revenue", 0.0), "sum", value)
+            continue
+        user = f"u{int(rng.integers(60))}"
+        arm = arm_of.setdefault(user, int(rng.integers(2)))  # sticky
+        users[arm].append(user)
+        assert store.save_ab_search(
+            new_impression_id(exp), exp_id=exp, t=step, arm=arm, user=user,
+            shown=["d0", "d1"], urls=[None, None], token_expires=10**10, ttl_s=600,
+            counters={"impressions": 1}, conversions=["orders", "revenue"],
+            attribution_ttl_s=3600)
+    assert order("u0", "not-shown", 5.0, doc="d9") == "unattributed"
+    assert order("nobody", "no-search", 5.0) == "unattributed"
+    got = store.ab_moments(exp)
+    for arm in (0, 1):
+        for m in ("orders", "revenue"):
+            want = per_user_moments({u: v[m] for (a, u), v in values.items() if a == arm},
+                                    users[arm])
+            have = Moments.from_json(got[arm][m])
+            assert have.n == want.n == len(set(users[arm])) == got[arm]["ctr"]["n"]
+            assert have.total == pytest.approx(want.total, abs=1e-9)
+            assert have.squares == pytest.approx(want.squares, abs=1e-9)
+    assert int(rd.hget(f"rd:{{{exp}}}:counters", "ab_outcomes")) == len(sent)
+    for key in rd.scan_iter(match=f"rd:{{{exp}}}*"):
+        rd.delete(key)

@@ -63,7 +63,12 @@ SEMANTIC_422 = {
     "POST /impressions/{imp_id}/end": ("was not shown in impression", "was shown at rank"),
     "POST /experiments": ("ranker names must be unique", "true_preferences", "true_best",
                           "C(eps)", "did not answer the test query",
-                          "go together", "add up to"),
+                          "go together", "add up to",
+                          # a declaration's fields together (service.outcomes.metrics.
+                          # problems), an A/B test's metric named like its own
+                          "is declared twice", ".action: required", "is the click metric",
+                          "the click metric takes no", "metric has a cap",
+                          "an A/B test measures itself"),
     "PATCH /experiments/{exp_id}": ("send a new name or a new traffic",),
     "POST /experiments/{exp_id}/rankers": ("did not answer the test query",),
     "POST /placements": ("did not answer the test query",),
