@@ -82,13 +82,8 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
     kept = keep_decisions(store, exp_id, out["metrics"]["ctr"], users.counts, now)
     for t, v in verdicts.items():
         if t in kept and not v["decided"]:  # decided at an earlier look: kept
-            d = kept[t]
-            lo, hi = (100.0 * x if x is not None else math.nan for x in d["lift_interval"])
-            v.update(decided=True, direction=d["direction"], statement=(
-                f"{t}: {'higher' if d['direction'] > 0 else 'lower'} ctr than {control}, "
-                f"decided at {d['users']:,} users ({100.0 * d['lift']:+.2f} %, interval "
-                f"{lo:+.2f} % to {hi:+.2f} %); a confidence sequence's intervals hold "
-                f"together, so the decision stands"))
+            v.update(decided=True, direction=kept[t]["direction"],
+                     statement=stands(t, "ctr", kept[t], control))
     split = splits.section(store, meta)  # the experiment's share of its placement
     for v in verdicts.values():
         v["statement"] = splits.untrusted(v["statement"], split)
@@ -125,27 +120,59 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
         "confirms": meta.get("confirms"), "generated_at": now}
     if conversions:  # only with metrics declared: today's report otherwise
         report["conversions"] = [c.to_json() for c in conversions]
-        report["conversion_verdicts"] = metric_verdicts(
+        report["conversion_verdicts"] = found = metric_verdicts(
             out, [c.name for c in conversions], control)
+        for name, by_treatment in found.items():  # each metric's first decisions kept too
+            kept_m = keep_decisions(store, exp_id, out["metrics"][name], users.counts, now,
+                                    metric=name)
+            for t, v in by_treatment.items():
+                if t in kept_m and not v["decided"]:
+                    v.update(decided=True, direction=kept_m[t]["direction"],
+                             statement=stands(t, name, kept_m[t], control))
     return report
 
 
+def stands(t: str, metric: str, d: dict[str, Any], control: str) -> str:
+    """A decision kept from an earlier look, in words (:func:`keep_decisions`).
+
+    >>> stands("new", "revenue", {"direction": 1, "users": 4200, "lift": 0.2,
+    ...                           "lift_interval": [0.05, 0.35]}, "prod")[:60]
+    'new: higher revenue than prod, decided at 4,200 users (+20.00'
+    """
+    lo, hi = (100.0 * x if x is not None else math.nan for x in d["lift_interval"])
+    lift = 100.0 * d["lift"] if d["lift"] is not None else math.nan
+    return (f"{t}: {'higher' if d['direction'] > 0 else 'lower'} {metric} than {control}, "
+            f"decided at {d['users']:,} users ({lift:+.2f} %, interval {lo:+.2f} % to "
+            f"{hi:+.2f} %); a confidence sequence's intervals hold together, so the "
+            f"decision stands")
+
+
 def keep_decisions(store: Store, exp_id: str, comparisons: dict[str, Any],
-                   users: Any, now: float) -> dict[str, dict[str, Any]]:
-    """Keep each treatment's first decision on the primary metric, and return every
-    decision kept. The intervals of a confidence sequence all hold at once (with
-    probability 1 − δ), so their running intersection does too: once an interval has
-    excluded 0, the decision stands, whatever a later look's interval says."""
-    kept = store.ab_decisions(exp_id)
+                   users: Any, now: float, *, metric: str = "ctr"
+                   ) -> dict[str, dict[str, Any]]:
+    """Keep each treatment's first decision on ``metric`` (the primary, ``ctr``, or a
+    conversion metric), and return that metric's decisions kept, by treatment. The
+    intervals of a confidence sequence all hold at once (with probability 1 − δ), so
+    their running intersection does too: once an interval has excluded 0, the decision
+    stands, whatever a later look's interval says. The primary's are kept under the
+    treatment's name (``GET /agreements`` reads them), a conversion metric's under
+    ``<metric>:<treatment>`` (neither name has a colon)."""
+    prefix = "" if metric == "ctr" else f"{metric}:"
+
+    def mine() -> dict[str, dict[str, Any]]:
+        return {k[len(prefix):]: v for k, v in store.ab_decisions(exp_id).items()
+                if k.startswith(prefix) and ":" not in k[len(prefix):]}
+
+    kept = mine()
     for t, c in comparisons.items():
         if c["decided"] and t not in kept:
             d = {k: c[k] for k in ("direction", "difference", "interval", "lift",
                                    "lift_interval")}
             d.update(users=int(sum(users.values())), decided_at=now)
-            if store.keep_decision(exp_id, t, d):
+            if store.keep_decision(exp_id, prefix + t, d):
                 kept[t] = d
             else:
-                kept = store.ab_decisions(exp_id)
+                kept = mine()
     return kept
 
 

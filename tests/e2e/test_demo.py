@@ -122,6 +122,34 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path, cluster):
 
 
 @pytest.mark.starts_process  # runs rankduel demo as a command
+def test_the_demo_learning_from_revenue_names_the_buyers_ranker(tmp_path):
+    """``rankduel demo --primary revenue``: the policy learns from the purchases, so its
+    champion is the buyers' ranker (the summary's true best on revenue), not the best on
+    clicks; each purchase it learnt from is one comparison in W."""
+    out = tmp_path / "summary.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli.main", "demo", "--primary", "revenue", "--queries",
+         "3000", "--workdir", str(tmp_path / "var"), "--json", str(out)],
+        cwd=ROOT, env=demo_env(), capture_output=True, text=True, timeout=540)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    s = json.loads(out.read_text())
+    by = {m["name"]: m for m in s["metrics"]}
+    assert s["primary"] == "revenue" and by["revenue"]["primary"] and not by["click"]["primary"]
+    assert s["true_best"] == s["buyers"]
+    # one run of 8,000 searches had the buyers' ranker champion from the 1,600th search
+    # on (eliminating 7 of 11 by revenue); at 3,000 it leads, uncertified
+    assert s["champion"] == s["buyers"] == by["revenue"]["champion"]
+    # the policy's comparisons are the purchases it learnt from, far fewer than the
+    # decisive impressions (the click metric's)
+    assert 0 < s["comparisons"] == by["revenue"]["comparisons"] < s["decisive_impressions"]
+    assert by["click"]["comparisons"] == s["decisive_impressions"]
+    assert s["purchases_attributed"] == s["purchases"] > 300 and s["errors"] == 0
+    assert f"  revenue (primary): {by['revenue']['verdict']}" in proc.stdout
+    if s["metrics_disagree"]:
+        assert s["metrics_disagree"] in proc.stdout
+
+
+@pytest.mark.starts_process  # runs rankduel demo as a command
 def test_ctrl_c_stops_the_demo_started_with_sigint_ignored(tmp_path):
     """``rankduel demo --keep-running`` started as ``&`` starts it (SIGINT ignored): every
     URL it prints answers, and one SIGINT stops it and every process it started."""

@@ -137,3 +137,28 @@ def test_conversions_move_each_users_value_once_and_zeros_count(store, rd):
     assert int(rd.hget(f"rd:{{{exp}}}:counters", "ab_outcomes")) == len(sent)
     for key in rd.scan_iter(match=f"rd:{{{exp}}}*"):
         rd.delete(key)
+
+
+def test_each_metrics_first_decision_is_kept_apart(store):
+    """A decision stands once a look's interval excluded 0 (the confidence sequence's
+    intervals hold together): kept per metric and treatment, the primary's under the
+    treatment's name, a conversion metric's beside it, neither overwriting the other."""
+    from service.reports.ab import keep_decisions
+
+    exp = secrets.token_hex(6)
+    decided = {"decided": True, "direction": 1, "difference": 0.1, "interval": [0.02, 0.2],
+               "lift": 0.2, "lift_interval": [0.05, 0.35]}
+    undecided = {**decided, "decided": False, "direction": 0}
+    users = {"prod": 900, "new": 910}
+    assert keep_decisions(store, exp, {"new": undecided}, users, 1.0) == {}
+    ctr = keep_decisions(store, exp, {"new": decided}, users, 2.0)
+    assert ctr["new"]["users"] == 1810 and ctr["new"]["decided_at"] == 2.0
+    assert keep_decisions(store, exp, {"new": undecided}, users, 3.0, metric="revenue") == {}
+    later = {**decided, "direction": -1}  # a later look never replaces the first decision
+    rev = keep_decisions(store, exp, {"new": later}, {"prod": 2000, "new": 2000}, 4.0,
+                         metric="revenue")
+    assert rev["new"]["direction"] == -1 and rev["new"]["users"] == 4000
+    assert keep_decisions(store, exp, {"new": decided}, users, 5.0,
+                          metric="revenue")["new"]["decided_at"] == 4.0
+    assert keep_decisions(store, exp, {"new": undecided}, users, 6.0) == ctr
+    assert set(store.ab_decisions(exp)) == {"new", "revenue:new"}
