@@ -136,8 +136,8 @@ def stands(t: str, metric: str, d: dict[str, Any], control: str) -> str:
     """A decision kept from an earlier look, in words (:func:`keep_decisions`).
 
     >>> stands("new", "revenue", {"direction": 1, "users": 4200, "lift": 0.2,
-    ...                           "lift_interval": [0.05, 0.35]}, "prod")[:59]
-    'new: higher revenue than prod, decided at 4,200 users (+20.0'
+    ...                           "lift_interval": [0.05, 0.35]}, "prod").split(";")[0]
+    'new: higher revenue than prod, decided at 4,200 users (+20.00 %, interval +5.00 % to +35.00 %)'
     """
     lo, hi = (100.0 * x if x is not None else math.nan for x in d["lift_interval"])
     lift = 100.0 * d["lift"] if d["lift"] is not None else math.nan
