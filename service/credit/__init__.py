@@ -13,6 +13,8 @@ The modules, in the order a click meets them:
   (:func:`~service.credit.step.apply`);
 * :mod:`service.credit.outcome_events`: an outcome event of ``POST /outcomes`` (a
   purchase) credited to its metrics' ``W`` (docs/conversions.md), by the same protocol;
+* :mod:`service.credit.primary`: when the policy learns from such a metric (the
+  experiment's ``primary``), its events applied to the policy by its own ``update()``;
 * :mod:`service.credit.guard`: which outcomes could change the policy's structure
   (:class:`~service.credit.guard.Guard`), checked in Python and, by the credit script, in
   Lua: both against one table of cases (``guard_cases.json``).
@@ -113,7 +115,15 @@ and takes it off the pending set. The argument above holds unchanged: a crash be
 script writes nothing (the claim lapses, the event is claimed again); the script writes
 the mark with the counts, atomically, and skips a marked event; so each event changes
 each metric's ``W`` exactly once whatever the retries, duplicate deliveries or worker
-crashes. No guard and no hold: the metrics' ``W`` feed no policy (the primary metric is
-the click in this version), and additions commute, so two drains may credit events of
-one experiment at once.
+crashes. No guard and no hold: the metrics' ``W`` feed no policy, and additions commute,
+so two drains may credit events of one experiment at once.
+
+When the policy learns from a metric of an action (``primary``), the events of that
+metric are first applied to the policy (:mod:`service.credit.primary`): one optimistic
+transaction per batch, the policy's own ``update()`` at the global ``t`` as for a held
+click, writing ``W``, ``n``, the structure and each event's ``pc`` mark together; the
+script above then counts the metrics and takes the events off the pending set. The
+clicks of such an experiment go through steps 1 to 6 with the credit script's target
+``click``: to the click metric's counts, with no guard and no hold, the policy's ``W``
+untouched.
 """
