@@ -83,23 +83,18 @@ class ChildExited(RuntimeError):
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str,
-               proc: subprocess.Popen | Child | None = None, interval: float = 0.05) -> None:
+               proc: subprocess.Popen | None = None, interval: float = 0.05) -> None:
     """Poll ``check`` until it is true; fail with ``what`` after ``timeout`` seconds or as
-    soon as ``proc`` exits (for a :class:`Child`, the error ends with its log's tail)."""
-    child = proc if isinstance(proc, Child) else None
-    popen = child.proc if child is not None else proc
-    log = (lambda: f"; the end of {child.log_path}:\n{child.tail(20)}") if child else str
+    soon as ``proc`` exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(Exception):
             if check():
                 return
-        if popen is not None and popen.poll() is not None:
-            raise ChildExited(f"{what}: process exited with code {popen.returncode}"
-                              + log())
+        if proc is not None and proc.poll() is not None:
+            raise ChildExited(f"{what}: process exited with code {proc.returncode}")
         time.sleep(interval)
-    raise TimeoutError(f"{what}: not ready after {timeout:.0f} s"
-                       + log())
+    raise TimeoutError(f"{what}: not ready after {timeout:.0f} s")
 
 
 def _die_with_parent() -> None:
@@ -251,7 +246,7 @@ class Stack:
     def wait_redis(self) -> None:
         """Wait until Redis answers (a restarted one answers once its data is loaded)."""
         client = redis.Redis.from_url(self.redis_url, socket_connect_timeout=0.5)
-        wait_until(client.ping, 30, "redis", self.redis_child)
+        wait_until(client.ping, 30, "redis", self.redis_child.proc)
         client.close()
 
     def restart_redis(self, sig: int = signal.SIGKILL) -> None:
@@ -290,7 +285,7 @@ class Stack:
             nodes.append((port, child))
         for port, child in nodes:
             client = redis.Redis(port=port, socket_connect_timeout=0.5)
-            wait_until(client.ping, 15, child.name, child)
+            wait_until(client.ping, 15, child.name, child.proc)
             client.close()
         addresses = [f"127.0.0.1:{port}" for port, _ in nodes]
         out = subprocess.run([cli, "--cluster", "create", *addresses, "--cluster-replicas",
@@ -313,7 +308,7 @@ class Stack:
             def ok(client=client) -> bool:
                 return client.cluster("info").get("cluster_state") == "ok"
 
-            wait_until(ok, timeout, f"{child.name} cluster state", child, interval=0.1)
+            wait_until(ok, timeout, f"{child.name} cluster state", child.proc, interval=0.1)
             client.close()
 
     def restart_cluster_node(self, k: int, sig: int = signal.SIGKILL) -> None:
@@ -366,7 +361,7 @@ class Stack:
 
     def wait_healthy(self, child: Child, base_url: str, timeout: float = 60) -> None:
         """Wait until ``base_url/healthz`` answers 200; fail if ``child`` exits first."""
-        wait_until(lambda: http_ok(f"{base_url}/healthz"), timeout, child.name, child)
+        wait_until(lambda: http_ok(f"{base_url}/healthz"), timeout, child.name, child.proc)
 
     def start_worker(self, env: dict[str, str], *, name: str = "worker", concurrency: int = 1,
                      beat: bool = True) -> Child:
@@ -393,7 +388,7 @@ class Stack:
         def ready() -> bool:
             return client.sismember(READY_KEY, str(child.pid)) == 1
 
-        wait_until(ready, timeout, child.name, child, interval=0.1)
+        wait_until(ready, timeout, child.name, child.proc, interval=0.1)
         client.close()
 
     def close(self, timeout: float | None = None) -> None:

@@ -75,7 +75,7 @@ class MetricsRun:
     def start(self) -> None:
         from demo import traffic
         from demo.run import DemoOptions
-        from demo.stack import Stack, free_port, wait_until
+        from demo.stack import ChildExited, Stack, free_port, wait_until
         from demo.world_rankers import ranker_name
 
         self.stack = stack = Stack(self.workdir)
@@ -107,8 +107,12 @@ class MetricsRun:
         stack.wait_healthy(rankers, rank_url)
         stack.wait_worker(worker, redis_url)
         self.worker_metrics_url = f"http://127.0.0.1:{worker_port}/metrics"
-        wait_until(lambda: bool(get(self.worker_metrics_url)), 60, "worker exporter",
-                   worker)
+        try:
+            wait_until(lambda: bool(get(self.worker_metrics_url)), 60, "worker exporter",
+                       worker.proc)
+        except (TimeoutError, ChildExited) as exc:  # what the worker said, in the failure
+            raise type(exc)(f"{exc}; the end of {worker.log_path}:\n{worker.tail(20)}"
+                            ) from None
         if shutil.which("prometheus"):
             self.prometheus_url = self._start_prometheus(api_port, worker_port)
 
@@ -160,7 +164,7 @@ class MetricsRun:
             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
         ], env=dict(os.environ))
         url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: http_ok(f"{url}/-/ready"), 60, "prometheus", proc)
+        wait_until(lambda: http_ok(f"{url}/-/ready"), 60, "prometheus", proc.proc)
         return url
 
     def _faults(self, rank_url: str) -> None:
