@@ -28,10 +28,11 @@ from typing import Any
 import redis
 
 from bandits.base import RETIRED, DuelingBandit
+from service.credit.protocol import commit_and_tell
 from service.credit.step import update_policy
 from service.store import MAX_ATTEMPTS, Contention, Store, audit_entry
 from service.store.snapshot import encode_structure
-from service.webhooks import outbox, verdicts
+from service.webhooks import verdicts
 
 #: one event for the policy: (pending member, digest, its mark from
 #: :func:`service.credit.outcome_events.outcomes`, its impression's segment labels)
@@ -114,12 +115,7 @@ def credit_primary(store: Store, exp_id: str, items: Sequence[Item], metric: str
                 store.write_primary_marks(
                     pipe, exp_id, [(m, d, done.marks[m], labels) for m, d, _, labels in todo],
                     state_written=done.changed)
-                changed = moved and verdicts.queue_changes(
-                    store, pipe, exp_id, told, verdicts.verdicts(bandit), names=snap.names,
-                    name=snap.meta.get("name"), comparisons=bandit.n_updates)
-                pipe.execute()
-                if changed:
-                    outbox.mark_due(store, exp_id)
+                commit_and_tell(store, pipe, exp_id, snap, bandit, told, moved=moved)
                 return len(todo)
             except redis.WatchError:
                 store.count_conflict(exp_id)

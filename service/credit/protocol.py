@@ -140,12 +140,7 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
                                           structure_before=before,
                                           segments={i: m.segments for i, m in zip(
                                               ids, imps, strict=True) if m is not None})
-                changed = moved and verdicts.queue_changes(
-                    store, pipe, exp_id, told, verdicts.verdicts(bandit), names=snap.names,
-                    name=snap.meta.get("name"), comparisons=bandit.n_updates)
-                pipe.execute()
-                if changed:
-                    outbox.mark_due(store, exp_id)
+                commit_and_tell(store, pipe, exp_id, snap, bandit, told, moved=moved)
                 return Resolved(result.results,
                                 View(snap.sv + int(moved), bandit, snap.names,
                                      snap.meta.get("dwell_unsatisfied_s"),
@@ -153,6 +148,19 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
             except redis.WatchError:
                 store.count_conflict(exp_id)
     raise Contention(f"gave up resolving the hold of {exp_id} after {MAX_ATTEMPTS} attempts")
+
+
+def commit_and_tell(store: Store, pipe, exp_id: str, snap, bandit: DuelingBandit,
+                    told: dict, *, moved: bool) -> None:
+    """Execute a transaction that updated the policy, with the webhooks' verdict changes
+    (``told``: the verdicts before) queued in it when the structure ``moved``, and wake
+    the outbox when there are some."""
+    changed = moved and verdicts.queue_changes(
+        store, pipe, exp_id, told, verdicts.verdicts(bandit), names=snap.names,
+        name=snap.meta.get("name"), comparisons=bandit.n_updates)
+    pipe.execute()
+    if changed:
+        outbox.mark_due(store, exp_id)
 
 
 def _write_resolution(store: Store, pipe, exp_id: str, bandit: DuelingBandit,
