@@ -43,7 +43,9 @@ def page_all(base_url, exp_id, limit):
 
 def test_export_replays_to_the_live_w_through_a_killed_worker(client, ranker_server, worker,
                                                               api, rd, tmp_path, capsys):
-    worker.restart(delay_ms=100)  # slow, so the kill lands mid-backlog
+    # slow, so the kill lands mid-backlog: 300 ms an impression keeps the claimed batch
+    # visible for 12 s, which a test process starved on a busy machine still sees
+    worker.restart(delay_ms=300)
     exp = client.create_experiment(name="events", rankers=rankers_for(
         ranker_server, "good", "bad", "mid"), algorithm="uniform",
         interleaving="team_draft", seed=6, segments=SEGMENTS)
@@ -101,13 +103,13 @@ def test_bad_cursors_and_a_missing_pyarrow_are_clear(client, ranker_server, api,
     status, body = client.request("GET", f"/experiments/{exp['id']}/events?after=xyz",
                                   admin=True)
     assert status in (400, 422) and "after" in body["error"]
-    # digits the pattern takes but Redis does not (a stream id's parts are 64-bit): the
+    # 20 digits a part, which Redis may refuse (a stream id's parts are 64-bit): the
     # contract fuzz found this one answering 503
     for route in ("events", "ubi"):
         status, body = client.request(
             "GET", f"/experiments/{exp['id']}/{route}?after=126-29011308466564323532",
             admin=True)
-        assert status == 400 and "X-Next-Cursor" in body["error"], (route, status, body)
+        assert status == 400 and "after" in body["error"], (route, status, body)
     status, _ = client.request("GET", f"/experiments/{exp['id']}/events")
     assert status == 401
     try:
