@@ -68,7 +68,9 @@ SEMANTIC_422 = {
                           # problems), an A/B test's metric named like its own
                           "is declared twice", ".action: required", "is the click metric",
                           "the click metric takes no", "metric has a cap",
-                          "an A/B test measures itself"),
+                          "an A/B test measures itself",
+                          # the metric the policy learns from, without metrics declared
+                          "field 'primary' needs 'metrics'"),
     "PATCH /experiments/{exp_id}": ("send a new name or a new traffic",),
     "POST /experiments/{exp_id}/rankers": ("did not answer the test query",),
     "POST /placements": ("did not answer the test query",),
