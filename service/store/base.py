@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, ClassVar
 
-from service.store.keys import EXPERIMENTS
+from service.store.keys import EXPERIMENTS, lua_fields
 from service.store.script_call import ScriptCall
 
 #: an experiment's lifecycles
@@ -50,14 +50,33 @@ def pairs(flat: list[Any]) -> dict[Any, Any]:
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
+#: includes made from Python, not read from a file: name -> its source
+GENERATED: dict[str, Callable[[], str]] = {"fields": lua_fields}
+
+
 @cache
 def lua(name: str) -> str:
     """The Lua script ``name`` (``service/store/<name>.lua``), read once per process, after
     the scripts it includes (a line ``-- include: other``: functions it shares, such as
-    the guard's check, ``guard.lua``)."""
+    the guard's check, ``guard.lua``, or the outcome→W write, ``outcome_write.lua``), each
+    included once, an include's own includes first. ``fields``, the counts' field names,
+    is generated from :mod:`service.store.keys`."""
+    parts: list[str] = []
+    _gather(name, parts, set())
+    return "\n".join(parts)
+
+
+def _gather(name: str, parts: list[str], seen: set[str]) -> None:
+    if name in seen:
+        return
+    seen.add(name)
+    if name in GENERATED:
+        parts.append(GENERATED[name]())
+        return
     source = resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
-    included = re.findall(r"^-- include: (\w+)$", source, flags=re.M)
-    return "".join(lua(other) + "\n" for other in included) + source
+    for other in re.findall(r"^-- include: (\w+)$", source, flags=re.M):
+        _gather(other, parts, seen)
+    parts.append(source)
 
 
 class StoreBase:

@@ -23,7 +23,9 @@ from service.store.keys import (
     exp_key,
     imp_key,
     metrics_key,
+    parse_segment_field,
     pending_key,
+    segment_field,
     segments_key,
     tie_field,
     ties_key,
@@ -92,11 +94,11 @@ def _queue_segments(pipe, exp_id: str, labels: Sequence[str],
     key = segments_key(exp_id)
     adds, tied = rule.writes(outcomes), rule.ties(outcomes)
     for label in labels:
-        pipe.hincrby(key, f"n:{label}", 1)
+        pipe.hincrby(key, segment_field("n", label), 1)
         for i, j, x in adds:
-            pipe.hincrbyfloat(key, f"w:{label}:{i}:{j}", x)
+            pipe.hincrbyfloat(key, segment_field("W", label, i, j), x)
         for pair in tied:
-            pipe.hincrby(key, f"t:{label}:{tie_field(*pair)}", 1)
+            pipe.hincrby(key, segment_field("ties", label, *pair), 1)
 
 
 def _impression(imp_id: str, row: bytes) -> Impression | None:
@@ -236,13 +238,15 @@ class CreditStore(StoreBase):
         that has seen no comparison is absent."""
         out: dict[str, SegmentCounts] = {}
         for field_, value in self.r.hgetall(segments_key(exp_id)).items():
-            kind, label, *pair = text(field_).split(":")
+            kind, (label, *pair) = parse_segment_field(text(field_))
+            if kind is None:
+                continue
             c = out.setdefault(label, SegmentCounts())
             if kind == "n":
                 c.n = int(value)
-            elif kind == "w":
+            elif kind == "W":
                 c.W[int(pair[0]), int(pair[1])] = float(value)
-            elif kind == "t":
+            elif kind == "ties":
                 c.ties[int(pair[0]), int(pair[1])] = int(value)
         return out
 

@@ -46,6 +46,84 @@ def tie_field(i: int, j: int) -> str:
     return f"{a}:{b}"
 
 
+# ---------------------------------------------------------------------- counts' fields
+#: The fields of the hashes that keep outcome counts, by kind: the per-segment hash
+#: (:func:`segments_key`: ``<kind>:<label>[:i:j]``) and the metrics hash
+#: (:func:`metrics_key`: ``<kind>:<metric>[:<label>][:i:j | :arm]``). The only spelling of
+#: these names: the Lua scripts get them as the generated include ``fields``
+#: (:func:`lua_fields`), the readers parse with :func:`parse_field`.
+SEGMENT_FIELDS = {"W": "w", "ties": "t", "n": "n"}
+METRIC_FIELDS = {
+    "W": "w",  # w:<metric>:i:j, a double (text)
+    "ties": "t",  # t:<metric>:i:j, i < j
+    "n": "n",  # n:<metric>, the events with any outcome
+    "values": "v",  # v:<metric>:<arm>, a sum metric's values won
+    "events": "c",  # c:<metric>:<arm>, the events won
+    "segment_W": "s",  # s:<metric>:<label>:i:j
+    "segment_ties": "st",  # st:<metric>:<label>:i:j, i < j
+    "segment_n": "sn",  # sn:<metric>:<label>
+}
+
+
+def segment_field(kind: str, label: str, *pair: int) -> str:
+    """A field of the per-segment hash (:func:`segments_key`).
+
+    >>> segment_field("W", "device=mobile", 0, 1), segment_field("n", "market=de")
+    ('w:device=mobile:0:1', 'n:market=de')
+    """
+    return ":".join((SEGMENT_FIELDS[kind], label, *(str(int(x)) for x in pair)))
+
+
+def metric_field(kind: str, metric: str, *rest: str | int) -> str:
+    """A field of the metrics hash (:func:`metrics_key`): ``rest`` is the label and/or
+    the pair or arm its kind takes.
+
+    >>> metric_field("W", "revenue", 0, 1), metric_field("segment_n", "click", "device=pc")
+    ('w:revenue:0:1', 'sn:click:device=pc')
+    """
+    return ":".join((METRIC_FIELDS[kind], metric, *(str(x) for x in rest)))
+
+
+def parse_metric_field(field: str) -> tuple[str | None, list[str]]:
+    """A field of the metrics hash as ``(kind, parts)`` (kind None: not a kind of
+    :data:`METRIC_FIELDS`).
+
+    >>> parse_metric_field("st:click:device=pc:0:2")
+    ('segment_ties', ['click', 'device=pc', '0', '2'])
+    """
+    prefix, _, rest = field.partition(":")
+    return _METRIC_KIND.get(prefix), rest.split(":")
+
+
+def parse_segment_field(field: str) -> tuple[str | None, list[str]]:
+    """A field of the per-segment hash as ``(kind, parts)``.
+
+    >>> parse_segment_field("w:device=pc:0:2")
+    ('W', ['device=pc', '0', '2'])
+    """
+    prefix, _, rest = field.partition(":")
+    return _SEGMENT_KIND.get(prefix), rest.split(":")
+
+
+_METRIC_KIND = {v: k for k, v in METRIC_FIELDS.items()}
+_SEGMENT_KIND = {v: k for k, v in SEGMENT_FIELDS.items()}
+
+
+def lua_fields() -> str:
+    """The Lua include ``fields`` (:func:`service.store.base.lua`): the prefixes above as
+    the tables ``SEGMENT_F`` and ``METRIC_F`` (kind -> prefix with its ``:``).
+
+    >>> print(lua_fields().splitlines()[1])
+    local SEGMENT_F = {W = 'w:', ties = 't:', n = 'n:'}
+    """
+    def table(kinds: dict[str, str]) -> str:
+        return "{" + ", ".join(f"{k} = '{v}:'" for k, v in kinds.items()) + "}"
+
+    return ("-- generated from service/store/keys.py (SEGMENT_FIELDS, METRIC_FIELDS)\n"
+            f"local SEGMENT_F = {table(SEGMENT_FIELDS)}\n"
+            f"local METRIC_F = {table(METRIC_FIELDS)}\n")
+
+
 def segments_key(exp_id: str) -> str:
     """The per-segment ``W``, ties and comparisons of experiment ``exp_id`` (see
     :mod:`service.segments.dimensions`)."""

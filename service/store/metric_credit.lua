@@ -2,11 +2,17 @@
 -- their metrics' W exactly once, each with its credited mark, as credit.lua does for
 -- impressions (the event's 'credited' field, its mark in the event log). No guard and no
 -- hold: a metric's W feeds no policy.
--- KEYS: exp, metrics, pending, events, counters, then one per event: its key
+-- include: outcome_write
+-- @keys exp metrics pending events counters | event
+-- @argv | member mark spec
+-- (declared in service/store/scripts.py, METRIC_CREDIT: each argument's encoding there)
+-- KEYS: then one per event: its key
 -- ARGV per event: its pending member, its mark (JSON), "seg|m,i,j,s;...|m:arm:value;...|counter,..."
 -- -> {'missing'} (no experiment) | {'ok', code per event: ok, already or missing}
--- Each sum is kept as the shortest text that reads back as the same double (%.17g), so
--- the counts are the float sums of the outcomes in the order the script applied them.
+-- Each metric's outcomes are added by outcome_write.lua, in total and per segment label
+-- (the fields of service.store.keys.METRIC_FIELDS); each sum is kept as the shortest
+-- text that reads back as the same double (%.17g), so the counts are the float sums of
+-- the outcomes in the order the script applied them.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
 local M = KEYS[2]
 local function add(field, x)
@@ -24,31 +30,24 @@ for k = 0, #KEYS - 6 do
     code = 'already'
   else
     local seg, outs, vals, counted = string.match(spec, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-    local seen = {}
+    local by_metric, metrics = {}, {}
     for m, si, sj, ss in string.gmatch(outs, '([^,;]+),(%d+),(%d+),([^,;]+)') do
-      local i, j, s = tonumber(si), tonumber(sj), tonumber(ss)
-      if i ~= j then
-        add('w:' .. m .. ':' .. i .. ':' .. j, s)
-        add('w:' .. m .. ':' .. j .. ':' .. i, 1 - s)
-        if s == 0.5 then
-          redis.call('HINCRBY', M, 't:' .. m .. ':' .. math.min(i, j) .. ':' .. math.max(i, j), 1)
-        end
-        for label in string.gmatch(seg, '[^,]+') do
-          add('s:' .. m .. ':' .. label .. ':' .. i .. ':' .. j, s)
-          add('s:' .. m .. ':' .. label .. ':' .. j .. ':' .. i, 1 - s)
-        end
-        seen[m] = true
+      if not by_metric[m] then
+        by_metric[m] = {}
+        metrics[#metrics + 1] = m
       end
+      local o = by_metric[m]
+      o[#o + 1] = {tonumber(si), tonumber(sj), tonumber(ss)}
     end
-    for m in pairs(seen) do
-      redis.call('HINCRBY', M, 'n:' .. m, 1)
+    for _, m in ipairs(metrics) do
+      outcome_count(M, metric_fields(m), by_metric[m], true)
       for label in string.gmatch(seg, '[^,]+') do
-        redis.call('HINCRBY', M, 'sn:' .. m .. ':' .. label, 1)
+        outcome_count(M, metric_fields(m, label), by_metric[m], true)
       end
     end
     for m, arm, v in string.gmatch(vals, '([^:;]+):(%d+):([^;]+)') do
-      add('v:' .. m .. ':' .. arm, tonumber(v))
-      redis.call('HINCRBY', M, 'c:' .. m .. ':' .. arm, 1)
+      add(METRIC_F.values .. m .. ':' .. arm, tonumber(v))
+      redis.call('HINCRBY', M, METRIC_F.events .. m .. ':' .. arm, 1)
     end
     redis.call('HSET', ev, 'credited', '1')  -- the mark itself goes to the event log
     redis.call('XADD', KEYS[4], '*', 'type', 'metric', 'id', id, 'mark', mark, 'seg', seg)

@@ -25,6 +25,7 @@ from service.store.keys import (
     exp_key,
     metrics_key,
     outcome_event_key,
+    parse_metric_field,
     pending_key,
     tie_field,
     ties_key,
@@ -72,8 +73,8 @@ class OutcomeCall:
 @dataclass
 class MetricCounts:
     """What one metric has counted: ``W`` per pair ``(i, j)``, ties per pair (``i < j``),
-    comparisons ``n``, values summed and events won per arm, and ``W`` per segment
-    label."""
+    comparisons ``n``, values summed and events won per arm, and per segment label its
+    ``W``, ties and ``n`` (the fields: :data:`service.store.keys.METRIC_FIELDS`)."""
 
     W: dict[tuple[int, int], float] = field(default_factory=dict)
     ties: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -81,6 +82,8 @@ class MetricCounts:
     values: dict[int, float] = field(default_factory=dict)
     events: dict[int, int] = field(default_factory=dict)
     segments: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)
+    segment_ties: dict[str, dict[tuple[int, int], int]] = field(default_factory=dict)
+    segment_n: dict[str, int] = field(default_factory=dict)
 
 
 class OutcomeStore(StoreBase):
@@ -165,20 +168,26 @@ class OutcomeStore(StoreBase):
         """Every metric's counts by name (a metric that counted nothing is absent)."""
         out: dict[str, MetricCounts] = {}
         for f, v in self.r.hgetall(metrics_key(exp_id)).items():
-            kind, name, *rest = text(f).split(":")
+            kind, (name, *rest) = parse_metric_field(text(f))
+            if kind is None:
+                continue
             c = out.setdefault(name, MetricCounts())
-            if kind == "w":
+            if kind == "W":
                 c.W[int(rest[0]), int(rest[1])] = float(v)
-            elif kind == "t":
+            elif kind == "ties":
                 c.ties[int(rest[0]), int(rest[1])] = int(v)
             elif kind == "n":
                 c.n = int(v)
-            elif kind == "v":
+            elif kind == "values":
                 c.values[int(rest[0])] = float(v)
-            elif kind == "c":
+            elif kind == "events":
                 c.events[int(rest[0])] = int(v)
-            elif kind == "s":
+            elif kind == "segment_W":
                 c.segments.setdefault(rest[0], {})[int(rest[1]), int(rest[2])] = float(v)
+            elif kind == "segment_ties":
+                c.segment_ties.setdefault(rest[0], {})[int(rest[1]), int(rest[2])] = int(v)
+            elif kind == "segment_n":
+                c.segment_n[rest[0]] = int(v)
         return out
 
     # ------------------------------------------------------------------ a primary metric
