@@ -372,3 +372,39 @@ def test_each_route_is_declared_once_beside_its_handler():
                 foreign.append(f"openapi.py:{node.lineno}")
     assert not bare, bare
     assert not foreign, foreign
+
+
+#: what only the outcome->W write may say in Lua: a write of W's doubles, a tie's test, the
+#: complement of a share, a counts field of W or of the ties (service.store.keys)
+OUTCOME_WRITE = [r"struct\.pack\('<d'", r"==\s*0\.5\b", r"(?<![\w.])1\s*-\s*(?:s|w\[\d+\])\b",
+                 r"_F\.(?:W|segment_W|ties|segment_ties)\b",
+                 r"'(?:w|s|t|st|sn):'\s*\.\.\s*(?:m|label|'click)"]
+
+
+def test_the_outcome_write_is_one_lua_include():
+    # the rule of bandits/outcomes.py is written in Lua once, outcome_write.lua, which
+    # every script that credits outcomes includes (credit.lua, both targets, and
+    # metric_credit.lua); no other script restates a part of it
+    from service.store.base import lua
+
+    found = []
+    for path in sorted((ROOT / "service").rglob("*.lua")):
+        if path.name == "outcome_write.lua":
+            continue
+        code = re.sub(r"--.*", "", path.read_text())  # comments may name the rule
+        found += [f"{path.name}: {p}" for p in OUTCOME_WRITE if re.search(p, code)]
+    assert not found, found
+    for name in ("credit", "metric_credit"):
+        assert "-- include: outcome_write" in lua(name), name
+    # and the counts' field names are built in keys.py alone: the stores that read and
+    # write them spell none
+    spelled = []
+    for name in ("credits.py", "outcomes.py"):
+        tree = ast.parse((ROOT / "service" / "store" / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr) and node.values:
+                node = node.values[0]
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and re.match(r"(?:w|t|n|v|c|s|sn|st):", node.value)):
+                spelled.append(f"{name}: {node.value!r}")
+    assert not spelled, spelled
