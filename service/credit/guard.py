@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 
 from bandits.base import DuelingBandit
+from service.store.scripts import Guard as ScriptGuard
+from service.store.scripts import encode_guard
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,12 @@ class Guard:
 
     def arg(self) -> str:
         """The guard as the credit script's argument: ``q``, ``q:period`` or
-        ``q:period:kl``."""
-        return (repr(self.q) + (f":{self.period}" if self.period or self.divergence else "")
-                + (":kl" if self.divergence else ""))
+        ``q:period:kl`` (encoded by its declaration, :data:`service.store.scripts.CREDIT`)."""
+        return encode_guard(self.script_arg())
+
+    def script_arg(self) -> ScriptGuard:
+        """The guard as the credit script's ``guard`` argument takes it (values)."""
+        return ScriptGuard(float(self.q), int(self.period), bool(self.divergence))
 
     def periodic(self, n: int) -> bool:
         """Whether the outcome that makes the policy's ``n_updates`` equal to ``n`` is

@@ -27,6 +27,7 @@ from service.credit.primary import credit_primary
 from service.outcomes.metrics import Metric, bounded, declared, learns_clicks, primary
 from service.store import Store
 from service.store.keys import OUTCOME_MEMBER
+from service.store.scripts import METRIC_CREDIT, MetricSpec
 from service.store.snapshot import ExperimentMissing
 
 log = logging.getLogger("rankduel.worker")
@@ -95,16 +96,25 @@ def winners(raw: Sequence[tuple[int, int, float]]) -> list[int]:
     return sorted(a for a, won in score.items() if won)
 
 
+def metric_spec(mark: Mapping[str, Any], seg: str) -> MetricSpec:
+    """The metrics' credit script's ``spec`` argument for one event, as values: its
+    labels, outcomes and values per metric, and the counters it adds (encoded by its
+    declaration, :data:`service.store.scripts.METRIC_CREDIT`).
+
+    >>> metric_spec({"status": "credited", "outcomes": {"orders": [[0, 1, 1.0]]}}, "dev=pc")
+    MetricSpec(seg=('dev=pc',), outcomes={'orders': [[0, 1, 1.0]]}, values={}, \
+counted=('outcome_events', 'outcome_credited'))
+    """
+    counted = ("outcome_events", {"credited": "outcome_credited"}.get(
+        mark["status"], "outcome_" + mark["status"]))
+    return MetricSpec(tuple(x for x in seg.split(",") if x), mark.get("outcomes", {}),
+                      mark.get("values", {}), counted)
+
+
 def spec(mark: Mapping[str, Any], seg: str) -> str:
-    """The credit script's argument for one event: ``seg|m,i,j,s;...|m:arm:value;...|``
-    (the counters it adds last)."""
-    outs = ";".join(f"{m},{int(i)},{int(j)},{float(s)!r}"
-                    for m, rows in mark.get("outcomes", {}).items() for i, j, s in rows)
-    vals = ";".join(f"{m}:{int(a)}:{float(v)!r}"
-                    for m, by_arm in mark.get("values", {}).items() for a, v in by_arm.items())
-    counted = "outcome_events," + {"credited": "outcome_credited"}.get(
-        mark["status"], "outcome_" + mark["status"])
-    return f"{seg}|{outs}|{vals}|{counted}"
+    """The credit script's argument for one event as the script gets it:
+    ``seg|m,i,j,s;...|m:arm:value;...|`` (the counters it adds last)."""
+    return METRIC_CREDIT.arg("spec").encode(metric_spec(mark, seg))
 
 
 def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str, dict]:
@@ -126,10 +136,10 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
         mark = outcomes(event, entry, metrics)
         marks[member] = mark
         if mark["status"] in ("missing", "already"):
-            batch.append((member, key, json.dumps(mark), "|||"))
+            batch.append((member, key, json.dumps(mark), MetricSpec()))
             continue
         seg = (entry[3] or "") if entry is not None else ""
-        batch.append((member, key, json.dumps(mark), spec(mark, seg)))
+        batch.append((member, key, json.dumps(mark), metric_spec(mark, seg)))
         if learnt in mark.get("outcomes", {}) and "pc" not in event:
             policy.append((member, key, mark, [x for x in seg.split(",") if x]))
     if policy:  # the policy learns first; the metrics' script then ends each event

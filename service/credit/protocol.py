@@ -250,7 +250,8 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
         # clicks the policy does not learn from change no structure: no guard, no hold
         guard = Guard.of(view.bandit, t) if view.learns_clicks else None
         entries, gone = _entries(plan, guard, todo, imps, learns_clicks=view.learns_clicks)
-        done = store.commit_credit(exp_id, sv=view.sv, guard="" if guard is None else guard.arg(),
+        done = store.commit_credit(exp_id, sv=view.sv,
+                                   guard=None if guard is None else guard.script_arg(),
                                    entries=entries, gone=gone,
                                    target="" if view.learns_clicks else CLICK)
         for i, code in done.codes.items():

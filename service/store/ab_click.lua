@@ -1,3 +1,6 @@
+-- @keys imp users moments counters
+-- @argv
+-- (declared in service/store/scripts.py)
 -- KEYS: imp, users, moments, counters; ARGV: (none)
 -- -> 1 the search counted clicked now, 0 it already was, -1 unknown or expired
 -- A click on an A/B search: the first click report of the impression (HSETNX on its

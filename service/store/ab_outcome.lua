@@ -1,3 +1,6 @@
+-- @keys exp event source users moments counters
+-- @argv now form doc windows value ttl action tail user
+-- (declared in service/store/scripts.py)
 -- An outcome event of an A/B experiment (POST /outcomes, service.outcomes.attribution):
 -- attributed by last touch, counted once, and the user's conversion values and the
 -- arm's moments moved in this script (no worker: an A/B test credits nothing later).

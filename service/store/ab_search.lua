@@ -1,3 +1,6 @@
+-- @keys imp users moments counters exp [attribution touches]
+-- @argv fields ttl arm user counters conversions attribution_ttl [entry touches]
+-- (declared in service/store/scripts.py)
 -- KEYS: imp, users, moments, counters, exp; with an attribution TTL also 6 the
 -- impression's attribution entry and 7 the user's last touches
 -- ARGV: the impression's field/value pairs (a JSON array of strings), ttl, arm, user,

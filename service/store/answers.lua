@@ -1,3 +1,6 @@
+-- @keys health exp
+-- @argv window least share now reprobe_s | arm code
+-- (declared in service/store/scripts.py)
 -- KEYS: health, exp; ARGV: window, least, share, now, reprobe seconds, then (arm, code)
 -- pairs -> per pair {answers in the window, empties, unparseable, marked degraded now}.
 -- Each code ('o' results, 'e' no results, 'u' unparseable) is put first in 'w:<arm>', a

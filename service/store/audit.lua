@@ -1,3 +1,6 @@
+-- @keys exp audit
+-- @argv max_entries | entry
+-- (declared in service/store/scripts.py)
 -- KEYS: exp, audit; ARGV: the most entries kept, then entries (only to an experiment
 -- that exists)
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

@@ -1,3 +1,6 @@
+-- @keys imp clicks pending events
+-- @argv due imp_id ttl max_reports dwell | position
+-- (declared in service/store/scripts.py)
 -- KEYS: imp, clicks, pending, events; ARGV: due, imp_id, ttl, max reports,
 -- "position:dwell_ms,...", positions... -> positions new, or -1 unknown, -2 closed, -3 over
 -- its reports; the report is appended to the events stream as a click event

@@ -32,6 +32,8 @@ from service.store.keys import (
     w_key,
 )
 from service.store.records import Impression
+from service.store.scripts import CREDIT, CreditSpec
+from service.store.scripts import Guard as ScriptGuard
 from service.store.snapshot import (
     text,
 )
@@ -52,10 +54,13 @@ class Entry:
     outcomes: Sequence[tuple[int, int, float, int]] = ()
 
     def arg(self) -> str:
-        """The script's argument for the impression: ``reports|counters|outcomes``."""
-        outcomes = ";".join(f"{int(i)},{int(j)},{float(s)!r},{int(w)}"
-                            for i, j, s, w in self.outcomes)
-        return f"{self.reports}|{','.join(self.counted)}|{outcomes}"
+        """The script's argument for the impression: ``reports|counters|outcomes``
+        (encoded by its declaration, :data:`service.store.scripts.CREDIT`)."""
+        return CREDIT.arg("spec").encode(self.spec())
+
+    def spec(self) -> CreditSpec:
+        """The impression's ``spec`` argument of the credit script, as values."""
+        return CreditSpec(self.reports, tuple(self.counted), tuple(self.outcomes))
 
 
 @dataclass
@@ -145,11 +150,12 @@ class CreditStore(StoreBase):
         rows = self._read_script(keys=keys)
         return [_impression(i, row) for i, row in zip(imp_ids, rows, strict=True)]
 
-    def commit_credit(self, exp_id: str, *, sv: int, guard: str,
+    def commit_credit(self, exp_id: str, *, sv: int, guard: ScriptGuard | None,
                       entries: Sequence[Entry], gone: Mapping[str, str],
                       target: str = "") -> Committed:
         """Run the credit script on ``entries`` (in order), computed at structure version
-        ``sv``; ``guard`` is the guard's argument (``""``: none; see ``credit.lua``).
+        ``sv``; ``guard`` is the guard's argument (None or ``""``: none; see ``credit.lua``
+        and its declaration, :data:`service.store.scripts.CREDIT`).
         ``target`` ``"click"`` adds the outcomes to the click metric's counts (in the
         metrics hash, as a metric's) instead of the policy's ``W``.
         ``gone`` (id -> ``missing`` or ``already``) leave the pending set without the
@@ -162,12 +168,13 @@ class CreditStore(StoreBase):
             w = ties = segments = metrics_key(exp_id)
         else:
             w, ties, segments = w_key(exp_id), ties_key(exp_id), segments_key(exp_id)
-        keys = [exp_key(exp_id), w, counters_key(exp_id), pending_key(exp_id), ties, segments,
-                events_key(exp_id)]
-        args: list[Any] = [sv, guard, target]
-        for e in entries:
-            keys += [imp_key(exp_id, e.imp_id), clicks_key(exp_id, e.imp_id)]
-            args += [e.imp_id, e.mark, e.arg()]
+        keys, args = CREDIT.build(
+            {"exp": exp_key(exp_id), "W": w, "counters": counters_key(exp_id),
+             "pending": pending_key(exp_id), "ties": ties, "segments": segments,
+             "events": events_key(exp_id)},
+            {"sv": sv, "guard": guard, "target": target},
+            [({"imp": imp_key(exp_id, e.imp_id), "clicks": clicks_key(exp_id, e.imp_id)},
+              {"id": e.imp_id, "mark": e.mark, "spec": e.spec()}) for e in entries])
         out = self._credit_script(keys=keys, args=args)
         status = text(out[0])
         if status in ("sv", "hold", "missing"):

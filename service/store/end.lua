@@ -1,3 +1,6 @@
+-- @keys imp pending drains
+-- @argv now imp_id token lease_expires
+-- (declared in service/store/scripts.py)
 -- KEYS: imp, pending, drains; ARGV: now, imp_id, drain token, drain lease expiry
 -- returns -1 unknown, 0 already closed, 1 closed, 2 closed and a drain lease taken (no
 -- drain was queued or running)

@@ -1,3 +1,6 @@
+-- @keys imp pending [attribution touches]
+-- @argv due imp_id expect shown record urls [entry touches attribution_ttl]
+-- (declared in service/store/scripts.py)
 -- KEYS: imp, pending; ARGV: due, imp_id, expected shown (JSON), shown, record, urls ("" none)
 -- and, for an experiment with metrics of an action (service.outcomes): KEYS 3 the
 -- impression's attribution entry (rewritten with the longer page, if it has not expired),

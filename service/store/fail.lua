@@ -1,3 +1,6 @@
+-- @keys health exp
+-- @argv arm now threshold quarantine_s
+-- (declared in service/store/scripts.py)
 -- KEYS: health, exp; ARGV: arm, now, threshold, quarantine seconds -> {failures, opened}
 -- ({0, 0} when the experiment is gone: nothing written). Each quarantine opened counts in
 -- 'o:<arm>' (quarantines in a row; a success clears it with the failures)

@@ -1,3 +1,6 @@
+-- @keys exp audit outbox hooks
+-- @argv max_audit maxlen audit_entry id type payload once_field once_value
+-- (declared in service/store/scripts.py)
 -- KEYS: exp, audit, outbox, hooks state; ARGV: the most audit entries kept, the outbox's
 -- MAXLEN, the audit entry ("" for none), the event's id, type and payload, then a "once"
 -- field of the hooks state and its value ("" for none).

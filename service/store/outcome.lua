@@ -1,3 +1,6 @@
+-- @keys exp event source pending
+-- @argv now form doc windows value member ttl action tail
+-- (declared in service/store/scripts.py)
 -- An outcome event reported with POST /outcomes, attributed and recorded once
 -- (service.outcomes.attribution): one call per candidate experiment.
 -- KEYS: exp, the event (rd:{e}:oe:<digest>), the source (the user's touches, or the

@@ -32,6 +32,7 @@ from service.store.keys import (
     touches_key,
     w_key,
 )
+from service.store.scripts import METRIC_CREDIT, MetricSpec
 from service.store.snapshot import text
 
 
@@ -150,15 +151,18 @@ class OutcomeStore(StoreBase):
                                                                        strict=True)}
 
     def commit_metric_credit(self, exp_id: str,
-                             entries: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
+                             entries: Sequence[tuple[str, str, str, MetricSpec]]
+                             ) -> dict[str, str]:
         """Run the metrics' credit script on ``entries`` ``(member, digest, mark, spec)``
-        in order; per member its code (``ok``, ``already``, ``missing``)."""
-        keys = [exp_key(exp_id), metrics_key(exp_id), pending_key(exp_id), events_key(exp_id),
-                counters_key(exp_id)]
-        args: list[Any] = []
-        for member, digest, mark, spec in entries:
-            keys.append(outcome_event_key(exp_id, digest))
-            args += [member, mark, spec]
+        in order (``spec``: the event's :class:`~service.store.scripts.MetricSpec`);
+        per member its code (``ok``, ``already``, ``missing``)."""
+        keys, args = METRIC_CREDIT.build(
+            {"exp": exp_key(exp_id), "metrics": metrics_key(exp_id),
+             "pending": pending_key(exp_id), "events": events_key(exp_id),
+             "counters": counters_key(exp_id)}, {},
+            [({"event": outcome_event_key(exp_id, digest)},
+              {"member": member, "mark": mark, "spec": spec})
+             for member, digest, mark, spec in entries])
         out = [text(x) for x in self._metric_credit_script(keys=keys, args=args)]
         if out[0] == "missing":
             return {e[0]: "missing" for e in entries}

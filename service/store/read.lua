@@ -1,3 +1,6 @@
+-- @keys | imp clicks
+-- @argv
+-- (declared in service/store/scripts.py)
 -- KEYS: imp, clicks per impression -> per impression '' (unknown or expired) or the JSON
 -- array [record, arms, forfeits, duel, created, credited, [clicked positions],
 -- [[position, dwell ms], ...], reports, seg] (the stored fields are JSON already: one string to

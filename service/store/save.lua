@@ -1,3 +1,6 @@
+-- @keys imp pending counters shown exp events [attribution touches]
+-- @argv imp_id ttl due counters arms share fields event events_maxlen [attribution_ttl entry touches]
+-- (declared in service/store/scripts.py)
 -- KEYS: imp, pending, counters, shown, exp, events; ARGV: imp_id, ttl, due, "name:n,...",
 -- "arm,...", exposure share per arm, the impression's field/value pairs (a JSON array of
 -- strings), its event (JSON, appended to the events stream), the stream's MAXLEN (0: no

@@ -1,3 +1,6 @@
+-- @keys seen users searches
+-- @argv searches | user
+-- (declared in service/store/scripts.py)
 -- KEYS: seen (SET of the placement's users), users (HASH "<version>|<arm>" -> users first
 -- seen there), searches (HASH "<version>|<arm>" -> searches); ARGV: a JSON object
 -- "<version>|<arm>" -> searches, then "<version>|<arm>|<user>" for each user seen

@@ -1,3 +1,6 @@
+-- @keys drains
+-- @argv now token lease_expires limit
+-- (declared in service/store/scripts.py)
 -- KEYS: drains; ARGV: now, token, lease expiry, limit -> 1 taken, 0 not
 -- (a token that still holds a live lease renews it, whatever the limit)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])

@@ -12,7 +12,7 @@ import secrets
 
 import pytest
 
-from service.credit.outcome_events import spec
+from service.credit.outcome_events import metric_spec
 from service.store import Entry, Store
 from service.store.keys import outcome_event_key
 from tests.service.test_outcome_cases_store import CASES, IDS, experiment, mark, pairs
@@ -47,7 +47,7 @@ def test_the_metrics_credit_script_adds_as_the_table_says(rd, case):
         m = {"status": "credited" if imp["outcomes"] else "no_duel",
              "outcomes": {"revenue": imp["outcomes"]} if imp["outcomes"] else {},
              "values": {}}
-        batch.append(("~" + digest, digest, json.dumps(m), spec(m, ",".join(imp["seg"]))))
+        batch.append(("~" + digest, digest, json.dumps(m), metric_spec(m, ",".join(imp["seg"]))))
     codes = store.commit_metric_credit(exp_id, batch)
     assert set(codes.values()) == {"ok"}, codes
     check(store, exp_id, "revenue", case)
