@@ -21,13 +21,16 @@ zero entry. Per segment (an impression's labels, ``device=mobile``, of
 ``n`` when it has any outcome (``i == j`` included: the policy counts that step too).
 :class:`Tally` keeps the total and the labels together.
 
-Who applies it: the credit script (``service/store/credit.lua``, in Lua), the hold's
+Who applies it: the Lua include ``service/store/outcome_write.lua``, the rule's one
+text in Lua, which the credit script (``credit.lua``: the policy's ``W``, ties and
+segments, and the click metric's counts) and the metrics' credit script
+(``metric_credit.lua``: each declared metric's counts, per label too) share; the hold's
 transaction (:meth:`service.store.credits.CreditStore.write_marks`, per segment and ties),
 ``rankduel replay`` (:mod:`service.events.replay`), and a policy's own ``update()``
 (:meth:`bandits.base.DuelingBandit.update`, which writes the same two lines on its
-``W``). One table of cases, ``outcome_cases.json`` beside this module, is checked against
-this module, the credit script, the hold's writes and replay (``tests/unit/
-test_outcome_cases.py``, ``tests/service/test_outcome_cases_store.py``).
+``W``). One table of cases, ``tests/cases/outcomes.json``, is checked against every one
+of them (``tests/unit/test_outcome_cases.py``, ``tests/service/
+test_outcome_cases_store.py``, ``tests/service/test_outcome_cases_metrics.py``).
 
 Pure: numpy only.
 

@@ -17,7 +17,7 @@ The modules, in the order a click meets them:
   experiment's ``primary``), its events applied to the policy by its own ``update()``;
 * :mod:`service.credit.guard`: which outcomes could change the policy's structure
   (:class:`~service.credit.guard.Guard`), checked in Python and, by the credit script, in
-  Lua: both against one table of cases (``guard_cases.json``).
+  Lua: both against one table of cases (``tests/cases/guard.json``).
 
 Storage (:mod:`service.store`) only stores: plain reads, writes and Lua scripts, given
 plain values; it never calls a policy, a guard or this package.

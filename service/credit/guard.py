@@ -2,7 +2,7 @@
 checks (the protocol: :mod:`service.credit`).
 
 The check exists in two languages, this module and ``service/store/guard.lua`` (the credit
-script's); ``guard_cases.json`` beside this module is the one table of cases both are
+script's); ``tests/cases/guard.json`` is the one table of cases both are
 tested against (``tests/unit/test_guard_cases.py`` here,
 ``tests/service/test_guard_lua.py`` in a real Redis).
 """
@@ -42,7 +42,7 @@ class Guard:
     have no guard (:meth:`of` returns None): their ``update()`` changes nothing but ``W``
     and ``n_updates``. ``tests/unit/test_credit_path.py`` checks these claims on every
     policy; the cases of
-    ``guard_cases.json`` check :meth:`trips` and :meth:`periodic` here and in Lua.
+    ``tests/cases/guard.json`` check :meth:`trips` and :meth:`periodic` here and in Lua.
 
     Examples
     --------
@@ -114,7 +114,7 @@ class Guard:
     def trips(self, w_ij: float, w_ji: float, side: int = 1) -> bool:
         """The condition the script checks on a watched pair's new counts (``side``:
         the code :meth:`watches` gave). The script's copy is ``service/store/guard.lua``;
-        both are tested against the cases of ``guard_cases.json``."""
+        both are tested against the cases of ``tests/cases/guard.json``."""
         d = w_ji - w_ij
         if (side == 2 and d <= 0) or (side == 3 and d >= 0):
             return False

@@ -95,7 +95,8 @@ def _queue_segments(pipe, exp_id: str, labels: Sequence[str],
                     outcomes: Sequence[Sequence[float]]) -> None:
     """Queue on ``pipe`` the per-segment additions of one impression's ``outcomes``
     (``[i, j, s]``, at least one) by the rule of :mod:`bandits.outcomes`, the fields
-    ``credit.lua``'s ``add_segments`` writes (``bandits/outcome_cases.json`` checks both)."""
+    ``credit.lua`` writes through ``outcome_write.lua`` (``tests/cases/outcomes.json``
+    checks both)."""
     key = segments_key(exp_id)
     adds, tied = rule.writes(outcomes), rule.ties(outcomes)
     for label in labels:

@@ -1,6 +1,6 @@
 -- The guard's check (service.credit.guard.Guard.trips and .periodic), included by the
 -- credit script. The one table of cases both implementations are tested against is
--- service/credit/guard_cases.json (tests/unit/test_guard_cases.py in Python,
+-- tests/cases/guard.json (tests/unit/test_guard_cases.py in Python,
 -- tests/service/test_guard_lua.py here, in a real Redis).
 
 -- whether an outcome on a watched pair, whose new counts are wij and wji, is held:

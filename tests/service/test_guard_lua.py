@@ -1,18 +1,15 @@
 """The guard's check in Lua (``service/store/guard.lua``, run by the credit script) against
-the one table of cases it shares with Python (``service/credit/guard_cases.json``; the
+the one table of cases it shares with Python (``tests/cases/guard.json``; the
 Python side: tests/unit/test_guard_cases.py), evaluated by a real Redis."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from service.store.base import lua
+from tests import case_tables
 
-CASES = json.loads((Path(__file__).resolve().parents[2] / "service" / "credit"
-                    / "guard_cases.json").read_text())
+CASES = case_tables.load("guard")
 
 #: every case in one call: ARGV holds the cases, the reply one 1/0 per case
 TRIPS = lua("guard") + """

@@ -1,5 +1,5 @@
 """How outcomes enter W in Redis, against the one table of cases shared with the rule
-(``bandits/outcome_cases.json``; the pure side: tests/unit/test_outcome_cases.py): the
+(``tests/cases/outcomes.json``; the pure side: tests/unit/test_outcome_cases.py): the
 credit script (``service/store/credit.lua``, through :meth:`Store.commit_credit` as the
 credit protocol calls it) writes ``W``, ``n``, the ties and the per-segment counts; the
 hold's transaction (:meth:`Store.write_marks`) writes the ties and the per-segment counts
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,9 +19,9 @@ import bandits
 from service.store import Entry, Store
 from service.store.keys import new_impression_id
 from service.store.records import Ranker
+from tests import case_tables
 
-CASES = json.loads((Path(__file__).resolve().parents[2] / "bandits"
-                    / "outcome_cases.json").read_text())["cases"]
+CASES = case_tables.load("outcomes")["cases"]
 IDS = [c["name"] for c in CASES]
 
 

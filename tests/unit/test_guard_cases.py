@@ -1,19 +1,16 @@
 """The guard's check in Python (:class:`service.credit.guard.Guard`) against the one table of
-cases it shares with the credit script's Lua (``service/credit/guard_cases.json``; the Lua
+cases it shares with the credit script's Lua (``tests/cases/guard.json``; the Lua
 side: tests/service/test_guard_lua.py)."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import pytest
 
 from service.credit.guard import Guard
 from service.store.base import lua
+from tests import case_tables
 
-CASES = json.loads((Path(__file__).resolve().parents[2] / "service" / "credit"
-                    / "guard_cases.json").read_text())
+CASES = case_tables.load("guard")
 
 
 def _id(case: dict) -> str:

@@ -1,14 +1,13 @@
 """How outcomes enter W: the rule (:mod:`bandits.outcomes`), a policy's own ``update_many``
 and ``rankduel replay`` (:mod:`service.events.replay`, from a file in either export
 format) against the one table of cases they share with the credit script and the hold's
-writes (``bandits/outcome_cases.json``; the Redis side: tests/service/
+writes (``tests/cases/outcomes.json``; the Redis side: tests/service/
 test_outcome_cases_store.py). And ``rankduel replay`` prints, byte for byte, what it
 printed before the rule was shared."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,9 +17,9 @@ from bandits.outcomes import Tally, add, ties, writes
 from cli.main import main
 from service.events.export import writer
 from service.events.replay import read, replay
+from tests import case_tables
 
-CASES = json.loads((Path(__file__).resolve().parents[2] / "bandits"
-                    / "outcome_cases.json").read_text())["cases"]
+CASES = case_tables.load("outcomes")["cases"]
 IDS = [c["name"] for c in CASES]
 
 

@@ -4,17 +4,15 @@ share changes, mutual exclusion."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from rollout.allocation import allocate, check_ranges, share_buckets
 from rollout.assignment import assign, experiment_of
 from rollout.hashing import BUCKETS, bucket, fnv1a32
+from tests import case_tables
 
-CASES = json.loads((Path(__file__).parents[1] / "data" / "assignment_cases.json").read_text())
+CASES = case_tables.load("assignment")
 USERS = [f"user-{i}" for i in range(5000)]
 
 
