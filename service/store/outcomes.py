@@ -32,7 +32,7 @@ from service.store.keys import (
     touches_key,
     w_key,
 )
-from service.store.scripts import METRIC_CREDIT, MetricSpec
+from service.store.scripts import METRIC_CREDIT, SCRIPTS, MetricSpec
 from service.store.snapshot import text
 
 
@@ -55,20 +55,27 @@ class OutcomeCall:
     ab: bool = False
 
     def keys_args(self, now: float, member: str) -> tuple[list[str], list[Any]]:
+        """The script's KEYS and ARGV, built through its declaration
+        (:data:`service.store.scripts.SCRIPTS`: ``outcome`` or ``ab_outcome``)."""
         if self.user_hash is not None:
             source, form, tail = (touches_key(self.exp_id, self.user_hash), "u",
                                   f"{self.exp_id}.")
         else:
             source, form, tail = attribution_key(self.exp_id, self.imp_id), "i", self.imp_id
-        keys = [exp_key(self.exp_id), outcome_event_key(self.exp_id, self.digest), source]
+        keys = {"exp": exp_key(self.exp_id), "event": outcome_event_key(self.exp_id,
+                                                                        self.digest),
+                "source": source}
+        args = {"now": now, "form": form, "doc": self.doc, "windows": self.windows,
+                "value": self.value, "ttl": self.ttl_s, "action": self.action,
+                "tail": tail}
         if self.ab:
-            return ([*keys, ab_users_key(self.exp_id), ab_moments_key(self.exp_id),
-                     counters_key(self.exp_id)],
-                    [repr(now), form, self.doc, self.windows, self.value, int(self.ttl_s),
-                     self.action, tail, self.user_hash or ""])
-        return [*keys, pending_key(self.exp_id)], [
-            repr(now), form, self.doc, self.windows, self.value, member, int(self.ttl_s),
-            self.action, tail]
+            return SCRIPTS["ab_outcome"].build(
+                {**keys, "users": ab_users_key(self.exp_id),
+                 "moments": ab_moments_key(self.exp_id),
+                 "counters": counters_key(self.exp_id)},
+                {**args, "user": self.user_hash or ""})
+        return SCRIPTS["outcome"].build({**keys, "pending": pending_key(self.exp_id)},
+                                        {**args, "member": member})
 
 
 @dataclass
