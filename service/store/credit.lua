@@ -59,11 +59,11 @@ for k = 0, (#KEYS - 7) / 2 - 1 do
     for si, sj, ss, sw in string.gmatch(outcomes, '(%d+),(%d+),([^,;]+),(%d)') do
       outs[#outs + 1] = {tonumber(si), tonumber(sj), tonumber(ss), tonumber(sw)}
     end
-    local cells, steps, ties = outcome_cells(outs, read)
+    local cells, steps, ties, writes = outcome_cells(outs, read)
     local trip = false
     if q then
       for _, st in ipairs(steps) do
-        if st[5][4] ~= 0 and guard_trips(q, kl, st[5][4], st[3], st[4]) then trip = true end
+        if st[3][4] ~= 0 and guard_trips(q, kl, st[3][4], st[1], st[2]) then trip = true end
       end
     end
     if #outs > 0 and guard_periodic(period, n0 + updates + 1) then trip = true end
@@ -80,8 +80,8 @@ for k = 0, (#KEYS - 7) / 2 - 1 do
     if #outs > 0 then
       updates = updates + 1
       for label in string.gmatch(seg or '', '[^,]+') do
-        if clicks_only then outcome_count(W, metric_fields('click', label), outs, true)
-        else outcome_count(KEYS[6], segment_fields(label), outs, false) end
+        if clicks_only then outcome_count(W, metric_fields('click', label), writes, ties, true)
+        else outcome_count(KEYS[6], segment_fields(label), writes, ties, false) end
       end
     end
     redis.call('HSET', imp, 'closed', '1', 'credited', mark)

@@ -40,9 +40,10 @@ for k = 0, #KEYS - 6 do
       o[#o + 1] = {tonumber(si), tonumber(sj), tonumber(ss)}
     end
     for _, m in ipairs(metrics) do
-      outcome_count(M, metric_fields(m), by_metric[m], true)
+      local writes, ties = outcome_writes(by_metric[m])
+      outcome_count(M, metric_fields(m), writes, ties, true)
       for label in string.gmatch(seg, '[^,]+') do
-        outcome_count(M, metric_fields(m, label), by_metric[m], true)
+        outcome_count(M, metric_fields(m, label), writes, ties, true)
       end
     end
     for m, arm, v in string.gmatch(vals, '([^:;]+):(%d+):([^;]+)') do

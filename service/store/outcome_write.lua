@@ -8,64 +8,84 @@
 -- One table of cases (tests/cases/outcomes.json) checks every script that includes this.
 -- include: fields
 
--- the additions of one outcome, {row, column, amount} each, and its tie's pair (or nil)
-local function outcome_adds(i, j, s)
-  if i == j then return {}, nil end
-  local adds = {}
-  if s ~= 0 then adds[#adds + 1] = {i, j, s} end
-  if s ~= 1 then adds[#adds + 1] = {j, i, 1 - s} end
-  if s == 0.5 then return adds, math.min(i, j) .. ':' .. math.max(i, j) end
-  return adds, nil
+-- one impression's outcomes {{i, j, s, ...}, ...} as the writes they make to W, in order:
+-- writes {{row, column, 'row:column', amount, k}, ...} (k: the outcome's index in outs)
+-- and ties {'min:max', ...}
+local function outcome_writes(outs)
+  local writes, ties = {}, {}
+  for k, o in ipairs(outs) do
+    local i, j, s = o[1], o[2], o[3]
+    if i ~= j then
+      if s ~= 0 then writes[#writes + 1] = {i, j, i .. ':' .. j, s, k} end
+      if s ~= 1 then writes[#writes + 1] = {j, i, j .. ':' .. i, 1 - s, k} end
+      if s == 0.5 then ties[#ties + 1] = math.min(i, j) .. ':' .. math.max(i, j) end
+    end
+  end
+  return writes, ties
 end
 
--- one impression's outcomes {{i, j, s, ...}, ...} as they leave W's cells, each cell read
--- once through read(i, j) and then summed in order (several outcomes of one pair each
--- add) -> cells {{i, j, value}, ...} (those with an addition, first added first: the
--- ones to write), steps {{i, j, wij, wji, outcome}, ...} (per outcome with i ~= j, the
--- pair's cells after it: what the guard checks) and ties {'min:max', ...}
+-- the same as they leave W's cells, each cell read once through read(i, j, 'i:j') and
+-- then summed in order (several outcomes of one pair each add) -> cells {{i, j, value,
+-- field}, ...} (those written, first written first), steps {{wij, wji, outcome}, ...}
+-- (per outcome with i ~= j, its pair's cells after it: what the guard checks), and
+-- outcome_writes' writes and ties
 local function outcome_cells(outs, read)
-  local at, cells, steps, ties = {}, {}, {}, {}
-  local function cell(a, b)
-    local f = a .. ':' .. b
+  local writes, ties = outcome_writes(outs)
+  local at, cells, steps, w = {}, {}, {}, 1
+  local function cell(a, b, f)
     local c = at[f]
     if not c then
-      c = {a, b, read(a, b)}
+      c = {a, b, read(a, b, f), f}
       at[f] = c
     end
     return c
   end
-  for _, o in ipairs(outs) do
-    local adds, tie = outcome_adds(o[1], o[2], o[3])
-    for _, x in ipairs(adds) do
-      local c = cell(x[1], x[2])
+  for k, o in ipairs(outs) do
+    while writes[w] and writes[w][5] == k do
+      local x = writes[w]
+      local c = cell(x[1], x[2], x[3])
       if not c.written then
         c.written = true
         cells[#cells + 1] = c
       end
-      c[3] = c[3] + x[3]
+      c[3] = c[3] + x[4]
+      w = w + 1
     end
     if o[1] ~= o[2] then
-      steps[#steps + 1] = {o[1], o[2], cell(o[1], o[2])[3], cell(o[2], o[1])[3], o}
+      steps[#steps + 1] = {cell(o[1], o[2], o[1] .. ':' .. o[2])[3],
+                           cell(o[2], o[1], o[2] .. ':' .. o[1])[3], o}
     end
-    if tie then ties[#ties + 1] = tie end
   end
-  return cells, steps, ties
+  return cells, steps, ties, writes
 end
 
 -- the field names of one set of counts in a hash: W's prefix, the ties' prefix and n
+-- (made once per label in a call)
+local outcome_names = {}
 local function segment_fields(label)
-  return {W = SEGMENT_F.W .. label .. ':', ties = SEGMENT_F.ties .. label .. ':',
-          n = SEGMENT_F.n .. label}
+  local f = outcome_names[label]
+  if not f then
+    f = {W = SEGMENT_F.W .. label .. ':', ties = SEGMENT_F.ties .. label .. ':',
+         n = SEGMENT_F.n .. label}
+    outcome_names[label] = f
+  end
+  return f
 end
 
 local function metric_fields(metric, label)
+  local name = metric .. '\0' .. (label or '')
+  local f = outcome_names[name]
+  if f then return f end
   if label == nil then
-    return {W = METRIC_F.W .. metric .. ':', ties = METRIC_F.ties .. metric .. ':',
-            n = METRIC_F.n .. metric}
+    f = {W = METRIC_F.W .. metric .. ':', ties = METRIC_F.ties .. metric .. ':',
+         n = METRIC_F.n .. metric}
+  else
+    f = {W = METRIC_F.segment_W .. metric .. ':' .. label .. ':',
+         ties = METRIC_F.segment_ties .. metric .. ':' .. label .. ':',
+         n = METRIC_F.segment_n .. metric .. ':' .. label}
   end
-  return {W = METRIC_F.segment_W .. metric .. ':' .. label .. ':',
-          ties = METRIC_F.segment_ties .. metric .. ':' .. label .. ':',
-          n = METRIC_F.segment_n .. metric .. ':' .. label}
+  outcome_names[name] = f
+  return f
 end
 
 -- a reader of W's cells: the policy's W (K*K little-endian doubles) or a hash's fields
@@ -78,8 +98,8 @@ local function outcome_matrix_reader(key, K)
 end
 
 local function outcome_text_reader(key, f)
-  return function(i, j)
-    return tonumber(redis.call('HGET', key, f.W .. i .. ':' .. j) or '0')
+  return function(_, _, pair)
+    return tonumber(redis.call('HGET', key, f.W .. pair) or '0')
   end
 end
 
@@ -91,27 +111,33 @@ local function outcome_put(key, K, f, cells, tkey, tprefix, ties)
     if K then
       redis.call('SETRANGE', key, 8 * (c[1] * K + c[2]), struct.pack('<d', c[3]))
     else
-      redis.call('HSET', key, f.W .. c[1] .. ':' .. c[2], string.format('%.17g', c[3]))
+      redis.call('HSET', key, f.W .. c[4], string.format('%.17g', c[3]))
     end
   end
   for _, p in ipairs(ties) do redis.call('HINCRBY', tkey, tprefix .. p, 1) end
 end
 
--- add one impression's outcomes (at least one) to the counts of hash key named by f
--- (W, ties, n + 1): as text (read, add, %.17g) or, text false, by HINCRBYFLOAT (the
--- per-segment hash, whose additions the hold's transaction makes the same way)
-local function outcome_count(key, f, outs, text)
+-- add one impression's writes and ties (outcome_writes', of at least one outcome) to the
+-- counts of hash key named by f (W, ties, n + 1): as text (read, add, %.17g) or, text
+-- false, by HINCRBYFLOAT (the per-segment hash, whose additions the hold's transaction
+-- makes the same way)
+local function outcome_count(key, f, writes, ties, text)
   redis.call('HINCRBY', key, f.n, 1)
   if text then
-    local cells, _, ties = outcome_cells(outs, outcome_text_reader(key, f))
-    outcome_put(key, nil, f, cells, key, f.ties, ties)
-    return
-  end
-  for _, o in ipairs(outs) do
-    local adds, tie = outcome_adds(o[1], o[2], o[3])
-    for _, x in ipairs(adds) do
-      redis.call('HINCRBYFLOAT', key, f.W .. x[1] .. ':' .. x[2], x[3])
+    local at, order = {}, {}
+    for _, x in ipairs(writes) do
+      local v = at[x[3]]
+      if v == nil then
+        v = tonumber(redis.call('HGET', key, f.W .. x[3]) or '0')
+        order[#order + 1] = x[3]
+      end
+      at[x[3]] = v + x[4]
     end
-    if tie then redis.call('HINCRBY', key, f.ties .. tie, 1) end
+    for _, pair in ipairs(order) do
+      redis.call('HSET', key, f.W .. pair, string.format('%.17g', at[pair]))
+    end
+  else
+    for _, x in ipairs(writes) do redis.call('HINCRBYFLOAT', key, f.W .. x[3], x[4]) end
   end
+  for _, p in ipairs(ties) do redis.call('HINCRBY', key, f.ties .. p, 1) end
 end
