@@ -24,36 +24,37 @@ local function outcome_writes(outs)
   return writes, ties
 end
 
--- the same as they leave W's cells, each cell read once through read(i, j, 'i:j') and
--- then summed in order (several outcomes of one pair each add) -> cells {{i, j, value,
--- field}, ...} (those written, first written first), steps {{wij, wji, outcome}, ...}
--- (per outcome with i ~= j, its pair's cells after it: what the guard checks), and
--- outcome_writes' writes and ties
+-- the same as they leave W's cells, each cell read once through read(i, j) and then
+-- summed in order (several outcomes of one pair each add) -> cells {{i, j, value}, ...}
+-- (those written, first written first), steps {{wij, wji, outcome}, ...} (per outcome
+-- with i ~= j, its pair's cells after it: what the guard checks), and outcome_writes'
+-- writes and ties. Cells are found by number (i * 65536 + j: fewer than 65,536 arms).
 local function outcome_cells(outs, read)
   local writes, ties = outcome_writes(outs)
   local at, cells, steps, w = {}, {}, {}, 1
-  local function cell(a, b, f)
+  local function cell(a, b)
+    local f = a * 65536 + b
     local c = at[f]
     if not c then
-      c = {a, b, read(a, b, f), f}
+      c = {a, b, read(a, b), false}
       at[f] = c
     end
     return c
   end
   for k, o in ipairs(outs) do
-    while writes[w] and writes[w][5] == k do
-      local x = writes[w]
-      local c = cell(x[1], x[2], x[3])
-      if not c.written then
-        c.written = true
+    local x = writes[w]
+    while x and x[5] == k do
+      local c = cell(x[1], x[2])
+      if not c[4] then
+        c[4] = true
         cells[#cells + 1] = c
       end
       c[3] = c[3] + x[4]
       w = w + 1
+      x = writes[w]
     end
     if o[1] ~= o[2] then
-      steps[#steps + 1] = {cell(o[1], o[2], o[1] .. ':' .. o[2])[3],
-                           cell(o[2], o[1], o[2] .. ':' .. o[1])[3], o}
+      steps[#steps + 1] = {cell(o[1], o[2])[3], cell(o[2], o[1])[3], o}
     end
   end
   return cells, steps, ties, writes
@@ -98,8 +99,8 @@ local function outcome_matrix_reader(key, K)
 end
 
 local function outcome_text_reader(key, f)
-  return function(_, _, pair)
-    return tonumber(redis.call('HGET', key, f.W .. pair) or '0')
+  return function(i, j)
+    return tonumber(redis.call('HGET', key, f.W .. i .. ':' .. j) or '0')
   end
 end
 
@@ -111,7 +112,7 @@ local function outcome_put(key, K, f, cells, tkey, tprefix, ties)
     if K then
       redis.call('SETRANGE', key, 8 * (c[1] * K + c[2]), struct.pack('<d', c[3]))
     else
-      redis.call('HSET', key, f.W .. c[4], string.format('%.17g', c[3]))
+      redis.call('HSET', key, f.W .. c[1] .. ':' .. c[2], string.format('%.17g', c[3]))
     end
   end
   for _, p in ipairs(ties) do redis.call('HINCRBY', tkey, tprefix .. p, 1) end
