@@ -59,7 +59,7 @@ for k = 0, (#KEYS - 7) / 2 - 1 do
     for si, sj, ss, sw in string.gmatch(outcomes, '(%d+),(%d+),([^,;]+),(%d)') do
       outs[#outs + 1] = {tonumber(si), tonumber(sj), tonumber(ss), tonumber(sw)}
     end
-    local cells, steps, ties, writes = outcome_cells(outs, read)
+    local cells, steps, ties, writes = outcome_cells(outs, read, q ~= nil)
     local trip = false
     if q then
       for _, st in ipairs(steps) do

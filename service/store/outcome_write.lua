@@ -27,9 +27,10 @@ end
 -- the same as they leave W's cells, each cell read once through read(i, j) and then
 -- summed in order (several outcomes of one pair each add) -> cells {{i, j, value}, ...}
 -- (those written, first written first), steps {{wij, wji, outcome}, ...} (per outcome
--- with i ~= j, its pair's cells after it: what the guard checks), and outcome_writes'
--- writes and ties. Cells are found by number (i * 65536 + j: fewer than 65,536 arms).
-local function outcome_cells(outs, read)
+-- with i ~= j, its pair's cells after it: what the guard checks; only with guarded),
+-- and outcome_writes' writes and ties. Cells are found by number (i * 65536 + j: fewer
+-- than 65,536 arms).
+local function outcome_cells(outs, read, guarded)
   local writes, ties = outcome_writes(outs)
   local at, cells, steps, w = {}, {}, {}, 1
   local function cell(a, b)
@@ -53,7 +54,7 @@ local function outcome_cells(outs, read)
       w = w + 1
       x = writes[w]
     end
-    if o[1] ~= o[2] then
+    if guarded and o[1] ~= o[2] then
       steps[#steps + 1] = {cell(o[1], o[2])[3], cell(o[2], o[1])[3], o}
     end
   end
