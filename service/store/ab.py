@@ -58,6 +58,7 @@ from service.store.keys import (
     imp_key,
     touches_key,
 )
+from service.store.scripts import SCRIPTS
 from service.store.snapshot import ExperimentMissing, text
 
 #: the per-user metrics the counters give (rollout.ab.moments.METRICS without conversions)
@@ -111,9 +112,9 @@ class ABStore(StoreBase):
     def ab_click(self, exp_id: str, imp_id: str) -> int:
         """Count the A/B search ``imp_id`` clicked: 1 now, 0 it already was, -1 unknown or
         expired (module docstring: exactly once)."""
-        return int(self._ab_click_script(
-            keys=[imp_key(exp_id, imp_id), ab_users_key(exp_id), ab_moments_key(exp_id),
-                  counters_key(exp_id)]))
+        return int(self._ab_click_script(*SCRIPTS["ab_click"].build(
+            {"imp": imp_key(exp_id, imp_id), "users": ab_users_key(exp_id),
+             "moments": ab_moments_key(exp_id), "counters": counters_key(exp_id)})))
 
     def ab_end(self, exp_id: str, imp_id: str) -> bool:
         """Close an A/B search's impression (no credit follows: its counts are already

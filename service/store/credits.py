@@ -32,7 +32,7 @@ from service.store.keys import (
     w_key,
 )
 from service.store.records import Impression
-from service.store.scripts import CREDIT, CreditSpec
+from service.store.scripts import CREDIT, SCRIPTS, CreditSpec
 from service.store.scripts import Guard as ScriptGuard
 from service.store.snapshot import (
     text,
@@ -145,9 +145,8 @@ class CreditStore(StoreBase):
         returns one JSON array per impression (None where unknown or expired)."""
         if not imp_ids:
             return []
-        keys = []
-        for i in imp_ids:
-            keys += [imp_key(exp_id, i), clicks_key(exp_id, i)]
+        keys, _ = SCRIPTS["read"].build(each=[
+            ({"imp": imp_key(exp_id, i), "clicks": clicks_key(exp_id, i)}, {}) for i in imp_ids])
         rows = self._read_script(keys=keys)
         return [_impression(i, row) for i, row in zip(imp_ids, rows, strict=True)]
 

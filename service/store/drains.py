@@ -15,6 +15,7 @@ from service.store.keys import (
     pending_key,
     t_key,
 )
+from service.store.scripts import SCRIPTS
 from service.store.snapshot import (
     text,
 )
@@ -53,8 +54,9 @@ class DrainStore(StoreBase):
         """Claim up to ``limit`` due impressions for ``lease_s`` (no other drain sees them
         until then); returns the experiment's selection count ``t`` and their ids."""
         now = self.clock()
-        t, ids = self._claim_script(keys=[pending_key(exp_id), t_key(exp_id)],
-                                    args=[now, now + lease_s, int(limit)])
+        t, ids = self._claim_script(*SCRIPTS["claim"].build(
+            {"pending": pending_key(exp_id), "t": t_key(exp_id)},
+            {"now": now, "lease_expires": now + lease_s, "limit": limit}))
         return int(t or 0), [text(i) for i in ids]
 
     def selections(self, exp_id: str) -> int:
@@ -72,8 +74,10 @@ class DrainStore(StoreBase):
         lease's token, or None."""
         token = token or secrets.token_hex(8)
         now = self.clock()
-        ok = self._take_drain_script(keys=[drains_key(exp_id)],
-                                     args=[now, token, now + max(1.0, ttl_s), int(limit)])
+        ok = self._take_drain_script(*SCRIPTS["take_drain"].build(
+            {"drains": drains_key(exp_id)},
+            {"now": now, "token": token, "lease_expires": now + max(1.0, ttl_s),
+             "limit": limit}))
         return token if ok else None
 
     def refresh_drain(self, exp_id: str, token: str, ttl_s: float) -> None:

@@ -29,6 +29,7 @@ from service.store.keys import (
 )
 from service.store.ranker_health import parse_health
 from service.store.records import Ranker
+from service.store.scripts import SCRIPTS
 from service.store.snapshot import (
     SNAPSHOT_FIELDS,
     ExperimentMissing,
@@ -181,8 +182,9 @@ class ExperimentStore(StoreBase):
         if not entries:
             return
         if pipe is None:
-            self._audit_script(keys=[exp_key(exp_id), audit_key(exp_id)],
-                               args=[AUDIT_MAX, *entries])
+            self._audit_script(*SCRIPTS["audit"].build(
+                {"exp": exp_key(exp_id), "audit": audit_key(exp_id)},
+                {"max_entries": AUDIT_MAX}, [({}, {"entry": e}) for e in entries]))
             return
         pipe.rpush(audit_key(exp_id), *entries)
         pipe.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)

@@ -24,6 +24,7 @@ from service.store.keys import (
     touches_key,
 )
 from service.store.records import Impression
+from service.store.scripts import SCRIPTS
 from service.store.snapshot import (
     ExperimentMissing,
     text,
@@ -198,13 +199,12 @@ class ImpressionStore(DrainStore):
         beyond): each pushes its deadline back, so a storm of reports could otherwise
         keep it from being credited until it expires."""
         now = self.clock()
-        out = self._click_script(
-            keys=[imp_key(exp_id, imp_id), clicks_key(exp_id, imp_id), pending_key(exp_id),
-                  events_key(exp_id)],
-            args=[now + inactivity_s, imp_id, ttl_s, int(max_reports),
-                  ",".join(f"{int(p)}:{int(ms)}" for p, ms in (dwell_ms or {}).items()),
-                  *positions],
-        )
+        out = self._click_script(*SCRIPTS["click"].build(
+            {"imp": imp_key(exp_id, imp_id), "clicks": clicks_key(exp_id, imp_id),
+             "pending": pending_key(exp_id), "events": events_key(exp_id)},
+            {"due": now + inactivity_s, "imp_id": imp_id, "ttl": ttl_s,
+             "max_reports": max_reports, "dwell": dwell_ms or {}},
+            [({}, {"position": p}) for p in positions]))
         if out == -3:
             raise TooManyClicks(f"impression {imp_id!r} has reached its limit of "
                                 f"{max_reports} click reports")
@@ -271,9 +271,11 @@ class ImpressionStore(DrainStore):
         """
         token = secrets.token_hex(8)
         now = self.clock()
-        out = self._end_script(
-            keys=[imp_key(exp_id, imp_id), pending_key(exp_id), drains_key(exp_id)],
-            args=[now, imp_id, token, now + max(1.0, drain_ttl_s)])
+        out = self._end_script(*SCRIPTS["end"].build(
+            {"imp": imp_key(exp_id, imp_id), "pending": pending_key(exp_id),
+             "drains": drains_key(exp_id)},
+            {"now": now, "imp_id": imp_id, "token": token,
+             "lease_expires": now + max(1.0, drain_ttl_s)}))
         if out == -1:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
         if out >= 1:

@@ -11,6 +11,7 @@ from service.store.keys import (
     health_key,
     probe_key,
 )
+from service.store.scripts import SCRIPTS
 from service.store.snapshot import (
     text,
 )
@@ -50,8 +51,10 @@ class HealthStore(StoreBase):
         """Count a failure of ``arm``; returns ``(consecutive failures, quarantined now)``:
         the second is True when this failure opened (or, after a failed probe, re-opened)
         its quarantine for ``quarantine_s``."""
-        n, opened = self._fail_script(keys=[health_key(exp_id), exp_key(exp_id)],
-                                      args=[int(arm), self.clock(), threshold, quarantine_s])
+        n, opened = self._fail_script(*SCRIPTS["fail"].build(
+            {"health": health_key(exp_id), "exp": exp_key(exp_id)},
+            {"arm": arm, "now": self.clock(), "threshold": threshold,
+             "quarantine_s": quarantine_s}))
         return int(n), bool(opened)
 
     def ranker_health(self, exp_id: str) -> dict[int, dict[str, Any]]:
@@ -82,10 +85,11 @@ class HealthStore(StoreBase):
         unparseable) in its window of the last ``window``; an arm with ``least`` answers
         or more, ``share`` of them empty or unparseable, is marked degraded (probed again
         after ``reprobe_s``). Per arm: ``(answers, empty, unparseable, marked now)``."""
-        args: list[Any] = [window, least, share, self.clock(), reprobe_s]
-        for arm, code in codes.items():
-            args += [int(arm), code]
-        rows = self._answers_script(keys=[health_key(exp_id), exp_key(exp_id)], args=args)
+        rows = self._answers_script(*SCRIPTS["answers"].build(
+            {"health": health_key(exp_id), "exp": exp_key(exp_id)},
+            {"window": window, "least": least, "share": share, "now": self.clock(),
+             "reprobe_s": reprobe_s},
+            [({}, {"arm": arm, "code": code}) for arm, code in codes.items()]))
         return {arm: (int(n), int(e), int(u), bool(m))
                 for arm, (n, e, u, m) in zip(codes, rows, strict=False)}
 

@@ -15,10 +15,11 @@ A caller builds a call with :meth:`Script.build` from named keys and values (eac
 argument encoded by its declaration: the formats the Lua parses, such as the credit
 script's ``"reports|counters|i,j,s,w;..."``, are written here and nowhere else), and
 :meth:`Script.read` decodes a call's lists back into names and values (the tests; a
-look at a call in ``MONITOR``). The request path's two scripts (``select.lua`` and
-``save.lua``: :mod:`service.store.script_call`) build their lists by hand, for the
-calls a search costs (``bench/search_calls.py``); a test reads what they send through
-their declaration.
+look at a call in ``MONITOR``). The search's own scripts (``select.lua``, ``save.lua``,
+``ab_search.lua``: :mod:`service.store.script_call`) and ``extend.lua`` (a next page)
+build their lists by hand, for the Python calls a search costs (``bench/search_calls.py``);
+``tests/service/test_script_calls.py`` reads what every script is sent through its
+declaration.
 """
 
 from __future__ import annotations

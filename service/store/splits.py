@@ -30,6 +30,7 @@ from service.store.keys import (
     split_seen_key,
     split_users_key,
 )
+from service.store.scripts import SCRIPTS
 from service.store.snapshot import text
 
 
@@ -46,11 +47,12 @@ class SplitStore(StoreBase):
                     users: Mapping[tuple[int, str], Iterable[str]]) -> int:
         """Add searches per (period, arm), and each user not seen before to the (period,
         arm) given: one script. Returns the users new."""
-        args = [json.dumps({f"{int(v)}|{arm}": int(n) for (v, arm), n in searches.items()})]
-        args += [f"{int(v)}|{arm}|{u}" for (v, arm), who in users.items() for u in who]
-        return int(self._split_count_script(
-            keys=[split_seen_key(name), split_users_key(name), split_searches_key(name)],
-            args=args))
+        return int(self._split_count_script(*SCRIPTS["split_count"].build(
+            {"seen": split_seen_key(name), "users": split_users_key(name),
+             "searches": split_searches_key(name)},
+            {"searches": {f"{int(v)}|{arm}": int(n) for (v, arm), n in searches.items()}},
+            [({}, {"user": f"{int(v)}|{arm}|{u}"}) for (v, arm), who in users.items()
+             for u in who])))
 
     def split_counts(self, name: str) -> list[dict[str, Any]]:
         """Per period, oldest first: ``version``, ``shares`` (those of the latest period

@@ -40,6 +40,7 @@ from service.store.keys import (
     webhook_deliveries_key,
     webhook_key,
 )
+from service.store.scripts import SCRIPTS
 from service.store.snapshot import text
 
 #: events an experiment's outbox keeps (about; older ones are trimmed on append)
@@ -135,10 +136,12 @@ class WebhookStore(StoreBase):
         if the field does not hold that value already. The stream id, or None when
         nothing was appended (no such experiment, or told already)."""
         field, value = once or ("", "")
-        out = self._outbox_script(
-            keys=[exp_key(exp_id), audit_key(exp_id), outbox_key(exp_id),
-                  hooks_state_key(exp_id)],
-            args=[AUDIT_MAX, OUTBOX_MAXLEN, audit, event_id, kind, payload, field, value])
+        out = self._outbox_script(*SCRIPTS["outbox"].build(
+            {"exp": exp_key(exp_id), "audit": audit_key(exp_id), "outbox": outbox_key(exp_id),
+             "hooks": hooks_state_key(exp_id)},
+            {"max_audit": AUDIT_MAX, "maxlen": OUTBOX_MAXLEN, "audit_entry": audit,
+             "id": event_id, "type": kind, "payload": payload, "once_field": field,
+             "once_value": value}))
         return text(out) if out else None
 
     def queue_event(self, pipe, exp_id: str, event_id: str, kind: str, payload: str) -> None:
