@@ -111,13 +111,13 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
     """Credit the outcome events ``members`` (``~<digest>``) of ``exp_id`` once each;
     per member its mark (``already`` / ``missing`` when nothing was written)."""
     digests = [m[len(OUTCOME_MEMBER):] for m in members]
-    events = store.read_outcome_events(exp_id, digests)
-    meta = store.meta(exp_id)
+    events = store.outcomes.read_outcome_events(exp_id, digests)
+    meta = store.outcomes.meta(exp_id)
     if meta is None:  # deleted: nothing left to credit
         return {m: {"status": "missing"} for m in members}
     metrics = {m.name: m for m in declared(meta)}
-    entries = store.read_attributions(exp_id, [e["i"] for e in events
-                                               if e is not None and "credited" not in e])
+    entries = store.outcomes.read_attributions(exp_id, [e["i"] for e in events
+                                                        if e is not None and "credited" not in e])
     learnt = None if learns_clicks(meta) else primary(meta)
     marks: dict[str, dict] = {}
     batch, policy = [], []
@@ -137,5 +137,5 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
             credit_primary(store, exp_id, policy, learnt)
         except ExperimentMissing:  # deleted meanwhile: nothing left to credit
             return {m: {"status": "missing"} for m in members}
-    codes = store.commit_metric_credit(exp_id, batch)
+    codes = store.outcomes.commit_metric_credit(exp_id, batch)
     return {m: (marks[m] if code == "ok" else {"status": code}) for m, code in codes.items()}

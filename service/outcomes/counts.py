@@ -41,7 +41,7 @@ def metric_state(store: Store, exp_id: str, meta: Mapping[str, Any], k: int,
     metrics = declared(meta)
     if not metrics:
         return {}
-    counts = store.metric_counts(exp_id)
+    counts = store.outcomes.metric_counts(exp_id)
     apart = counted(meta)
     out = {
         "metrics": [m.to_json() for m in metrics],

@@ -67,7 +67,7 @@ def per_metric(store: Store, exp_id: str, meta: Mapping[str, Any], bandit,
     if not metrics:
         return None
     k = bandit.K
-    counts = store.metric_counts(exp_id)
+    counts = store.outcomes.metric_counts(exp_id)
     arms = [a for a in range(k) if int(bandit.status[a]) != RETIRED]
     share = (delta or DEFAULT_ERROR_RATE) / len(metrics)
     out = []

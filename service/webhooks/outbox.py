@@ -34,10 +34,10 @@ def record(store: Store, exp_id: str, kind: str, data: dict[str, Any], *,
     entry of its cause, in the same script); the payload, or None when nothing was
     appended (the experiment is gone, or ``once`` was told already)."""
     if name is None:
-        name = store.experiment_name(exp_id)
+        name = store.webhooks.experiment_name(exp_id)
     event = events.make(kind, exp_id, name, data, now=store.clock())
-    if store.record_event(exp_id, event["event_id"], kind, events.body(event), audit=audit,
-                          once=once) is None:
+    if store.webhooks.record_event(exp_id, event["event_id"], kind, events.body(event), audit=audit,
+                                   once=once) is None:
         return None
     mark_due(store, exp_id, queue)
     return event
@@ -48,13 +48,13 @@ def queue(store: Store, pipe, exp_id: str, kind: str, data: dict[str, Any], *,
     """Queue the event ``kind`` in ``pipe`` (a transaction in MULTI on the experiment);
     the caller calls :func:`mark_due` once it has committed."""
     event = events.make(kind, exp_id, name, data, now=store.clock())
-    store.queue_event(pipe, exp_id, event["event_id"], kind, events.body(event))
+    store.webhooks.queue_event(pipe, exp_id, event["event_id"], kind, events.body(event))
     return event
 
 
 def mark_due(store: Store, exp_id: str, queue: TaskQueue | None = None) -> None:
     """After an event was appended: the experiment is due for delivery now (the sweep's
     index), and with ``queue`` a delivery task goes at once."""
-    store.mark_hooks_due(exp_id, time.time())
+    store.webhooks.mark_hooks_due(exp_id, time.time())
     if queue is not None:
         queue.webhooks(exp_id)

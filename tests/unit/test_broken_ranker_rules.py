@@ -74,7 +74,11 @@ def test_header_secrets_are_the_values_set_in_this_process():
 
 # ---------------------------------------------------------------------- screening a search
 class FakeStore:
+    """The store calls of a search's screening; the parts they name (``store.<part>``) are
+    this one fake."""
+
     def __init__(self, marked: set[int] = frozenset()) -> None:
+        self.ranker_health = self.experiments = self.webhooks = self
         self.recorded: list[dict[int, str]] = []
         self.audit: list[str] = []
         self.restored: list[int] = []
