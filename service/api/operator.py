@@ -239,7 +239,7 @@ def audit(exp_id: str):
     query=s.EventsQuery, path_params=EXP_ID, operator=True,
     responses={200: "application/x-ndjson", 400: None, 401: None, 404: None, 503: None})
 def events(exp_id: str):
-    """A page of the event log (:mod:`service.store.events`) as JSON lines, oldest
+    """A page of the event log (:mod:`service.store.event_log`) as JSON lines, oldest
     first; ``X-Next-Cursor`` is the cursor to pass as ``after`` for the next page (the
     same as ``after`` when the page is empty: nothing new yet)."""
     rt = runtime()

@@ -9,7 +9,7 @@ What an event yields, per metric it counts for: the interleaving method's credit
 click on the document's position (``interleaving.credit(record, [position])``: under
 team draft, the team that placed the document wins; probabilistic and multileaving as
 their click credit does), in arm indices; for a ``sum`` metric each outcome bounded by
-the event's value (:func:`service.outcomes.metrics.bounded`), and the value added to the
+the event's value (:func:`service.outcomes.declared.bounded`), and the value added to the
 plain sum of each ranker that won every comparison of the event. No guard and no hold:
 no policy reads these ``W``. When the policy learns from one of the event's metrics (the
 experiment's ``primary``), :mod:`service.credit.primary` applies its outcomes to the
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.credit.primary import credit_primary
-from service.outcomes.metrics import Metric, bounded, declared, learns_clicks, primary
+from service.outcomes.declared import Metric, bounded, declared, learns_clicks, primary
 from service.store import Store
 from service.store.keys import OUTCOME_MEMBER
 from service.store.snapshot import ExperimentMissing

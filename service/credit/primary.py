@@ -1,5 +1,5 @@
 """The policy learns from a metric other than the click: an experiment's ``primary``
-(:func:`service.outcomes.metrics.learns_clicks`). Each attributed event of that metric (an
+(:func:`service.outcomes.declared.learns_clicks`). Each attributed event of that metric (an
 order, a cart) is one comparison for the policy, applied by the policy's own
 ``update()``; the clicks then only feed the click metric's ``W``
 (:func:`service.credit.protocol.credit_batch`, credit script target ``click``).

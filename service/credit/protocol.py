@@ -22,7 +22,7 @@ from bandits.base import RETIRED, DuelingBandit
 from service import metrics
 from service.credit import step as credit
 from service.credit.guard import Guard
-from service.outcomes.metrics import CLICK, learns_clicks
+from service.outcomes.declared import CLICK, learns_clicks
 from service.store import MAX_ATTEMPTS, Contention, Store, audit_entry
 from service.store.credits import Entry
 from service.store.records import Impression
@@ -42,7 +42,7 @@ class View:
     names: dict[int, str]
     dwell_unsatisfied_s: float | None = None  # the experiment's dwell rule
     #: False when the policy learns from another metric (``primary``): the clicks then
-    #: go to their own W, with no guard (:func:`service.outcomes.metrics.learns_clicks`)
+    #: go to their own W, with no guard (:func:`service.outcomes.declared.learns_clicks`)
     learns_clicks: bool = True
 
     def plan_key(self) -> tuple:

@@ -22,7 +22,7 @@ from bandits.common import preferences, wilson_interval
 from service.errors import Conflict, Unprocessable
 from service.experiments import error_rates
 from service.outcomes.counts import metric_state
-from service.outcomes.metrics import declare as declare_metrics
+from service.outcomes.declared import declare as declare_metrics
 from service.rankers import template as ranker_template
 from service.rankers.allow_list import RankerPolicy
 from service.rankers.client import RankerClient

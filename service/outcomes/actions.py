@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from service.outcomes.metrics import Metric, declared
+from service.outcomes.declared import Metric, declared
 
 #: how old the view may get before a request reads it again
 REFRESH_S = 2.0

@@ -37,7 +37,7 @@ from typing import Any
 from service import metrics
 from service.errors import Forbidden, Unauthorized, Unprocessable
 from service.outcomes.actions import Actions, Candidate
-from service.outcomes.metrics import value_problem
+from service.outcomes.declared import value_problem
 from service.store import Store
 from service.store.keys import OUTCOME_MEMBER, experiment_of
 from service.store.outcomes import OutcomeCall

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from service.outcomes.metrics import counted, declared, primary
+from service.outcomes.declared import counted, declared, primary
 from service.segments.dimensions import values
 from service.store import Store
 from service.store.outcomes import MetricCounts

@@ -28,8 +28,8 @@ import bandits
 from rollout.ab.conversions import RESERVED, name_problems
 from service.errors import Conflict, NotFound, Unprocessable
 from service.experiments import operations as experiments
-from service.outcomes.metrics import CLICK
-from service.outcomes.metrics import declare as declare_metrics
+from service.outcomes.declared import CLICK
+from service.outcomes.declared import declare as declare_metrics
 from service.placements import operations as placements
 from service.placements import traffic as placement_traffic
 from service.reports.build import build as build_report
@@ -53,7 +53,7 @@ def control_of(rt: Runtime, name: str) -> Ranker:
 def declare(metrics: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """An A/B test's ``metrics`` as stored in its meta (the click metric, which is its
     ``ctr``, first when not declared; empty: none), or 422 naming each field that is
-    wrong (:func:`service.outcomes.metrics.declare`, and no metric of an action named like
+    wrong (:func:`service.outcomes.declared.declare`, and no metric of an action named like
     the A/B test's own, :func:`rollout.ab.conversions.name_problems`)."""
     if not metrics:
         return []

@@ -31,7 +31,7 @@ from typing import Any
 from rollout import srm
 from rollout.ab import Moments, ab_report, agreement_rate, agrees, metric_verdicts
 from rollout.ab.arms import equal_shares
-from service.outcomes.metrics import Metric, declared
+from service.outcomes.declared import Metric, declared
 from service.reports import splits
 from service.store import Store
 from service.store.ab import AB_METRICS

@@ -28,7 +28,7 @@ from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
 from service.reports import segments as by_segment
 from service.reports import splits
-from service.reports.metrics import per_metric
+from service.reports.per_metric import per_metric
 from service.segments.counts import matrices as segment_matrices
 from service.segments.dimensions import values as segment_values
 from service.store import Store, history

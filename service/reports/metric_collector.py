@@ -15,7 +15,7 @@ import logging
 
 from service.experiments.families import Family
 from service.outcomes.counts import matrix
-from service.outcomes.metrics import counted
+from service.outcomes.declared import counted
 from service.store import Store
 
 log = logging.getLogger("rankduel.metrics")

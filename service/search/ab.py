@@ -32,7 +32,7 @@ from typing import Any
 from rollout import call_counts
 from rollout.ab.arms import arm_of, salt_of
 from service.errors import BadGateway
-from service.outcomes.metrics import attribution_ttl, declared
+from service.outcomes.declared import attribution_ttl, declared
 from service.rankers.client import RankerFailure
 from service.runtime import Runtime
 from service.search.ranker_health import SearchTiming

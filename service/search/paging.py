@@ -43,7 +43,7 @@ from typing import Any
 from service.clicks.reports import _load_verified
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
 from service.experiments.controller import Choice
-from service.outcomes.metrics import attribution_ttl, declared
+from service.outcomes.declared import attribution_ttl, declared
 from service.runtime import Runtime
 from service.search.ranker_health import RankerHealth, SearchTiming
 from service.search.serve import _interleaving, _url, query_digest, shown_copies

@@ -36,7 +36,7 @@ import numpy as np
 from rollout import call_counts
 from service import metrics
 from service.errors import BadGateway
-from service.outcomes.metrics import attribution_ttl, declared
+from service.outcomes.declared import attribution_ttl, declared
 from service.reports import splits
 from service.runtime import Runtime
 from service.search import ab, degraded

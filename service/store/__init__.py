@@ -26,7 +26,7 @@ name in parentheses below):
   control counters);
 * :mod:`service.store.control_pages` (``control_pages``): the control's pages (a click
   once per page, the fold of settled buckets);
-* :mod:`service.store.events` (``event_log``): each experiment's event log (searches,
+* :mod:`service.store.event_log` (``event_log``): each experiment's event log (searches,
   clicks, UBI events), read by cursor;
 * :mod:`service.store.history`: a small time series per experiment;
 * :mod:`service.store.webhooks` (``webhooks``): webhooks, each experiment's outbox of
@@ -76,7 +76,7 @@ from service.store.campaigns import JudgingStore
 from service.store.control_pages import ControlPageStore
 from service.store.credits import Committed, CreditStore, Entry
 from service.store.drains import DrainStore
-from service.store.events import EventStore
+from service.store.event_log import EventStore
 from service.store.experiments import ExperimentStore
 from service.store.impressions import ImpressionStore
 from service.store.outcomes import OutcomeStore

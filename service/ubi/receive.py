@@ -16,7 +16,7 @@ and nothing of the request is counted):
 * ``credited``: a click, recorded by :func:`service.clicks.reports.record_clicks` (the
   one function ``POST /clicks`` calls), credited by a worker once the impression ends;
 * ``accepted``: any other action of a rankduel impression, stored in the experiment's
-  event log (type ``ubi``, :meth:`service.store.events.EventStore.append_ubi_events`),
+  event log (type ``ubi``, :meth:`service.store.event_log.EventStore.append_ubi_events`),
   not credited; a conversion (:data:`CONVERSIONS`) is stored so too, and credited to
   the experiment's metrics of its action as ``POST /outcomes`` would (:func:`_conversion`);
 * ``ignored``, with the reason: an event of no rankduel impression, a click already

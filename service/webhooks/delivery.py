@@ -45,7 +45,7 @@ from service.queue import TaskQueue
 from service.rankers.allow_list import RankerPolicy, RankerRefused
 from service.store import Store, audit_entry
 from service.webhooks import signing
-from service.webhooks.events import iso
+from service.webhooks.payloads import iso
 
 log = logging.getLogger("rankduel.webhooks")
 

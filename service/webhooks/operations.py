@@ -12,7 +12,7 @@ from typing import Any
 from service.errors import NotFound, Unprocessable
 from service.rankers.allow_list import RankerPolicy, RankerRefused
 from service.store import Store
-from service.webhooks.events import iso
+from service.webhooks.payloads import iso
 
 
 def create(store: Store, policy: RankerPolicy, *, url: str, events: Sequence[str],

@@ -22,7 +22,7 @@ from typing import Any
 
 from service.queue import TaskQueue
 from service.store import Store
-from service.webhooks import events
+from service.webhooks import payloads
 
 log = logging.getLogger("rankduel.webhooks")
 
@@ -35,9 +35,9 @@ def record(store: Store, exp_id: str, kind: str, data: dict[str, Any], *,
     appended (the experiment is gone, or ``once`` was told already)."""
     if name is None:
         name = store.webhooks.experiment_name(exp_id)
-    event = events.make(kind, exp_id, name, data, now=store.clock())
-    if store.webhooks.record_event(exp_id, event["event_id"], kind, events.body(event), audit=audit,
-                                   once=once) is None:
+    event = payloads.make(kind, exp_id, name, data, now=store.clock())
+    if store.webhooks.record_event(exp_id, event["event_id"], kind, payloads.body(event),
+                                   audit=audit, once=once) is None:
         return None
     mark_due(store, exp_id, queue)
     return event
@@ -47,8 +47,8 @@ def queue(store: Store, pipe, exp_id: str, kind: str, data: dict[str, Any], *,
           name: str | None) -> dict[str, Any]:
     """Queue the event ``kind`` in ``pipe`` (a transaction in MULTI on the experiment);
     the caller calls :func:`mark_due` once it has committed."""
-    event = events.make(kind, exp_id, name, data, now=store.clock())
-    store.webhooks.queue_event(pipe, exp_id, event["event_id"], kind, events.body(event))
+    event = payloads.make(kind, exp_id, name, data, now=store.clock())
+    store.webhooks.queue_event(pipe, exp_id, event["event_id"], kind, payloads.body(event))
     return event
 
 

@@ -556,7 +556,7 @@ def test_rankers_shown_worse_and_a_certified_champion_are_told_once(
 
 def test_a_due_mark_lost_after_the_append_is_repaired_by_the_full_pass(local, receiver):
     from service.rankers.allow_list import RankerPolicy
-    from service.webhooks import events, operations
+    from service.webhooks import operations, payloads
     from service.webhooks.delivery import run
     from service.webhooks.sweep import behind
 
@@ -565,8 +565,8 @@ def test_a_due_mark_lost_after_the_append_is_repaired_by_the_full_pass(local, re
                              events=ALL_EVENTS, secret=SECRET)
     exp_id = fake_experiment(store, "unmarked")
     # the event appended, and its process killed before it marked the experiment due
-    event = events.make("experiment_paused", exp_id, "unmarked", {"actor": "operator"})
-    store.webhooks.record_event(exp_id, event["event_id"], event["type"], events.body(event))
+    event = payloads.make("experiment_paused", exp_id, "unmarked", {"actor": "operator"})
+    store.webhooks.record_event(exp_id, event["event_id"], event["type"], payloads.body(event))
     assert exp_id not in dict(store.webhooks.hooks_due(time.time()))
     assert behind(store, [exp_id]) == 1
     assert exp_id in dict(store.webhooks.hooks_due(time.time()))
