@@ -146,7 +146,7 @@ class Crediting:
         if the task's retry cannot be published.
 
         For a deleted experiment it removes what a request running during the deletion
-        left (:meth:`Store.purge_orphan`) and returns 0 at once."""
+        left (``store.experiments.purge_orphan``) and returns 0 at once."""
         store, ttl = self.store, self.lease_s
         purged = store.experiments.purge_orphan(exp_id)
         if purged is not None:

@@ -50,8 +50,8 @@ class RankerHealth:
     failure opens a new quarantine; after ``ranker_retire_after`` quarantines in a row the
     ranker is retired (:func:`service.experiments.operations.retire_if_failing`). While its
     quarantine is open the controller keeps it out of selection. Health lives in Redis
-    (:meth:`Store.ranker_failed`), shared by every API process; changes are audited and
-    counted.
+    (``store.ranker_health.ranker_failed``), shared by every API process; changes are
+    audited and counted.
     """
 
     def __init__(self, rt: Runtime, exp_id: str, choice: Choice,

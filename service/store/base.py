@@ -18,7 +18,7 @@ from service.store.script_call import ScriptCall
 #: an experiment's lifecycles
 LIFECYCLES = ("running", "paused", "stopped")
 AUDIT_MAX = 10_000
-#: how often one process re-marks an experiment in the sweep's index (Store.mark_due)
+#: how often one process re-marks an experiment in the sweep's index (store.drains.mark_due)
 DUE_MARK_EVERY_S = 1.0
 #: attempts of one optimistic transaction before giving up (:class:`Contention`)
 MAX_ATTEMPTS = 1000
