@@ -58,7 +58,7 @@ def _experiment(store, k: int) -> str:
             "interleaving": "team_draft", "seed": 1, "created_at": now}
     rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:1/{a}", timeout_ms=300, arm=a,
                       added_at=now) for a in range(k)]
-    store.create_experiment(exp_id, meta=meta, rankers=rankers,
+    store.experiments.create_experiment(exp_id, meta=meta, rankers=rankers,
                             bandit=bandits.make_bandit("uniform", k, seed=1), truth=None,
                             audit="{}")
     return exp_id
@@ -101,7 +101,7 @@ def credit_calls(store, target: str, args) -> list[tuple[list, list]]:
     entries = []
     for x, o in enumerate(_outcomes(args.impressions, args.arms, args.shown)):
         imp = new_impression_id(exp_id)
-        store.save_impression(imp, exp_id=exp_id, t=x, arms=list(range(args.arms)),
+        store.impressions.save_impression(imp, exp_id=exp_id, t=x, arms=list(range(args.arms)),
                               shown=["d"], record={}, duel=True, forfeits=[],
                               token_expires=2**31, ttl_s=3600, inactivity_s=600,
                               counters={"impressions": 1}, segments=_labels(x))
@@ -112,7 +112,7 @@ def credit_calls(store, target: str, args) -> list[tuple[list, list]]:
              "pending": pending_key(exp_id), "ties": metrics_key(exp_id) if target
              else ties_key(exp_id), "segments": metrics_key(exp_id) if target
              else segments_key(exp_id), "events": events_key(exp_id)}
-    sv = store.snapshot(exp_id).sv
+    sv = store.experiments.snapshot(exp_id).sv
     return [CREDIT.build(named, {"sv": sv, "guard": None, "target": target},
                          [({"imp": imp_key(exp_id, e.imp_id),
                             "clicks": clicks_key(exp_id, e.imp_id)},

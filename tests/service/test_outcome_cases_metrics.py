@@ -20,7 +20,7 @@ from tests.service.test_outcome_cases_store import CASES, IDS, experiment, mark,
 
 def check(store: Store, exp_id: str, metric: str, case: dict) -> None:
     """The metric's counts are the case's: W, ties and n in total and per label."""
-    got = store.metric_counts(exp_id).get(metric)
+    got = store.outcomes.metric_counts(exp_id).get(metric)
     want_w = {p: x for p, x in pairs({f"{i}:{j}": x for i, row in enumerate(case["W"])
                                       for j, x in enumerate(row)}).items() if x != 0}
     if got is None:  # a metric that counted nothing
@@ -48,7 +48,7 @@ def test_the_metrics_credit_script_adds_as_the_table_says(rd, case):
              "outcomes": {"revenue": imp["outcomes"]} if imp["outcomes"] else {},
              "values": {}}
         batch.append(("~" + digest, digest, json.dumps(m), metric_spec(m, ",".join(imp["seg"]))))
-    codes = store.commit_metric_credit(exp_id, batch)
+    codes = store.outcomes.commit_metric_credit(exp_id, batch)
     assert set(codes.values()) == {"ok"}, codes
     check(store, exp_id, "revenue", case)
 
@@ -60,7 +60,7 @@ def test_the_credit_scripts_click_target_adds_as_the_table_says(rd, case):
     entries = [Entry(imp_id, json.dumps(mark(imp)), 0, ("credited",),
                      tuple((i, j, s, 0) for i, j, s in imp["outcomes"]))
                for imp_id, imp in zip(ids, case["impressions"], strict=True)]
-    done = store.commit_credit(exp_id, sv=store.snapshot(exp_id).sv, guard="",
+    done = store.credits.commit_credit(exp_id, sv=store.experiments.snapshot(exp_id).sv, guard="",
                                entries=entries, gone={}, target="click")
     assert done.status == "ok" and set(done.codes.values()) == {"ok"}, done
     check(store, exp_id, "click", case)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from service.store import Entry, Store
+from service.store import Entry, Store, StorePart
 from service.store import keys as k
 from service.store.outcomes import OutcomeCall
 from service.store.scripts import SCRIPTS, Call, MetricSpec
@@ -32,17 +32,20 @@ class Recorded:
 
 @pytest.fixture
 def spied(rd) -> tuple[Store, list]:
+    """A store whose every part logs each script call (both ways a part runs a script:
+    the script object, and the request path's runner ``call``)."""
     store, log = Store(rd), []
-    for cls in type(store).__mro__:
-        for attr, name in vars(cls).get("SCRIPTS", {}).items():
-            setattr(store, attr, Recorded(getattr(store, attr), name, log))
     run = store.call
 
     def call(script, keys=(), args=()):
         log.append((script.name, list(keys), list(args)))
         return run(script.script, keys=keys, args=args)
 
-    store.call = call
+    for part in (v for v in vars(store).values() if isinstance(v, StorePart)):
+        for cls in type(part).__mro__:
+            for attr, name in vars(cls).get("SCRIPTS", {}).items():
+                setattr(part, attr, Recorded(getattr(part, attr), name, log))
+        part.call = call
     return store, log
 
 
@@ -69,47 +72,49 @@ def test_every_scripts_call_reads_back_through_its_declaration(spied):
     log.clear()  # the case's own impression
     user = "u" + secrets.token_hex(4)
     imp = k.new_impression_id(exp_id)
-    store.save_impression(imp, exp_id=exp_id, t=1, arms=[0, 1], shown=["a", "b"],
+    store.impressions.save_impression(imp, exp_id=exp_id, t=1, arms=[0, 1], shown=["a", "b"],
                           record={"teams": [0, 1]}, duel=True, forfeits=[],
                           token_expires=2**31, ttl_s=600, inactivity_s=300,
                           counters={"impressions": 1}, segments=["device=pc"],
                           user_hash=user, events_maxlen=1000, attribution_ttl_s=900)
-    store.add_clicks(imp, exp_id, [0, 1], inactivity_s=300, ttl_s=600, dwell_ms={0: 1500})
-    assert store.extend_impression(imp, exp_id, expect=["a", "b"], shown=["a", "b", "c"],
-                                   record={"teams": [0, 1, 0]}, urls=[None] * 3,
-                                   inactivity_s=300, attribution_ttl_s=900, arms=[0, 1],
-                                   seg="device=pc", user_hash=user)
-    store.next_t(exp_id)
-    store.end_impression(imp, exp_id, drain_ttl_s=30)
-    store.claim(exp_id, 10, 30)
-    store.take_drain(exp_id, 30)
-    store.read_impressions(exp_id, [imp])
-    store.add_audit(exp_id, json.dumps({"action": "x"}))
-    store.ranker_failed(exp_id, 1, threshold=3, quarantine_s=60)
-    store.ranker_answers(exp_id, {0: "o", 1: "e"}, window=20, least=5, share=0.5,
+    store.impressions.add_clicks(imp, exp_id, [0, 1], inactivity_s=300, ttl_s=600,
+                                 dwell_ms={0: 1500})
+    assert store.impressions.extend_impression(
+        imp, exp_id, expect=["a", "b"], shown=["a", "b", "c"], record={"teams": [0, 1, 0]},
+        urls=[None] * 3, inactivity_s=300, attribution_ttl_s=900, arms=[0, 1],
+        seg="device=pc", user_hash=user)
+    store.experiments.next_t(exp_id)
+    store.impressions.end_impression(imp, exp_id, drain_ttl_s=30)
+    store.drains.claim(exp_id, 10, 30)
+    store.drains.take_drain(exp_id, 30)
+    store.credits.read_impressions(exp_id, [imp])
+    store.experiments.add_audit(exp_id, json.dumps({"action": "x"}))
+    store.ranker_health.ranker_failed(exp_id, 1, threshold=3, quarantine_s=60)
+    store.ranker_health.ranker_answers(exp_id, {0: "o", 1: "e"}, window=20, least=5, share=0.5,
                          reprobe_s=60)
-    store.record_event(exp_id, "ev1", "test", "{}", audit=json.dumps({"a": 1}),
+    store.webhooks.record_event(exp_id, "ev1", "test", "{}", audit=json.dumps({"a": 1}),
                        once=("ramp", "1"))
     mark = json.dumps({"status": "credited", "outcomes": [[0, 1, 1.0]]})
-    store.commit_credit(exp_id, sv=store.snapshot(exp_id).sv, guard=None, gone={},
-                        entries=[Entry(imp, mark, 1, ("credited",), ((0, 1, 1.0, 0),))])
+    store.credits.commit_credit(exp_id, sv=store.experiments.snapshot(exp_id).sv, guard=None,
+                                gone={}, entries=[Entry(imp, mark, 1, ("credited",),
+                                                        ((0, 1, 1.0, 0),))])
     call = OutcomeCall(exp_id=exp_id, digest="d1", doc="a", windows="orders:3600",
                        value="", action="purchase", ttl_s=600, user_hash=user)
-    store.record_outcomes([call], "~d1")
-    store.commit_metric_credit(exp_id, [("~d1", "d1", "{}", MetricSpec(
+    store.outcomes.record_outcomes([call], "~d1")
+    store.outcomes.commit_metric_credit(exp_id, [("~d1", "d1", "{}", MetricSpec(
         ("device=pc",), {"orders": [[0, 1, 1.0]]}, {}, ("outcome_events",)))])
     ab_imp = k.new_impression_id(exp_id)
-    store.save_ab_search(ab_imp, exp_id=exp_id, t=2, arm=1, user=user, shown=["a"],
+    store.ab.save_ab_search(ab_imp, exp_id=exp_id, t=2, arm=1, user=user, shown=["a"],
                          urls=[None], token_expires=2**31, ttl_s=600,
                          counters={"impressions": 1}, conversions=["orders"],
                          attribution_ttl_s=900)
-    store.ab_click(exp_id, ab_imp)
-    store.record_outcomes([OutcomeCall(exp_id=exp_id, digest="d2", doc="a",
+    store.ab.ab_click(exp_id, ab_imp)
+    store.outcomes.record_outcomes([OutcomeCall(exp_id=exp_id, digest="d2", doc="a",
                                        windows="orders:3600:count", value="",
                                        action="purchase", ttl_s=600, user_hash=user,
                                        ab=True)], "~d2")
     place = f"split-{secrets.token_hex(3)}"
-    store.count_split(place, {(1, "e1"): 2}, {(1, "e1"): {"x", "y"}})
+    store.splits.count_split(place, {(1, "e1"): 2}, {(1, "e1"): {"x", "y"}})
 
     assert {name for name, _, _ in log} == set(SCRIPTS)
     for name, keys, args in log:
