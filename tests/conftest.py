@@ -294,8 +294,133 @@ def tier_problem(nodeid: str, tier: str, fixturenames: Iterable[str],
     return None
 
 
+#: seconds the slowest modules took, setup and teardown included, under ``scripts/test`` (four
+#: xdist processes on a loaded 2-core machine, December 2026). Only their order matters: the
+#: modules start longest first (:func:`schedule`), so that no long module starts last and
+#: finishes alone while the other processes idle. A module not listed counts as
+#: :data:`TIER_SECONDS` of its tier says. Refresh with ``scripts/test --durations=0`` when a
+#: module's time changes much (tests/helpers/durations.py sums a run's output by module)
+MODULE_SECONDS: dict[str, float] = {
+    "tests/service/test_contract_fuzz.py": 220,
+    "tests/service/test_faults_under_load.py": 150,
+    "tests/service/test_worker_faults.py": 130,
+    "tests/service/test_segments.py": 95,
+    "tests/service/test_fault_recovery_load.py": 90,
+    "tests/service/test_live_vs_offline.py": 75,
+    "tests/service/test_workers_credit.py": 75,
+    "tests/service/test_cli_usability.py": 70,
+    "tests/service/test_live_aa.py": 65,
+    "tests/service/test_webhooks.py": 60,
+    "tests/service/test_quickstart.py": 50,
+    "tests/service/test_operability.py": 50,
+    "tests/service/test_ab_live.py": 45,
+    "tests/service/test_docs.py": 45,
+    "tests/service/test_events.py": 40,
+    "tests/service/test_traffic_cli.py": 35,
+    "tests/service/test_commands.py": 30,
+    "tests/service/test_abandonment_guardrail.py": 30,
+    "tests/service/test_paging.py": 25,
+    "tests/service/test_abuse_limits.py": 25,
+    "tests/service/test_segment_report.py": 25,
+    "tests/service/test_ranker_templates.py": 25,
+    "tests/service/test_live_fidelity.py": 20,
+    "tests/service/test_conversions.py": 20,
+    "tests/service/test_broken_rankers.py": 20,
+    "tests/service/test_primary_metric.py": 20,
+    "tests/service/test_frontend_keys.py": 15,
+    "tests/service/test_rollout.py": 15,
+    "tests/service/test_fault_recovery.py": 10,
+    "tests/service/test_events_retention.py": 10,
+}
+#: modules whose tests share no module fixture and take minutes each: under xdist each test
+#: is a unit of its own (:class:`ModuleScheduling`), so they run side by side
+SPLIT_MODULES = frozenset({"tests/e2e/test_demo.py"})
+#: modules that share an expensive session fixture: each group runs on one xdist process, so
+#: the fixture starts once (the metrics run: a demo-like run of a minute)
+MODULE_GROUPS: dict[str, str] = {
+    "tests/e2e/test_metrics.py": "metrics_run",
+    "tests/e2e/test_dashboards_prometheus.py": "metrics_run",
+}
+#: the estimate of a module :data:`MODULE_SECONDS` does not list, by tier (None: a doctest's
+#: or a helper's module)
+TIER_SECONDS: dict[str | None, float] = {"e2e": 20, "service": 5, "stats": 5, "unit": 1,
+                                         None: 1}
+
+
+def module_seconds(path: Path) -> float:
+    """The expected seconds of the tests of module ``path`` (:data:`MODULE_SECONDS`)."""
+    path = Path(path).resolve()
+    rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    return MODULE_SECONDS.get(rel, TIER_SECONDS[tier_of(path)])
+
+
+def schedule(items: list[pytest.Item]) -> None:
+    """Order ``items`` module by module, the longest module first (stable: the tests of a
+    module keep their order, modules of equal estimates theirs). ``scripts/test`` runs
+    xdist with ``--dist loadfile --no-loadscope-reorder``: each module runs whole on one
+    process (its module fixtures start once), and the processes take modules in this
+    order, so a long module never starts last. Every xdist process collects the same
+    order (it is a pure function of the collection)."""
+    first: dict[str, int] = {}
+    cost: dict[str, float] = {}
+    for k, item in enumerate(items):
+        key = str(item.fspath)
+        if key not in first:
+            first[key] = k
+            cost[key] = module_seconds(Path(key))
+    items.sort(key=lambda item: (-cost[str(item.fspath)], first[str(item.fspath)]))
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work of test ``nodeid`` under xdist: its module, its group
+    (:data:`MODULE_GROUPS`), or the test itself in a module of :data:`SPLIT_MODULES`.
+
+    >>> work_unit("tests/service/test_events.py::test_x[1]")
+    'tests/service/test_events.py'
+    >>> work_unit("tests/e2e/test_metrics.py::test_run_was_clean")
+    'metrics_run'
+    >>> work_unit("tests/e2e/test_demo.py::test_ctrl_c")
+    'tests/e2e/test_demo.py::test_ctrl_c'
+    """
+    module = nodeid.split("::", 1)[0]
+    if module in SPLIT_MODULES:
+        return nodeid
+    return MODULE_GROUPS.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``scripts/test``'s xdist scheduling (:class:`ModuleScheduling`)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        """Units of :func:`work_unit`, handed out in the collection's order (longest
+        first: :func:`schedule`), a process getting its next unit only when it holds one
+        test that has not started: a long unit does not wait in the queue of a busy
+        process while another one idles."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            # a process runs a test once it knows the next one (or that there is none):
+            # one test in hand is the least that keeps it busy
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
+    return ModuleScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier and refuse a test in the wrong one (all at once)."""
+    """Mark each test with its tier and refuse a test in the wrong one (all at once); order
+    the modules longest first (:func:`schedule`)."""
+    schedule(items)
     problems = []
     for item in items:
         tier = tier_of(Path(str(item.fspath)))
