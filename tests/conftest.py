@@ -10,7 +10,14 @@
   ``ensure()``, ``restart(delay_ms=...)`` and ``kill9()``.
 
 Everything is session-scoped: the stack starts once (a few seconds) and each test works
-on its own experiment.
+on its own experiment. The harness behind the fixtures is in ``tests/helpers/`` (toy
+rankers, the API server, the worker's control, ``wait_for``); ``demo.stack`` keeps what
+``rankduel demo`` needs too (``Stack``, ``ThreadedServer``, ``wait_until``).
+
+``scripts/test`` runs the server tiers in several pytest-xdist processes: a session fixture
+is per process, so each process has its own Redis, API, rankers and Celery worker, all on
+free ports, and no test sees another process's keys or tasks. The modules run longest
+first, each whole on one process (:func:`schedule`, :func:`pytest_xdist_make_scheduler`).
 
 The tests are in four tiers, one folder each, marked by folder (``-m unit`` etc.):
 
@@ -48,7 +55,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -64,48 +70,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 #: the toy rankers live on loopback, which the ranker allow-list refuses by default
 LOOPBACK = "127.0.0.1,localhost"
-
-
-def _docs(name: str, k: int) -> list[dict]:
-    base = [f"d{i:02d}" for i in range(30)]
-    order = {
-        "good": base,
-        "bad": base[::-1],
-        "mid": base[10:] + base[:10],
-        "alt": base[1:] + base[:1],
-    }.get(name, base)
-    return [{"id": d, "title": f"doc {d}", "source": name, "url": f"https://docs.example/{d}"}
-            for d in order[:k]]
-
-
-def make_toy_rankers():
-    from flask import Flask, jsonify, request
-
-    app = Flask("toy-rankers")
-
-    @app.get("/r/<name>")
-    def rank(name: str):
-        k = int(request.args.get("k", 10))
-        if name == "slow":
-            time.sleep(1.5)
-        if name == "broken":
-            return jsonify({"error": "boom"}), 500
-        if name == "garbage":
-            return "<html>not json</html>", 200
-        if name == "trickle":  # headers at once, then one byte every 100 ms for 5 s
-            def drip():
-                for _ in range(50):
-                    time.sleep(0.1)
-                    yield b" "
-            return app.response_class(drip(), mimetype="application/json")
-        if name == "huge":  # a 2 MiB body
-            return jsonify({"results": [{"id": f"d{i:02d}", "pad": "x" * 70_000}
-                                        for i in range(30)]})
-        if name == "longid":
-            return jsonify({"results": [{"id": "x" * 300}]})
-        return jsonify({"results": _docs(name, k), "q": request.args.get("q")})
-
-    return app
 
 
 @pytest.fixture(scope="session")
@@ -155,6 +119,8 @@ def service_env(redis_url, tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def ranker_server():
+    from helpers.toy_rankers import make_toy_rankers
+
     from demo.stack import ThreadedServer
 
     server = ThreadedServer(make_toy_rankers())
@@ -165,63 +131,17 @@ def ranker_server():
 @pytest.fixture(scope="session")
 def api(service_env):
     """The app on a real loopback port, configured like the worker."""
-    from demo.stack import ThreadedServer
-    from service.app import create_app
-    from service.config import load_config
+    from helpers.api import serve_api
 
-    config = load_config(env=service_env)
-    server = ThreadedServer(create_app(config))
-    server.config = config
+    server = serve_api(service_env)
     yield server
     server.close()
 
 
-class WorkerControl:
-    """Start, restart and kill the real Celery worker of the test session."""
-
-    def __init__(self, stack, env: dict[str, str], redis_url: str) -> None:
-        self.stack, self.env, self.redis_url = stack, env, redis_url
-        self.child = None
-        self.generation = 0
-        self.delay_ms, self.concurrency = 0.0, 1
-
-    def ensure(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
-        if (self.child is not None and self.child.alive() and self.delay_ms == delay_ms
-                and self.concurrency == concurrency):
-            return
-        self.restart(delay_ms, concurrency)
-
-    def restart(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
-        if self.child is not None:
-            self.child.stop()
-        self.generation += 1
-        self.delay_ms, self.concurrency = delay_ms, concurrency
-        name = f"worker{self.generation}"
-        if delay_ms:  # slow credit transactions, by a wrapper (tests/fault_worker.py)
-            self.child = self.stack.python(name, [
-                str(ROOT / "tests" / "fault_worker.py"), str(delay_ms), "worker",
-                "--no-supervise",  # the patch lives in this process, not in a child
-                "--concurrency", str(concurrency), "--loglevel", "warning",
-                "--hostname", f"{name}-{os.getpid()}@%h"], self.env)
-        else:
-            self.child = self.stack.start_worker(self.env, name=name, concurrency=concurrency)
-        self.stack.wait_worker(self.child, self.redis_url)
-
-    def stop(self) -> None:
-        """Stop the worker cleanly (``ensure()`` starts it again)."""
-        if self.child is not None:
-            self.child.stop()
-
-    def kill9(self) -> None:
-        """SIGKILL the worker's whole process group: supervisor, main process and pool."""
-        import signal
-
-        self.child.kill(signal.SIGKILL)
-        self.child.proc.wait(10)
-
-
 @pytest.fixture(scope="session")
 def worker(stack, service_env, redis_url):
+    from helpers.workers import WorkerControl
+
     control = WorkerControl(stack, service_env, redis_url)
     control.ensure()
     yield control
