@@ -17,8 +17,8 @@ from helpers.wait import wait_for
 
 import interleaving
 from demo.client import ApiResponseError
-from service.outcomes.metrics import bounded
-from service.store.events import event as log_event
+from service.outcomes.declared import bounded
+from service.store.event_log import event as log_event
 from service.store.keys import imp_key, pending_key
 from tests.conftest import ADMIN
 
