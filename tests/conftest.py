@@ -10,7 +10,14 @@
   ``ensure()``, ``restart(delay_ms=...)`` and ``kill9()``.
 
 Everything is session-scoped: the stack starts once (a few seconds) and each test works
-on its own experiment.
+on its own experiment. The harness behind the fixtures is in ``tests/helpers/`` (toy
+rankers, the API server, the worker's control, ``wait_for``); ``demo.stack`` keeps what
+``rankduel demo`` needs too (``Stack``, ``ThreadedServer``, ``wait_until``).
+
+``scripts/test`` runs the server tiers in several pytest-xdist processes: a session fixture
+is per process, so each process has its own Redis, API, rankers and Celery worker, all on
+free ports, and no test sees another process's keys or tasks. The modules run longest
+first, each whole on one process (:func:`schedule`, :func:`pytest_xdist_make_scheduler`).
 
 The tests are in four tiers, one folder each, marked by folder (``-m unit`` etc.):
 
@@ -48,7 +55,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -64,48 +70,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 #: the toy rankers live on loopback, which the ranker allow-list refuses by default
 LOOPBACK = "127.0.0.1,localhost"
-
-
-def _docs(name: str, k: int) -> list[dict]:
-    base = [f"d{i:02d}" for i in range(30)]
-    order = {
-        "good": base,
-        "bad": base[::-1],
-        "mid": base[10:] + base[:10],
-        "alt": base[1:] + base[:1],
-    }.get(name, base)
-    return [{"id": d, "title": f"doc {d}", "source": name, "url": f"https://docs.example/{d}"}
-            for d in order[:k]]
-
-
-def make_toy_rankers():
-    from flask import Flask, jsonify, request
-
-    app = Flask("toy-rankers")
-
-    @app.get("/r/<name>")
-    def rank(name: str):
-        k = int(request.args.get("k", 10))
-        if name == "slow":
-            time.sleep(1.5)
-        if name == "broken":
-            return jsonify({"error": "boom"}), 500
-        if name == "garbage":
-            return "<html>not json</html>", 200
-        if name == "trickle":  # headers at once, then one byte every 100 ms for 5 s
-            def drip():
-                for _ in range(50):
-                    time.sleep(0.1)
-                    yield b" "
-            return app.response_class(drip(), mimetype="application/json")
-        if name == "huge":  # a 2 MiB body
-            return jsonify({"results": [{"id": f"d{i:02d}", "pad": "x" * 70_000}
-                                        for i in range(30)]})
-        if name == "longid":
-            return jsonify({"results": [{"id": "x" * 300}]})
-        return jsonify({"results": _docs(name, k), "q": request.args.get("q")})
-
-    return app
 
 
 @pytest.fixture(scope="session")
@@ -155,6 +119,8 @@ def service_env(redis_url, tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def ranker_server():
+    from helpers.toy_rankers import make_toy_rankers
+
     from demo.stack import ThreadedServer
 
     server = ThreadedServer(make_toy_rankers())
@@ -165,63 +131,17 @@ def ranker_server():
 @pytest.fixture(scope="session")
 def api(service_env):
     """The app on a real loopback port, configured like the worker."""
-    from demo.stack import ThreadedServer
-    from service.app import create_app
-    from service.config import load_config
+    from helpers.api import serve_api
 
-    config = load_config(env=service_env)
-    server = ThreadedServer(create_app(config))
-    server.config = config
+    server = serve_api(service_env)
     yield server
     server.close()
 
 
-class WorkerControl:
-    """Start, restart and kill the real Celery worker of the test session."""
-
-    def __init__(self, stack, env: dict[str, str], redis_url: str) -> None:
-        self.stack, self.env, self.redis_url = stack, env, redis_url
-        self.child = None
-        self.generation = 0
-        self.delay_ms, self.concurrency = 0.0, 1
-
-    def ensure(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
-        if (self.child is not None and self.child.alive() and self.delay_ms == delay_ms
-                and self.concurrency == concurrency):
-            return
-        self.restart(delay_ms, concurrency)
-
-    def restart(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
-        if self.child is not None:
-            self.child.stop()
-        self.generation += 1
-        self.delay_ms, self.concurrency = delay_ms, concurrency
-        name = f"worker{self.generation}"
-        if delay_ms:  # slow credit transactions, by a wrapper (tests/fault_worker.py)
-            self.child = self.stack.python(name, [
-                str(ROOT / "tests" / "fault_worker.py"), str(delay_ms), "worker",
-                "--no-supervise",  # the patch lives in this process, not in a child
-                "--concurrency", str(concurrency), "--loglevel", "warning",
-                "--hostname", f"{name}-{os.getpid()}@%h"], self.env)
-        else:
-            self.child = self.stack.start_worker(self.env, name=name, concurrency=concurrency)
-        self.stack.wait_worker(self.child, self.redis_url)
-
-    def stop(self) -> None:
-        """Stop the worker cleanly (``ensure()`` starts it again)."""
-        if self.child is not None:
-            self.child.stop()
-
-    def kill9(self) -> None:
-        """SIGKILL the worker's whole process group: supervisor, main process and pool."""
-        import signal
-
-        self.child.kill(signal.SIGKILL)
-        self.child.proc.wait(10)
-
-
 @pytest.fixture(scope="session")
 def worker(stack, service_env, redis_url):
+    from helpers.workers import WorkerControl
+
     control = WorkerControl(stack, service_env, redis_url)
     control.ensure()
     yield control
@@ -294,8 +214,133 @@ def tier_problem(nodeid: str, tier: str, fixturenames: Iterable[str],
     return None
 
 
+#: seconds the slowest modules took, setup and teardown included, under ``scripts/test`` (four
+#: xdist processes on a loaded 2-core machine, December 2026). Only their order matters: the
+#: modules start longest first (:func:`schedule`), so that no long module starts last and
+#: finishes alone while the other processes idle. A module not listed counts as
+#: :data:`TIER_SECONDS` of its tier says. Refresh with ``scripts/test --durations=0`` when a
+#: module's time changes much (tests/helpers/durations.py sums a run's output by module)
+MODULE_SECONDS: dict[str, float] = {
+    "tests/service/test_contract_fuzz.py": 220,
+    "tests/service/test_faults_under_load.py": 150,
+    "tests/service/test_worker_faults.py": 130,
+    "tests/service/test_segments.py": 95,
+    "tests/service/test_fault_recovery_load.py": 90,
+    "tests/service/test_live_vs_offline.py": 75,
+    "tests/service/test_workers_credit.py": 75,
+    "tests/service/test_cli_usability.py": 70,
+    "tests/service/test_live_aa.py": 65,
+    "tests/service/test_webhooks.py": 60,
+    "tests/service/test_quickstart.py": 50,
+    "tests/service/test_operability.py": 50,
+    "tests/service/test_ab_live.py": 45,
+    "tests/service/test_docs.py": 45,
+    "tests/service/test_events.py": 40,
+    "tests/service/test_traffic_cli.py": 35,
+    "tests/service/test_commands.py": 30,
+    "tests/service/test_abandonment_guardrail.py": 30,
+    "tests/service/test_paging.py": 25,
+    "tests/service/test_abuse_limits.py": 25,
+    "tests/service/test_segment_report.py": 25,
+    "tests/service/test_ranker_templates.py": 25,
+    "tests/service/test_live_fidelity.py": 20,
+    "tests/service/test_conversions.py": 20,
+    "tests/service/test_broken_rankers.py": 20,
+    "tests/service/test_primary_metric.py": 20,
+    "tests/service/test_frontend_keys.py": 15,
+    "tests/service/test_rollout.py": 15,
+    "tests/service/test_fault_recovery.py": 10,
+    "tests/service/test_events_retention.py": 10,
+}
+#: modules whose tests share no module fixture and take minutes each: under xdist each test
+#: is a unit of its own (:class:`ModuleScheduling`), so they run side by side
+SPLIT_MODULES = frozenset({"tests/e2e/test_demo.py"})
+#: modules that share an expensive session fixture: each group runs on one xdist process, so
+#: the fixture starts once (the metrics run: a demo-like run of a minute)
+MODULE_GROUPS: dict[str, str] = {
+    "tests/e2e/test_metrics.py": "metrics_run",
+    "tests/e2e/test_dashboards_prometheus.py": "metrics_run",
+}
+#: the estimate of a module :data:`MODULE_SECONDS` does not list, by tier (None: a doctest's
+#: or a helper's module)
+TIER_SECONDS: dict[str | None, float] = {"e2e": 20, "service": 5, "stats": 5, "unit": 1,
+                                         None: 1}
+
+
+def module_seconds(path: Path) -> float:
+    """The expected seconds of the tests of module ``path`` (:data:`MODULE_SECONDS`)."""
+    path = Path(path).resolve()
+    rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    return MODULE_SECONDS.get(rel, TIER_SECONDS[tier_of(path)])
+
+
+def schedule(items: list[pytest.Item]) -> None:
+    """Order ``items`` module by module, the longest module first (stable: the tests of a
+    module keep their order, modules of equal estimates theirs). ``scripts/test`` runs
+    xdist with ``--dist loadfile --no-loadscope-reorder``: each module runs whole on one
+    process (its module fixtures start once), and the processes take modules in this
+    order, so a long module never starts last. Every xdist process collects the same
+    order (it is a pure function of the collection)."""
+    first: dict[str, int] = {}
+    cost: dict[str, float] = {}
+    for k, item in enumerate(items):
+        key = str(item.fspath)
+        if key not in first:
+            first[key] = k
+            cost[key] = module_seconds(Path(key))
+    items.sort(key=lambda item: (-cost[str(item.fspath)], first[str(item.fspath)]))
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work of test ``nodeid`` under xdist: its module, its group
+    (:data:`MODULE_GROUPS`), or the test itself in a module of :data:`SPLIT_MODULES`.
+
+    >>> work_unit("tests/service/test_events.py::test_x[1]")
+    'tests/service/test_events.py'
+    >>> work_unit("tests/e2e/test_metrics.py::test_run_was_clean")
+    'metrics_run'
+    >>> work_unit("tests/e2e/test_demo.py::test_ctrl_c")
+    'tests/e2e/test_demo.py::test_ctrl_c'
+    """
+    module = nodeid.split("::", 1)[0]
+    if module in SPLIT_MODULES:
+        return nodeid
+    return MODULE_GROUPS.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``scripts/test``'s xdist scheduling (:class:`ModuleScheduling`)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        """Units of :func:`work_unit`, handed out in the collection's order (longest
+        first: :func:`schedule`), a process getting its next unit only when it holds one
+        test that has not started: a long unit does not wait in the queue of a busy
+        process while another one idles."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            # a process runs a test once it knows the next one (or that there is none):
+            # one test in hand is the least that keeps it busy
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
+    return ModuleScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier and refuse a test in the wrong one (all at once)."""
+    """Mark each test with its tier and refuse a test in the wrong one (all at once); order
+    the modules longest first (:func:`schedule`)."""
+    schedule(items)
     problems = []
     for item in items:
         tier = tier_of(Path(str(item.fspath)))

@@ -27,14 +27,30 @@ def create(store: Store, policy: RankerPolicy, *, url: str, events: Sequence[str
     for i, exp_id in enumerate(experiments or ()):
         if not store.experiments.exists(exp_id):
             raise Unprocessable(f"field 'experiments[{i}]': no experiment {exp_id!r}")
-    now = store.webhooks.server_time()  # the outbox's clock: the hook starts after this
+    now = store.webhooks.server_time()  # the outbox's clock: the hook starts at its ms
     hook_id = "wh_" + secrets.token_hex(8)
     store.webhooks.create_webhook(hook_id, {
         "url": url, "events": list(dict.fromkeys(events)),
         "experiments": list(dict.fromkeys(experiments)) if experiments else None,
         "description": description, "created_at": now,
-        "since": f"{int(now * 1000)}-0"}, secret)
+        "since": since_id(now)}, secret)
     return describe(store, hook_id)
+
+
+#: the largest sequence number of a stream id (Redis: an unsigned 64-bit integer)
+MAX_SEQ = 2**64 - 1
+
+
+def since_id(now: float) -> str:
+    """The cursor of a hook created at ``now`` (seconds, the outbox's clock): the last
+    stream id of the millisecond before, so that the read after it (exclusive) starts with
+    the first event of ``now``'s millisecond. ``f"{ms}-0"`` skipped an event appended in
+    the same millisecond as the creation: its id is ``{ms}-0`` itself.
+
+    >>> since_id(1.5)
+    '1499-18446744073709551615'
+    """
+    return f"{int(now * 1000) - 1}-{MAX_SEQ}"
 
 
 def describe(store: Store, hook_id: str) -> dict[str, Any]:

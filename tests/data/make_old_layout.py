@@ -24,7 +24,7 @@ def main() -> None:
     sys.path.insert(1, str(HERE.parent))
     import numpy as np
     import redis
-    from conftest import make_toy_rankers
+    from helpers.toy_rankers import make_toy_rankers
 
     from demo.client import Client
     from demo.stack import Stack, ThreadedServer

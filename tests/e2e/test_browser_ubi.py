@@ -14,12 +14,13 @@ import json
 import numpy as np
 import pytest
 from conftest import ADMIN
+from helpers.api import all_credited, rankers_for
+from helpers.wait import wait_for
 
 from cli.commands.export import pages
 from demo.client import Client
 from demo.stack import ThreadedServer, wait_until
 from service.app import create_app
-from tests.service.test_workers_credit import all_credited, rankers_for, wait_for
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>shop</title>%(script)s
 </head><body><ol id="results"></ol><script>

@@ -85,7 +85,7 @@ def migrate_cli(env: dict[str, str], *args: str) -> str:
 def rankers():
     """The toy rankers the fixture was made with, on a port the kernel picks (the fixture's
     own port may be taken by another process on a busy machine)."""
-    from conftest import make_toy_rankers
+    from helpers.toy_rankers import make_toy_rankers
 
     from demo.stack import ThreadedServer
 

@@ -24,12 +24,13 @@ from urllib.parse import urlencode
 
 import pytest
 from conftest import ADMIN, ROOT
+from helpers.api import all_credited
+from helpers.wait import wait_for
 
 from demo import matrix_world
 from demo.client import Client
 from demo.stack import ThreadedServer, wait_until
 from tests.service.test_segment_report import SEARCHES, drive
-from tests.service.test_workers_credit import all_credited, wait_for
 
 #: set to 1 to regenerate the docs' screenshots of these pages (as tests/e2e/test_report.py
 #: does docs/operator-ui.png); otherwise they go to a temporary folder

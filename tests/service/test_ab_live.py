@@ -18,9 +18,9 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pytest
+from helpers.wait import wait_for
 
 from rollout.ab import Moments
-from tests.service.test_workers_credit import wait_for
 
 #: the toy ranker "good" is the control's; "alt" and "flaky" are treatments
 CTR = {"prod": 0.30, "good": 0.30, "alt": 0.45, "flaky": 0.30}

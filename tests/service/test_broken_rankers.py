@@ -22,8 +22,8 @@ import threading
 import numpy as np
 import pytest
 from flask import Flask, jsonify, request
+from helpers.wait import wait_for
 from test_service_api import assert_error, rankers_for
-from test_workers_credit import wait_for
 
 from demo.client import Client
 from demo.stack import ThreadedServer, free_port, wait_until

@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 import pytest
+from helpers.api import all_credited, rankers_for
+from helpers.wait import wait_for
 
 import interleaving
 from demo.client import ApiResponseError
@@ -19,7 +21,6 @@ from service.outcomes.declared import bounded
 from service.store.event_log import event as log_event
 from service.store.keys import imp_key, pending_key
 from tests.conftest import ADMIN
-from tests.service.test_workers_credit import all_credited, rankers_for, wait_for
 
 BACK_END = {"Authorization": f"Bearer {ADMIN}"}
 #: the clickbait ranker's eye-catching documents come first in its list ("bad": d29,

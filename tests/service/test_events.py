@@ -13,13 +13,14 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from helpers.api import all_credited, rankers_for
+from helpers.wait import wait_for
 
 from cli.commands.export import export
 from cli.commands.replay import read, replay
 from cli.main import main
 from tests.conftest import ADMIN
-from tests.service.test_segments import SEGMENTS, drive
-from tests.service.test_workers_credit import all_credited, rankers_for, wait_for
+from tests.service.test_segments import SEGMENTS, drive, patient_client  # noqa: F401
 
 
 def page_all(base_url, exp_id, limit):
@@ -41,8 +42,10 @@ def page_all(base_url, exp_id, limit):
         assert after == lines[-1]["cursor"]
 
 
-def test_export_replays_to_the_live_w_through_a_killed_worker(client, ranker_server, worker,
-                                                              api, rd, tmp_path, capsys):
+def test_export_replays_to_the_live_w_through_a_killed_worker(patient_client, ranker_server,  # noqa: F811
+                                                              worker, api, rd, tmp_path,
+                                                              capsys):
+    client = patient_client  # its impressions fall due at their end only (test_segments)
     # slow, so the kill lands mid-backlog: 300 ms an impression keeps the claimed batch
     # visible for 12 s, which a test process starved on a busy machine still sees
     worker.restart(delay_ms=300)

@@ -12,7 +12,8 @@ import signal
 import time
 
 import numpy as np
-from test_workers_credit import rankers_for, wait_for
+from helpers.api import rankers_for
+from helpers.wait import wait_for
 
 from service.store.keys import t_key
 

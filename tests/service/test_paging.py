@@ -14,7 +14,8 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pytest
-from test_service_flow import make_experiment, wait_for
+from helpers.wait import wait_for
+from test_service_flow import make_experiment
 
 from demo.client import ApiResponseError
 

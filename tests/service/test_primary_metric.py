@@ -11,6 +11,8 @@ import json
 
 import numpy as np
 import pytest
+from helpers.api import all_credited
+from helpers.wait import wait_for
 
 import interleaving
 from service.outcomes.declared import bounded
@@ -24,7 +26,6 @@ from tests.service.test_conversions import (
     outcome,
     two_rankers,
 )
-from tests.service.test_workers_credit import all_credited, wait_for
 
 
 def _credit(W: np.ndarray, record, arms, pos: int, value: float | None) -> None:

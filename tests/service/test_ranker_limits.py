@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from test_workers_credit import rankers_for
+from helpers.api import rankers_for
 
 from service.rankers.client import RankerClient, RankerFailure
 from service.store.records import Ranker

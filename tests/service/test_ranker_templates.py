@@ -25,7 +25,7 @@ import threading
 import numpy as np
 import pytest
 from flask import Flask, jsonify, request
-from test_workers_credit import wait_for
+from helpers.wait import wait_for
 
 from demo.run import Demo, DemoOptions
 from demo.world_rankers import demo_world, ranker_name

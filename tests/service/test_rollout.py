@@ -339,7 +339,7 @@ def test_a_control_ranker_down_is_a_502_that_names_it(rc, ranker_server):
         h = rc.request("GET", f"/placements/{name}", admin=True)[1]["control_health"]
         return h if h["calls"] >= 3 else None
 
-    from test_workers_credit import wait_for
+    from helpers.wait import wait_for
 
     h = wait_for(health, what="the control's calls written")
     assert h["failures"] == h["calls"] and h["failure_rate"] == 1.0 and h["empty"] == 0

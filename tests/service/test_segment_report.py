@@ -14,12 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from helpers.api import all_credited
+from helpers.wait import wait_for
 
 from cli.commands.report import table
 from demo import matrix_world
 from demo.client import Client
 from demo.stack import ThreadedServer
-from tests.service.test_workers_credit import all_credited, wait_for
 
 SEARCHES = 900
 #: P[i, j]: the chance a user clicks doc<i> over doc<j>, by device

@@ -16,21 +16,31 @@ import time
 
 import numpy as np
 import pytest
+from helpers.api import all_credited, rankers_for, serve_api
+from helpers.wait import wait_for
 
-from demo.client import ApiResponseError
+from demo.client import ApiResponseError, Client
 from service.store.keys import experiment_of as exp_of
 from service.store.keys import imp_key, pending_key
-from tests.service.test_workers_credit import (
-    all_credited,
-    expected_decisive,
-    rankers_for,
-    wait_for,
-)
+from tests.conftest import ADMIN
+from tests.service.test_workers_credit import expected_decisive
 
 SEGMENTS = {"device": ["mobile", "desktop"], "market": ["de", "fr", "us"]}
 #: what the searches send, in turn: declared values, an undeclared one, none at all
 SENT = [{"device": "mobile", "market": "de"}, {"device": "desktop", "market": "us"},
         {"device": "tablet", "market": "fr"}, {"market": "jp"}, {}]
+
+
+@pytest.fixture
+def patient_client(service_env):
+    """A client of an API of its own (same Redis, same worker) whose impressions do not
+    fall idle within a test: inactivity 60 s, not the session's 1.5 s. The killed-worker
+    tests need the backlog to be exactly the impressions they end: with 1.5 s, searches
+    slowed by a busy machine (four xdist processes at load 20) left each impression idle
+    before its end, and the slow worker credited them all before the kill."""
+    server = serve_api({**service_env, "RANKDUEL_INACTIVITY_S": "60"})
+    yield Client(server.url, ADMIN)
+    server.close()
 
 
 def ikey(imp_id: str) -> str:
@@ -69,7 +79,14 @@ def drive(client, exp_id, n, rng, *, rd=None, worker=None):
             now = time.time()
             due = rd.zrange(pending_key(exp_id), 0, -1, withscores=True)
             return any(score > now for _, score in due)
-        wait_for(claimed, what="the backlog claimed")
+        try:
+            wait_for(claimed, what="the backlog claimed")
+        except AssertionError as exc:  # say what the worker did instead
+            due = rd.zrange(pending_key(exp_id), 0, -1, withscores=True)
+            raise AssertionError(f"{exc}: now {time.time():.3f}, pending {due[:5]} "
+                                 f"({len(due)}), counters "
+                                 f"{client.experiment(exp_id)['counters']}, worker log:\n"
+                                 f"{worker.log_tail(30)}") from None
     return [page["impression_id"] for page in pages]
 
 
@@ -137,8 +154,9 @@ def test_bad_declarations_are_422_saying_what_is_wrong(client, ranker_server, se
     assert words in json.dumps(err.value.body)
 
 
-def test_segment_w_sums_hold_through_a_killed_worker_and_replays(client, ranker_server,
+def test_segment_w_sums_hold_through_a_killed_worker_and_replays(patient_client, ranker_server,
                                                                  worker, rd, api):
+    client = patient_client
     # the slow worker (300 ms per impression in a credit transaction) is killed with
     # SIGKILL while it works through the backlog, then replaced (as
     # test_workers_credit.test_worker_killed_mid_task_loses_and_doubles_nothing)

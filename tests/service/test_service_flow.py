@@ -2,19 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
-
-
-def wait_for(check, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+from helpers.wait import wait_for
 
 
 def make_experiment(client, ranker_server, names=("good", "bad"), algorithm="uniform",

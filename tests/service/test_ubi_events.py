@@ -11,10 +11,11 @@ import json
 
 import numpy as np
 import pytest
+from helpers.api import all_credited, rankers_for
+from helpers.wait import wait_for
 
 from cli.commands.export import pages
 from tests.conftest import ADMIN
-from tests.service.test_workers_credit import all_credited, rankers_for, wait_for
 
 
 def ubi_click(page, rank, **attrs):

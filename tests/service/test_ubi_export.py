@@ -14,10 +14,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers.api import all_credited, rankers_for
+from helpers.wait import wait_for
 
 from cli.main import main
 from tests.conftest import ADMIN
-from tests.service.test_workers_credit import all_credited, rankers_for, wait_for
 from tests.ubi_schemas import check_documents
 
 

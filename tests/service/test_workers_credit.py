@@ -10,10 +10,11 @@ interleaving and clicks yield an outcome — recomputed here from what Redis sto
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
+from helpers.api import all_credited, rankers_for
+from helpers.wait import wait_for
 
 import interleaving
 from service.store.keys import clicks_key, drains_key, imp_key
@@ -23,29 +24,6 @@ from service.store.keys import experiment_of as exp_of
 def ikey(imp_id: str) -> str:
     """The key of an impression (its id names its experiment)."""
     return imp_key(exp_of(imp_id), imp_id)
-
-
-def rankers_for(server, *names):
-    return [{"name": n, "url": f"{server.url}/r/{n}", "timeout_ms": 1000} for n in names]
-
-
-def wait_for(check, timeout=45.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def all_credited(client, exp_id):
-    def check():
-        s = client.experiment(exp_id)
-        c = s["counters"]
-        return c.get("credited", 0) == c["impressions"] and s
-
-    return check
 
 
 def expected_decisive(rd, imp_ids):

@@ -31,6 +31,7 @@ OUTSIDE_SETTINGS = {
     "RANKDUEL_FRONTEND_TOKEN",   # rankduel traffic's front-end key (a client, not the API)
     "RANKDUEL_BENCH_CODE",       # bench/search_cpu.py: the checkout to measure
     "RANKDUEL_UPDATE_DOCS_SCREENSHOT",  # tests/e2e/test_report.py: rewrite docs/operator-ui.png
+    "RANKDUEL_TEST_PROCESSES",   # scripts/test: how many pytest-xdist processes
 }
 
 

@@ -1,0 +1,36 @@
+"""The API under test and what the tests ask it: the app on a loopback port, rankers on the
+toy server, and "is everything credited"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def serve_api(env: dict[str, str]):
+    """``create_app`` configured from ``env`` (as the worker is), served on a free loopback
+    port by ``demo.stack.ThreadedServer``; the server, with the config as ``.config``."""
+    from demo.stack import ThreadedServer
+    from service.app import create_app
+    from service.config import load_config
+
+    config = load_config(env=env)
+    server = ThreadedServer(create_app(config))
+    server.config = config
+    return server
+
+
+def rankers_for(server, *names: str) -> list[dict[str, Any]]:
+    """Ranker declarations for the toy rankers ``names`` of ``server`` (1 s timeouts)."""
+    return [{"name": n, "url": f"{server.url}/r/{n}", "timeout_ms": 1000} for n in names]
+
+
+def all_credited(client, exp_id: str) -> Callable[[], Any]:
+    """A check for :func:`helpers.wait.wait_for`: the experiment's state once every
+    impression is credited, else False."""
+    def check():
+        s = client.experiment(exp_id)
+        c = s["counters"]
+        return c.get("credited", 0) == c["impressions"] and s
+
+    return check
