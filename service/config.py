@@ -164,8 +164,7 @@ class Config:
         metrics (aggregated over its pool processes) and its ``/healthz``; empty (the
         default) for none.
     sweep_stale_s
-        A worker that runs the sweep reports itself unhealthy (``/healthz`` 503) when no
-        sweep has completed for this long.
+        A sweeping worker's ``/healthz`` answers 503 when no sweep completed this long.
     access_log
         Where ``rankduel serve`` writes its access log: ``-`` (the default) for its
         standard output, a file path, or ``off``.

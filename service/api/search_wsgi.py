@@ -37,7 +37,7 @@ from service.api.json_response import json_bytes
 from service.api.search_query import parse_search_query
 from service.placements import search as placement_search
 from service.runtime import EXTENSION
-from service.search import serve as searching
+from service.search import outage
 from service.search.ranker_health import SearchTiming
 
 #: the route and status label the Flask path gives a search's metrics
@@ -82,9 +82,8 @@ def wrap(app: Flask, flask_wsgi: Callable) -> Callable:
                 out = placement_search.search(rt, parsed.placement, parsed.q, parsed.k,
                                               parsed.user or None, timing, parsed.segments)
             else:
-                out = searching.search(rt, parsed.experiment, parsed.q, parsed.k,
-                                       parsed.user or None, timing,
-                                       segments=parsed.segments)
+                out = outage.search_experiment(rt, parsed.experiment, parsed.q, parsed.k,
+                                               parsed.user or None, timing, parsed.segments)
         except Exception as exc:
             return _error(app, environ, start_response, exc, t0, timing, keyed)
         body = json_bytes(out)
