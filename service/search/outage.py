@@ -164,7 +164,7 @@ def control_answer(rt: Runtime, placement: str, control: Ranker, q: str, k: int,
 
 def unavailable(what: str) -> Unavailable:
     """The 503 of a request that needs the store while it is down."""
-    return Unavailable(f"rankduel's state store is unavailable: {what}; retry",
+    return Unavailable(f"state store unavailable: {what}; retry",
                        headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
