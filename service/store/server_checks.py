@@ -125,5 +125,25 @@ def evicted_keys(client: Client) -> int:
     return sum(int(s.info("stats").get("evicted_keys", 0) or 0) for s in nodes(client))
 
 
-__all__ = ["ServerFacts", "evicted_keys", "eviction_problem", "facts", "nodes",
+class EvictionCollector:
+    """``rankduel_redis_evicted_keys``: keys Redis has evicted since it started, read at
+    scrape time (nothing when Redis does not answer: ``/readyz`` says so)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            n = evicted_keys(self.client)
+        except redis.RedisError:
+            return
+        yield GaugeMetricFamily(
+            "rankduel_redis_evicted_keys",
+            "Keys Redis has evicted since it started (INFO stats): above 0, rankduel's "
+            "state may have lost W, impressions or experiments.", value=n)
+
+
+__all__ = ["EvictionCollector", "ServerFacts", "evicted_keys", "eviction_problem", "facts", "nodes",
            "persistence_problem", "start_checks"]
