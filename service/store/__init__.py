@@ -70,13 +70,14 @@ from service.store.outcomes import OutcomeStore
 from service.store.placements import PlacementStore
 from service.store.ranker_health import HealthStore, parse_health
 from service.store.rate_limits import LimitStore
+from service.store.retention import RetentionStore
 from service.store.splits import SplitStore
 from service.store.webhooks import WebhookStore
 
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
             LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
-            OutcomeStore, WebhookStore, ABStore, SplitStore, StoreBase):
+            OutcomeStore, WebhookStore, ABStore, SplitStore, RetentionStore, StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

@@ -5,8 +5,9 @@ the searches served and the users **first seen** there (the users of
 :class:`rollout.srm.Period`). Keys in :mod:`service.store.keys` (``rd:{pl-<p>}:split...``:
 the placement's hash tag, one slot).
 
-A user is counted once, exactly: the set of the placement's users (a short keyed hash
-each, about 70 bytes a user) says whether a user is new, and the script that adds them
+A user is counted once, exactly, within the retention: the sets of the placement's users
+of this generation and the one before (a short keyed hash each, about 70 bytes a user;
+:mod:`service.store.retention`) say whether a user is new, and the script that adds them
 counts them (``split_count.lua``), so two processes that see one user at once count
 them once. Exact counts matter here: an estimate (a HyperLogLog's 0.81 %) would be a
 deviation of its own, which a large experiment's test would flag.
@@ -27,10 +28,13 @@ from service.store.base import StoreBase
 from service.store.keys import (
     split_periods_key,
     split_searches_key,
-    split_seen_key,
     split_users_key,
 )
+from service.store.retention import seen_keys
 from service.store.snapshot import text
+
+#: the retention when none is given (RANKDUEL_RETENTION_S's default: 30 days)
+DEFAULT_RETENTION_S = 30 * 86_400
 
 
 class SplitStore(StoreBase):
@@ -43,13 +47,17 @@ class SplitStore(StoreBase):
         pipe.hset(split_periods_key(name), str(int(version)), json.dumps(dict(shares)))
 
     def count_split(self, name: str, searches: Mapping[tuple[int, str], int],
-                    users: Mapping[tuple[int, str], Iterable[str]]) -> int:
-        """Add searches per (period, arm), and each user not seen before to the (period,
-        arm) given: one script. Returns the users new."""
-        args = [json.dumps({f"{int(v)}|{arm}": int(n) for (v, arm), n in searches.items()})]
+                    users: Mapping[tuple[int, str], Iterable[str]],
+                    retention_s: float = DEFAULT_RETENTION_S) -> int:
+        """Add searches per (period, arm), and each user not seen within the retention
+        (:func:`service.store.retention.seen_keys`) to the (period, arm) given: one
+        script. Returns the users new."""
+        seen, before, legacy, ttl = seen_keys(name, self.clock(), retention_s)
+        args = [json.dumps({f"{int(v)}|{arm}": int(n) for (v, arm), n in searches.items()}),
+                str(ttl)]
         args += [f"{int(v)}|{arm}|{u}" for (v, arm), who in users.items() for u in who]
         return int(self._split_count_script(
-            keys=[split_seen_key(name), split_users_key(name), split_searches_key(name)],
+            keys=[seen, before, legacy, split_users_key(name), split_searches_key(name)],
             args=args))
 
     def split_counts(self, name: str) -> list[dict[str, Any]]:
