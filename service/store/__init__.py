@@ -47,6 +47,7 @@ them to HTTP statuses in one place (:mod:`service.app`).
 from __future__ import annotations
 
 from service.store.ab import ABStore
+from service.store.archive import ArchiveStore
 from service.store.base import (
     AUDIT_MAX,
     DUE_MARK_EVERY_S,
@@ -77,7 +78,8 @@ from service.store.webhooks import WebhookStore
 
 class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditStore,
             LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
-            OutcomeStore, WebhookStore, ABStore, SplitStore, RetentionStore, StoreBase):
+            OutcomeStore, WebhookStore, ABStore, SplitStore, RetentionStore, ArchiveStore,
+            StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
 

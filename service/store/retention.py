@@ -21,7 +21,7 @@ rankduel runs for a year: nothing it keeps may grow with everything it ever saw
   keys page.
 
 An A/B test's per-user hash and an experiment's per-impression data go when the
-experiment is archived (:mod:`service.experiments.archive`).
+experiment is archived (:mod:`service.reports.archive`).
 """
 
 from __future__ import annotations
