@@ -6,7 +6,8 @@ rankduel runs for a year: nothing it keeps may grow with everything it ever saw
 * **the event log** (``rd:{e}:events``) and **the webhook outbox** (``rd:{e}:outbox``) are
   trimmed by time: a stream id is the millisecond it was written, so ``XTRIM MINID
   <now - retention>`` drops what is older (:meth:`RetentionStore.trim_streams`, run by the
-  worker's sweep at most every :data:`TRIM_EVERY_S`, one worker at a time). A replay
+  worker's sweep at most every :data:`TRIM_EVERY_S` or a quarter of the retention, one
+  worker at a time). A replay
   (``rankduel replay``) is exact over what the log still holds; back it up (an export)
   to keep more;
 * **the split check's users** (``rd:{pl-<p>}:split:seen:<g>``) are kept per generation
@@ -69,12 +70,13 @@ class RetentionStore(StoreBase):
     def trim_due(self, retention_s: float, every_s: float = TRIM_EVERY_S) -> int:
         """:meth:`trim_streams` if no worker did in the last ``every_s`` (a lease), for
         the sweep; the entries removed."""
+        every_s = min(every_s, retention_s / 4)  # a short retention is trimmed as often
         if not self.r.set(TRIM_LEASE, "1", nx=True, ex=max(1, int(every_s))):
             return 0
         return self.trim_streams(retention_s)
 
     def trim_streams(self, retention_s: float, now: float | None = None) -> int:
-        """``XTRIM MINID ~`` the event log and the outbox of every experiment to the last
+        """``XTRIM MINID`` the event log and the outbox of every experiment to the last
         ``retention_s`` seconds; returns the entries removed."""
         now = self.clock() if now is None else now
         min_id = f"{int((now - retention_s) * 1000)}-0"
