@@ -107,16 +107,27 @@ def main(argv: list[str] | None = None) -> int:
                 base += args.users
                 load_s = time.monotonic() - t0
                 wait_until(lambda: drained(p.rd, exp), 300, "pending drained")
+                loaded = memory(p.rd)  # the phase's events still within the retention
+                events_loaded = p.rd.xlen(f"rd:{{{exp}}}:events")
                 time.sleep(args.gap_s)  # the gap between phases (the retention passes)
                 mem = memory(p.rd)
                 no_ttl = sum(f["no_ttl_bytes"] for f in mem.values())
                 events = p.rd.xlen(f"rd:{{{exp}}}:events")
                 phases.append({"phase": k + 1, "load_s": round(load_s, 1),
                                "no_ttl_bytes": no_ttl,
+                               "no_ttl_bytes_after_load": sum(
+                                   f["no_ttl_bytes"] for f in loaded.values()),
+                               "events_after_load": events_loaded,
+                               "event_log_bytes_after_load": loaded.get(
+                                   "rd:{*}:events", {}).get("bytes", 0),
+                               "split_seen_bytes": sum(
+                                   f["bytes"] for n, f in mem.items() if ":seen" in n),
                                "all_bytes": sum(f["bytes"] for f in mem.values()),
                                "events_retained": events, "families": mem})
+                after_load = phases[-1]["no_ttl_bytes_after_load"] / 1e6
                 print(f"phase {k + 1}: {args.users} users in {load_s:.1f}s; keys without "
-                      f"TTL {no_ttl / 1e6:.3f} MB, all keys "
+                      f"TTL {no_ttl / 1e6:.3f} MB ({after_load:.3f} MB right after the "
+                      f"load, {events_loaded} events), all keys "
                       f"{phases[-1]['all_bytes'] / 1e6:.3f} MB; events kept {events}",
                       flush=True)
             state = p.client.experiment(exp)
@@ -135,7 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(phases) > 1 else None,
         "bytes_per_impression_imp_keys": per("rd:{*}:imp:*", imps),
         "bytes_per_impression_click_sets": per("rd:{*}:imp:*:clicks", imps),
-        "bytes_per_retained_event": per("rd:{*}:events", phases[-1]["events_retained"]),
+        "bytes_per_retained_event": round(
+            phases[-1]["event_log_bytes_after_load"] / phases[-1]["events_after_load"], 1)
+        if phases[-1]["events_after_load"] else None,
+        "split_seen_bytes_per_user": round(phases[-1]["split_seen_bytes"] / (
+            args.users * min(args.phases, 2)), 1),
         "phases": [{k: v for k, v in x.items() if k != "families"} for x in phases],
         "families_last": last,
     }
