@@ -28,17 +28,10 @@ experiment is archived (:mod:`service.reports.archive`).
 from __future__ import annotations
 
 from service.store.base import StoreBase
-from service.store.keys import (
-    PREFIX,
-    events_key,
-    outbox_key,
-    split_seen_key,
-)
+from service.store.keys import RETENTION_TRIM, events_key, outbox_key, split_seen_key
 
 #: how often the sweep trims the streams (seconds; one worker at a time)
 TRIM_EVERY_S = 60.0
-#: the lease that makes one worker trim
-TRIM_LEASE = PREFIX + "retention:trim"
 
 
 def generation(now: float, retention_s: float) -> int:
@@ -59,9 +52,8 @@ def seen_keys(name: str, now: float, retention_s: float) -> tuple[str, str, str,
     ('rd:{pl-web}:split:seen:3', 'rd:{pl-web}:split:seen:2', 'rd:{pl-web}:split:seen', 85)
     """
     g = generation(now, retention_s)
-    legacy = split_seen_key(name)
     ttl = int((g + 2) * retention_s - now) + 60
-    return f"{legacy}:{g}", f"{legacy}:{g - 1}", legacy, ttl
+    return split_seen_key(name, g), split_seen_key(name, g - 1), split_seen_key(name), ttl
 
 
 class RetentionStore(StoreBase):
@@ -71,7 +63,7 @@ class RetentionStore(StoreBase):
         """:meth:`trim_streams` if no worker did in the last ``every_s`` (a lease), for
         the sweep; the entries removed."""
         every_s = min(every_s, retention_s / 4)  # a short retention is trimmed as often
-        if not self.r.set(TRIM_LEASE, "1", nx=True, ex=max(1, int(every_s))):
+        if not self.r.set(RETENTION_TRIM, "1", nx=True, ex=max(1, int(every_s))):
             return 0
         return self.trim_streams(retention_s)
 
