@@ -49,6 +49,7 @@ def wrap(app: Flask, flask_wsgi: Callable) -> Callable:
     app's own WSGI callable) for every other request."""
     rt = app.extensions[EXTENSION]
     config = rt.config
+    placement_search.cache(rt)  # every placement's view, kept for an outage's searches
     ok_requests = metrics.labelled(metrics.HTTP_REQUESTS, ENDPOINT, "GET", "200")
     ok_latency = metrics.labelled(metrics.HTTP_LATENCY, ENDPOINT, "200")
 

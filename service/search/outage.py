@@ -67,8 +67,10 @@ class StoreWatch:
         self.budget_s = config.store_budget_ms / 1e3
         self.down_since: float | None = None
         self._slow = 0
-        self._pid: int | None = None
+        self._started = False
         self._lock = threading.Lock()
+        # a forked process (a gunicorn worker) starts its own thread on its first search
+        os.register_at_fork(after_in_child=self._forked)
         #: ``[period_s, fn, next_at]``: work the watch's thread does while the store is up
         self._tasks: list[list[Any]] = []
 
@@ -79,9 +81,12 @@ class StoreWatch:
 
     def up(self) -> bool:
         """Whether a search may use Redis now (starts the watch in this process)."""
-        if self._pid != os.getpid():
+        if not self._started:
             self._start()
         return self.down_since is None
+
+    def _forked(self) -> None:
+        self._started, self._lock = False, threading.Lock()
 
     def failed(self, exc: BaseException) -> None:
         """A search's Redis call failed: the store is down until a ping answers."""
@@ -97,9 +102,9 @@ class StoreWatch:
 
     def _start(self) -> None:
         with self._lock:
-            if self._pid == os.getpid():
+            if self._started:
                 return
-            self._pid = os.getpid()  # a forked gunicorn worker starts its own
+            self._started = True
             threading.Thread(target=self._run, name="rankduel-store-watch",
                              daemon=True).start()
 
