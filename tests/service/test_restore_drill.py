@@ -2,10 +2,12 @@
 (``SAVE``'s RDB file) restored into a fresh Redis, as the page says (load the RDB with the
 AOF off, then turn the AOF on); the experiments go on from it.
 
-* at the snapshot: the restored experiment's state, W and verdict are the source's, and
-  W equals a replay of the restored event log (``rankduel replay``'s function);
+* at the snapshot: the restored experiment's state, W, verdict and webhook cursor are the
+  source's, and W equals a replay of the restored event log (``rankduel replay``'s
+  function);
 * after it: an API and a worker on the restored Redis serve and credit more searches, and
-  W still equals the replay of the whole log (nothing credited twice or lost).
+  W still equals the replay of the whole log (nothing credited twice or lost); a new
+  webhook event is delivered and none told before the snapshot is told again.
 """
 
 from __future__ import annotations
@@ -45,8 +47,21 @@ def test_a_snapshot_restored_into_a_fresh_redis_goes_on(client, worker, rd, stac
     exp = client.create_experiment(name="drill", rankers=rankers_for(
         ranker_server, "good", "mid", "bad"), algorithm="uniform", interleaving="team_draft")
     exp_id = exp["id"]
+    from tests.service.test_webhooks import ALL_EVENTS, SECRET, Receiver
+
+    receiver = Receiver()  # a webhook whose cursor the snapshot holds
+    status, hook = client.request("POST", "/webhooks", {
+        "url": receiver.url, "events": ALL_EVENTS, "secret": SECRET,
+        "experiments": [exp_id]}, admin=True)
+    assert status == 201, hook
+    for action in ("pause", "resume"):
+        client.request("POST", f"/experiments/{exp_id}/{action}", admin=True)
+    wait_for(lambda: receiver.accepted(), what="the pause told to the webhook")
     _traffic(client, exp_id, 40, seed=1)
     source = wait_for(all_credited(client, exp_id), what="every impression credited")
+    hooks_key = f"rd:{{{exp_id}}}:hooks"
+    wait_for(lambda: rd.hget(hooks_key, f"c:{hook['id']}"), what="the webhook's cursor")
+    told = set(receiver.accepted())
     verdict = client.request("GET", f"/experiments/{exp_id}/report", admin=True)[1]["verdict"]
     rd.save()  # the snapshot (a deployment's hourly BGSAVE, docs/operations/backup.md)
     rdb = os.path.join(rd.config_get("dir")["dir"], rd.config_get("dbfilename")["dbfilename"])
@@ -78,13 +93,19 @@ def test_a_snapshot_restored_into_a_fresh_redis_goes_on(client, worker, rd, stac
                           admin=True)[1]["verdict"] == verdict
         assert _replay_w(r2, exp_id) == restored["W"]  # W = the log's replay
         assert sum(map(sum, restored["W"])) > 0
+        assert r2.hgetall(hooks_key) == rd.hgetall(hooks_key)  # the webhook's cursor
 
         _traffic(c2, exp_id, 20, seed=2)  # the experiment goes on from the snapshot
         after = wait_for(all_credited(c2, exp_id), what="the new impressions credited")
         assert after["counters"]["impressions"] == 60
         assert _replay_w(r2, exp_id) == after["W"]
         assert sum(map(sum, after["W"])) > sum(map(sum, restored["W"]))
+        c2.request("POST", f"/experiments/{exp_id}/pause", admin=True)  # a new event
+        wait_for(lambda: len(receiver.accepted()) > len(told), what="the new event told")
+        deliveries = [r["event_id"] for r in receiver.requests if r["status"] == 200]
+        assert len(deliveries) == len(set(deliveries))  # nothing told twice
     finally:
+        receiver.stop()
         worker2.stop()
         api.close()
         r2.close()
