@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> dict:
             from service.events.replay import replay
             from service.store import Store
 
-            replayed = replay(Store(p.rd).events(exp, "0", 10_000_000))["W"]
+            replayed = replay(Store(p.rd).event_log.events(exp, "0", 10_000_000))["W"]
             live = p.client.experiment(exp)["W"]
         finally:
             p.close()

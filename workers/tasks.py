@@ -100,7 +100,7 @@ def sweep() -> int:
     check_all(_store(), inactivity_s=config.inactivity_s)
     webhooks_sweep(_store(), _crediting().queue, Settings.of(config).lease_s,
                    config.credit_retry_s, flagged=flagged_splits(_store()))
-    _store().trim_due(config.retention_s)  # the event logs and outboxes, by time
+    _store().retention.trim_due(config.retention_s)  # the event logs and outboxes, by time
     return queued
 
 

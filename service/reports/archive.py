@@ -27,40 +27,40 @@ from service.store.keys import exp_key
 
 def archive(store: Store, exp_id: str, actor: str = "operator") -> dict[str, Any]:
     """Archive stopped experiment ``exp_id`` (module docstring); its record."""
-    snap = store.snapshot(exp_id)  # 404 for no such experiment
-    done = store.archive_record(exp_id)
+    snap = store.experiments.snapshot(exp_id)  # 404 for no such experiment
+    done = store.archive.archive_record(exp_id)
     if done is not None:
         return done
     if snap.lifecycle != "stopped":
         raise Conflict(f"experiment {exp_id!r} is {snap.lifecycle}: stop it first "
                        f"(POST /experiments/{exp_id}/stop), then archive it")
-    pending = store.pending_count(exp_id)
+    pending = store.drains.pending_count(exp_id)
     if pending:
         raise Conflict(f"experiment {exp_id!r} has {pending} impressions not yet credited: "
                        "archive it once they are (within RANKDUEL_INACTIVITY_S of the stop)")
     report = (ab_report.build(store, exp_id) if snap.meta.get("design") == "ab"
               else build_report(store, exp_id))
-    keys = store.experiment_keys(exp_id)
+    keys = store.archive.experiment_keys(exp_id)
     base = exp_key(exp_id)
     drop = [k for k in keys if k[len(base):] not in KEEP]
-    before = store.key_bytes(keys)
-    freed = store.key_bytes(drop)
+    before = store.archive.key_bytes(keys)
+    freed = store.archive.key_bytes(drop)
     record = {"id": exp_id, "archived_at": time.time(), "report": report,
               "freed": {"keys": len(drop), "bytes": freed},
               "before": {"keys": len(keys), "bytes": before}}
-    store.write_archive(exp_id, record, drop)
-    kept = store.experiment_keys(exp_id)
-    record["kept"] = {"keys": len(kept), "bytes": store.key_bytes(kept)}
-    store.write_archive(exp_id, record, [])
-    store.add_audit(exp_id, audit_entry(time.time(), "archived", actor=actor,
-                                        freed=record["freed"]))
+    store.archive.write_archive(exp_id, record, drop)
+    kept = store.archive.experiment_keys(exp_id)
+    record["kept"] = {"keys": len(kept), "bytes": store.archive.key_bytes(kept)}
+    store.archive.write_archive(exp_id, record, [])
+    store.experiments.add_audit(exp_id, audit_entry(time.time(), "archived", actor=actor,
+                                                    freed=record["freed"]))
     return record
 
 
 def archived(store: Store, exp_id: str) -> dict[str, Any]:
     """The archive's record of ``exp_id``; 404 when it is not archived."""
-    store.snapshot(exp_id)  # 404 for no such experiment
-    record = store.archive_record(exp_id)
+    store.experiments.snapshot(exp_id)  # 404 for no such experiment
+    record = store.archive.archive_record(exp_id)
     if record is None:
         raise NotFound(f"experiment {exp_id!r} is not archived (POST "
                        f"/experiments/{exp_id}/archive once it is stopped)")

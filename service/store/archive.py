@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import exp_key
 
 #: the suffixes (after ``rd:{e}``) of the keys an archive keeps
@@ -26,7 +26,7 @@ KEEP = frozenset({"", ":W", ":ties", ":segments", ":metrics", ":counters", ":sho
 ARCHIVED = "archived"
 
 
-class ArchiveStore(StoreBase):
+class ArchiveStore(StorePart):
     """Keys of one experiment, their memory, and the archive's one write."""
 
     def experiment_keys(self, exp_id: str) -> list[str]:

@@ -27,7 +27,7 @@ experiment is archived (:mod:`service.reports.archive`).
 
 from __future__ import annotations
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import RETENTION_TRIM, events_key, outbox_key, split_seen_key
 
 #: how often the sweep trims the streams (seconds; one worker at a time)
@@ -56,7 +56,7 @@ def seen_keys(name: str, now: float, retention_s: float) -> tuple[str, str, str,
     return split_seen_key(name, g), split_seen_key(name, g - 1), split_seen_key(name), ttl
 
 
-class RetentionStore(StoreBase):
+class RetentionStore(StorePart):
     """Trims what outlives its use (module docstring)."""
 
     def trim_due(self, retention_s: float, every_s: float = TRIM_EVERY_S) -> int:
@@ -73,7 +73,7 @@ class RetentionStore(StoreBase):
         now = self.clock() if now is None else now
         min_id = f"{int((now - retention_s) * 1000)}-0"
         removed = 0
-        for exp_id in self.list_ids():
+        for exp_id in self.base.list_ids():
             for key in (events_key(exp_id), outbox_key(exp_id)):
                 removed += int(self.r.execute_command("XTRIM", key, "MINID", min_id))
         return removed

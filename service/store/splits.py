@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     split_periods_key,
     split_searches_key,
@@ -37,7 +37,7 @@ from service.store.snapshot import text
 DEFAULT_RETENTION_S = 30 * 86_400
 
 
-class SplitStore(StoreBase):
+class SplitStore(StorePart):
     """Periods, searches and users per arm of each placement."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_split_count_script": "split_count"}

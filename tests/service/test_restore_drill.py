@@ -33,7 +33,7 @@ def _replay_w(r: redis.Redis, exp_id: str) -> list[list[float]]:
     from service.events.replay import replay
     from service.store import Store
 
-    return replay(Store(r).events(exp_id, "0", 1_000_000))["W"]
+    return replay(Store(r).event_log.events(exp_id, "0", 1_000_000))["W"]
 
 
 def test_a_snapshot_restored_into_a_fresh_redis_goes_on(client, worker, rd, stack,

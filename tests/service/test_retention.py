@@ -20,8 +20,8 @@ def test_split_users_are_kept_per_generation(rd):
     rd.sadd(split_seen_key(name), "old")  # the layout before generations
 
     def count(*users: str) -> int:
-        return store.count_split(name, {(1, "control"): len(users)},
-                                 {(1, "control"): set(users)}, retention_s=30)
+        return store.splits.count_split(name, {(1, "control"): len(users)},
+                                        {(1, "control"): set(users)}, retention_s=30)
 
     assert count("a", "b", "old") == 2  # "old" was seen before generations
     assert 0 < rd.ttl(split_seen_key(name)) <= 30 * 2 + 60  # the old set expires too
@@ -47,8 +47,8 @@ def test_the_event_log_and_outbox_are_trimmed_by_time(client, rd, ranker_server)
     key = events_key(exp["id"])
     assert rd.xlen(key) == 5
     store = Store(rd)
-    store.trim_streams(retention_s=3600)  # every event is recent: none goes
+    store.retention.trim_streams(retention_s=3600)  # every event is recent: none goes
     assert rd.xlen(key) == 5
-    store.trim_streams(retention_s=3600, now=time.time() + 3600 + 60)  # an hour later
+    store.retention.trim_streams(retention_s=3600, now=time.time() + 3600 + 60)  # an hour later
     assert rd.xlen(key) == 0
     assert client.experiment(exp["id"])["counters"]["impressions"] == 5  # counts stay
