@@ -35,6 +35,13 @@ name in parentheses below):
   period, for SRM;
 * :mod:`service.store.ab` (``ab``): A/B experiments' per-user counts and moments, the
   confirmed pairs;
+* :mod:`service.store.retention` (``retention``): what outlives its use trimmed after
+  ``RANKDUEL_RETENTION_S`` (the event logs and outboxes by time; the split check's users
+  per generation);
+* :mod:`service.store.archive` (``archive``): an archived experiment's keys, freed and
+  kept;
+* :mod:`service.store.server_checks`: what the Redis server does with its data
+  (eviction, persistence), read at start, by ``/readyz`` and by ``rankduel doctor``;
 * :mod:`service.store.migration`: from the previous key layout to the current one.
 
 Storage only stores: plain reads, writes and Lua scripts (each a ``.lua`` file next to
