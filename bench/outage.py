@@ -5,7 +5,8 @@ append-only file, ``rankduel serve`` under gunicorn with 2 workers, ``rankduel w
 with the sweep). A placement whose control is the toy ranker ``good``, an experiment on
 half its traffic; ``--users`` threads search the placement as fresh users, clicking and
 ending the experiment's pages. After ``--warm-s`` seconds Redis is SIGKILLed, left down
-``--down-s`` seconds, and started again on its append-only file; the load goes on
+``--down-s`` seconds, and started again on its append-only file (``--fault stop``: SIGSTOP
+then SIGCONT, a Redis that hangs, slower than any budget); the load goes on
 ``--after-s`` seconds, then stops. Printed:
 
 * the placement searches while Redis was down: their statuses, how many answered the
@@ -96,10 +97,15 @@ def run(args: argparse.Namespace) -> dict:
             time.sleep(args.warm_s)  # the load's own duration, not a wait for a condition
             child = p.stack.redis_child
             t_kill = time.monotonic()
-            child.kill(signal.SIGKILL)
-            child.proc.wait(30)
-            time.sleep(args.down_s)  # the outage itself
-            child.start()
+            if args.fault == "stop":  # a Redis that hangs: slower than any budget
+                child.kill(signal.SIGSTOP)
+                time.sleep(args.down_s)  # the outage itself
+                child.kill(signal.SIGCONT)
+            else:
+                child.kill(signal.SIGKILL)
+                child.proc.wait(30)
+                time.sleep(args.down_s)  # the outage itself
+                child.start()
             p.stack.wait_redis()
             t_back = time.monotonic()
             time.sleep(args.after_s)
@@ -132,7 +138,7 @@ def run(args: argparse.Namespace) -> dict:
     for r in down:
         statuses[str(r[1])] = statuses.get(str(r[1]), 0) + 1
     return {
-        "users": args.users, "down_s": round(t_back - t_kill, 2),
+        "fault": args.fault, "users": args.users, "down_s": round(t_back - t_kill, 2),
         "searches_down": len(down), "statuses_down": statuses,
         "degraded_down": sum(r[3] for r in down),
         "p50_ms_down": round(float(np.percentile(lat, 50)), 1) if len(lat) else None,
@@ -150,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warm-s", type=float, default=5.0)
     ap.add_argument("--down-s", type=float, default=5.0)
     ap.add_argument("--after-s", type=float, default=10.0)
+    ap.add_argument("--fault", choices=["kill", "stop"], default="kill",
+                    help="kill: SIGKILL, then started again on its AOF; stop: SIGSTOP, "
+                         "then SIGCONT (a hung Redis)")
     ap.add_argument("--json", help="write the result here")
     args = ap.parse_args(argv)
     out = run(args)
