@@ -143,7 +143,7 @@ class Users:
                 status, page = client.request(
                     "GET", f"/search?experiment={self.exp_id}&q=q{rng.integers(50)}&k=5")
                 self._count(status)
-                if status != 200:
+                if status != 200 or page.get("degraded"):  # no impression while Redis is down
                     self.stop.wait(0.02)
                     continue
                 with self.lock:

@@ -37,6 +37,13 @@ access_log_format = ACCESS_LOG_FORMAT
 control_socket_disable = True  # gunicorn >= 27: no ~/.gunicorn/gunicorn.ctl
 
 
+def on_starting(server) -> None:
+    """Refuse an evicting Redis, warn when its persistence is off (cli/startup.py)."""
+    from cli.startup import check_redis
+
+    check_redis(_config)
+
+
 def on_exit(server) -> None:
     """Leave nothing behind: the metrics folder this file created."""
     if _created:

@@ -27,7 +27,8 @@ from service.experiments.controller import Controller
 from service.queue import TaskQueue
 from service.rankers.allow_list import RankerPolicy
 from service.rankers.client import RankerClient
-from service.runtime import EXTENSION, Runtime
+from service.runtime import EXTENSION, Runtime, runtime
+from service.search import outage
 from service.store import Contention, ImpressionClosed, ImpressionMissing, Store, TooManyClicks
 from service.store.client import connect_state
 from service.store.snapshot import ExperimentMissing, RankerMissing
@@ -159,7 +160,11 @@ def _redis_error(exc: redis.RedisError):
     endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
     log.error("redis error on %s %s: %s: %s", request.method, endpoint, type(exc).__name__,
               exc)
-    return jsonify({"error": f"state store unavailable ({type(exc).__name__})"}), 503
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+        outage.watch(runtime()).failed(exc)  # searches answer without the store
+    # clicks, ends and outcomes are sent again (rankduel.js) within the token's life
+    return (jsonify({"error": f"state store unavailable ({type(exc).__name__}); retry"}),
+            503, {"Retry-After": str(outage.RETRY_AFTER_S)})
 
 
 def _internal_error(exc: Exception):

@@ -76,6 +76,9 @@ ENV: dict[str, str] = {
     "webhook_backoff_max_s": "RANKDUEL_WEBHOOK_BACKOFF_MAX_S",
     "webhook_max_age_s": "RANKDUEL_WEBHOOK_MAX_AGE_S",
     "webhook_disable_after": "RANKDUEL_WEBHOOK_DISABLE_AFTER",
+    "allow_eviction": "RANKDUEL_ALLOW_EVICTION",
+    "store_budget_ms": "RANKDUEL_STORE_BUDGET_MS",
+    "retention_s": "RANKDUEL_RETENTION_S",
 }
 
 SECRETS = frozenset({"admin_token", "secret_key", "metrics_token", "frontend_tokens"})
@@ -128,7 +131,7 @@ class Config:
         Default per-ranker timeout when an experiment's ranker gives none.
     events_maxlen
         Each experiment's event log keeps about this many newest events (0, the default:
-        all of them, for the experiment's life; docs/segments-and-export.md).
+        no cap; ``retention_s`` trims it by time).
     state_max_age_ms
         An API process re-reads the bandit state at most this often (delayed feedback),
         and a placement's shares too.
@@ -150,14 +153,10 @@ class Config:
         a ranker is unavailable to selection: the policy compares the healthy rankers.
     ranker_retire_after
         Quarantines in a row (the first, then one per failed probe) after which the
-        service retires a ranker for good, with a ``ranker_retired`` audit entry
-        (``actor`` ``service``); at the defaults a ranker that never answers is out of
-        play about ``(ranker_retire_after - 1) * ranker_quarantine_s`` (90 s) after its
-        first quarantine.
+        service retires a ranker for good (a ``ranker_retired`` audit entry).
     probe_query
-        The test query sent to a ranker's URL when it is added (unless ``"probe": false``):
-        one every engine answers with results (an empty answer is refused unless the
-        ranker says ``"allow_empty": true``, :mod:`service.rankers.probe`).
+        The test query sent to a ranker's URL when it is added (unless ``"probe": false``;
+        :mod:`service.rankers.probe`).
     log_level
         Python logging level name.
     worker_metrics_bind
@@ -165,8 +164,7 @@ class Config:
         metrics (aggregated over its pool processes) and its ``/healthz``; empty (the
         default) for none.
     sweep_stale_s
-        A worker that runs the sweep reports itself unhealthy (``/healthz`` 503) when no
-        sweep has completed for this long.
+        A sweeping worker's ``/healthz`` answers 503 when no sweep completed this long.
     access_log
         Where ``rankduel serve`` writes its access log: ``-`` (the default) for its
         standard output, a file path, or ``off``.
@@ -180,15 +178,11 @@ class Config:
         batch waiting queues another, up to this many).
     metrics_token
         Bearer token of ``/metrics`` (the API's and a worker's exporter), for the
-        scraper; the admin token is accepted too. ``/metrics`` lists experiment ids, so
-        it is never public: with neither token set, a worker's exporter answers 401.
+        scraper; the admin token is accepted too.
     ranker_allow
-        Where rankers may live (``RANKDUEL_RANKER_ALLOW``): comma-separated hostnames,
-        IP addresses, CIDR networks, or ``*`` for anywhere. Empty (the default): public
-        addresses only — a URL whose host is, or resolves to, a loopback, private,
-        link-local (cloud metadata), reserved, multicast or unspecified address is
-        refused, so that an operator token cannot make rankduel a proxy to internal
-        services (:mod:`service.rankers.allow_list`).
+        Where rankers may live: comma-separated hostnames, IP addresses, CIDR networks,
+        or ``*``. Empty (the default): public addresses only, so that an operator token
+        cannot make rankduel a proxy to internal services (:mod:`service.rankers.allow_list`).
     clicks_per_client_per_minute
         Click reports (``/clicks`` requests) one client address may send per minute;
         beyond it ``/clicks`` answers 429 with ``Retry-After``. 0 turns the limit off.
@@ -200,17 +194,12 @@ class Config:
         ``X-Forwarded-For`` entry this many hops from the right (0, the default: the
         socket's peer address, and the header is ignored).
     cors_origins
-        Origins of the search pages that call ``/search``, ``/clicks``, ``/end`` and
-        ``/r`` from a browser (``RANKDUEL_CORS_ORIGINS``, comma-separated
+        Origins of the search pages that call rankduel from a browser (comma-separated
         ``scheme://host[:port]``; none by default): :mod:`service.api.cors`.
     frontend_tokens
-        Keys of server-side front ends (``RANKDUEL_FRONTEND_TOKENS``, comma-separated so
-        that a key can be rotated: add the new one, move the front ends, drop the old
-        one). A request to ``/search``, ``/clicks``, ``/impressions/ID/end`` or ``/r``
-        with ``Authorization: Bearer <key>`` skips the per-address click limit (a front
-        end reports the clicks of all its users from one address); the per-impression
-        limit and the impression token still apply. A wrong key answers 401. None by
-        default (the admin token is accepted as a key too).
+        Keys of server-side front ends (comma-separated, so that a key can be rotated).
+        A request with ``Authorization: Bearer <key>`` skips the per-address click limit;
+        the per-impression limit and the token still apply. A wrong key answers 401.
     webhook_timeout_s
         How long a webhook delivery may take to connect, and to each read of the
         answer, before it counts as failed (docs/webhooks.md).
@@ -219,11 +208,19 @@ class Config:
         after each further failure, at most ``webhook_backoff_max_s`` apart.
     webhook_max_age_s
         An event still undelivered this long after its first failed attempt is dropped
-        for that webhook (an audit entry ``webhook_event_dropped``), so that the
-        experiment's later events can go.
+        for that webhook (an audit entry ``webhook_event_dropped``).
     webhook_disable_after
         Failures in a row after which a webhook is disabled (an audit entry
         ``webhook_disabled``; ``"disabled": true`` in ``GET /webhooks/ID``).
+    allow_eviction
+        Run on a Redis whose ``maxmemory-policy`` evicts (refused otherwise:
+        docs/operations/outages.md).
+    store_budget_ms
+        A search's budget for Redis: slower or unreachable, a placement serves its control
+        ``"degraded": "store"`` (:mod:`service.search.outage`).
+    retention_s
+        How long what outlives its use is kept: the event log, the split check's users,
+        outcome events, outboxes (:mod:`service.store.retention`; 30 days).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -272,6 +269,9 @@ class Config:
     webhook_backoff_max_s: float = 3600.0
     webhook_max_age_s: float = 86_400.0
     webhook_disable_after: int = 20
+    allow_eviction: bool = False
+    store_budget_ms: float = 50.0
+    retention_s: int = 2_592_000
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -298,7 +298,8 @@ class Config:
                     "ranker_retire_after", "sweep_stale_s",
                     "state_cache_size", "credit_batch", "credit_parallelism",
                     "clicks_per_impression", "webhook_timeout_s", "webhook_backoff_s",
-                    "webhook_backoff_max_s", "webhook_max_age_s", "webhook_disable_after")
+                    "webhook_backoff_max_s", "webhook_max_age_s", "webhook_disable_after",
+                    "store_budget_ms", "retention_s")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")

@@ -126,6 +126,12 @@ WORKER_TASK_DURATION = Histogram(
     ["task"],
     buckets=LATENCY_BUCKETS,
 )
+DEGRADED_SEARCHES = Counter(
+    "rankduel_degraded_searches_total",
+    "Searches answered while the state store was down or over its budget, by kind "
+    "(placement: the control's list; experiment: its first ranker's; refused: a 503).",
+    ["kind"],
+)
 WEBHOOK_DELIVERIES = Counter(
     "rankduel_webhook_deliveries_total",
     "Webhook delivery attempts by result (delivered, failed, refused by the allow-list, "

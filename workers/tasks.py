@@ -89,7 +89,8 @@ def sweep() -> int:
     """Queue a drain for each experiment with due impressions and no drain in flight
     (:meth:`service.credit.drains.Crediting.sweep`), then check the placements'
     guardrails (:func:`service.placements.guardrails.check_all`) and the webhooks' ramp
-    steps and deliveries due (:func:`service.webhooks.sweep.sweep`)."""
+    steps and deliveries due (:func:`service.webhooks.sweep.sweep`), and once a minute
+    trim what is older than ``retention_s`` (:mod:`service.store.retention`)."""
     from service.placements.guardrails import check_all
     from service.reports.ab import flagged_splits
     from service.webhooks.delivery import Settings
@@ -99,6 +100,7 @@ def sweep() -> int:
     check_all(_store(), inactivity_s=config.inactivity_s)
     webhooks_sweep(_store(), _crediting().queue, Settings.of(config).lease_s,
                    config.credit_retry_s, flagged=flagged_splits(_store()))
+    _store().retention.trim_due(config.retention_s)  # the event logs and outboxes, by time
     return queued
 
 

@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     created = not args.keep_metrics_dir and prom_dir.startswith(tempfile.gettempdir())
     master = os.getpid()
     logging.basicConfig(level=config.log_level)
+    from cli.startup import check_redis
+
+    check_redis(config)  # an evicting Redis refused; persistence off warned
     log.info("serving on %s with %d workers x %d threads; config %r",
              config.bind, config.workers, config.threads, config)
     from service.serving import (  # JSON 414, the longest request line; the access log

@@ -146,11 +146,15 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()  # fail early, with one clear line, on a bad configuration
     if args.supervised:  # the supervisor prepared the metrics folder and will remove it
         return run_celery(args)
+    from cli.startup import check_redis
+
+    if not args.no_supervise:
+        logging.basicConfig(level=config.log_level,
+                            format="[%(asctime)s: %(levelname)s/supervisor] %(message)s")
+    check_redis(config)  # an evicting Redis refused; persistence off warned
     with metrics_dir():
         if args.no_supervise:
             return run_celery(args)
-        logging.basicConfig(level=config.log_level,
-                            format="[%(asctime)s: %(levelname)s/supervisor] %(message)s")
         return supervise(args)
 
 

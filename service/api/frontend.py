@@ -35,8 +35,7 @@ from service.schemas import (
     EndImpression,
     RedirectQuery,
 )
-from service.search import paging
-from service.search import serve as searching
+from service.search import outage, paging
 from service.search.ranker_health import SearchTiming
 
 bp = Blueprint("frontend", __name__)
@@ -92,9 +91,9 @@ def search():
         return json_response(placement_search.search(rt, args.placement, args.q, args.k,
                                                      args.user or None, timing,
                                                      args.segments))
-    return json_response(searching.search(rt, args.experiment, args.q, args.k,
-                                            args.user or None, timing,
-                                            segments=args.segments))
+    return json_response(outage.search_experiment(rt, args.experiment, args.q, args.k,
+                                                  args.user or None, timing, args.segments,
+                                                  args.fallback))
 
 
 @bp.after_request

@@ -24,6 +24,7 @@ from service.placements import ab as ab_experiments
 from service.placements import operations as placements
 from service.placements import traffic as rollout_api
 from service.reports import ab as ab_report
+from service.reports import archive as archiving
 from service.reports.build import build as build_report
 from service.reports.schema import AnyReport
 from service.runtime import Runtime, runtime
@@ -267,6 +268,23 @@ def report(exp_id: str):
         out = build_report(rt.store, exp_id)
     out["rollout"] = placements.rollout_state(rt.store, rt.store.experiments.snapshot(exp_id).meta)
     return jsonify(out)
+
+
+@OPS.post("/<exp_id>/archive", "archiveExperiment",
+    "Archive a stopped experiment: free its per-user and per-impression data, keep its "
+    "state, report, verdicts, agreements and timeline", path_params=EXP_ID, operator=True,
+    responses={200: s.Archive, 401: None, 404: None,
+               409: "Not stopped, or impressions still wait for their credit", 503: None})
+def archive(exp_id: str):
+    return jsonify(archiving.archive(runtime().store, exp_id))
+
+
+@OPS.get("/<exp_id>/archive", "getArchive", "A stopped experiment's archive record",
+    path_params=EXP_ID, operator=True,
+    responses={200: s.Archive, 401: None, 404: "No such experiment, or not archived",
+               503: None})
+def get_archive(exp_id: str):
+    return jsonify(archiving.archived(runtime().store, exp_id))
 
 
 @OPS.post("/<exp_id>/confirm", "confirmExperiment",

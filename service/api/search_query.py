@@ -37,6 +37,8 @@ class SearchArgs(NamedTuple):
     placement: str | None = None
     #: ``segment.<dimension>=<value>`` parameters (:mod:`service.segments.dimensions`); None: none
     segments: dict[str, str] | None = None
+    #: an experiment's search while the store is down (:mod:`service.search.outage`)
+    fallback: str = "first"
 
 
 def parse_search_query(args: Any, default_k: int, max_k: int, *,
@@ -50,7 +52,7 @@ def parse_search_query(args: Any, default_k: int, max_k: int, *,
     >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "k": "5"}), 10, 100)
     ... # doctest: +NORMALIZE_WHITESPACE
     SearchArgs(experiment='e1', q='cats', k=5, user=None, page=1, impression_id=None,
-               token=None, placement=None, segments=None)
+               token=None, placement=None, segments=None, fallback='first')
     >>> parse_search_query(MultiDict({"experiment": "e1", "q": "cats", "page": "2",
     ...                               "impression_id": "i", "token": "t"}), 10, 100)[4:7]
     (2, 'i', 't')
@@ -92,4 +94,5 @@ def parse_search_query(args: Any, default_k: int, max_k: int, *,
         raise BadRequest("a next page continues an impression: send experiment=ID (the "
                          "first page's answer names it), not placement")
     return SearchArgs(parsed.experiment or "", parsed.q, parsed.k, parsed.user, parsed.page,
-                      parsed.impression_id, parsed.token, parsed.placement, segments)
+                      parsed.impression_id, parsed.token, parsed.placement, segments,
+                      parsed.fallback)

@@ -37,7 +37,7 @@ from service.api.json_response import json_bytes
 from service.api.search_query import parse_search_query
 from service.placements import search as placement_search
 from service.runtime import EXTENSION
-from service.search import serve as searching
+from service.search import outage
 from service.search.ranker_health import SearchTiming
 
 #: the route and status label the Flask path gives a search's metrics
@@ -49,6 +49,7 @@ def wrap(app: Flask, flask_wsgi: Callable) -> Callable:
     app's own WSGI callable) for every other request."""
     rt = app.extensions[EXTENSION]
     config = rt.config
+    placement_search.cache(rt)  # every placement's view, kept for an outage's searches
     ok_requests = metrics.labelled(metrics.HTTP_REQUESTS, ENDPOINT, "GET", "200")
     ok_latency = metrics.labelled(metrics.HTTP_LATENCY, ENDPOINT, "200")
 
@@ -82,9 +83,8 @@ def wrap(app: Flask, flask_wsgi: Callable) -> Callable:
                 out = placement_search.search(rt, parsed.placement, parsed.q, parsed.k,
                                               parsed.user or None, timing, parsed.segments)
             else:
-                out = searching.search(rt, parsed.experiment, parsed.q, parsed.k,
-                                       parsed.user or None, timing,
-                                       segments=parsed.segments)
+                out = outage.search_experiment(rt, parsed.experiment, parsed.q, parsed.k,
+                                               parsed.user or None, timing, parsed.segments)
         except Exception as exc:
             return _error(app, environ, start_response, exc, t0, timing, keyed)
         body = json_bytes(out)

@@ -113,4 +113,6 @@ def exp_links(source: str) -> dict[str, Any]:
         "GetUbi": {"operationId": "getUbi", "parameters": exp},
         "Search": {"operationId": "search", "parameters": {"experiment": source}},
         "DeleteExperiment": {"operationId": "deleteExperiment", "parameters": exp},
+        "ArchiveExperiment": {"operationId": "archiveExperiment", "parameters": exp},
+        "GetArchive": {"operationId": "getArchive", "parameters": exp},
     }

@@ -12,6 +12,7 @@ from service.api.spec import (
 )
 from service.errors import Unavailable
 from service.runtime import runtime
+from service.store.server_checks import EvictionCollector, evicted_keys
 
 bp = Blueprint("health", __name__)
 OPS = Operations(bp)
@@ -24,15 +25,19 @@ def healthz():
     return jsonify({"status": "ok"})
 
 
-@OPS.get("/readyz", "readyz", "Readiness (Redis reachable)",
+@OPS.get("/readyz", "readyz", "Readiness (Redis reachable, no key evicted)",
     responses={200: s.Ready, 503: None})
 def readyz():
-    """Ready to serve: Redis answers."""
+    """Ready to serve: Redis answers and has evicted no key (an evicting Redis loses
+    rankduel's state silently: :mod:`service.store.server_checks`)."""
     rt = runtime()
     try:
-        rt.store.r.ping()
+        evicted = evicted_keys(rt.store.r)
     except Exception as exc:  # any failure to reach Redis means not ready
         raise Unavailable(f"redis unreachable: {type(exc).__name__}") from None
+    if evicted:
+        raise Unavailable(f"Redis has evicted {evicted} keys: rankduel's state may be lost; "
+                          f"set maxmemory-policy noeviction (docs/operations/outages.md)")
     return jsonify({"status": "ready"})
 
 
@@ -50,5 +55,6 @@ def metrics_endpoint():
                    [rt.config.metrics_token, rt.config.admin_token], what="metrics token")
     body, content_type = metrics.render([StateCollector(rt.store, broker=rt.queue.broker()),
                                          RolloutCollector(rt.store),
-                                         MetricsCollector(rt.store)])
+                                         MetricsCollector(rt.store),
+                                         EvictionCollector(rt.store.r)])
     return Response(body, content_type=content_type)

@@ -167,6 +167,12 @@ class Controller:
         with self._lock:
             self._cache.pop(exp_id, None)
 
+    def cached(self, exp_id: str) -> Entry | None:
+        """The cached entry, however old, without reading Redis (None if none): what a
+        search may fall back on while the store is down (:mod:`service.search.outage`)."""
+        with self._lock:
+            return self._cache.get(exp_id)
+
     def entry(self, exp_id: str, version: int) -> Entry:
         """The cached entry, refreshed if ``version`` moved and the cache is old enough."""
         with self._lock:

@@ -299,6 +299,7 @@ class PlacementCache:
     def __init__(self, store: Store, max_age_s: float) -> None:
         self.store, self.max_age = store, max_age_s
         self._views: dict[str, View] = {}
+        self._last: dict[str, View] = {}
 
     def get(self, name: str) -> View:
         now = time.monotonic()
@@ -326,7 +327,24 @@ class PlacementCache:
         return view
 
     def forget(self, name: str) -> None:
-        self._views.pop(name, None)
+        view = self._views.pop(name, None)
+        if view is not None:  # still what an outage serves until the next read
+            self._last[name] = view
+
+    def last(self, name: str) -> View | None:
+        """The last view read of placement ``name``, however old (no Redis call): what a
+        search serves while the store is down (:mod:`service.search.outage`)."""
+        return self._views.get(name) or self._last.get(name)
+
+    def refresh(self) -> None:
+        """Read every placement's view (the store watch calls it periodically), so that
+        a process knows the placements it has not served yet when Redis goes down."""
+        names = set(self.store.placements.placement_names())
+        for name in names:
+            with contextlib.suppress(NotFound):
+                self._last[name] = self.get(name)
+        for name in set(self._last) - names:  # deleted
+            del self._last[name]
 
 
 __all__ = ["NotRunning", "PlacementCache", "View", "change", "check_join", "create",

@@ -38,18 +38,23 @@ from service.placements import control_pages, guardrails, splits
 from service.placements.operations import PlacementCache, View
 from service.rankers.client import RankerFailure
 from service.runtime import Runtime
+from service.search import outage
 from service.search import serve as searching
 from service.search.ranker_health import SearchTiming
 from service.store.placements import GUARD_PREFIX
 
 log = logging.getLogger("rankduel.search")
 _RNG = random.Random()
+#: how often a process reads every placement's view (what an outage's searches serve)
+REFRESH_S = 10.0
 
 
 def cache(rt: Runtime) -> PlacementCache:
     """The process's placement views (kept on its runtime)."""
     if rt.placements is None:
         rt.placements = PlacementCache(rt.store, rt.config.state_max_age_ms / 1e3)
+        # every placement's view kept fresh, for the searches of an outage
+        outage.watch(rt).every(REFRESH_S, rt.placements.refresh)
     return rt.placements
 
 
@@ -57,7 +62,14 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
            timing: SearchTiming, segments: dict[str, str] | None = None) -> dict[str, Any]:
     """Serve one search of placement ``name`` (module docstring); ``segments`` go with
     an experiment's search (:mod:`service.segments.dimensions`)."""
-    view = cache(rt).get(name)
+    watch = outage.watch(rt)
+    if not watch.up():  # the state store is down or slow: the control's list, no Redis
+        return _degraded(rt, name, q, k, user, timing)
+    try:
+        view = cache(rt).get(name)
+    except redis.RedisError as exc:
+        watch.failed(exc)
+        return _degraded(rt, name, q, k, user, timing)
     exp_id = assign(view.ranges, view.salt, user, _RNG) if view.ranges else None
     out = None
     if exp_id is not None:
@@ -65,8 +77,9 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
         try:
             out = searching.search(rt, exp_id, q, k, user, timing, calls, segments)
             out["placement"] = name
-        except redis.RedisError:
-            raise  # rankduel itself is down: 503
+        except redis.RedisError as exc:  # rankduel's store died halfway: the control
+            watch.failed(exc)
+            return _degraded(rt, name, q, k, user, timing)
         except Exception as exc:  # the experiment cannot serve: the control's list
             log.debug("placement %s: experiment %s fell back to control: %s", name,
                       exp_id, exc)
@@ -77,10 +90,25 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
                 if guardrails.check(rt.store, name, [exp_id], rt.queue):
                     cache(rt).forget(name)
     if out is None:
-        out = control(rt, view, q, k, user, timing)
+        try:
+            out = control(rt, view, q, k, user, timing)
+        except redis.RedisError as exc:  # the control's counts could not be written
+            watch.failed(exc)
+            return _degraded(rt, name, q, k, user, timing)
     splits.count(rt, view, out["experiment"] or "control", user)  # the SRM check's counts
     _maybe_check(rt, view)
     return out
+
+
+def _degraded(rt: Runtime, name: str, q: str, k: int, user: str | None,
+              timing: SearchTiming) -> dict[str, Any]:
+    """The control's list from the process's last view of the placement, while the
+    store is down (:func:`service.search.outage.control_answer`); 503 for a placement
+    this process has never seen."""
+    view = cache(rt).last(name)
+    if view is None:
+        raise outage.unavailable(f"placement {name!r} is not known to this process yet")
+    return outage.control_answer(rt, name, view.control, q, k, user, timing)
 
 
 def control(rt: Runtime, view: View, q: str, k: int, user: str | None,

@@ -85,6 +85,7 @@ from service.schemas.campaigns import (
 )
 from service.schemas.experiments import (
     PLACEHOLDER_NOTE,
+    Archive,
     Audit,
     AuditEntry,
     AuditQuery,
@@ -177,6 +178,7 @@ __all__ = [
     "RANKER_URL_PATTERN",
     "Agreement",
     "Agreements",
+    "Archive",
     "AssessorCreated",
     "Audit",
     "AuditEntry",

@@ -314,6 +314,23 @@ class LifecycleChanged(Out):
     lifecycle: Lifecycle
 
 
+class KeysAndBytes(Out):
+    keys: int
+    bytes: int = Field(description="MEMORY USAGE of those keys")
+
+
+class Archive(Out):
+    """A stopped experiment's archive (service.reports.archive)."""
+
+    id: str
+    archived_at: float = Field(description="epoch seconds")
+    report: dict[str, Any] = Field(description="the report (GET /experiments/ID/report) "
+                                               "as it stood when archived")
+    freed: KeysAndBytes = Field(description="the per-user and per-impression keys freed")
+    before: KeysAndBytes = Field(description="the experiment's keys before")
+    kept: KeysAndBytes = Field(description="its keys after: state, verdicts, timeline")
+
+
 class ExperimentDeleted(Out):
     id: str
     deleted: bool = Field(description="always true: the experiment and its keys are gone")

@@ -63,6 +63,10 @@ def search_query(default_k: int, max_k: int) -> type[BaseModel]:
                Field(None, description="with page: the token page 1 answered (403 when "
                                        "wrong, or when the impression is of another "
                                        "experiment; 409 when it is closed)")),
+        fallback=(Literal["first", "none"], Field("first", description=(
+            "an experiment's search while rankduel's state store is down: first (the "
+            "default) answers the experiment's first ranker's list with \"degraded\": "
+            "\"store\" and no impression; none answers 503 with Retry-After"))),
     )
 
 
@@ -251,6 +255,11 @@ class SearchResult(Out):
     rankers: list[str] = Field(description="the rankers whose lists were interleaved "
                                            "(one: no duel)")
     results: list[ResultItem]
+    degraded: Literal["store"] | SkipJsonSchema[None] = Field(
+        None, description="store: rankduel's state store was down or slow, so the "
+                          "control's list (a placement) or the experiment's first ranker's "
+                          "(fallback=first) was served, with no impression and no token: "
+                          "nothing to report; absent otherwise", json_schema_extra=_no_default)
 
 
 class ClicksAccepted(Out):

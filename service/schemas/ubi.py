@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt, StrictStr, field_validator
+from pydantic import Field, StrictStr, field_validator
 
 from service.id_limits import MAX_DOC_ID_CHARS, MAX_ID_CHARS
-from service.schemas.base import Open, Out
+from service.schemas.base import Int, Open, Out
 
 #: events in one request
 MAX_UBI_EVENTS = 100
@@ -35,7 +35,8 @@ class UbiObject(Open):
     object_id: Any = Field(None, description="the document id (a click's: as shown)",
                            json_schema_extra={"anyOf": [
                                {"type": "string", "minLength": 1,
-                                "maxLength": MAX_DOC_ID_CHARS}, {"type": "integer"}]})
+                                "maxLength": MAX_DOC_ID_CHARS}, {"type": "integer"},
+                               {"type": "null"}]})  # null taken, as for every optional field
     object_id_field: Short | None = None
 
     @field_validator("object_id")
@@ -53,7 +54,7 @@ class UbiObject(Open):
 class UbiPosition(Open):
     """``event_attributes.position``: where on the page."""
 
-    ordinal: Annotated[StrictInt, Field(ge=1, le=1000)] | None = Field(
+    ordinal: Int(ge=1, le=1000) | None = Field(
         None, description="the 1-based rank shown (a click's: required)")
 
 

@@ -23,18 +23,25 @@
 (function (global) {
   "use strict";
 
-  function post(url, body) {
+  function post(url, body, until) {
     var data = JSON.stringify(body);
     try {
-      if (global.fetch) {
-        // a rejection while the page unloads may have been delivered: no second send
-        return global.fetch(url, {
-          method: "POST", body: data, keepalive: true, mode: "cors", credentials: "omit",
-          headers: {"Content-Type": "text/plain;charset=UTF-8"}
-        }).catch(function () { return null; });
-      }
+      if (global.fetch) { return send(url, data, until || 0, 1000); }
     } catch (e) { /* no keepalive fetch (an old browser, a full quota): beacon */ }
     return beacon(url, data);
+  }
+
+  // a 503 (store down) is sent again after 1, 2, 4... s within the token's life; a
+  // rejection while the page unloads may have been delivered: not sent again
+  function send(url, data, until, wait) {
+    return global.fetch(url, {
+      method: "POST", body: data, keepalive: true, mode: "cors", credentials: "omit",
+      headers: {"Content-Type": "text/plain;charset=UTF-8"}
+    }).then(function (r) {
+      if (r.status !== 503 || Date.now() + wait > until) { return r; }
+      return new Promise(function (ok) { setTimeout(ok, wait); })
+        .then(function () { return send(url, data, until, wait * 2); });
+    }).catch(function () { return null; });
   }
 
   function beacon(url, data) {
@@ -52,6 +59,7 @@
     }
     var api = String(options.api).replace(/\/+$/, "");
     var imp = options.impression_id, token = options.token;
+    var life = parseInt(token, 10) * 1000 || 0;  // token expiry, ms
     var ended = false, away = null, clicks = {};  // rank -> {id, rank, dwell_ms}
     var page = 1, more = true, loading = null;
 
@@ -108,7 +116,7 @@
       if (control) {  // a control page: its first click counts
         return post(api + "/clicks", {page_token: options.page_token, clicks: [c]});
       }
-      return post(api + "/clicks", {impression_id: imp, token: token, clicks: [c]});
+      return post(api + "/clicks", {impression_id: imp, token: token, clicks: [c]}, life);
     }
 
     function onClick(event) {
@@ -143,7 +151,7 @@
         if (Object.prototype.hasOwnProperty.call(clicks, rank)) { list.push(clicks[rank]); }
       }
       if (list.length) { body.clicks = list; }
-      post(api + "/impressions/" + encodeURIComponent(imp) + "/end", body);
+      post(api + "/impressions/" + encodeURIComponent(imp) + "/end", body, life);
     }
 
     function onVisibility() {
@@ -166,7 +174,7 @@
         o = o || {};
         return control ? null : post(api + "/outcomes", {
           impression_id: imp, token: token, action: action, id: o.id, value: o.value,
-          event_id: o.event_id || imp + "/" + action + "/" + o.id});
+          event_id: o.event_id || imp + "/" + action + "/" + o.id}, life);
       },
       page: function () { return page; },
       more: function () { return more; },
@@ -180,5 +188,5 @@
     };
   }
 
-  global.RankDuel = {attach: attach, version: "5"};
+  global.RankDuel = {attach: attach, version: "6"};
 })(window);

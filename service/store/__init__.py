@@ -35,6 +35,13 @@ name in parentheses below):
   period, for SRM;
 * :mod:`service.store.ab` (``ab``): A/B experiments' per-user counts and moments, the
   confirmed pairs;
+* :mod:`service.store.retention` (``retention``): what outlives its use trimmed after
+  ``RANKDUEL_RETENTION_S`` (the event logs and outboxes by time; the split check's users
+  per generation);
+* :mod:`service.store.archive` (``archive``): an archived experiment's keys, freed and
+  kept;
+* :mod:`service.store.server_checks`: what the Redis server does with its data
+  (eviction, persistence), read at start, by ``/readyz`` and by ``rankduel doctor``;
 * :mod:`service.store.migration`: from the previous key layout to the current one.
 
 Storage only stores: plain reads, writes and Lua scripts (each a ``.lua`` file next to
@@ -59,6 +66,7 @@ import time
 from collections.abc import Callable
 
 from service.store.ab import ABStore
+from service.store.archive import ArchiveStore
 from service.store.base import (
     AUDIT_MAX,
     DUE_MARK_EVERY_S,
@@ -83,6 +91,7 @@ from service.store.outcomes import OutcomeStore
 from service.store.placements import PlacementStore
 from service.store.ranker_health import HealthStore, parse_health
 from service.store.rate_limits import LimitStore
+from service.store.retention import RetentionStore
 from service.store.splits import SplitStore
 from service.store.webhooks import WebhookStore
 
@@ -108,6 +117,8 @@ class Store(StoreBase):
         self.webhooks = WebhookStore(self)
         self.ab = ABStore(self)
         self.splits = SplitStore(self)
+        self.retention = RetentionStore(self)
+        self.archive = ArchiveStore(self)
 
 
 __all__ = [

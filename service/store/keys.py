@@ -15,6 +15,8 @@ WORKERS_READY = PREFIX + "workers:ready"
 SWEEP_HEARTBEAT = PREFIX + "sweep:last"
 DUE = PREFIX + "due"
 SWEEP_FULL = PREFIX + "sweep:full"
+#: taken by the worker trimming the streams by time (service.store.retention)
+RETENTION_TRIM = PREFIX + "retention:trim"
 #: separates the experiment id from the random part of an impression id
 IMP_SEP = "."
 
@@ -335,9 +337,11 @@ def split_users_key(name: str) -> str:
     return f"{placement_key(name)}:split:u"
 
 
-def split_seen_key(name: str) -> str:
-    """Every user placement ``name`` has seen (a short keyed hash each)."""
-    return f"{placement_key(name)}:split:seen"
+def split_seen_key(name: str, generation: int | None = None) -> str:
+    """The users placement ``name`` has seen in ``generation`` (a short keyed hash each;
+    :mod:`service.store.retention`); without one, the set before generations."""
+    base = f"{placement_key(name)}:split:seen"
+    return base if generation is None else f"{base}:{int(generation)}"
 
 
 def placement_page_key(name: str, page_id: str) -> str:

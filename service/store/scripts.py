@@ -408,8 +408,8 @@ SCRIPTS = _declare(
            optional_argv=(json_arg("entry"), json_arg("touches"))),
     Script("ab_click", keys=("imp", "users", "moments", "counters")),
     Script("split_count",
-           keys=("seen", "users", "searches"),
-           argv=(json_arg("searches"),),
+           keys=("seen", "seen_before", "legacy", "users", "searches"),
+           argv=(json_arg("searches"), integer("ttl")),
            each_argv=(text("user"),)),
 )
 

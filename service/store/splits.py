@@ -5,8 +5,9 @@ the searches served and the users **first seen** there (the users of
 :class:`rollout.srm.Period`). Keys in :mod:`service.store.keys` (``rd:{pl-<p>}:split...``:
 the placement's hash tag, one slot).
 
-A user is counted once, exactly: the set of the placement's users (a short keyed hash
-each, about 70 bytes a user) says whether a user is new, and the script that adds them
+A user is counted once, exactly, within the retention: the sets of the placement's users
+of this generation and the one before (a short keyed hash each, about 70 bytes a user;
+:mod:`service.store.retention`) say whether a user is new, and the script that adds them
 counts them (``split_count.lua``), so two processes that see one user at once count
 them once. Exact counts matter here: an estimate (a HyperLogLog's 0.81 %) would be a
 deviation of its own, which a large experiment's test would flag.
@@ -27,11 +28,14 @@ from service.store.base import StorePart
 from service.store.keys import (
     split_periods_key,
     split_searches_key,
-    split_seen_key,
     split_users_key,
 )
+from service.store.retention import seen_keys
 from service.store.scripts import SCRIPTS
 from service.store.snapshot import text
+
+#: the retention when none is given (RANKDUEL_RETENTION_S's default: 30 days)
+DEFAULT_RETENTION_S = 30 * 86_400
 
 
 class SplitStore(StorePart):
@@ -44,13 +48,17 @@ class SplitStore(StorePart):
         pipe.hset(split_periods_key(name), str(int(version)), json.dumps(dict(shares)))
 
     def count_split(self, name: str, searches: Mapping[tuple[int, str], int],
-                    users: Mapping[tuple[int, str], Iterable[str]]) -> int:
-        """Add searches per (period, arm), and each user not seen before to the (period,
-        arm) given: one script. Returns the users new."""
+                    users: Mapping[tuple[int, str], Iterable[str]],
+                    retention_s: float = DEFAULT_RETENTION_S) -> int:
+        """Add searches per (period, arm), and each user not seen within the retention
+        (:func:`service.store.retention.seen_keys`) to the (period, arm) given: one
+        script. Returns the users new."""
+        seen, before, legacy, ttl = seen_keys(name, self.clock(), retention_s)
         return int(self._split_count_script(*SCRIPTS["split_count"].build(
-            {"seen": split_seen_key(name), "users": split_users_key(name),
-             "searches": split_searches_key(name)},
-            {"searches": {f"{int(v)}|{arm}": int(n) for (v, arm), n in searches.items()}},
+            {"seen": seen, "seen_before": before, "legacy": legacy,
+             "users": split_users_key(name), "searches": split_searches_key(name)},
+            {"searches": {f"{int(v)}|{arm}": int(n) for (v, arm), n in searches.items()},
+             "ttl": ttl},
             [({}, {"user": f"{int(v)}|{arm}|{u}"}) for (v, arm), who in users.items()
              for u in who])))
 

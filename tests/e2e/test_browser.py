@@ -297,7 +297,8 @@ def test_preflight_and_headers(site):
     assert err.status_code == 404 and err.headers["Access-Control-Allow-Origin"] == allowed
     script = requests.get(site.api.url + "/static/rankduel.js", timeout=10)
     assert script.status_code == 200 and "javascript" in script.headers["Content-Type"]
-    assert "RankDuel" in script.text and len(script.content) < 8_000
+    # 8,500 bytes: 8,000 before the 503 retry with backoff (issue 49) added 462
+    assert "RankDuel" in script.text and len(script.content) < 8_500
     assert "max-age" in script.headers["Cache-Control"]
     again = requests.get(site.api.url + "/static/rankduel.js", timeout=10,
                          headers={"If-None-Match": script.headers["ETag"]})

@@ -338,7 +338,9 @@ def test_stateful_workflows(api_schema):
 # ---------------------------------------------------------------------- the links
 #: operations whose success needs a state no link can make, and the documented status
 #: they answer without it: a confirmation needs a certified verdict on a placement
-NEEDS_STATE = {"confirmExperiment": 409}
+NEEDS_STATE = {"confirmExperiment": 409,
+               # an archive needs a stopped experiment; reading one, an archived one
+               "archiveExperiment": 409, "getArchive": 404}
 #: what a link leaves to the client, per target operation (valid values)
 REST = {
     "search": {"query": {"q": "lake", "k": 3}},

@@ -150,7 +150,9 @@ def test_a_stalled_redis_answers_503_quickly(tmp_path, service_env, ranker_serve
             redis_proc.kill(signal.SIGSTOP)
             try:
                 t0 = time.monotonic()
-                status, body = client.request("GET", f"/search?experiment={e['id']}&q=x")
+                # fallback=none: no first ranker's list while the store is down (issue 49)
+                status, body = client.request(
+                    "GET", f"/search?experiment={e['id']}&q=x&fallback=none")
                 elapsed = time.monotonic() - t0
             finally:
                 redis_proc.kill(signal.SIGCONT)

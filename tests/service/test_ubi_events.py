@@ -211,3 +211,25 @@ def test_a_ubi_purchase_is_credited_to_the_experiments_metrics(client, ranker_se
         [0, 0], [0, 0]] and s, what="the purchase credited")
     assert sum(map(sum, state["metric_W"]["orders"])) == 1.0  # one event, counted once
     assert sum(state["metric_values"]["revenue"].values()) == 40.0
+
+
+def test_the_schema_and_the_behaviour_agree(client, api, page):
+    """What ``/openapi.json`` allows is taken, what it refuses is refused naming the
+    field (the contract fuzz found a null ``object_id`` the schema refused answered 202,
+    and an ``ordinal`` of ``2.0``, an integer to JSON Schema, answered 400)."""
+    import requests
+
+    doc = requests.get(f"{api.url}/openapi.json", timeout=10).json()
+    object_id = doc["components"]["schemas"]["UbiObject"]["properties"]["object_id"]
+    assert {"type": "null"} in object_id["anyOf"]
+    view = {"action_name": "view", "event_attributes": {"object": {"object_id": None}}}
+    got, out = post(client, [view])
+    assert got == 202 and out["ignored"] == 1, out
+    click = ubi_click(page, 2)
+    click["event_attributes"]["position"]["ordinal"] = 2.0
+    got, out = post(client, [click])
+    assert got == 202 and out["credited"] == 1, out
+    for bad, field in (({"object_id": True}, "object.object_id"),
+                       ({"object_id": 1.5}, "object.object_id")):
+        got, out = post(client, [{**view, "event_attributes": {"object": bad}}])
+        assert got == 400 and f"events[0].event_attributes.{field}" in out["error"], out

@@ -92,6 +92,17 @@ def test_redis_persists_with_aof():
     assert any(v.endswith(":/data") for v in SERVICES["redis"]["volumes"])
 
 
+@pytest.mark.parametrize("name", ["redis", "redis-node-1", "redis-node-2", "redis-node-3"])
+def test_redis_runs_as_the_backup_page_says(name):
+    """AOF fsync every second, RDB snapshots, no eviction (docs/operations/backup.md;
+    rankduel serve refuses an evicting Redis)."""
+    cmd = " ".join(command(name))
+    assert "--appendonly yes --appendfsync everysec" in cmd
+    assert '--save "3600 1 300 100 60 10000"' in cmd
+    assert "--maxmemory-policy noeviction" in cmd
+    assert 'save "3600 1 300 100 60 10000"' in (ROOT / "docs/operations/backup.md").read_text()
+
+
 @pytest.mark.parametrize("name", ["api", "worker", "scheduler", "demo-traffic"])
 def test_rankduel_commands_parse(name):
     from cli.main import build_parser
