@@ -49,7 +49,7 @@ def seen_keys(name: str, now: float, retention_s: float) -> tuple[str, str, str,
     the end of the next generation, plus a minute).
 
     >>> seen_keys("web", 95.0, 30)
-    ('rd:{pl-web}:split:seen:3', 'rd:{pl-web}:split:seen:2', 'rd:{pl-web}:split:seen', 85)
+    ('rd:{pl-web}:split:seen:3', 'rd:{pl-web}:split:seen:2', 'rd:{pl-web}:split:seen', 115)
     """
     g = generation(now, retention_s)
     ttl = int((g + 2) * retention_s - now) + 60
