@@ -76,6 +76,7 @@ ENV: dict[str, str] = {
     "webhook_backoff_max_s": "RANKDUEL_WEBHOOK_BACKOFF_MAX_S",
     "webhook_max_age_s": "RANKDUEL_WEBHOOK_MAX_AGE_S",
     "webhook_disable_after": "RANKDUEL_WEBHOOK_DISABLE_AFTER",
+    "audit_retention_days": "RANKDUEL_AUDIT_RETENTION_DAYS",
 }
 
 SECRETS = frozenset({"admin_token", "secret_key", "metrics_token", "frontend_tokens"})
@@ -182,6 +183,7 @@ class Config:
         Bearer token of ``/metrics`` (the API's and a worker's exporter), for the
         scraper; the admin token is accepted too. ``/metrics`` lists experiment ids, so
         it is never public: with neither token set, a worker's exporter answers 401.
+        Keys with the ``metrics`` scope (``POST /keys``) are accepted too.
     ranker_allow
         Where rankers may live (``RANKDUEL_RANKER_ALLOW``): comma-separated hostnames,
         IP addresses, CIDR networks, or ``*`` for anywhere. Empty (the default): public
@@ -224,6 +226,11 @@ class Config:
     webhook_disable_after
         Failures in a row after which a webhook is disabled (an audit entry
         ``webhook_disabled``; ``"disabled": true`` in ``GET /webhooks/ID``).
+    audit_retention_days
+        How long the audit trail (``GET /audit``, docs/operations/security.md) keeps an
+        entry (``RANKDUEL_AUDIT_RETENTION_DAYS``, default 365): older entries are trimmed
+        when their trail is next written, and a trail written by no one for this long
+        expires. Nothing in the API deletes an entry.
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -272,6 +279,7 @@ class Config:
     webhook_backoff_max_s: float = 3600.0
     webhook_max_age_s: float = 86_400.0
     webhook_disable_after: int = 20
+    audit_retention_days: float = 365.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -298,7 +306,8 @@ class Config:
                     "ranker_retire_after", "sweep_stale_s",
                     "state_cache_size", "credit_batch", "credit_parallelism",
                     "clicks_per_impression", "webhook_timeout_s", "webhook_backoff_s",
-                    "webhook_backoff_max_s", "webhook_max_age_s", "webhook_disable_after")
+                    "webhook_backoff_max_s", "webhook_max_age_s", "webhook_disable_after",
+                    "audit_retention_days")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")

@@ -47,6 +47,7 @@ them to HTTP statuses in one place (:mod:`service.app`).
 from __future__ import annotations
 
 from service.store.ab import ABStore
+from service.store.access import AccessStore
 from service.store.base import (
     AUDIT_MAX,
     DUE_MARK_EVERY_S,
@@ -78,7 +79,13 @@ class Store(ExperimentStore, ImpressionStore, HealthStore, DrainStore, CreditSto
             LimitStore, JudgingStore, PlacementStore, ControlPageStore, EventStore,
             OutcomeStore, WebhookStore, ABStore, SplitStore, StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
-    the parts of :mod:`service.store` on one client (see :class:`StoreBase`)."""
+    the parts of :mod:`service.store` on one client (see :class:`StoreBase`); the keys
+    and the audit trail's reads are a part of their own, ``store.access``
+    (:class:`~service.store.access.AccessStore`)."""
+
+    def __init__(self, client, **kwargs) -> None:
+        super().__init__(client, **kwargs)
+        self.access = AccessStore(client, clock=self.clock)
 
 
 __all__ = [

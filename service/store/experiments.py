@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from bandits.base import DuelingBandit
+from service.store import trail
 from service.store.base import AUDIT_MAX, StoreBase
 from service.store.base import pairs as _pairs
 from service.store.keys import (
@@ -43,6 +44,22 @@ from service.store.snapshot import (
 T = TypeVar("T")
 R = TypeVar("R")
 
+
+
+def _trail(pipe, exp_id: str, audit: str) -> None:
+    """Queue the trail entry of an operator's audit entry (one that names who took it:
+    ``by``, :func:`~service.store.base.audit_entry`) on ``pipe``."""
+    if trail.current() is None:
+        return
+    detail = json.loads(audit)
+    if "by" not in detail:
+        return
+    for k in ("ts", "actor", "by"):
+        detail.pop(k, None)
+    target = {"experiment": exp_id}
+    if detail.get("placement"):
+        target["placement"] = detail["placement"]
+    trail.queue(pipe, exp_key(exp_id), detail.pop("action"), target, detail)
 
 
 class ExperimentStore(StoreBase):
@@ -146,6 +163,7 @@ class ExperimentStore(StoreBase):
             **({"truth": json.dumps(truth)} if truth else {}),
         })
         pipe.rpush(audit_key(exp_id), audit)
+        _trail(pipe, exp_id, audit)
         pipe.execute()
         self.r.zadd(EXPERIMENTS, {exp_id: meta["created_at"]})
 
@@ -181,11 +199,22 @@ class ExperimentStore(StoreBase):
         if not entries:
             return
         if pipe is None:
-            self._audit_script(keys=[exp_key(exp_id), audit_key(exp_id)],
-                               args=[AUDIT_MAX, *entries])
+            if trail.current() is None:
+                self._audit_script(keys=[exp_key(exp_id), audit_key(exp_id)],
+                                   args=[AUDIT_MAX, *entries])
+                return
+            # an operator's change: its trail entry in the same transaction
+            with self.r.pipeline(transaction=True) as tx:
+                self._audit_script(keys=[exp_key(exp_id), audit_key(exp_id)],
+                                   args=[AUDIT_MAX, *entries], client=tx)
+                for entry in entries:
+                    _trail(tx, exp_id, entry)
+                tx.execute()
             return
         pipe.rpush(audit_key(exp_id), *entries)
         pipe.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)
+        for entry in entries:
+            _trail(pipe, exp_id, entry)
 
     def delete_experiment(self, exp_id: str) -> int:
         """Remove experiment ``exp_id`` and every key it owns; returns the keys deleted.
@@ -200,7 +229,10 @@ class ExperimentStore(StoreBase):
         self.r.zrem(EXPERIMENTS, exp_id)
         self.r.zrem(DUE, exp_id)
         self._due_marked.pop(exp_id, None)
-        deleted = int(self.r.delete(exp_key(exp_id)))  # the experiment is gone from here on
+        with self.r.pipeline(transaction=True) as tx:  # with its trail entry
+            tx.delete(exp_key(exp_id))
+            trail.queue(tx, exp_key(exp_id), "deleted", {"experiment": exp_id})
+            deleted = int(tx.execute()[0])  # the experiment is gone from here on
         batch: list[str] = []
         for key in self.r.scan_iter(match=experiment_pattern(exp_id), count=1000):
             batch.append(key)
