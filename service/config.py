@@ -183,7 +183,6 @@ class Config:
         Bearer token of ``/metrics`` (the API's and a worker's exporter), for the
         scraper; the admin token is accepted too. ``/metrics`` lists experiment ids, so
         it is never public: with neither token set, a worker's exporter answers 401.
-        Keys with the ``metrics`` scope (``POST /keys``) are accepted too.
     ranker_allow
         Where rankers may live (``RANKDUEL_RANKER_ALLOW``): comma-separated hostnames,
         IP addresses, CIDR networks, or ``*`` for anywhere. Empty (the default): public
@@ -206,13 +205,10 @@ class Config:
         ``/r`` from a browser (``RANKDUEL_CORS_ORIGINS``, comma-separated
         ``scheme://host[:port]``; none by default): :mod:`service.api.cors`.
     frontend_tokens
-        Keys of server-side front ends (``RANKDUEL_FRONTEND_TOKENS``, comma-separated so
-        that a key can be rotated: add the new one, move the front ends, drop the old
-        one). A request to ``/search``, ``/clicks``, ``/impressions/ID/end`` or ``/r``
-        with ``Authorization: Bearer <key>`` skips the per-address click limit (a front
-        end reports the clicks of all its users from one address); the per-impression
-        limit and the impression token still apply. A wrong key answers 401. None by
-        default (the admin token is accepted as a key too).
+        Bootstrap keys (``frontend`` scope) of server-side front ends, comma-separated for
+        rotation: a keyed ``/search``, ``/clicks``, ``/impressions/ID/end`` or ``/r`` skips
+        the per-address click limit (the per-impression limit and the impression token
+        still apply). A wrong key answers 401 (docs/operations/security.md).
     webhook_timeout_s
         How long a webhook delivery may take to connect, and to each read of the
         answer, before it counts as failed (docs/webhooks.md).
@@ -227,10 +223,7 @@ class Config:
         Failures in a row after which a webhook is disabled (an audit entry
         ``webhook_disabled``; ``"disabled": true`` in ``GET /webhooks/ID``).
     audit_retention_days
-        How long the audit trail (``GET /audit``, docs/operations/security.md) keeps an
-        entry (``RANKDUEL_AUDIT_RETENTION_DAYS``, default 365): older entries are trimmed
-        when their trail is next written, and a trail written by no one for this long
-        expires. Nothing in the API deletes an entry.
+        How long the audit trail keeps an entry (``GET /audit``; docs/operations/security.md).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -303,11 +296,10 @@ class Config:
                     "sweep_interval_s", "credit_retry_s", "drain_lease_s", "ranker_timeout_ms",
                     "default_k", "max_k", "max_depth", "visibility_timeout_s",
                     "redis_timeout_ms", "ranker_failure_threshold", "ranker_quarantine_s",
-                    "ranker_retire_after", "sweep_stale_s",
-                    "state_cache_size", "credit_batch", "credit_parallelism",
-                    "clicks_per_impression", "webhook_timeout_s", "webhook_backoff_s",
-                    "webhook_backoff_max_s", "webhook_max_age_s", "webhook_disable_after",
-                    "audit_retention_days")
+                    "ranker_retire_after", "sweep_stale_s", "state_cache_size",
+                    "credit_batch", "credit_parallelism", "clicks_per_impression",
+                    "webhook_timeout_s", "webhook_backoff_s", "webhook_backoff_max_s",
+                    "webhook_max_age_s", "webhook_disable_after", "audit_retention_days")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"config {name} must be positive, got {getattr(self, name)}")

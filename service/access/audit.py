@@ -96,10 +96,8 @@ def page(access: Any, f: Filters, *, after: str | None = None, limit: int = 100
     base = f"{int(f.since * 1000)}-0" if f.since is not None else "-"
     rows = []
     for key in _trails(access, f):
-        if c_sid is None:
-            start = base
-        else:
-            start = c_sid if key > c_key else "(" + c_sid
+        # after the cursor: (stream id, trail) greater than the cursor's
+        start = base if c_sid is None else c_sid if key > c_key else "(" + c_sid
         rows += list(_one(access, key, f, start, limit))
     rows.sort(key=lambda r: (r[0], r[1]))
     out = [{"id": f"{sid}~{key}", **e} for _, key, sid, e in rows[:limit]]

@@ -16,6 +16,7 @@ at its expiry (checked on every request).
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import threading
 import time
@@ -143,7 +144,5 @@ class Gate:
         if now - self._touched.get(key_id, float("-inf")) < TOUCH_EVERY_S:
             return
         self._touched[key_id] = now
-        try:
+        with contextlib.suppress(Exception):  # last use is a courtesy; the call goes on
             self.access.touch(key_id, now)
-        except Exception:  # noqa: BLE001 - last use is a courtesy; the call goes on
-            pass

@@ -82,7 +82,7 @@ def refuse(rt: Runtime, op: Op, principal: Principal, placement: str | None,
         rt.store.access.record(trail.entry(call, "refused", target, None,
                                            result=f"403: needs {needed}"),
                                retention_s(rt))
-    except Exception:  # noqa: BLE001 - the refusal stands even if it cannot be recorded
+    except Exception:
         log.warning("could not record a refused call of %s", op.operation_id)
     return Forbidden(f"{principal.label} may not call {op.operation_id}: it needs scope "
                      f"{needed} (it has {', '.join(principal.scopes)})")
@@ -148,7 +148,7 @@ def install(app: Flask, ops: list[Op]) -> None:
             rt.store.access.record(trail.entry(call, "failed" if status >= 400 else "done",
                                                target, change, result=result),
                                    retention_s(rt))
-        except Exception:  # noqa: BLE001 - the answer stands; the log says what is missing
+        except Exception:
             log.warning("could not record the result of %s", call.op)
         return response
 

@@ -4,7 +4,7 @@ its winner) with both verdicts and whether they agree, and the running agreement
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, jsonify
 
 from service import schemas as s
 from service.api.spec import Operations

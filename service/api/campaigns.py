@@ -1,5 +1,6 @@
-"""Judging campaigns (Yan 2022): the operator's routes (a key with ``read`` or ``write``) and the assessors'
-(``/judging/tasks/...``, identified by the id the operator issued), plus the judging page.
+"""Judging campaigns (Yan 2022): the operator's routes (a key with ``read`` or ``write``)
+and the assessors' (``/judging/tasks/...``, identified by the id the operator issued),
+plus the judging page.
 
 The logic lives in :mod:`judging.campaign`, the Redis state in :mod:`service.campaigns.operations`;
 submitted tasks are applied by the workers (``rankduel.judging_apply``).

@@ -49,7 +49,7 @@ def create():
     responses={200: s.KeyList, 401: None, 403: None, 503: None})
 def listing():
     now = time.time()
-    return jsonify({"keys": [s.key_view(r, now) for r in runtime().store.access.keys()]})
+    return jsonify({"keys": [s.key_view(r, now) for r in runtime().store.access.key_records()]})
 
 
 @OPS.get("/keys/me", "whoAmI", "The key of this request: who and its scopes", scope="key",

@@ -265,7 +265,8 @@ def report(exp_id: str):
 
 @OPS.post("/<exp_id>/confirm", "confirmExperiment",
     "Confirm a certified interleaving verdict by an A/B test of its winner against the "
-    "placement's control", path_params=EXP_ID, operator=True, placement_from="experiment", body=s.Confirm,
+    "placement's control", path_params=EXP_ID, operator=True, placement_from="experiment",
+    body=s.Confirm,
     body_required=False,
     responses={201: s.Experiment, 400: None, 401: None, 404: None, 413: None,
                409: "Not certified, on no placement, confirmed already, or its winner "

@@ -1,5 +1,6 @@
-"""Operator endpoints of placements (``/placements...``), behind a key with ``read`` or ``write`` (``write:placement:NAME`` for its own): a
-search box, its control ranker and the shares of its experiments
+"""Operator endpoints of placements (``/placements...``), behind a key with ``read`` or
+``write`` (``write:placement:NAME`` for its own): a search box, its control ranker and
+the shares of its experiments
 (:mod:`service.placements.operations`; an experiment joins one at creation)."""
 
 from __future__ import annotations

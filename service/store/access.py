@@ -103,7 +103,7 @@ class AccessStore:
     def key(self, key_id: str) -> dict[str, Any] | None:
         return _record(self.r.hgetall(key_record_key(key_id)))
 
-    def keys(self) -> list[dict[str, Any]]:
+    def key_records(self) -> list[dict[str, Any]]:
         """Every key (revoked ones too), oldest first."""
         ids = [_text(x) for x in self.r.zrange(KEYS, 0, -1)]
         pipe = self.r.pipeline(transaction=False)
