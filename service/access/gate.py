@@ -28,9 +28,10 @@ from service.access import secret
 from service.errors import Unauthorized
 
 #: the one 401 message: no key, a wrong, a revoked or an expired one answer alike
-UNAUTHORIZED = ("missing Authorization or a key that is not valid: send Authorization: "
-                "Bearer <key> with a valid key (a missing, wrong, revoked or expired key "
-                "all answer this)")
+UNAUTHORIZED = ("missing Authorization or an invalid key: send Authorization: Bearer <key> "
+                "with a valid key (a key made by POST /keys, or the admin token, a "
+                "front-end key or the metrics token); a missing, wrong, revoked or "
+                "expired key all answer this")
 #: how often a process records a key's last use (per key)
 TOUCH_EVERY_S = 60.0
 
