@@ -78,7 +78,8 @@ def world(api, ranker_server):
         "url": f"{ranker_server.url}/hook", "events": ["verdict_certified"],
         "secret": "s" * 20}, admin=True)
     assert status == 201, hook
-    status, campaign = admin.request("POST", "/judging/campaigns", {"name": "acc", "queries": [{"id": "Q", "text": "q", "items": [
+    status, campaign = admin.request("POST", "/judging/campaigns", {
+        "name": "acc", "queries": [{"id": "Q", "text": "q", "items": [
             {"id": i, "text": f"item {i}"} for i in "abcd"]}]}, admin=True)
     assert status == 201, campaign
     scopes = {"admin": ["admin"], "write": ["write"], "placement": [f"write:placement:{place}"],
@@ -142,15 +143,13 @@ def test_every_operation_with_a_key_of_each_scope(api, world, ranker_server):
     for path, method, op in _instances(doc):
         security = op.get("security")
         for name in SCOPE_KEYS:
-            if security is None:  # open to anyone
-                needed = None
-            else:
-                needed = (security[0]["bearer"] or ["key"])[0]
+            # None: open to anyone; an empty scope list: any valid key
+            needed = None if security is None else (security[0]["bearer"] or ["key"])[0]
             placement = None
             if path.startswith("/placements/") or "{exp_id}" in path:
                 placement = world["place"]
-            elif path == "/experiments" and method == "post" or path == "/placements" and (
-                    method == "post"):
+            elif (path == "/experiments" and method == "post") or (path == "/placements" and (
+                    method == "post")):
                 placement = None  # the body ({}) names none
             allowed = scope_rules.allows(world["scopes"][name], needed, placement)
             if not allowed:
