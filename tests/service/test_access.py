@@ -139,7 +139,7 @@ def test_every_operation_with_a_key_of_each_scope(api, world, ranker_server):
     admin = world["admin"]
     doc = admin.request("GET", "/openapi.json")[1]
     walked = {"allowed": 0, "refused": 0}
-    refused_calls = []
+    refused_calls, changes = [], []
     for path, method, op in _instances(doc):
         security = op.get("security")
         for name in SCOPE_KEYS:
@@ -168,6 +168,23 @@ def test_every_operation_with_a_key_of_each_scope(api, world, ranker_server):
             assert status != 401, (name, method, target, out)
             assert not (status == 403 and NEEDS_SCOPE in str(out)), (name, method, target, out)
             walked["allowed"] += 1
+            if method != "get" and needed in ("write", "admin"):
+                changes.append((name, op["operationId"], status))
+    # every call that may change something is in the trail, naming its key, with its
+    # result: "ok" in the same write as the change, or the status of its failure
+    for name in ("admin", "write", "placement"):
+        key = world["keys"][name]
+        page = admin.request("GET", f"/audit?key={key['id']}&limit=1000", admin=True)[1]
+        got = [(e["op"], e["result"]) for e in page["entries"]]
+        assert all(e["who"] == {"key": key["id"], "name": key["name"]}
+                   for e in page["entries"])
+        for who, op_id, status in changes:
+            if who != name:
+                continue
+            want = "ok" if status < 400 else f"{status}:"
+            assert any(o == op_id and r.startswith(want) for o, r in got), (
+                name, op_id, status, got)
+    assert len(changes) >= 35, changes
     before = _state(api, world)
     victim = {"exp": world["exp"], "hook": world["hook"], "key": world["keys"]["read"]["id"]}
     for path, method, op, name in refused_calls:
