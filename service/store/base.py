@@ -44,11 +44,11 @@ class Contention(RuntimeError):
 def audit_entry(ts: float, action: str, *, actor: str, **detail: Any) -> str:
     """One audit-list entry (JSON). An ``operator`` action taken inside an operator call
     (:mod:`service.store.trail`) names who took it: ``actor`` becomes the key (``key
-    NAME (ID)``) or the bootstrap token, and ``by`` holds its id and name."""
+    NAME (ID)``) or the bootstrap token, and ``who`` holds its id and name."""
     call = trail.current()
     if actor == "operator" and call is not None:
         actor = call.label
-        detail["by"] = call.who
+        detail["who"] = call.who
     return json.dumps({"ts": ts, "action": action, "actor": actor, **detail})
 
 

@@ -48,13 +48,13 @@ R = TypeVar("R")
 
 def _trail(pipe, exp_id: str, audit: str) -> None:
     """Queue the trail entry of an operator's audit entry (one that names who took it:
-    ``by``, :func:`~service.store.base.audit_entry`) on ``pipe``."""
+    ``who``, :func:`~service.store.base.audit_entry`) on ``pipe``."""
     if trail.current() is None:
         return
     detail = json.loads(audit)
-    if "by" not in detail:
+    if "who" not in detail:
         return
-    for k in ("ts", "actor", "by"):
+    for k in ("ts", "actor", "who"):
         detail.pop(k, None)
     target = {"experiment": exp_id}
     if detail.get("placement"):
