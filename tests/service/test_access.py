@@ -178,6 +178,8 @@ def test_every_operation_with_a_key_of_each_scope(api, world, ranker_server):
         got = [(e["op"], e["result"]) for e in page["entries"]]
         assert all(e["who"] == {"key": key["id"], "name": key["name"]}
                    for e in page["entries"])
+        # a change's entry was written in its own transaction, never after the answer
+        assert not [e for e in page["entries"] if e["change"].get("same_write") is False]
         for who, op_id, status in changes:
             if who != name:
                 continue
