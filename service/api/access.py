@@ -73,7 +73,7 @@ def refuse(rt: Runtime, op: Op, principal: Principal, placement: str | None,
     """The 403 of a key outside its scope, recorded in the audit trail first."""
     needed = scopes.needed_words(op.scope or "", placement)
     target = {"placement": placement} if placement else {}
-    exp_id = (request.view_args or {}).get("exp_id") if request else None
+    exp_id = (request.view_args or {}).get("exp_id")
     if exp_id:
         target["experiment"] = exp_id
     call = trail.Call(op=op.operation_id, who=principal.who, addr=addr,

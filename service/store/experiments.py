@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
+import redis
+
 from bandits.base import DuelingBandit
 from service.store import trail
 from service.store.base import AUDIT_MAX, StoreBase
@@ -203,14 +205,24 @@ class ExperimentStore(StoreBase):
                 self._audit_script(keys=[exp_key(exp_id), audit_key(exp_id)],
                                    args=[AUDIT_MAX, *entries])
                 return
-            # an operator's change: its trail entry in the same transaction
+            # an operator's change: its trail entry in the same transaction, while the
+            # experiment exists (as the script checks; no script inside a transaction:
+            # a cluster node would not know it)
             with self.r.pipeline(transaction=True) as tx:
-                self._audit_script(keys=[exp_key(exp_id), audit_key(exp_id)],
-                                   args=[AUDIT_MAX, *entries], client=tx)
-                for entry in entries:
-                    _trail(tx, exp_id, entry)
-                tx.execute()
-            return
+                while True:
+                    try:
+                        tx.watch(exp_key(exp_id))
+                        if not tx.exists(exp_key(exp_id)):
+                            return
+                        tx.multi()
+                        tx.rpush(audit_key(exp_id), *entries)
+                        tx.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)
+                        for entry in entries:
+                            _trail(tx, exp_id, entry)
+                        tx.execute()
+                        return
+                    except redis.WatchError:  # the experiment changed meanwhile: again
+                        continue
         pipe.rpush(audit_key(exp_id), *entries)
         pipe.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)
         for entry in entries:
