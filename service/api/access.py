@@ -98,7 +98,9 @@ def install(app: Flask, ops: list[Op]) -> None:
     table: dict[tuple[str, str], Op] = {(op.endpoint, op.method.upper()): op for op in ops}
 
     def enforce() -> None:
-        op = table.get((request.endpoint or "", request.method))
+        # HEAD runs the GET handler (Flask adds it to every GET rule): the GET's scope
+        method = "GET" if request.method == "HEAD" else request.method
+        op = table.get((request.endpoint or "", method))
         if op is None or op.scope is None:
             return
         rt = runtime()

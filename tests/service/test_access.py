@@ -210,6 +210,22 @@ def test_every_operation_with_a_key_of_each_scope(api, world, ranker_server):
                for e in refused)
 
 
+def test_every_route_is_an_operation_with_its_scope_and_head_is_a_get(api):
+    # a route outside the table would be served without any check
+    from service.api.openapi import operations
+    from service.app import create_app
+
+    app = create_app(api.config)
+    declared = {(op.endpoint, op.method.upper()) for op in operations(10, 100)}
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint == "static":  # Flask's own static folder
+            continue
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            assert (rule.endpoint, method) in declared, (rule.rule, method)
+    for path in ("/experiments", "/keys", "/audit", "/metrics"):
+        assert Client(api.url).request("HEAD", path)[0] == 401, path
+
+
 def test_openapi_states_each_operations_scope(api):
     doc = Client(api.url).request("GET", "/openapi.json")[1]
     ops = {op["operationId"]: op for _, _, op in _instances(doc)}
