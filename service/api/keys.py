@@ -93,6 +93,8 @@ def trail():
     responses={200: "application/x-ndjson", 400: None, 401: None, 403: None, 503: None})
 def export():
     f, args = _filters()
+    if args.after:  # a bad cursor is a 400 before the answer starts
+        trail_reads.parse_cursor(args.after)
     access = runtime().store.access
     lines = (json.dumps(e, separators=(",", ":")) + "\n"
              for e in trail_reads.every(access, f, after=args.after))
