@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from service.schemas.base import Closed, Out, _query_int
+from service.schemas.base import Closed, Int, Out, _query_int
 
 MAX_NAME = 80
 SCOPES_DOC = ("what the key may do: admin (everything, keys included), write "
@@ -34,7 +34,7 @@ class NewKey(Closed):
         Field(description="who or what holds it (shown in lists and in the audit trail; "
                           "printable, not blank)")
     scopes: list[Scope] = Field(min_length=1, max_length=20, description=SCOPES_DOC)
-    expires_at: Annotated[int, Field(ge=1, le=32_503_680_000)] | None = Field(
+    expires_at: Int(ge=1, le=32_503_680_000) | None = Field(  # type: ignore[valid-type]
         None, description="unix seconds after which the key stops working (in the future)")
 
     @field_validator("scopes")
