@@ -29,11 +29,12 @@ def run(entries: int, keys: int) -> dict:
     from service.access import secret
     from service.store import trail
     from service.store.access import AccessStore, key_record_key
+    from service.store.base import StoreBase
     from service.store.client import connect
 
     with tempfile.TemporaryDirectory() as work, Stack(work) as stack:
         client = connect(stack.start_redis())
-        access = AccessStore(client, clock=time.time)
+        access = AccessStore(StoreBase(client))
         call = trail.Call(op="renameExperiment", who={"key": "k3fa29c01d2e4",
                                                       "name": "search-team-ci"},
                           addr="10.20.3.41", retention_s=365 * 86_400.0)

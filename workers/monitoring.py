@@ -87,14 +87,15 @@ def exporter_app(registry, config):
     from service.access.gate import Gate
     from service.errors import ApiError, Forbidden
     from service.store.access import AccessStore
+    from service.store.base import StoreBase
     from service.store.client import connect_state
     from workers.health import healthz_response
 
     metrics_app = make_wsgi_app(registry)
     timeout = config.redis_timeout_ms / 1000.0
     try:
-        access = AccessStore(connect_state(config, socket_timeout=timeout,
-                                           socket_connect_timeout=timeout), clock=time.time)
+        access = AccessStore(StoreBase(connect_state(config, socket_timeout=timeout,
+                                                     socket_connect_timeout=timeout)))
     except Exception as exc:
         log.warning("worker exporter: keys unavailable (%s); only the metrics and admin "
                     "tokens are accepted", type(exc).__name__)

@@ -54,7 +54,7 @@ def placement_of(op: Op, rt: Runtime) -> str | None:
     if where == "experiment":
         exp_id = (request.view_args or {}).get("exp_id")
         try:
-            placement = rt.store.snapshot(exp_id).meta.get("placement")
+            placement = rt.store.experiments.snapshot(exp_id).meta.get("placement")
         except ExperimentMissing:
             return None
         return placement if isinstance(placement, str) else None

@@ -14,12 +14,12 @@ cluster slot): a part of the store of its own (``store.access``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import redis
 
 from service.store import trail
+from service.store.base import StorePart
 from service.store.keys import PREFIX
 
 KEYS = PREFIX + "{access}:keys"
@@ -53,12 +53,9 @@ def _record(raw: dict[Any, Any]) -> dict[str, Any] | None:
     }
 
 
-class AccessStore:
-    """Keys and the audit trail's reads on one Redis client (a server or a cluster)."""
-
-    def __init__(self, client: Any, *, clock: Callable[[], float]) -> None:
-        self.r = client
-        self.clock = clock
+class AccessStore(StorePart):
+    """Keys and the audit trail's reads (``store.access``), on the store's client (a
+    server or a cluster)."""
 
     # ------------------------------------------------------------------ keys
     def create_key(self, record: dict[str, Any]) -> None:

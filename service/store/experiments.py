@@ -12,7 +12,7 @@ import redis
 
 from bandits.base import DuelingBandit
 from service.store import trail
-from service.store.base import AUDIT_MAX, StoreBase
+from service.store.base import AUDIT_MAX, StorePart
 from service.store.base import pairs as _pairs
 from service.store.keys import (
     DUE,
@@ -64,7 +64,7 @@ def _trail(pipe, exp_id: str, audit: str) -> None:
     trail.queue(pipe, exp_key(exp_id), detail.pop("action"), target, detail)
 
 
-class ExperimentStore(StoreBase):
+class ExperimentStore(StorePart):
     """An experiment's hash, ``W``, counters and audit (see :mod:`service.store.keys`)."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_select_script": "select", "_audit_script": "audit"}
@@ -240,7 +240,7 @@ class ExperimentStore(StoreBase):
             raise ExperimentMissing(f"no experiment {exp_id!r}")
         self.r.zrem(EXPERIMENTS, exp_id)
         self.r.zrem(DUE, exp_id)
-        self._due_marked.pop(exp_id, None)
+        self.base.due_marks.pop(exp_id, None)
         with self.r.pipeline(transaction=True) as tx:  # with its trail entry
             tx.delete(exp_key(exp_id))
             trail.queue(tx, exp_key(exp_id), "deleted", {"experiment": exp_id})
@@ -272,7 +272,7 @@ class ExperimentStore(StoreBase):
         for imp_id in self.r.zrange(pending_key(exp_id), 0, -1):
             keys += [imp_key(exp_id, text(imp_id)), clicks_key(exp_id, text(imp_id))]
         self.r.zrem(DUE, exp_id)
-        self._due_marked.pop(exp_id, None)
+        self.base.due_marks.pop(exp_id, None)
         return self._unlink(keys)
 
     def _unlink(self, keys: list[Any]) -> int:

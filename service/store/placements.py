@@ -24,7 +24,7 @@ from typing import Any
 import redis
 
 from service.store import trail
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     PLACEMENTS,
     counters_key,
@@ -42,7 +42,7 @@ GUARD_PREFIX = "g:"
 PAGES, ABANDONED = GUARD_PREFIX + "pages", GUARD_PREFIX + "abandoned"
 
 
-class PlacementStore(StoreBase):
+class PlacementStore(StorePart):
     """Placements: definition, traffic, ranges, control counters."""
 
     def placement_names(self) -> list[str]:
