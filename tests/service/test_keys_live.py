@@ -86,8 +86,10 @@ def test_a_revoked_key_stops_in_both_workers_within_2_s(served):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         assert _get(conn, "/experiments", key) == 200  # each worker caches the key
         conns.append(conn)
+    # both workers hold connections (None: one gunicorn closed meanwhile, its keep-alive
+    # over on a loaded machine; the loop below opens it again)
     held = {_worker_of(c, workers, port) for c in conns}
-    assert held == set(workers), (held, workers)  # both workers hold connections
+    assert set(workers) <= held, (held, workers)
 
     status, out = admin.request("DELETE", f"/keys/{made['id']}", admin=True)
     revoked_at = time.monotonic()
