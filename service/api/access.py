@@ -139,6 +139,8 @@ def install(app: Flask, ops: list[Op]) -> None:
                            ("hook_id", "webhook"), ("cid", "campaign"),
                            ("key_id", "key")):
             value = (request.view_args or {}).get(name)
+            if name == "name" and not request.path.startswith("/placements/"):
+                continue  # a ranker's name (/experiments/ID/rankers/NAME)
             if value:
                 target[what] = value
         if status < 400:
