@@ -16,7 +16,7 @@ from cli.help_text import plain
 
 #: subcommand modules, in the order ``--help`` lists them
 COMMANDS = ["simulate", "matrix", "serve", "worker", "demo", "traffic", "migrate_keys", "judge",
-            "report", "placement", "export", "replay", "doctor"]
+            "report", "placement", "export", "replay", "audit", "doctor"]
 
 #: packages of the ``demo`` extra (``pip install 'rankduel[demo]'``), imported only by the
 #: commands that need them

@@ -24,7 +24,7 @@ the workers sit on top of it."""
 #: from its own layer or above (``tests/unit/test_architecture.py``).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("store/", "events/", "config", "errors", "metrics", "id_limits", "serving"),
-    ("rankers/", "segments/", "transaction", "queue", "tokens", "multiproc"),
+    ("access/", "rankers/", "segments/", "transaction", "queue", "tokens", "multiproc"),
     ("outcomes/", "webhooks/", "campaigns/"),
     ("credit/", "schemas/"),
     ("experiments/",),

@@ -63,7 +63,10 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     client = connect_state(config, socket_timeout=timeout, socket_connect_timeout=timeout,
                            health_check_interval=30)
     store = Store(client)
+    from service.access.gate import Gate
+
     app.extensions[EXTENSION] = Runtime(
+        gate=Gate(config, store.access),
         config=config,
         store=store,
         controller=Controller(store, max_age_ms=config.state_max_age_ms,
@@ -95,6 +98,12 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
 
     app.register_blueprint(ubi_api.bp)
     app.register_blueprint(ubi_api.admin_bp)
+    from service.api import access as access_api
+    from service.api import keys as keys_api
+
+    app.register_blueprint(keys_api.bp)
+    # every operation's scope, checked in one place (before any handler)
+    access_api.install(app, openapi.operations(config.default_k, config.max_k))
 
     cors.install(app, cors.parse_origins(config.cors_origins))
     # the common search without Flask's request machinery; Server-Timing counts from here

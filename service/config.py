@@ -76,6 +76,7 @@ ENV: dict[str, str] = {
     "webhook_backoff_max_s": "RANKDUEL_WEBHOOK_BACKOFF_MAX_S",
     "webhook_max_age_s": "RANKDUEL_WEBHOOK_MAX_AGE_S",
     "webhook_disable_after": "RANKDUEL_WEBHOOK_DISABLE_AFTER",
+    "audit_retention_days": "RANKDUEL_AUDIT_RETENTION_DAYS",
     "allow_eviction": "RANKDUEL_ALLOW_EVICTION",
     "store_budget_ms": "RANKDUEL_STORE_BUDGET_MS",
     "retention_s": "RANKDUEL_RETENTION_S",
@@ -197,9 +198,10 @@ class Config:
         Origins of the search pages that call rankduel from a browser (comma-separated
         ``scheme://host[:port]``; none by default): :mod:`service.api.cors`.
     frontend_tokens
-        Keys of server-side front ends (comma-separated, so that a key can be rotated).
-        A request with ``Authorization: Bearer <key>`` skips the per-address click limit;
-        the per-impression limit and the token still apply. A wrong key answers 401.
+        Bootstrap keys (``frontend`` scope) of server-side front ends, comma-separated for
+        rotation: a keyed ``/search``, ``/clicks``, ``/impressions/ID/end`` or ``/r`` skips
+        the per-address click limit (the per-impression limit and the impression token
+        still apply). A wrong key answers 401 (docs/operations/security.md).
     webhook_timeout_s
         How long a webhook delivery may take to connect, and to each read of the
         answer, before it counts as failed (docs/webhooks.md).
@@ -212,6 +214,8 @@ class Config:
     webhook_disable_after
         Failures in a row after which a webhook is disabled (an audit entry
         ``webhook_disabled``; ``"disabled": true`` in ``GET /webhooks/ID``).
+    audit_retention_days
+        How long the audit trail keeps an entry (``GET /audit``; docs/operations/security.md).
     allow_eviction
         Run on a Redis whose ``maxmemory-policy`` evicts (refused otherwise:
         docs/operations/outages.md).
@@ -269,6 +273,7 @@ class Config:
     webhook_backoff_max_s: float = 3600.0
     webhook_max_age_s: float = 86_400.0
     webhook_disable_after: int = 20
+    audit_retention_days: float = 365.0
     allow_eviction: bool = False
     store_budget_ms: float = 50.0
     retention_s: int = 2_592_000
@@ -295,10 +300,10 @@ class Config:
                     "sweep_interval_s", "credit_retry_s", "drain_lease_s", "ranker_timeout_ms",
                     "default_k", "max_k", "max_depth", "visibility_timeout_s",
                     "redis_timeout_ms", "ranker_failure_threshold", "ranker_quarantine_s",
-                    "ranker_retire_after", "sweep_stale_s",
-                    "state_cache_size", "credit_batch", "credit_parallelism",
-                    "clicks_per_impression", "webhook_timeout_s", "webhook_backoff_s",
-                    "webhook_backoff_max_s", "webhook_max_age_s", "webhook_disable_after",
+                    "ranker_retire_after", "sweep_stale_s", "state_cache_size",
+                    "credit_batch", "credit_parallelism", "clicks_per_impression",
+                    "webhook_timeout_s", "webhook_backoff_s", "webhook_backoff_max_s",
+                    "webhook_max_age_s", "webhook_disable_after", "audit_retention_days",
                     "store_budget_ms", "retention_s")
         for name in positive:
             if getattr(self, name) <= 0:

@@ -29,6 +29,8 @@ class Runtime:
     queue: TaskQueue
     #: placements' views, made on the first search of a placement (service.placements.search)
     placements: Any = None
+    #: the check of a request's key (service.access.gate), made by create_app
+    gate: Any = None
     #: the state store's watch, made on the first search (service.search.outage)
     outage: Any = None
 

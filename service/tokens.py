@@ -1,5 +1,5 @@
-"""Tokens: click tokens, an HMAC that ties clicks to the impression ``/search`` issued, and
-the bearer tokens of the operator API, ``/metrics`` and front-end keys (:func:`require_bearer`).
+"""Tokens: click tokens, an HMAC that ties clicks to the impression ``/search`` issued (the
+API's keys are :mod:`service.access`).
 
 ``token = expiry "." hex(HMAC-SHA256(secret, impression_id | experiment_id | expiry))``.
 The expiry travels in clear so the server can check it before the MAC; the MAC covers it,
@@ -25,9 +25,8 @@ import functools
 import hashlib
 import hmac
 import re
-from collections.abc import Iterable
 
-from service.errors import Forbidden, Unauthorized
+from service.errors import Forbidden
 
 #: unix seconds, ASCII digits only (``str.isdigit`` also takes '²' or '٣', which ``int``
 #: refuses or reads differently); 12 digits reach the year 33658
@@ -79,34 +78,3 @@ def user_hash(secret: bytes, exp_id: str, user: str | None) -> str | None:
         return None
     return hashlib.blake2b(f"{exp_id}:{user}".encode(), key=secret[:64],
                            digest_size=12).hexdigest()
-
-
-def bearer_token(header: str) -> str:
-    """The token of an ``Authorization: Bearer <token>`` header; :class:`Unauthorized`
-    saying what is wrong with any other."""
-    scheme, _, token = header.partition(" ")
-    if not header:
-        raise Unauthorized("missing Authorization: Bearer token")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized("Authorization must be 'Bearer <token>'")
-    return token.strip()
-
-
-def require_bearer(header: str, accepted: Iterable[str], *, what: str) -> None:
-    """Pass when ``header`` carries one of the non-empty ``accepted`` tokens (compared in
-    constant time); :class:`Unauthorized` otherwise. With no token configured nothing
-    passes: a forgotten setting closes the door rather than opening it.
-
-    >>> require_bearer("Bearer s3cret", ["", "s3cret"], what="metrics token")
-    >>> require_bearer("Bearer nope", ["s3cret"], what="admin token")
-    Traceback (most recent call last):
-    ...
-    service.errors.Unauthorized: invalid admin token
-    """
-    given = bearer_token(header).encode()
-    ok = False
-    for token in accepted:
-        if token:
-            ok |= hmac.compare_digest(given, token.encode())
-    if not ok:
-        raise Unauthorized(f"invalid {what}")

@@ -75,16 +75,32 @@ def _on_retry(sender=None, **_kw) -> None:
 
 def exporter_app(registry, config):
     """WSGI app of the worker's endpoint: ``/healthz`` (:mod:`workers.health`), and the
-    metrics of ``registry`` on every other path (``/metrics``), behind the metrics token
-    or the admin token (``Authorization: Bearer``)."""
+    metrics of ``registry`` on every other path (``/metrics``), behind a key with the
+    ``metrics`` scope (``Authorization: Bearer``): the metrics token, the admin token,
+    or a key made by ``POST /keys`` (checked as the API checks it,
+    :class:`service.access.gate.Gate`; 401 for a missing, wrong, revoked or expired key,
+    403 for one without ``metrics``)."""
+    import redis
     from prometheus_client import make_wsgi_app
 
-    from service.errors import Unauthorized
-    from service.tokens import require_bearer
+    from service.access import scopes
+    from service.access.gate import Gate
+    from service.errors import ApiError, Forbidden
+    from service.store.access import AccessStore
+    from service.store.base import StoreBase
+    from service.store.client import connect_state
     from workers.health import healthz_response
 
     metrics_app = make_wsgi_app(registry)
-    tokens = [config.metrics_token, config.admin_token]
+    timeout = config.redis_timeout_ms / 1000.0
+    try:
+        access = AccessStore(StoreBase(connect_state(config, socket_timeout=timeout,
+                                                     socket_connect_timeout=timeout)))
+    except Exception as exc:
+        log.warning("worker exporter: keys unavailable (%s); only the metrics and admin "
+                    "tokens are accepted", type(exc).__name__)
+        access = None
+    gate = Gate(config, access)
 
     def app(environ, start_response):
         if environ.get("PATH_INFO") == "/healthz":
@@ -92,12 +108,21 @@ def exporter_app(registry, config):
             start_response(status, [("Content-Type", "application/json"),
                                     ("Content-Length", str(len(body)))])
             return [body]
-        try:  # the metrics name experiments: never public (service.api.auth)
-            require_bearer(environ.get("HTTP_AUTHORIZATION", ""), tokens,
-                           what="metrics token")
-        except Unauthorized as exc:
+        try:  # the metrics name experiments: never public (service.access)
+            principal = gate.principal(environ.get("HTTP_AUTHORIZATION"))
+            if not scopes.allows(principal.scopes, "metrics"):
+                raise Forbidden(f"{principal.label} may not read the metrics: it needs "
+                                "scope 'metrics'")
+        except redis.RedisError as exc:  # a stored key cannot be checked now
+            body = json.dumps({"error": "state store unavailable "
+                                        f"({type(exc).__name__})"}).encode()
+            start_response("503 Service Unavailable", [
+                ("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        except ApiError as exc:
             body = json.dumps({"error": exc.message}).encode()
-            start_response("401 Unauthorized", [
+            reason = "401 Unauthorized" if exc.status == 401 else "403 Forbidden"
+            start_response(reason, [
                 ("Content-Type", "application/json"), ("Content-Length", str(len(body))),
                 *exc.headers.items()])
             return [body]

@@ -44,6 +44,7 @@ OPS = Operations(bp)
 
 @OPS.get("/search", "search", "Serve an interleaved result page",
     query_for=s.search_query,
+    scope="frontend", browser=True,
     responses={200: s.SearchResult,
                400: "Malformed request, a page beyond RANKDUEL_MAX_DEPTH, or a "
                     "next page without impression_id",
@@ -148,6 +149,7 @@ def limit_click_reports(rt: Runtime, *, keyed: bool = False) -> None:
     "Report clicks (one or many; a repeated click counts once), of an impression or of "
     "a control page (page_token)", body=s.Clicks,
     form=s.ClickForm, body_description=BROWSER_BODIES,
+    scope="frontend", browser=True,
     responses={202: s.ClicksAccepted, 400: None, 401: FRONTEND_KEY, 403: None,
                404: None, 409: None,
                413: None, 415: None, 422: "Document not shown, or not at that rank",
@@ -176,6 +178,7 @@ def clicks():
     "Report an outcome event (add to cart, purchase) of a document: attributed to the "
     "impression that showed it last (docs/conversions.md), counted once per event_id",
     body=s.Outcome, body_description=OUTCOME_BODIES,
+    scope="frontend", browser=True,
     responses={202: s.OutcomeAccepted, 400: None,
                401: FRONTEND_KEY + "; or a user-form event without a key", 403: None,
                413: None, 415: None,
@@ -199,6 +202,7 @@ def outcomes():
     body_required=False, form=s.EndForm, body_description=BROWSER_BODIES,
     path_params={"imp_id": {"type": "string", "minLength": 1,
                             "maxLength": MAX_ID_CHARS}},
+    scope="frontend", browser=True,
     responses={202: s.Ended, 400: None, 401: FRONTEND_KEY, 403: None, 404: None,
                413: None, 415: None,
                422: "A click of the body: document not shown, or not at that rank",
@@ -218,6 +222,7 @@ def end(imp_id: str):
 @OPS.get("/r", "clickRedirect",
     "Record a click and redirect (302) to the result URL the ranker returned",
     query=s.RedirectQuery,
+    scope="frontend", browser=True,
     responses={302: "redirect", 400: None, 401: FRONTEND_KEY, 403: None, 404: None,
                422: "Document not shown at that rank, or a URL not shown for it",
                503: None})

@@ -35,8 +35,10 @@ from service.serving import LIMIT_REQUEST_LINE
 
 ERRORS = {
     400: "Malformed request: not JSON, a missing or mistyped parameter or field",
-    401: "Missing or wrong bearer token",
-    403: "Missing, forged, malformed or expired impression token, or an origin not allowed",
+    401: "Missing, wrong, revoked or expired key (the same answer for each)",
+    403: "A key outside its scope (the answer names the scope needed; nothing changed), "
+         "a missing, forged, malformed or expired impression token, or an origin not "
+         "allowed",
     404: "Unknown experiment, impression or ranker",
     409: "Not allowed in the current state",
     413: f"Request body larger than {MAX_BODY_BYTES} bytes",
@@ -55,6 +57,13 @@ DOOR_STATUSES = (414, 431)
 
 
 DESCRIPTION = f"""Online interleaving experiments run by dueling bandits.
+
+Every operation states the scope its key needs (`security`; docs/operations/security.md):
+`Authorization: Bearer <key>`, a key made by `POST /keys` or one of the environment's
+tokens (`RANKDUEL_ADMIN_TOKEN`: admin, `RANKDUEL_FRONTEND_TOKENS`: frontend,
+`RANKDUEL_METRICS_TOKEN`: metrics). A missing, wrong, revoked or expired key answers 401;
+a key outside its scope 403, naming the scope needed. Every change is in the audit trail
+(`GET /audit`), naming the key.
 
 Every error is `{{"error": "<what was wrong>"}}`; when an operator body has several
 problems, `errors` lists every one of them. A server-side front end sends its front-end key
@@ -76,14 +85,14 @@ def operations(default_k: int, max_k: int) -> list[Op]:
     """Every operation of the API, as each blueprint declares it beside its handlers
     (``k``'s default and bound are configuration)."""
     from service.api import agreements as agreements_api
-    from service.api import campaigns, frontend, operator, status, ui
+    from service.api import campaigns, frontend, keys, operator, status, ui
     from service.api import placements as placements_api
     from service.api import ubi as ubi_api
     from service.api import webhooks as webhooks_api
 
     ops = [*frontend.OPS.ops, *operator.OPS.ops, *ui.OPS.ops, *campaigns.OPS.ops,
            *status.OPS.ops, *placements_api.OPS.ops, *webhooks_api.OPS.ops, *ubi_api.OPS.ops,
-           *ubi_api.ADMIN_OPS.ops, *agreements_api.OPS.ops, *OPS.ops]
+           *ubi_api.ADMIN_OPS.ops, *agreements_api.OPS.ops, *keys.OPS.ops, *OPS.ops]
     return [replace(op, query=op.query_for(default_k, max_k)) if op.query_for else op
             for op in ops]
 
@@ -154,8 +163,10 @@ def _operation(op: Op, refs: dict[tuple[Any, str], Any]) -> dict[str, Any]:
                 "schema": refs[(op.form, "validation")]}
         if op.body_description:
             out["requestBody"]["description"] = op.body_description
-    if op.operator:
-        out["security"] = [{"bearer": []}]
+    if op.scope is not None:
+        out["security"] = [{"bearer": [] if op.scope == "key" else [op.scope]}]
+        if op.browser:  # a browser's call, with the impression token instead
+            out["security"].append({})
     responses: dict[str, Any] = {}
     listed = dict(op.responses)
     for status in DOOR_STATUSES:

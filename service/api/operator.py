@@ -1,4 +1,5 @@
-"""Operator endpoints (``/experiments...``), behind ``Authorization: Bearer <token>``."""
+"""Operator endpoints (``/experiments...``), behind a key with ``read`` (GETs) or ``write``
+(the rest), checked in one place (:mod:`service.api.access`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from functools import partial
 from flask import Blueprint, Response, jsonify, request
 
 from service import schemas as s
-from service.api.auth import require_bearer
 from service.api.spec import (
     EXP_ID,
     FROM_CREATED,
@@ -40,12 +40,6 @@ log = logging.getLogger("rankduel.api")
 AB_FIELDS = ("design", "control", "confirms", "confirmed_by")
 
 
-@bp.before_request
-def require_token() -> None:
-    require_bearer(request.headers.get("Authorization", ""), [runtime().config.admin_token],
-                   what="admin token")
-
-
 def _prober(rt: Runtime) -> experiments.Prober:
     return partial(experiments.probe_rankers, rt.rankers, query=rt.config.probe_query)
 
@@ -59,7 +53,7 @@ def _describe(exp_id: str):
 
 
 @OPS.post("", "createExperiment", "Create an experiment",
-    body=s.ExperimentBody, operator=True,
+    body=s.ExperimentBody, operator=True, placement_from="body:placement",
     header_params=[{"name": idempotency.HEADER, "required": False,
                     "schema": {"type": "string", "minLength": 1,
                                "maxLength": idempotency.MAX_KEY_CHARS,
@@ -127,7 +121,7 @@ def list_experiments():
 
 
 @OPS.get("/<exp_id>", "getExperiment", "Experiment state",
-    path_params=EXP_ID, operator=True,
+    path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={200: s.Experiment, 401: None, 404: None, 503: None})
 def get(exp_id: str):
     return _describe(exp_id)
@@ -135,7 +129,7 @@ def get(exp_id: str):
 
 @OPS.delete("/<exp_id>", "deleteExperiment",
     "Delete an experiment and all its state (impressions and clicks included)",
-    path_params=EXP_ID, operator=True,
+    path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={200: s.ExperimentDeleted, 401: None, 404: None, 503: None})
 def delete(exp_id: str):
     rt = runtime()
@@ -149,7 +143,7 @@ def delete(exp_id: str):
 @OPS.patch("/<exp_id>", "renameExperiment",
     "Rename, or change its traffic share (algorithm, params, interleaving, seed and "
     "rankers are immutable: 409)",
-    body=s.ExperimentPatch, path_params=EXP_ID, operator=True,
+    body=s.ExperimentPatch, path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={200: s.Experiment, 400: None, 401: None, 404: None, 409: None,
                413: None, 422: None, 503: None})
 def patch(exp_id: str):
@@ -166,7 +160,7 @@ def patch(exp_id: str):
 
 
 @OPS.post("/<exp_id>/rankers", "addRanker", "Add a ranker mid-experiment",
-    body=s.NewRanker, path_params=EXP_ID, operator=True,
+    body=s.NewRanker, path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={201: s.RankerEntry, 400: None, 401: None, 404: None,
                409: "Duplicate name, or the experiment is stopped", 413: None,
                422: None, 503: None},
@@ -188,7 +182,7 @@ def add_ranker(exp_id: str):
     "unless retire_previous is false)",
     body=NewRankerVersion,
     path_params={**EXP_ID, "name": {"type": "string", "description": "ranker name"}},
-    operator=True,
+    operator=True, placement_from="experiment",
     responses={201: s.RankerEntry, 400: None, 401: None, 404: None,
                409: "The experiment is stopped, or the body changes nothing", 413: None,
                422: None, 503: None})
@@ -204,7 +198,7 @@ def add_ranker_version(exp_id: str, name: str):
 
 @OPS.delete("/<exp_id>/rankers/<name>", "retireRanker", "Retire a ranker",
     path_params={**EXP_ID, "name": {"type": "string", "description": "ranker name"}},
-    operator=True,
+    operator=True, placement_from="experiment",
     responses={200: s.RankerEntry, 401: None, 404: None,
                409: "Already retired, or the last active ranker", 503: None})
 def retire_ranker(exp_id: str, name: str):
@@ -215,7 +209,7 @@ def retire_ranker(exp_id: str, name: str):
     "Pause, resume or stop (running ⇄ paused → stopped)",
     path_params={**EXP_ID, "action": {"type": "string",
                                       "enum": ["pause", "resume", "stop"]}},
-    operator=True,
+    operator=True, placement_from="experiment",
     responses={200: s.LifecycleChanged, 401: None, 404: None,
                409: "Transition not allowed from the current lifecycle", 503: None})
 def lifecycle(exp_id: str, action: str):
@@ -225,7 +219,7 @@ def lifecycle(exp_id: str, action: str):
 
 @OPS.get("/<exp_id>/audit", "getAudit",
     "Audit log: operator actions, eliminations, stage changes",
-    query=s.AuditQuery, path_params=EXP_ID, operator=True,
+    query=s.AuditQuery, path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={200: s.Audit, 400: None, 401: None, 404: None, 503: None})
 def audit(exp_id: str):
     rt = runtime()
@@ -237,7 +231,7 @@ def audit(exp_id: str):
 
 @OPS.get("/<exp_id>/events", "getEvents",
     "The event log, a page of JSON lines: impressions, clicks, outcomes",
-    query=s.EventsQuery, path_params=EXP_ID, operator=True,
+    query=s.EventsQuery, path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={200: "application/x-ndjson", 400: None, 401: None, 404: None, 503: None})
 def events(exp_id: str):
     """A page of the event log (:mod:`service.store.event_log`) as JSON lines, oldest
@@ -257,7 +251,7 @@ def events(exp_id: str):
 
 @OPS.get("/<exp_id>/report", "getReport",
     "What the experiment has decided: verdict, champion, certification, estimate",
-    path_params=EXP_ID, operator=True,
+    path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={200: AnyReport, 401: None, 404: None, 503: None})
 def report(exp_id: str):
     """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
@@ -289,7 +283,8 @@ def get_archive(exp_id: str):
 
 @OPS.post("/<exp_id>/confirm", "confirmExperiment",
     "Confirm a certified interleaving verdict by an A/B test of its winner against the "
-    "placement's control", path_params=EXP_ID, operator=True, body=s.Confirm,
+    "placement's control", path_params=EXP_ID, operator=True, placement_from="experiment",
+    body=s.Confirm,
     body_required=False,
     responses={201: s.Experiment, 400: None, 401: None, 404: None, 413: None,
                409: "Not certified, on no placement, confirmed already, or its winner "

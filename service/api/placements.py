@@ -1,5 +1,6 @@
-"""Operator endpoints of placements (``/placements...``), behind the admin token: a
-search box, its control ranker and the shares of its experiments
+"""Operator endpoints of placements (``/placements...``), behind a key with ``read`` or
+``write`` (``write:placement:NAME`` for its own): a search box, its control ranker and
+the shares of its experiments
 (:mod:`service.placements.operations`; an experiment joins one at creation)."""
 
 from __future__ import annotations
@@ -7,7 +8,6 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from service import schemas as s
-from service.api.auth import require_bearer
 from service.api.spec import Operations
 from service.api.validation import json_body, parse
 from service.errors import Unprocessable
@@ -18,12 +18,6 @@ from service.runtime import runtime
 bp = Blueprint("placements", __name__, url_prefix="/placements")
 OPS = Operations(bp)
 NAME = {"name": {"type": "string", "description": "placement name"}}
-
-
-@bp.before_request
-def require_token() -> None:
-    require_bearer(request.headers.get("Authorization", ""), [runtime().config.admin_token],
-                   what="admin token")
 
 
 def _control(body, probe: bool) -> object:
@@ -41,7 +35,7 @@ def _control(body, probe: bool) -> object:
 
 
 @OPS.post("", "createPlacement", "Create a placement (a search box) with its control ranker",
-    body=s.NewPlacement, operator=True,
+    body=s.NewPlacement, operator=True, placement_from="body:name",
     responses={201: s.PlacementState, 400: None, 401: None, 409: "It exists", 413: None,
                422: None, 503: None},
     links={201: {
@@ -67,7 +61,7 @@ def list_placements():
 
 @OPS.get("/<name>", "getPlacement",
     "A placement: control, experiments, their shares now, bucket ranges, guardrails",
-    path_params=NAME, operator=True,
+    path_params=NAME, operator=True, placement_from="path",
     responses={200: s.PlacementState, 401: None, 404: None, 503: None})
 def get(name: str):
     return jsonify(placements.describe(runtime().store, name))
@@ -75,7 +69,7 @@ def get(name: str):
 
 @OPS.patch("/<name>", "updatePlacement",
     "Change the control ranker or the salt (a new salt reshuffles every user)",
-    body=s.PlacementPatch, path_params=NAME, operator=True,
+    body=s.PlacementPatch, path_params=NAME, operator=True, placement_from="path",
     responses={200: s.PlacementState, 400: None, 401: None, 404: None, 413: None,
                422: None, 503: None})
 def update(name: str):

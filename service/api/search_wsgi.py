@@ -32,9 +32,10 @@ from flask import Flask, g
 from werkzeug.datastructures import ImmutableMultiDict
 
 from service import metrics
-from service.api.auth import require_bearer
+from service.api.auth import frontend_key
 from service.api.json_response import json_bytes
 from service.api.search_query import parse_search_query
+from service.errors import Forbidden
 from service.placements import search as placement_search
 from service.runtime import EXTENSION
 from service.search import outage
@@ -74,11 +75,10 @@ def wrap(app: Flask, flask_wsgi: Callable) -> Callable:
         timing = SearchTiming()
         keyed = False
         try:
-            header = environ.get("HTTP_AUTHORIZATION")
-            if header is not None:  # service.api.auth.frontend_key
-                require_bearer(header, (*config.frontend_keys, config.admin_token),
-                               what="front-end key")
-                keyed = True
+            try:
+                keyed = frontend_key(rt, environ.get("HTTP_AUTHORIZATION"))
+            except Forbidden:  # Flask's path refuses it, and records the refusal
+                return flask_wsgi(environ, start_response)
             if parsed.placement is not None:
                 out = placement_search.search(rt, parsed.placement, parsed.q, parsed.k,
                                               parsed.user or None, timing, parsed.segments)

@@ -43,6 +43,17 @@ class Op:
     header_params: list[dict[str, Any]] = field(default_factory=list)
     operator: bool = False
     links: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: the scope a key needs (:mod:`service.access.scopes`; None: open to anyone),
+    #: enforced in one place (:mod:`service.api.access`)
+    scope: str | None = None
+    #: a browser may call it without a key, with an impression token (security ``{}``)
+    browser: bool = False
+    #: where the placement it acts on comes from (``"path"``: the ``name`` in its path;
+    #: ``"experiment"``: the placement of the ``exp_id`` in its path; ``"body"``: the
+    #: body's ``placement``), for ``write:placement:NAME`` keys and the audit trail
+    placement_from: str | None = None
+    #: the Flask endpoint of its handler (set when the route is registered)
+    endpoint: str = ""
 
 
 class Operations:
@@ -57,10 +68,14 @@ class Operations:
     def route(self, method: str, rule: str, operation_id: str, summary: str,
               **fields: Any) -> Callable[[Callable], Callable]:
         path = (self.bp.url_prefix or "") + re.sub(r"<(?:[^>]*:)?(\w+)>", r"{\1}", rule)
-        self.ops.append(Op(method, path or "/", operation_id, summary, **fields))
+        if "scope" not in fields and fields.get("operator"):  # the operator API's default
+            fields["scope"] = "read" if method == "get" else "write"
+        op = Op(method, path or "/", operation_id, summary, **fields)
+        self.ops.append(op)
 
         def register(view: Callable) -> Callable:
             self.bp.add_url_rule(rule, view_func=view, methods=[method.upper()])
+            op.endpoint = f"{self.bp.name}.{view.__name__}"
             return view
 
         return register

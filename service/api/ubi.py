@@ -4,7 +4,7 @@
   sends, one object or an array, as ``application/json`` or ``text/plain`` (what
   ``navigator.sendBeacon`` sends); :mod:`service.ubi.receive` does the rest. The same at
   ``POST /ubi_events``, where ``ubi.js``'s ``new UbiClient(API)`` posts its events.
-* ``GET /experiments/ID/ubi`` (admin): a page of the event log as UBI documents in
+* ``GET /experiments/ID/ubi`` (``read``): a page of the event log as UBI documents in
   OpenSearch's ``_bulk`` format (:mod:`service.events.ubi`), paged like
   ``GET /experiments/ID/events``.
 """
@@ -23,19 +23,12 @@ from service.errors import BadRequest, NotFound, UnsupportedMediaType
 from service.events import ubi as ubi_out
 from service.runtime import runtime
 from service.schemas.ubi import UbiEvents, UbiEventsReceived
-from service.tokens import require_bearer
 from service.ubi import receive
 
 bp = Blueprint("ubi", __name__)
 OPS = Operations(bp)
 admin_bp = Blueprint("ubi_admin", __name__, url_prefix="/experiments")
 ADMIN_OPS = Operations(admin_bp)
-
-
-@admin_bp.before_request
-def require_token() -> None:
-    require_bearer(request.headers.get("Authorization", ""), [runtime().config.admin_token],
-                   what="admin token")
 
 
 _RECEIVE = dict(
@@ -57,10 +50,11 @@ _RECEIVE = dict(
 
 @OPS.post("/ubi_events", "receiveUbiEventsAtUbiJsPath",
     "POST /ubi/events at the path ubi.js's UbiClient(baseUrl) posts to (baseUrl/ubi_events)",
-    **_RECEIVE)
+    scope="frontend", browser=True, **_RECEIVE)
 @OPS.post("/ubi/events", "receiveUbiEvents",
     "UBI events as ubi.js sends them: a click on an impression is recorded as POST /clicks "
-    "records it; other actions are stored in the event log, not credited", **_RECEIVE)
+    "records it; other actions are stored in the event log, not credited", scope="frontend",
+    browser=True, **_RECEIVE)
 @front_end()
 def events():
     rt = runtime()
@@ -82,7 +76,7 @@ def events():
 
 @ADMIN_OPS.get("/<exp_id>/ubi", "getUbi",
     "The event log as UBI documents (ubi_queries, ubi_events) in OpenSearch _bulk format",
-    query=s.EventsQuery, path_params=EXP_ID, operator=True,
+    query=s.EventsQuery, path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={200: "application/x-ndjson", 400: None, 401: None, 404: None, 503: None})
 def ubi_page(exp_id: str):
     """A page of the log (``after``, ``limit``: log events read) as ``_bulk`` lines, an

@@ -21,7 +21,8 @@ import numpy as np
 
 from judging import campaign as logic
 from service.errors import Conflict, Forbidden, NotFound, Unprocessable
-from service.store import Store
+from service.store import Store, trail
+from service.store.keys import campaign_key
 from service.transaction import transact
 
 
@@ -92,6 +93,8 @@ class Campaigns:
             _meta, state = data
             state["assessors"][who] = logic.new_assessor()
             self.store.campaigns.write_campaign_state(pipe, cid, state)
+            trail.queue(pipe, campaign_key(cid), "assessor_added", {"campaign": cid},
+                        {"assessor": who})
             return who
 
         return transact(self.store, self.store.campaigns.campaign_watch(cid),

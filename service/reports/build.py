@@ -195,7 +195,7 @@ def timeline(audit: list[dict[str, Any]], bandit, names: dict[int, str],
             continue
         item: dict[str, Any] = {"event": action, "ts": e.get("ts")}
         for key in ("ranker", "by", "from", "to", "cycle", "beat_champion", "switched",
-                    "failures", "seconds", "actor", "previous", "version", "reason"):
+                    "failures", "seconds", "actor", "who", "previous", "version", "reason"):
             if key in e:
                 item[key] = e[key]
         step = e.get("step")

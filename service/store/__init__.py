@@ -66,6 +66,7 @@ import time
 from collections.abc import Callable
 
 from service.store.ab import ABStore
+from service.store.access import AccessStore
 from service.store.archive import ArchiveStore
 from service.store.base import (
     AUDIT_MAX,
@@ -99,7 +100,9 @@ from service.store.webhooks import WebhookStore
 class Store(StoreBase):
     """Experiments, impressions and their transactions on one Redis or a Redis Cluster:
     each concept's storage a part reached by name (``store.impressions.save_impression``),
-    every part on this one client, clock and set of scripts (:class:`StoreBase`)."""
+    every part on this one client, clock and set of scripts (:class:`StoreBase`); the
+    keys and the audit trail's reads are the part ``store.access``
+    (:class:`~service.store.access.AccessStore`)."""
 
     def __init__(self, client, *, clock: Callable[[], float] = time.time) -> None:
         super().__init__(client, clock=clock)
@@ -117,6 +120,7 @@ class Store(StoreBase):
         self.webhooks = WebhookStore(self)
         self.ab = ABStore(self)
         self.splits = SplitStore(self)
+        self.access = AccessStore(self)
         self.retention = RetentionStore(self)
         self.archive = ArchiveStore(self)
 

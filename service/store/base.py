@@ -12,6 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, ClassVar
 
+from service.store import trail
 from service.store.keys import EXPERIMENTS, lua_fields
 from service.store.script_call import ScriptCall
 
@@ -41,7 +42,13 @@ class Contention(RuntimeError):
 
 
 def audit_entry(ts: float, action: str, *, actor: str, **detail: Any) -> str:
-    """One audit-list entry (JSON)."""
+    """One audit-list entry (JSON). An ``operator`` action taken inside an operator call
+    (:mod:`service.store.trail`) names who took it: ``actor`` becomes the key (``key
+    NAME (ID)``) or the bootstrap token, and ``who`` holds its id and name."""
+    call = trail.current()
+    if actor == "operator" and call is not None:
+        actor = call.label
+        detail["who"] = call.who
     return json.dumps({"ts": ts, "action": action, "actor": actor, **detail})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from service.store import trail
 from service.store.base import StorePart
 from service.store.keys import (
     JUDGING_CAMPAIGNS,
@@ -72,8 +73,12 @@ class JudgingStore(StorePart):
     # ------------------------------------------------------------------ writes
     def create_campaign(self, cid: str, meta: dict[str, Any], state: dict[str, Any],
                         created_at: float) -> None:
-        self.r.hset(campaign_key(cid), mapping={"meta": json.dumps(meta),
-                                                "state": json.dumps(state)})
+        with self.r.pipeline(transaction=True) as pipe:  # with its trail entry
+            pipe.hset(campaign_key(cid), mapping={"meta": json.dumps(meta),
+                                                  "state": json.dumps(state)})
+            trail.queue(pipe, campaign_key(cid), "campaign_created", {"campaign": cid},
+                        {"name": meta.get("name")})
+            pipe.execute()
         self.r.zadd(JUDGING_CAMPAIGNS, {cid: created_at})
 
     def take_assessor(self, assessor: str, cid: str) -> bool:

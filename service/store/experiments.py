@@ -8,7 +8,10 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
+import redis
+
 from bandits.base import DuelingBandit
+from service.store import trail
 from service.store.base import AUDIT_MAX, StorePart
 from service.store.base import pairs as _pairs
 from service.store.keys import (
@@ -44,6 +47,22 @@ from service.store.snapshot import (
 T = TypeVar("T")
 R = TypeVar("R")
 
+
+
+def _trail(pipe, exp_id: str, audit: str) -> None:
+    """Queue the trail entry of an operator's audit entry (one that names who took it:
+    ``who``, :func:`~service.store.base.audit_entry`) on ``pipe``."""
+    if trail.current() is None:
+        return
+    detail = json.loads(audit)
+    if "who" not in detail:
+        return
+    for k in ("ts", "actor", "who"):
+        detail.pop(k, None)
+    target = {"experiment": exp_id}
+    if detail.get("placement"):
+        target["placement"] = detail["placement"]
+    trail.queue(pipe, exp_key(exp_id), detail.pop("action"), target, detail)
 
 
 class ExperimentStore(StorePart):
@@ -147,6 +166,7 @@ class ExperimentStore(StorePart):
             **({"truth": json.dumps(truth)} if truth else {}),
         })
         pipe.rpush(audit_key(exp_id), audit)
+        _trail(pipe, exp_id, audit)
         pipe.execute()
         self.r.zadd(EXPERIMENTS, {exp_id: meta["created_at"]})
 
@@ -182,12 +202,33 @@ class ExperimentStore(StorePart):
         if not entries:
             return
         if pipe is None:
-            self._audit_script(*SCRIPTS["audit"].build(
-                {"exp": exp_key(exp_id), "audit": audit_key(exp_id)},
-                {"max_entries": AUDIT_MAX}, [({}, {"entry": e}) for e in entries]))
-            return
+            if trail.current() is None:
+                self._audit_script(*SCRIPTS["audit"].build(
+                    {"exp": exp_key(exp_id), "audit": audit_key(exp_id)},
+                    {"max_entries": AUDIT_MAX}, [({}, {"entry": e}) for e in entries]))
+                return
+            # an operator's change: its trail entry in the same transaction, while the
+            # experiment exists (as the script checks; no script inside a transaction:
+            # a cluster node would not know it)
+            with self.r.pipeline(transaction=True) as tx:
+                while True:
+                    try:
+                        tx.watch(exp_key(exp_id))
+                        if not tx.exists(exp_key(exp_id)):
+                            return
+                        tx.multi()
+                        tx.rpush(audit_key(exp_id), *entries)
+                        tx.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)
+                        for entry in entries:
+                            _trail(tx, exp_id, entry)
+                        tx.execute()
+                        return
+                    except redis.WatchError:  # the experiment changed meanwhile: again
+                        continue
         pipe.rpush(audit_key(exp_id), *entries)
         pipe.ltrim(audit_key(exp_id), -AUDIT_MAX, -1)
+        for entry in entries:
+            _trail(pipe, exp_id, entry)
 
     def delete_experiment(self, exp_id: str) -> int:
         """Remove experiment ``exp_id`` and every key it owns; returns the keys deleted.
@@ -202,7 +243,10 @@ class ExperimentStore(StorePart):
         self.r.zrem(EXPERIMENTS, exp_id)
         self.r.zrem(DUE, exp_id)
         self.base.due_marks.pop(exp_id, None)
-        deleted = int(self.r.delete(exp_key(exp_id)))  # the experiment is gone from here on
+        with self.r.pipeline(transaction=True) as tx:  # with its trail entry
+            tx.delete(exp_key(exp_id))
+            trail.queue(tx, exp_key(exp_id), "deleted", {"experiment": exp_id})
+            deleted = int(tx.execute()[0])  # the experiment is gone from here on
         batch: list[str] = []
         for key in self.r.scan_iter(match=experiment_pattern(exp_id), count=1000):
             batch.append(key)

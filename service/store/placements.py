@@ -21,6 +21,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import redis
+
+from service.store import trail
 from service.store.base import StorePart
 from service.store.keys import (
     PLACEMENTS,
@@ -58,12 +61,23 @@ class PlacementStore(StorePart):
         return out
 
     def create_placement(self, name: str, definition: dict[str, Any]) -> bool:
-        """Create the placement (False: it exists)."""
-        if not self.r.hsetnx(placement_key(name), "def", json.dumps(definition)):
-            return False
-        self.r.hset(placement_key(name), mapping={
-            "experiments": "[]", "ranges": "{}", "tripped": "{}", "version": 1,
-            "next_change": ""})
+        """Create the placement (False: it exists), with its trail entry in the same
+        transaction (:mod:`service.store.trail`)."""
+        key = placement_key(name)
+        with self.r.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(key)
+                if pipe.exists(key):
+                    return False
+                pipe.multi()
+                pipe.hset(key, mapping={
+                    "def": json.dumps(definition), "experiments": "[]", "ranges": "{}",
+                    "tripped": "{}", "version": 1, "next_change": ""})
+                trail.queue(pipe, key, "placement_created", {"placement": name},
+                            {"control": definition.get("control", {}).get("name")})
+                pipe.execute()
+            except redis.WatchError:  # created meanwhile
+                return False
         self.r.sadd(PLACEMENTS, name)
         return True
 
@@ -74,6 +88,8 @@ class PlacementStore(StorePart):
                for k, v in fields.items()}
         pipe.hset(placement_key(name), mapping=enc)
         pipe.hincrby(placement_key(name), "version", 1)
+        trail.queue(pipe, placement_key(name), "placement_changed", {"placement": name},
+                    {"fields": sorted(fields)})
 
     def reset_control_health(self, pipe, name: str, fields) -> None:
         """Queue the reset of the control ranker's call counters ``fields`` (a new

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import redis
 
+from service.store import trail
 from service.store.base import AUDIT_MAX, StorePart
 from service.store.keys import (
     WEBHOOKS,
@@ -60,8 +61,14 @@ class WebhookStore(StorePart):
 
     # ------------------------------------------------------------------ the hooks
     def create_webhook(self, hook_id: str, definition: dict[str, Any], secret: str) -> None:
-        self.r.hset(webhook_key(hook_id), mapping={
-            "def": json.dumps(definition), "secret": secret, "fails": 0, "disabled": 0})
+        """Store a new hook, with its trail entry in the same transaction (the secret
+        never goes to the trail)."""
+        with self.r.pipeline(transaction=True) as pipe:
+            pipe.hset(webhook_key(hook_id), mapping={
+                "def": json.dumps(definition), "secret": secret, "fails": 0, "disabled": 0})
+            trail.queue(pipe, webhook_key(hook_id), "webhook_created", {"webhook": hook_id},
+                        {"url": definition.get("url"), "events": definition.get("events")})
+            pipe.execute()
         self.r.zadd(WEBHOOKS, {hook_id: definition["created_at"]})
 
     def webhook_ids(self) -> list[str]:
@@ -87,7 +94,11 @@ class WebhookStore(StorePart):
 
     def delete_webhook(self, hook_id: str) -> bool:
         self.r.zrem(WEBHOOKS, hook_id)
-        return bool(self.r.delete(webhook_key(hook_id), webhook_deliveries_key(hook_id)))
+        with self.r.pipeline(transaction=True) as pipe:  # with its trail entry
+            pipe.delete(webhook_key(hook_id), webhook_deliveries_key(hook_id))
+            trail.queue(pipe, webhook_key(hook_id), "webhook_deleted", {"webhook": hook_id})
+            deleted = pipe.execute()[0]
+        return bool(deleted)
 
     def webhook_failed(self, hook_id: str) -> int:
         """Count one more failure in a row; the count."""

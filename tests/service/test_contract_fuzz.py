@@ -85,6 +85,8 @@ SEMANTIC_422 = {
     "POST /judging/tasks/{task_id}/judgments": ("each of its pairs", "judged once"),
     # an experiment that does not exist; a URL the allow-list refuses (the rankers')
     "POST /webhooks": ("no experiment", "field 'url': host"),
+    # an expiry is in the future of the moment the key is made
+    "POST /keys": ("is in the past",),
 }
 #: 400s a schema-valid request can get: a next result page deeper than
 #: RANKDUEL_MAX_DEPTH (page·k, a product no schema bounds), without the impression it
@@ -431,6 +433,8 @@ def test_links_lead_everywhere(api, ranker_server):
     hook = call("createWebhook", {}, body={
         "url": f"{toy}/r/good", "events": ["ramp_step"], "secret": "links-0123456789abcdef"})
     follow("createWebhook", 201, hook.json(), {})
+    key = call("createKey", {}, body={"name": "links", "scopes": ["read"]})
+    follow("createKey", 201, key.json(), {})
     needs_ids = {op_id for op_id, (_, path, _) in ops.items() if "{" in path}
     assert needs_ids | {"search", "recordClicks"} <= visited, sorted(
         (needs_ids | {"search", "recordClicks"}) - visited)

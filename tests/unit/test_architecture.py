@@ -172,7 +172,7 @@ def test_no_import_cycles():
 
 
 #: the concepts of the live service, each a folder of ``service/`` (docs/architecture.md)
-CONCEPTS = ("api", "campaigns", "clicks", "credit", "events", "experiments", "outcomes",
+CONCEPTS = ("access", "api", "campaigns", "clicks", "credit", "events", "experiments", "outcomes",
             "placements", "rankers", "reports", "schemas", "search", "segments", "store",
             "ubi", "webhooks")
 #: the most modules at the top of ``service/`` (wiring, configuration, errors, tokens,

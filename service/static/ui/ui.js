@@ -1,11 +1,14 @@
 /* rankduel operator page: plain JS, inline SVG, no library, no CDN.
- * The admin token is asked once, kept in sessionStorage and sent as a Bearer header.
+ * A key is asked once, kept in sessionStorage and sent as a Bearer header. GET /keys/me
+ * says whose it is: a key without write (a read key) sees everything with the controls
+ * disabled (docs/operations/security.md).
  * A self-contained copy (rankduel report --html) sets window.RANKDUEL_REPORT instead. */
 "use strict";
 (function () {
   const KEY = "rankduel.token";
   const REFRESH_MS = 5000;
   let timer = null;
+  let me = null;  // GET /keys/me: who and the scopes of the key in use
   const $ = (id) => document.getElementById(id);
 
   function el(tag, attrs, ...kids) {
@@ -23,12 +26,14 @@
     return e;
   }
 
-  async function api(path) {
+  async function api(path, method) {
     const token = sessionStorage.getItem(KEY);
-    const r = await fetch(path, { headers: { Authorization: "Bearer " + token } });
+    const r = await fetch(path, { method: method || "GET",
+                                  headers: { Authorization: "Bearer " + token } });
     if (r.status === 401) {
       sessionStorage.removeItem(KEY);
-      showLogin("The token was refused; enter it again.");
+      me = null;
+      showLogin("The key was refused; enter it again.");
       throw new Error("unauthorized");
     }
     const body = await r.json();
@@ -49,10 +54,60 @@
     $("login-error").textContent = msg || "";
   }
 
+  // whether the key may change an experiment on this placement (null: none)
+  function canWrite(placement) {
+    const s = (me && me.scopes) || [];
+    return s.includes("admin") || s.includes("write") ||
+      (placement ? s.includes("write:placement:" + placement) : false);
+  }
+
+  function whoText() {
+    if (!me) return "";
+    const w = me.who.key ? `key ${me.who.name} (${me.who.key})` : `${me.who.bootstrap} token`;
+    return `${w} · ${me.scopes.join(", ")}`;
+  }
+
+  // pause, resume, stop: disabled (with the reason) for a key that may not change it
+  function controls(id, rep) {
+    const placement = rep.rollout ? rep.rollout.placement : null;
+    const allowed = canWrite(placement);
+    const why = allowed ? null : "this key may not change experiments: it needs write" +
+      (placement ? ` or write:placement:${placement}` : "");
+    const box = el("p", { id: "controls" });
+    const can = { pause: rep.lifecycle === "running", resume: rep.lifecycle === "paused",
+                  stop: rep.lifecycle !== "stopped" };
+    for (const action of ["pause", "resume", "stop"]) {
+      const b = el("button", { type: "button", id: "control-" + action, title: why,
+                               disabled: allowed && can[action] ? null : "disabled" }, action);
+      b.addEventListener("click", async () => {
+        try {
+          await api(`/experiments/${encodeURIComponent(id)}/${action}`, "POST");
+          route();
+        } catch (err) {
+          if (err.message !== "unauthorized") $("error").textContent = String(err.message);
+        }
+      });
+      box.appendChild(b);
+      box.appendChild(document.createTextNode(" "));
+    }
+    if (why) box.appendChild(el("span", { class: "muted", id: "controls-why" }, why));
+    return box;
+  }
+
   async function route() {
     clearTimeout(timer);
     $("error").textContent = "";
     if (!sessionStorage.getItem(KEY)) return showLogin();
+    if (!me) {
+      try {
+        me = await api("/keys/me");
+      } catch (err) {
+        if (err.message === "unauthorized") return;
+        $("error").textContent = String(err.message);
+        return;
+      }
+      $("who").textContent = whoText();
+    }
     const m = location.hash.match(/^#exp=([A-Za-z0-9_-]+)$/);
     const p = location.hash.match(/^#placement=([A-Za-z0-9][A-Za-z0-9_.-]{0,63})$/);
     try {
@@ -297,6 +352,8 @@
   async function showExperiment(id) {
     const rep = await api("/experiments/" + encodeURIComponent(id) + "/report");
     render(rep);
+    const heading = $("experiment").querySelector("h1");
+    if (heading) heading.after(controls(id, rep));
     show("experiment");
     if (rep.lifecycle !== "stopped") timer = setTimeout(route, REFRESH_MS);
   }
@@ -520,6 +577,7 @@
     const tl = el("ul", { class: "timeline", id: "timeline" });
     for (const item of rep.timeline) {
       tl.appendChild(el("li", {}, el("strong", {}, describe(item)), " ",
+        item.who ? el("span", { class: "who" }, `by ${item.actor} `) : null,
         el("span", { class: "muted" }, fmtWhen(item))));
     }
     grid.appendChild(el("div", {}, el("h2", {}, "Timeline"), tl));
@@ -545,6 +603,7 @@
       const token = new FormData(ev.target).get("token").trim();
       if (!token) return;
       sessionStorage.setItem(KEY, token);
+      me = null;
       ev.target.reset();
       route();
     });
