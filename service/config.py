@@ -95,14 +95,12 @@ class Config:
         Redis for state (``REDIS_URL``); with ``redis_cluster``, one or more nodes of a
         Redis Cluster, ``redis://host:port[,host:port...]`` (:mod:`service.store.client`).
     broker_url
-        The Celery broker (``RANKDUEL_BROKER_URL``), a single Redis; default:
-        ``redis_url``, except on a cluster (Celery's Redis transport does not support
-        Redis Cluster), where it must be given.
+        The Celery broker (``RANKDUEL_BROKER_URL``), a single Redis; default ``redis_url``,
+        except on a cluster (Celery's Redis transport has no cluster), where it is needed.
     redis_cluster
         ``REDIS_URL`` names a Redis Cluster (``RANKDUEL_REDIS_CLUSTER=1``).
     redis_timeout_ms
-        Socket timeout of the API's Redis calls: a stalled Redis answers 503 after this
-        long instead of holding the request.
+        Socket timeout of the API's Redis calls: a stalled Redis answers 503 this soon.
     admin_token
         Bearer token of the operator endpoints (``RANKDUEL_ADMIN_TOKEN``).
     secret_key
@@ -123,11 +121,8 @@ class Config:
         How often the sweep reads every experiment rather than only those its index lists
         as due (which repairs an index entry a crash left out).
     drain_lease_s
-        A drain lease's and a claim's lifetime. A working drain renews both every third
-        of it, so a lease with no live drain behind it (never queued, rejected, its
-        worker killed) lapses this long after its drain stopped, and the next sweep
-        queues a new drain: crediting resumes within ``drain_lease_s +
-        sweep_interval_s`` after any fault.
+        A drain lease's and a claim's lifetime, renewed every third of it by a working
+        drain: after any fault, crediting resumes within ``drain_lease_s + sweep_interval_s``.
     ranker_timeout_ms
         Default per-ranker timeout when an experiment's ranker gives none.
     events_maxlen

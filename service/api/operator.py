@@ -267,14 +267,14 @@ def report(exp_id: str):
 @OPS.post("/<exp_id>/archive", "archiveExperiment",
     "Archive a stopped experiment: free its per-user and per-impression data, keep its "
     "state, report, verdicts, agreements and timeline", path_params=EXP_ID, operator=True,
-    responses={200: s.Archive, 401: None, 404: None,
+    placement_from="experiment", responses={200: s.Archive, 401: None, 404: None,
                409: "Not stopped, or impressions still wait for their credit", 503: None})
 def archive(exp_id: str):
     return jsonify(archiving.archive(runtime().store, exp_id))
 
 
 @OPS.get("/<exp_id>/archive", "getArchive", "A stopped experiment's archive record",
-    path_params=EXP_ID, operator=True,
+    path_params=EXP_ID, operator=True, placement_from="experiment",
     responses={200: s.Archive, 401: None, 404: "No such experiment, or not archived",
                503: None})
 def get_archive(exp_id: str):
