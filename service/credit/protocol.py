@@ -155,9 +155,19 @@ def commit_and_tell(store: Store, pipe, exp_id: str, snap, bandit: DuelingBandit
     """Execute a transaction that updated the policy, with the webhooks' verdict changes
     (``told``: the verdicts before) queued in it when the structure ``moved``, and wake
     the outbox when there are some."""
+    after = verdicts.verdicts(bandit) if moved else None
     changed = moved and verdicts.queue_changes(
-        store, pipe, exp_id, told, verdicts.verdicts(bandit), names=snap.names,
+        store, pipe, exp_id, told, after, names=snap.names,
         name=snap.meta.get("name"), comparisons=bandit.n_updates)
+    if (after is not None and after.certified is not None
+            and after.certified != (told.certified if told else None)):
+        # where the verdict came: what the speed-up of GET /agreements compares with
+        # the A/B test's sample (service.reports.speedup)
+        store.write_certification(pipe, exp_id, {
+            "champion": snap.names.get(after.certified, str(after.certified)),
+            "comparisons": int(bandit.n_updates),
+            "searches": max(int(snap.selections or 0), int(bandit.n_updates)),
+            "error_rate": snap.meta.get("error_rate"), "ts": store.clock()})
     pipe.execute()
     if changed:
         outbox.mark_due(store, exp_id)
