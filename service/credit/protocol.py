@@ -219,6 +219,16 @@ def _entries(plan: credit.Credit, guard: Guard | None, ids: Sequence[str],
 #: which it goes through the serial path with the next hold (progress guaranteed)
 STALL_ROUNDS = 8
 
+#: impressions per credit script call. A script that meets a hold (its own batch's or,
+#: with several workers, another's) sends back the rest of what it was given, which goes
+#: again after the hold is decided: sending a claimed batch (``credit_batch``, 500) whole
+#: re-sent the rest of it at every hold, and every other worker's whole batch at each of
+#: them, so a policy that holds often (``recommended``: tens of holds per 6,000
+#: impressions) spent most of its worker CPU re-encoding and re-sending, more with each
+#: worker (BENCHMARKS.md, "Credit throughput"). A chunk bounds what one hold can make a
+#: worker send again; a script call's fixed cost over 64 impressions is small.
+CHUNK = 64
+
 
 def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
                  views: Views | None = None) -> dict[str, dict]:
@@ -226,10 +236,11 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
     later); per impression credited (or found missing or credited before) its result.
     An impression that got a click since it was read is left pending.
 
-    The batch goes to the credit script; when the script holds an outcome (this batch's
-    or another's), that impression alone is decided by :func:`resolve_hold` and the rest
-    goes back to the script, computed once per view (an impression's outcomes depend on
-    the view only through which rankers are retired)."""
+    The batch goes to the credit script in chunks of :data:`CHUNK`, in order; when the
+    script holds an outcome (this batch's or another's), that impression alone is decided
+    by :func:`resolve_hold` and the rest goes back to the script, computed once per view
+    (an impression's outcomes depend on the view only through which rankers are
+    retired)."""
     views = _DEFAULT_VIEWS if views is None else views
     results: dict[str, dict] = {}
     todo = list(imp_ids)
@@ -237,7 +248,7 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
     plan, planned = credit.Credit(), None  # the plan and View.plan_key it was made with
     reread = False
     stalled = 0
-    for _round in range((STALL_ROUNDS + 2) * len(todo) + 20):
+    for _round in range((STALL_ROUNDS + 2) * len(todo) + len(todo) // CHUNK + 20):
         try:
             view = views.get(store, exp_id)
         except ExperimentMissing:
@@ -245,9 +256,9 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             break
         if not read:
             read = dict(zip(todo, store.read_impressions(exp_id, todo), strict=True))
-        imps = [read[i] for i in todo]
         key = view.plan_key()
         if planned != key:
+            imps = [read[i] for i in todo]
             if _newer_than(imps, view.bandit.K) and not reread:
                 reread = True
                 # an impression of a ranker added since the view was read (the script
@@ -259,7 +270,9 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             planned = key
         # clicks the policy does not learn from change no structure: no guard, no hold
         guard = Guard.of(view.bandit, t) if view.learns_clicks else None
-        entries, gone = _entries(plan, guard, todo, imps, learns_clicks=view.learns_clicks)
+        head = todo[:CHUNK]
+        entries, gone = _entries(plan, guard, head, [read[i] for i in head],
+                                 learns_clicks=view.learns_clicks)
         done = store.commit_credit(exp_id, sv=view.sv, guard="" if guard is None else guard.arg(),
                                    entries=entries, gone=gone,
                                    target="" if view.learns_clicks else CLICK)
@@ -269,7 +282,11 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             elif code in ("missing", "already"):
                 results[i] = {"status": code}
         if done.status == "ok":
-            break
+            todo = todo[len(head):]  # the chunk handled (a click since: left pending)
+            stalled = 0
+            if not todo:
+                break
+            continue
         if done.status == "missing":
             results.update({i: {"status": "missing"} for i in todo if i not in done.codes})
             break
