@@ -11,12 +11,15 @@ bounded by its cap: :func:`service.outcomes.metrics.bounded`), which is what the
 needs; a ``sum`` metric's verdict is thus about value-weighted wins, the sums of the
 plain values being shown beside it.
 
-The primary metric (the one the policy learns from) has one verdict: the report's
-headline, the policy's own test at δ on the experiment's ``W`` (:func:`headline_entry`).
+The primary metric (the one the policy learns from) of a policy whose verdicts are
+stated at an error rate (``recommended``) has one verdict: the report's headline, the
+policy's own test at δ on the experiment's ``W`` (:func:`headline_entry`).
 Testing that ``W`` a second time at δ/M would give one metric two verdicts, certified in
 the headline and "not certified" in the list. So the primary's line states the
 headline's verdict at the headline's δ, and the other metrics are tested at δ/M each:
-the chance that anything the report states is wrong stays at most δ + (M − 1)·δ/M.
+the chance that anything the report states is wrong stays at most δ + (M − 1)·δ/M. A
+policy that states no δ (the Merge family, Uniform) has its primary tested at δ/M as
+every other metric.
 """
 
 from __future__ import annotations
@@ -121,9 +124,10 @@ def per_metric(store: Store, exp_id: str, meta: Mapping[str, Any], bandit,
         c = counts.get(m.name)
         W = bandit.W if m.is_click and own else matrix(c, k)
         n = int(bandit.n_updates) if m.is_click and own else (c.n if c else 0)
-        verdict = (headline_entry(m.name, decision, names, n, delta or DEFAULT_ERROR_RATE)
-                   if decision is not None and m.name == main else
-                   entry(m.name, W, arms, share, names, n))
+        # a policy with verdicts at a stated δ (recommended): the primary's is its own
+        verdict = (headline_entry(m.name, decision, names, n, decision.error_rate)
+                   if decision is not None and decision.error_rate is not None
+                   and m.name == main else entry(m.name, W, arms, share, names, n))
         out.append({
             **m.to_json(), "action": m.action, "value": m.value,
             "window_s": m.window_s or None, "cap": m.cap,
