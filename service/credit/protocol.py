@@ -140,7 +140,8 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
                                           structure_before=before,
                                           segments={i: m.segments for i, m in zip(
                                               ids, imps, strict=True) if m is not None})
-                commit_and_tell(store, pipe, exp_id, snap, bandit, told, moved=moved)
+                commit_and_tell(store, pipe, exp_id, snap, bandit, told, moved=moved,
+                                decided_by=held)
                 return Resolved(result.results,
                                 View(snap.sv + int(moved), bandit, snap.names,
                                      snap.meta.get("dwell_unsatisfied_s"),
@@ -151,10 +152,11 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
 
 
 def commit_and_tell(store: Store, pipe, exp_id: str, snap, bandit: DuelingBandit,
-                    told: dict, *, moved: bool) -> None:
+                    told: dict, *, moved: bool, decided_by: str | None = None) -> None:
     """Execute a transaction that updated the policy, with the webhooks' verdict changes
     (``told``: the verdicts before) queued in it when the structure ``moved``, and wake
-    the outbox when there are some."""
+    the outbox when there are some. A newly certified champion is recorded with where it
+    came: the comparisons, the searches and the impression (``decided_by``) then."""
     after = verdicts.verdicts(bandit) if moved else None
     changed = moved and verdicts.queue_changes(
         store, pipe, exp_id, told, after, names=snap.names,
@@ -167,7 +169,8 @@ def commit_and_tell(store: Store, pipe, exp_id: str, snap, bandit: DuelingBandit
             "champion": snap.names.get(after.certified, str(after.certified)),
             "comparisons": int(bandit.n_updates),
             "searches": max(int(snap.selections or 0), int(bandit.n_updates)),
-            "error_rate": snap.meta.get("error_rate"), "ts": store.clock()})
+            "error_rate": snap.meta.get("error_rate"), "ts": store.clock(),
+            "impression": decided_by})
     pipe.execute()
     if changed:
         outbox.mark_due(store, exp_id)

@@ -347,6 +347,8 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
         "generated_at": now,
         "segments": segments,
     }
+    if d.certified:  # where the verdict came (the credit that certified it)
+        out["certification"] = store.certification(exp_id)
     if snap.meta.get("confirmed_by"):  # what interleaving saved over its A/B test
         out.update(pair_speedup(store, snap.meta["confirmed_by"]) or {})
     by_metric = per_metric(store, exp_id, snap.meta, bandit, names, d.error_rate,
