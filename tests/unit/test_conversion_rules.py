@@ -24,8 +24,8 @@ from service.outcomes.metrics import (
     scale,
     value_problem,
 )
-from service.store.outcomes import MetricCounts
 from service.reports.metrics import disagreement, entry
+from service.store.outcomes import MetricCounts
 
 
 def test_declarations_name_the_field():
