@@ -1,5 +1,5 @@
 """Purchases to a revenue verdict against purchases to the order-count verdict, in the
-demo world, with a fixed cap (before issue 47) and with the predictable scale
+demo world, with a fixed cap (as shipped before) and with the predictable scale
 (:func:`service.outcomes.metrics.scale`, after).
 
 The demo's world (``demo.world_rankers.demo_world``, seed 1, 12 rankers): its buyers'

@@ -18,7 +18,7 @@ before). p50 and p99 over ``--runs`` runs (with few runs the p99 is their maximu
 
 Offline: the same policy and parameters on the same 2×2 matrix by its own ``update()``,
 ``--offline-runs`` seeds: the comparisons to its certificate; the live median over the
-offline median is the ratio issue 47 asks to keep within 1.5.
+offline median is the ratio to keep within 1.5.
 
     .venv/bin/python bench/verdict_latency.py [--runs 10] [--preference 0.8] \
         [--params '{"check_every": 10}'] [--json out.json]

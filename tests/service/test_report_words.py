@@ -109,7 +109,7 @@ def test_recommended_keeps_no_longer_shown_apart_from_shown_worse(client, ranker
 
 
 def test_the_primary_metric_states_the_headline_verdict(client, ranker_server, rd):
-    # issue 47: the primary's W is the headline's; its line in the metrics list states
+    # the primary's W is the headline's; its line in the metrics list states
     # the headline's verdict at the headline's δ (one metric, one verdict), the other
     # metrics theirs at δ/M
     rankers = [{"name": f"r{i}", "url": f"{ranker_server.url}/r/good", "timeout_ms": 2000}
