@@ -165,10 +165,12 @@ def commit_and_tell(store: Store, pipe, exp_id: str, snap, bandit: DuelingBandit
             and after.certified != (told.certified if told else None)):
         # where the verdict came: what the speed-up of GET /agreements compares with
         # the A/B test's sample (service.reports.speedup)
+        # the searches: up to the deciding one (its selection count), else all so far
+        step = store.selection_of(exp_id, decided_by) if decided_by else None
         store.write_certification(pipe, exp_id, {
             "champion": snap.names.get(after.certified, str(after.certified)),
             "comparisons": int(bandit.n_updates),
-            "searches": max(int(snap.selections or 0), int(bandit.n_updates)),
+            "searches": max(step or int(snap.selections or 0), int(bandit.n_updates)),
             "error_rate": snap.meta.get("error_rate"), "ts": store.clock(),
             "impression": decided_by})
     pipe.execute()

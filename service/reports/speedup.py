@@ -2,8 +2,9 @@
 interleaving verdict and the A/B test of its winner, :mod:`service.placements.ab`), the
 searches (and users) each design needed to decide, and their ratio.
 
-* **Interleaving**: the searches served and the comparisons credited when its champion
-  was certified, recorded in the transaction that certified it
+* **Interleaving**: the searches up to the one whose credit certified its champion (that
+  impression's selection count) and the comparisons credited then, recorded in the
+  transaction that certified it
   (:meth:`service.store.experiments.ExperimentStore.write_certification`, called by
   :func:`service.credit.protocol.commit_and_tell`); for a verdict certified before that
   record existed, the counts when it was confirmed (``basis``: ``"confirmation"``, an

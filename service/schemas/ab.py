@@ -73,8 +73,8 @@ class Agreement(Out):
     agree: bool | None = Field(description="same direction (null: the A/B has not decided)")
     trusted: bool = Field(description="false while the A/B's split is flagged (SRM)")
     sample_sizes: dict[str, Any] | None = Field(
-        description="what each design needed to decide: interleaving's searches and "
-                    "comparisons when its champion was certified (users null: it counts "
+        description="what each design needed to decide: interleaving's searches (up "
+                    "to the one that certified its champion) and comparisons then (users null: it counts "
                     "searches), the A/B test's users and searches when it first decided "
                     "(null until then), and whether both used the same δ; null for a pair "
                     "confirmed before samples were kept")
