@@ -180,9 +180,9 @@ class Report(BaseModel):
                           "rankers (\"r2 wins click, r5 wins revenue: ...\"), else null")
     certification: dict[str, Any] | None = Field(
         None, description="only once certified: where the verdict came, recorded by the "
-                          "credit that certified it (champion, comparisons, searches up to the deciding one, "
-                          "error_rate, ts, the deciding impression); null for a verdict "
-                          "written otherwise (docs/decisions.md)")
+                          "credit that certified it (champion, comparisons, searches up to "
+                          "the deciding one, error_rate, ts, the deciding impression); null "
+                          "for a verdict written otherwise (docs/decisions.md)")
     sample_sizes: dict[str, Any] | None = Field(
         None, description="only once confirmed (confirmed_by): the searches each design "
                           "needed to decide (GET /agreements; service.reports.speedup)")

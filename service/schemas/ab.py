@@ -74,8 +74,9 @@ class Agreement(Out):
     trusted: bool = Field(description="false while the A/B's split is flagged (SRM)")
     sample_sizes: dict[str, Any] | None = Field(
         description="what each design needed to decide: interleaving's searches (up "
-                    "to the one that certified its champion) and comparisons then (users null: it counts "
-                    "searches), the A/B test's users and searches when it first decided "
+                    "to the one that certified its champion) and comparisons then (users "
+                    "null: it counts searches), the A/B test's users and searches when it "
+                    "first decided "
                     "(null until then), and whether both used the same δ; null for a pair "
                     "confirmed before samples were kept")
     speedup: float | None = Field(
