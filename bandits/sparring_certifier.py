@@ -218,9 +218,7 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
         champion, challengers = -1, frozenset[int]()
         if self._arms.size == 1 and not self.flagged and not self.cycled:
             champion = int(self._arms[0])
-            # an arm shown worse is never readmitted (update() readmits only arms of
-            # the pool, which leaves them out): watching its duels with the champion
-            # held every one it won, tens per run, and none changed anything
+            # not an arm shown worse: update() readmits only pool arms (holds for nothing)
             challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED)
                                     if int(e) not in self.worse)
         # the checks may readmit before convergence and certify (edges are drawn there)
