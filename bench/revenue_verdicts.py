@@ -1,6 +1,6 @@
 """Purchases to a revenue verdict against purchases to the order-count verdict, in the
 demo world, with a fixed cap (as shipped before) and with the predictable scale
-(:func:`service.outcomes.metrics.scale`, after).
+(:func:`service.outcomes.declared.scale`, after).
 
 The demo's world (``demo.world_rankers.demo_world``, seed 1, 12 rankers): its buyers'
 ranker against the clear best on clicks (which loses the purchases), interleaved by team
@@ -12,7 +12,7 @@ scaled by the price, ``½ ± ½·min(v, c)/c``), with ``c``:
 
 * ``fixed 1000``: the default cap, as shipped;
 * ``fixed 100``: the demo's declared cap, as shipped;
-* ``predictable``: :func:`service.outcomes.metrics.scale` with cap 1,000, each batch of
+* ``predictable``: :func:`service.outcomes.declared.scale` with cap 1,000, each batch of
   ``--batch`` events scaled by the values credited before it, as a worker's batch is
   (:func:`service.credit.outcome_events.batch_scales`).
 
@@ -43,7 +43,7 @@ import interleaving  # noqa: E402
 from bandits.confidence import certified_best  # noqa: E402
 from demo.world_rankers import demo_world  # noqa: E402
 from interleaving.clicks import CLICK_MODELS  # noqa: E402
-from service.outcomes.metrics import DEFAULT_CAP, bounded, scale  # noqa: E402
+from service.outcomes.declared import DEFAULT_CAP, bounded, scale  # noqa: E402
 
 METRICS = ("orders", "revenue fixed 1000", "revenue fixed 100", "revenue predictable")
 

@@ -9,7 +9,7 @@ What an event yields, per metric it counts for: the interleaving method's credit
 click on the document's position (``interleaving.credit(record, [position])``: under
 team draft, the team that placed the document wins; probabilistic and multileaving as
 their click credit does), in arm indices; for a ``sum`` metric each outcome scaled by
-the event's value (:func:`service.outcomes.metrics.bounded`) at the batch's predictable
+the event's value (:func:`service.outcomes.declared.bounded`) at the batch's predictable
 scale (:func:`batch_scales`: from the values credited before the batch), and the value
 added to the plain sum of each ranker that won every comparison of the event. No guard and no hold:
 no policy reads these ``W``. When the policy learns from one of the event's metrics (the
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.credit.primary import credit_primary
-from service.outcomes.metrics import (
+from service.outcomes.declared import (
     DEFAULT_CAP,
     Metric,
     bounded,
@@ -101,7 +101,7 @@ def outcomes(event: Mapping[str, str] | None, entry: Sequence[Any] | None,
 
 def batch_scales(counts: Mapping[str, Any], metrics: Mapping[str, Metric]
                  ) -> dict[str, float]:
-    """Each ``sum`` metric's scale for a batch (:func:`service.outcomes.metrics.scale`),
+    """Each ``sum`` metric's scale for a batch (:func:`service.outcomes.declared.scale`),
     from ``counts`` (:meth:`service.store.outcomes.OutcomeStore.metric_counts`, read
     before the batch): the values credited so far and the events they came from."""
     out = {}
@@ -145,16 +145,16 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
     """Credit the outcome events ``members`` (``~<digest>``) of ``exp_id`` once each;
     per member its mark (``already`` / ``missing`` when nothing was written)."""
     digests = [m[len(OUTCOME_MEMBER):] for m in members]
-    events = store.read_outcome_events(exp_id, digests)
-    meta = store.meta(exp_id)
+    events = store.outcomes.read_outcome_events(exp_id, digests)
+    meta = store.outcomes.meta(exp_id)
     if meta is None:  # deleted: nothing left to credit
         return {m: {"status": "missing"} for m in members}
     metrics = {m.name: m for m in declared(meta)}
     # each sum metric's scale, from what was credited before this batch (predictable)
-    scales = (batch_scales(store.metric_counts(exp_id), metrics)
+    scales = (batch_scales(store.outcomes.metric_counts(exp_id), metrics)
               if any(m.value == "sum" for m in metrics.values()) else {})
-    entries = store.read_attributions(exp_id, [e["i"] for e in events
-                                               if e is not None and "credited" not in e])
+    entries = store.outcomes.read_attributions(exp_id, [e["i"] for e in events
+                                                        if e is not None and "credited" not in e])
     learnt = None if learns_clicks(meta) else primary(meta)
     marks: dict[str, dict] = {}
     batch, policy = [], []
@@ -174,5 +174,5 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
             credit_primary(store, exp_id, policy, learnt)
         except ExperimentMissing:  # deleted meanwhile: nothing left to credit
             return {m: {"status": "missing"} for m in members}
-    codes = store.commit_metric_credit(exp_id, batch)
+    codes = store.outcomes.commit_metric_credit(exp_id, batch)
     return {m: (marks[m] if code == "ok" else {"status": code}) for m, code in codes.items()}

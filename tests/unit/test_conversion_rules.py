@@ -14,7 +14,7 @@ from bandits.confidence import certified_best, shown_worse
 from service.credit.outcome_events import batch_scales, outcomes, spec, winners
 from service.outcomes import actions as actions_mod
 from service.outcomes.actions import Actions
-from service.outcomes.metrics import (
+from service.outcomes.declared import (
     MAX_METRICS,
     SCALE_MIN_EVENTS,
     Metric,
@@ -24,7 +24,7 @@ from service.outcomes.metrics import (
     scale,
     value_problem,
 )
-from service.reports.metrics import disagreement, entry
+from service.reports.per_metric import disagreement, entry
 from service.store.outcomes import MetricCounts
 
 
