@@ -218,7 +218,9 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
         champion, challengers = -1, frozenset[int]()
         if self._arms.size == 1 and not self.flagged and not self.cycled:
             champion = int(self._arms[0])
-            challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED))
+            # not an arm shown worse: update() readmits only pool arms (holds for nothing)
+            challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED)
+                                    if int(e) not in self.worse)
         # the checks may readmit before convergence and certify (edges are drawn there)
         groups = {} if self._arms.size < 2 else {int(a): 0 for a in self._arms}
         return Volatility(q=q, groups=groups, period=self.check_every,

@@ -43,12 +43,13 @@ idle one falls due after ``inactivity_s``).
 5. **Step.** The pure step (:func:`~service.credit.step.apply`, ``update=False``) turns
    each impression's clicks into outcomes against a cached view of the policy (which
    rankers are retired), without updating the policy.
-6. **Commit.** One Lua script per batch, on the experiment's shard (the credit script,
+6. **Commit.** One Lua script per chunk of the batch (64 impressions, in order:
+   :data:`~service.credit.protocol.CHUNK`), on the experiment's shard (the credit script,
    ``service/store/credit.lua``): for each impression in order, unless it is already
    credited, gone, or got a click since it was read (left pending), add its outcomes to
    ``W`` in place, count the comparison in ``n``, write its ``credited`` mark (which
    closes it), add its counters and take it off the pending set. The script refuses the
-   whole batch if the policy's structure changed since the view was read (``sv``: the
+   whole chunk if the policy's structure changed since the view was read (``sv``: the
    drain reads the view again), and stops at an outcome the guard flags: it records the
    impression as the experiment's **hold** and returns; while a hold is set every credit
    script refuses.

@@ -8,9 +8,10 @@ event's ``credited`` mark with its additions to the metrics' ``W``.
 What an event yields, per metric it counts for: the interleaving method's credit of a
 click on the document's position (``interleaving.credit(record, [position])``: under
 team draft, the team that placed the document wins; probabilistic and multileaving as
-their click credit does), in arm indices; for a ``sum`` metric each outcome bounded by
-the event's value (:func:`service.outcomes.declared.bounded`), and the value added to the
-plain sum of each ranker that won every comparison of the event. No guard and no hold:
+their click credit does), in arm indices; for a ``sum`` metric each outcome scaled by
+the event's value (:func:`service.outcomes.declared.bounded`) at the batch's predictable
+scale (:func:`batch_scales`: from the values credited before the batch), and the value
+added to the plain sum of each ranker that won every comparison of the event. No guard and no hold:
 no policy reads these ``W``. When the policy learns from one of the event's metrics (the
 experiment's ``primary``), :mod:`service.credit.primary` applies its outcomes to the
 policy first, in a transaction of its own; this script then counts the metrics.
@@ -24,7 +25,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.credit.primary import credit_primary
-from service.outcomes.declared import Metric, bounded, declared, learns_clicks, primary
+from service.outcomes.declared import (
+    DEFAULT_CAP,
+    Metric,
+    bounded,
+    declared,
+    learns_clicks,
+    primary,
+    scale,
+)
 from service.store import Store
 from service.store.keys import OUTCOME_MEMBER
 from service.store.scripts import METRIC_CREDIT, MetricSpec
@@ -34,12 +43,15 @@ log = logging.getLogger("rankduel.worker")
 
 
 def outcomes(event: Mapping[str, str] | None, entry: Sequence[Any] | None,
-             metrics: Mapping[str, Metric]) -> dict[str, Any]:
+             metrics: Mapping[str, Metric],
+             scales: Mapping[str, float] | None = None) -> dict[str, Any]:
     """One event's mark: ``status`` (``credited``; ``missing``: the event expired;
     ``expired``: its impression's attribution entry expired; ``no_duel``: the
     impression compared nothing; ``already``), and when credited ``outcomes`` per metric
     ``[[i, j, s], ...]``, ``values`` per metric ``{arm: value}``, with the event's
-    ``impression``, ``position``, ``action``, ``value``, ``at``.
+    ``impression``, ``position``, ``action``, ``value``, ``at``, and for a ``sum``
+    metric the ``scale`` its outcomes were bounded by (``scales``, from the events
+    credited before this batch: :func:`batch_scales`; the metric's cap without).
 
     >>> entry = [0.0, [3, 5], {"method": "team_draft", "n": 2, "len": 2, "teams": [1, 0]},
     ...          "", ["a", "b"]]
@@ -70,16 +82,38 @@ def outcomes(event: Mapping[str, str] | None, entry: Sequence[Any] | None,
            interleaving.credit(record, [base["position"]])]
     out: dict[str, list[list[float]]] = {}
     values: dict[str, dict[str, float]] = {}
+    used: dict[str, float] = {}
     for name in (x for x in event.get("m", "").split(",") if x):
         m = metrics.get(name)
         if m is None:  # not a metric of the experiment (never, but never blocking)
             continue
         if m.value == "sum" and value is not None:
-            out[name] = [[i, j, bounded(s, value, m.cap or 1.0)] for i, j, s in raw]
+            c = (scales or {}).get(name) or m.cap or 1.0
+            out[name] = [[i, j, bounded(s, value, c)] for i, j, s in raw]
             values[name] = {str(a): value for a in winners(raw)}
+            used[name] = c
         else:
             out[name] = [[i, j, s] for i, j, s in raw]
-    return {"status": "credited", **base, "outcomes": out, "values": values}
+    mark = {"status": "credited", **base, "outcomes": out, "values": values}
+    if used:
+        mark["scale"] = used
+    return mark
+
+
+def batch_scales(counts: Mapping[str, Any], metrics: Mapping[str, Metric]
+                 ) -> dict[str, float]:
+    """Each ``sum`` metric's scale for a batch (:func:`service.outcomes.declared.scale`),
+    from ``counts`` (:meth:`service.store.outcomes.OutcomeStore.metric_counts`, read
+    before the batch): the values credited so far and the events they came from."""
+    out = {}
+    for name, m in metrics.items():
+        if m.value != "sum":
+            continue
+        c = counts.get(name)
+        total = sum(c.values.values()) if c is not None else 0.0
+        events = sum(c.events.values()) if c is not None else 0
+        out[name] = scale(m.cap or DEFAULT_CAP, total, events)
+    return out
 
 
 def winners(raw: Sequence[tuple[int, int, float]]) -> list[int]:
@@ -126,6 +160,9 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
     if meta is None:  # deleted: nothing left to credit
         return {m: {"status": "missing"} for m in members}
     metrics = {m.name: m for m in declared(meta)}
+    # each sum metric's scale, from what was credited before this batch (predictable)
+    scales = (batch_scales(store.outcomes.metric_counts(exp_id), metrics)
+              if any(m.value == "sum" for m in metrics.values()) else {})
     entries = store.outcomes.read_attributions(exp_id, [e["i"] for e in events
                                                         if e is not None and "credited" not in e])
     learnt = None if learns_clicks(meta) else primary(meta)
@@ -133,7 +170,7 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
     batch, policy = [], []
     for member, key, event in zip(members, digests, events, strict=True):
         entry = entries.get(event["i"]) if event is not None else None
-        mark = outcomes(event, entry, metrics)
+        mark = outcomes(event, entry, metrics, scales)
         marks[member] = mark
         if mark["status"] in ("missing", "already"):
             batch.append((member, key, json.dumps(mark), MetricSpec()))

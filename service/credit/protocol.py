@@ -140,7 +140,8 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
                                           structure_before=before,
                                           segments={i: m.segments for i, m in zip(
                                               ids, imps, strict=True) if m is not None})
-                commit_and_tell(store, pipe, exp_id, snap, bandit, told, moved=moved)
+                commit_and_tell(store, pipe, exp_id, snap, bandit, told, moved=moved,
+                                decided_by=held)
                 return Resolved(result.results,
                                 View(snap.sv + int(moved), bandit, snap.names,
                                      snap.meta.get("dwell_unsatisfied_s"),
@@ -151,13 +152,27 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
 
 
 def commit_and_tell(store: Store, pipe, exp_id: str, snap, bandit: DuelingBandit,
-                    told: dict, *, moved: bool) -> None:
+                    told: dict, *, moved: bool, decided_by: str | None = None) -> None:
     """Execute a transaction that updated the policy, with the webhooks' verdict changes
     (``told``: the verdicts before) queued in it when the structure ``moved``, and wake
-    the outbox when there are some."""
+    the outbox when there are some. A newly certified champion is recorded with where it
+    came: the comparisons, the searches and the impression (``decided_by``) then."""
+    after = verdicts.verdicts(bandit) if moved else None
     changed = moved and verdicts.queue_changes(
-        store, pipe, exp_id, told, verdicts.verdicts(bandit), names=snap.names,
+        store, pipe, exp_id, told, after, names=snap.names,
         name=snap.meta.get("name"), comparisons=bandit.n_updates)
+    if (after is not None and after.certified is not None
+            and after.certified != (told.certified if told else None)):
+        # where the verdict came: what the speed-up of GET /agreements compares with
+        # the A/B test's sample (service.reports.speedup)
+        # the searches: up to the deciding one (its selection count), else all so far
+        step = store.impressions.selection_of(exp_id, decided_by) if decided_by else None
+        store.experiments.write_certification(pipe, exp_id, {
+            "champion": snap.names.get(after.certified, str(after.certified)),
+            "comparisons": int(bandit.n_updates),
+            "searches": max(step or int(snap.selections or 0), int(bandit.n_updates)),
+            "error_rate": snap.meta.get("error_rate"), "ts": store.clock(),
+            "impression": decided_by})
     pipe.execute()
     if changed:
         outbox.mark_due(store, exp_id)
@@ -209,6 +224,16 @@ def _entries(plan: credit.Credit, guard: Guard | None, ids: Sequence[str],
 #: which it goes through the serial path with the next hold (progress guaranteed)
 STALL_ROUNDS = 8
 
+#: impressions per credit script call. A script that meets a hold (its own batch's or,
+#: with several workers, another's) sends back the rest of what it was given, which goes
+#: again after the hold is decided: sending a claimed batch (``credit_batch``, 500) whole
+#: re-sent the rest of it at every hold, and every other worker's whole batch at each of
+#: them, so a policy that holds often (``recommended``: tens of holds per 6,000
+#: impressions) spent most of its worker CPU re-encoding and re-sending, more with each
+#: worker (BENCHMARKS.md, "Credit throughput"). A chunk bounds what one hold can make a
+#: worker send again; a script call's fixed cost over 64 impressions is small.
+CHUNK = 64
+
 
 def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
                  views: Views | None = None) -> dict[str, dict]:
@@ -216,10 +241,11 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
     later); per impression credited (or found missing or credited before) its result.
     An impression that got a click since it was read is left pending.
 
-    The batch goes to the credit script; when the script holds an outcome (this batch's
-    or another's), that impression alone is decided by :func:`resolve_hold` and the rest
-    goes back to the script, computed once per view (an impression's outcomes depend on
-    the view only through which rankers are retired)."""
+    The batch goes to the credit script in chunks of :data:`CHUNK`, in order; when the
+    script holds an outcome (this batch's or another's), that impression alone is decided
+    by :func:`resolve_hold` and the rest goes back to the script, computed once per view
+    (an impression's outcomes depend on the view only through which rankers are
+    retired)."""
     views = _DEFAULT_VIEWS if views is None else views
     results: dict[str, dict] = {}
     todo = list(imp_ids)
@@ -227,7 +253,7 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
     plan, planned = credit.Credit(), None  # the plan and View.plan_key it was made with
     reread = False
     stalled = 0
-    for _round in range((STALL_ROUNDS + 2) * len(todo) + 20):
+    for _round in range((STALL_ROUNDS + 2) * len(todo) + len(todo) // CHUNK + 20):
         try:
             view = views.get(store, exp_id)
         except ExperimentMissing:
@@ -235,9 +261,9 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             break
         if not read:
             read = dict(zip(todo, store.credits.read_impressions(exp_id, todo), strict=True))
-        imps = [read[i] for i in todo]
         key = view.plan_key()
         if planned != key:
+            imps = [read[i] for i in todo]
             if _newer_than(imps, view.bandit.K) and not reread:
                 reread = True
                 # an impression of a ranker added since the view was read (the script
@@ -249,7 +275,9 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             planned = key
         # clicks the policy does not learn from change no structure: no guard, no hold
         guard = Guard.of(view.bandit, t) if view.learns_clicks else None
-        entries, gone = _entries(plan, guard, todo, imps, learns_clicks=view.learns_clicks)
+        head = todo[:CHUNK]
+        entries, gone = _entries(plan, guard, head, [read[i] for i in head],
+                                 learns_clicks=view.learns_clicks)
         done = store.credits.commit_credit(
             exp_id, sv=view.sv, guard=None if guard is None else guard.script_arg(),
             entries=entries, gone=gone, target="" if view.learns_clicks else CLICK)
@@ -259,7 +287,11 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             elif code in ("missing", "already"):
                 results[i] = {"status": code}
         if done.status == "ok":
-            break
+            todo = todo[len(head):]  # the chunk handled (a click since: left pending)
+            stalled = 0
+            if not todo:
+                break
+            continue
         if done.status == "missing":
             results.update({i: {"status": "missing"} for i in todo if i not in done.codes})
             break

@@ -130,6 +130,11 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "winner, both decided) that agree in direction.", ()),
     "rankduel_agreement_pairs": (
         "gauge", "Confirmed pairs whose A/B test has decided.", ()),
+    "rankduel_interleaving_speedup_median": (
+        "gauge", "Median, over confirmed pairs whose A/B test decided as interleaving did, "
+        "of the A/B test's searches to decide over interleaving's (docs/ab-tests.md).", ()),
+    "rankduel_interleaving_speedup_pairs": (
+        "gauge", "Confirmed pairs with a speed-up (the A/B test decided, agreeing).", ()),
     "rankduel_metric_comparisons": (
         "counter", "Comparisons a metric of an action counted (outcome events credited to "
         "it; the click metric's are rankduel_experiment_comparisons).",
@@ -150,7 +155,9 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 PLACEMENT_FAMILIES = ("rankduel_guardrail_tripped", "rankduel_placement_share",
                       "rankduel_placement_control_calls", "rankduel_placement_control_failures",
                       "rankduel_placement_control_empty", "rankduel_srm_flagged",
-                      "rankduel_agreement_rate", "rankduel_agreement_pairs")
+                      "rankduel_agreement_rate", "rankduel_agreement_pairs",
+                      "rankduel_interleaving_speedup_median",
+                      "rankduel_interleaving_speedup_pairs")
 #: the families service.reports.metric_collector exports: the metrics beyond the click
 METRIC_FAMILIES = ("rankduel_metric_comparisons", "rankduel_metric_wins",
                    "rankduel_metric_events", "rankduel_metric_value")

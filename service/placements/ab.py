@@ -32,6 +32,7 @@ from service.outcomes.declared import CLICK
 from service.outcomes.declared import declare as declare_metrics
 from service.placements import operations as placements
 from service.placements import traffic as placement_traffic
+from service.reports import speedup
 from service.reports.build import build as build_report
 from service.runtime import Runtime
 from service.store import audit_entry
@@ -173,11 +174,16 @@ def confirm(rt: Runtime, exp_id: str, body: Any) -> str:
                             "on its placement any more: give the A/B test's")
     treatment = Ranker(name=winner.name, url=winner.url, timeout_ms=winner.timeout_ms,
                        request=winner.request, response=winner.response)
+    ab_delta = body.error_rate or meta.get("error_rate") or 0.05
+    sample = speedup.interleaving_sample(
+        rt.store.experiments.certification(exp_id), comparisons=int(report["comparisons"]),
+        selections=int(rt.store.drains.selections(exp_id)),
+        error_rate=report.get("error_rate") or meta.get("error_rate"))
     ab_id = create(rt, name=body.name or f"confirm {meta['name']}"[:100], placement=name,
                    treatments=[treatment], traffic=traffic,
                    guardrails=(body.guardrails.model_dump(exclude_none=True)
                                if body.guardrails is not None else meta.get("guardrails")),
-                   delta=body.error_rate or meta.get("error_rate") or 0.05, confirms=exp_id,
+                   delta=ab_delta, confirms=exp_id,
                    # its conversion metrics too, measured per user (but a name the A/B
                    # test measures itself, rollout.ab.conversions.RESERVED)
                    metrics=[m for m in meta.get("metrics") or ()
@@ -195,7 +201,7 @@ def confirm(rt: Runtime, exp_id: str, body: Any) -> str:
         "interleaving": exp_id, "ab": ab_id, "placement": name, "winner": winner.name,
         "control": control.name, "preference": preference,
         "interleaving_verdict": report["verdict"], "confirmed_at": time.time(),
-        "decision": None})
+        "decision": None, "interleaving_sample": sample, "ab_error_rate": ab_delta})
     return ab_id
 
 

@@ -9,7 +9,8 @@ guardrail keeps the experiment paused; the alert ``RankduelGuardrailTripped``) a
 ``RankduelControlFailing`` and ``RankduelControlEmpty``); every split checked:
 ``rankduel_srm_flagged{placement, experiment}`` (:func:`service.reports.ab.flagged`; the
 alert ``RankduelSplitMismatch``), and the confirmed pairs' ``rankduel_agreement_rate``
-and ``rankduel_agreement_pairs`` (:func:`service.reports.ab.agreements`)."""
+and ``rankduel_agreement_pairs``, and the median speed-up over them
+``rankduel_interleaving_speedup_median`` (:func:`service.reports.ab.agreements`)."""
 
 from __future__ import annotations
 
@@ -65,15 +66,21 @@ class RolloutCollector:
 
     def _agreements(self) -> list[Family]:
         rate, pairs = Family("rankduel_agreement_rate"), Family("rankduel_agreement_pairs")
+        fast = Family("rankduel_interleaving_speedup_median")
+        fast_pairs = Family("rankduel_interleaving_speedup_pairs")
         try:
-            got = ab_reports.agreements(self.store)["rate"]
+            every = ab_reports.agreements(self.store)
         except Exception:
             log.error("metrics: cannot read the confirmed pairs", exc_info=True)
             return []
+        got, sped = every["rate"], every["speedup"]
         pairs.add_metric([], got["pairs"])
         if got["rate"] is not None:
             rate.add_metric([], got["rate"])
-        return [rate, pairs]
+        fast_pairs.add_metric([], sped["pairs"])
+        if sped["median"] is not None:
+            fast.add_metric([], sped["median"])
+        return [rate, pairs, fast, fast_pairs]
 
     def exposition(self) -> bytes:
         out: list[str] = []

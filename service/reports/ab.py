@@ -32,7 +32,7 @@ from rollout import srm
 from rollout.ab import Moments, ab_report, agreement_rate, agrees, metric_verdicts
 from rollout.ab.arms import equal_shares
 from service.outcomes.declared import Metric, declared
-from service.reports import splits
+from service.reports import speedup, splits
 from service.store import Store
 from service.store.ab import AB_METRICS
 from service.store.snapshot import ExperimentMissing, Snapshot
@@ -79,7 +79,9 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
     measured = (*AB_METRICS, *(m.name for m in conversions))
     out = ab_report({m: arms[m] for m in measured}, control, delta, [users])
     verdicts = out["verdict"] if len(names) > 2 else {names[1]: out["verdict"]}
-    kept = keep_decisions(store, exp_id, out["metrics"]["ctr"], users.counts, now)
+    searched = sum(round(arms["searches"][n].total) for n in names)
+    kept = keep_decisions(store, exp_id, out["metrics"]["ctr"], users.counts, now,
+                          searches=searched)
     for t, v in verdicts.items():
         if t in kept and not v["decided"]:  # decided at an earlier look: kept
             v.update(decided=True, direction=kept[t]["direction"],
@@ -118,13 +120,15 @@ def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, A
         "decided": all(v["decided"] for v in verdicts.values()),
         "trusted": all(v["trusted"] for v in verdicts.values()),
         "confirms": meta.get("confirms"), "generated_at": now}
+    if meta.get("confirms"):  # a confirmation: what interleaving saved, when decided
+        report.update(pair_speedup(store, exp_id) or {})
     if conversions:  # only with metrics declared: today's report otherwise
         report["conversions"] = [c.to_json() for c in conversions]
         report["conversion_verdicts"] = found = metric_verdicts(
             out, [c.name for c in conversions], control)
         for name, by_treatment in found.items():  # each metric's first decisions kept too
             kept_m = keep_decisions(store, exp_id, out["metrics"][name], users.counts, now,
-                                    metric=name)
+                                    metric=name, searches=searched)
             for t, v in by_treatment.items():
                 if t in kept_m and not v["decided"]:
                     v.update(decided=True, direction=kept_m[t]["direction"],
@@ -148,15 +152,17 @@ def stands(t: str, metric: str, d: dict[str, Any], control: str) -> str:
 
 
 def keep_decisions(store: Store, exp_id: str, comparisons: dict[str, Any],
-                   users: Any, now: float, *, metric: str = "ctr"
-                   ) -> dict[str, dict[str, Any]]:
+                   users: Any, now: float, *, metric: str = "ctr",
+                   searches: int | None = None) -> dict[str, dict[str, Any]]:
     """Keep each treatment's first decision on ``metric`` (the primary, ``ctr``, or a
     conversion metric), and return that metric's decisions kept, by treatment. The
     intervals of a confidence sequence all hold at once (with probability 1 − δ), so
     their running intersection does too: once an interval has excluded 0, the decision
     stands, whatever a later look's interval says. The primary's are kept under the
     treatment's name (``GET /agreements`` reads them), a conversion metric's under
-    ``<metric>:<treatment>`` (neither name has a colon)."""
+    ``<metric>:<treatment>`` (neither name has a colon). Each decision keeps the users
+    and the ``searches`` of every arm at that look: what the A/B test needed to decide
+    (:mod:`service.reports.speedup`)."""
     prefix = "" if metric == "ctr" else f"{metric}:"
 
     def mine() -> dict[str, dict[str, Any]]:
@@ -169,11 +175,26 @@ def keep_decisions(store: Store, exp_id: str, comparisons: dict[str, Any],
             d = {k: c[k] for k in ("direction", "difference", "interval", "lift",
                                    "lift_interval")}
             d.update(users=int(sum(users.values())), decided_at=now)
+            if searches is not None:
+                d["searches"] = int(searches)
             if store.ab.keep_decision(exp_id, prefix + t, d):
                 kept[t] = d
             else:
                 kept = mine()
     return kept
+
+
+def pair_speedup(store: Store, ab_id: str) -> dict[str, Any] | None:
+    """The speed-up of the confirmed pair whose A/B test is ``ab_id`` from its kept first
+    decision (:mod:`service.reports.speedup`); None when no such pair is recorded."""
+    pair = store.ab.agreements().get(ab_id)
+    if pair is None:
+        return None
+    d = store.ab.ab_decisions(ab_id).get(pair["winner"])
+    agree = None if d is None else agrees(
+        1.0 if pair.get("preference") is None else pair["preference"],
+        {"decided": True, "direction": d["direction"]})
+    return speedup.for_pair(pair, d, agree)
 
 
 def flagged(store: Store, snap: Snapshot) -> bool:
@@ -223,9 +244,11 @@ def _flag_message(store: Store, snap: Snapshot) -> str:
 
 
 def agreements(store: Store) -> dict[str, Any]:
-    """Every confirmed pair with both verdicts and whether they agree, and the running
-    agreement rate (:func:`rollout.ab.agreement_rate`). A pair's A/B verdict is read
-    live; its first decision is kept with the pair (a decision is kept)."""
+    """Every confirmed pair with both verdicts and whether they agree, the searches each
+    design needed and their ratio (:mod:`service.reports.speedup`), the running
+    agreement rate (:func:`rollout.ab.agreement_rate`) and the median ratio. A pair's
+    A/B verdict is read live; its first decision is kept with the pair (a decision is
+    kept)."""
     pairs = []
     for ab_id, pair in sorted(store.ab.agreements().items(),
                               key=lambda kv: kv[1].get("confirmed_at", 0.0)):
@@ -236,12 +259,15 @@ def agreements(store: Store) -> dict[str, Any]:
             except Exception:
                 rep = None
             comp = (rep or {}).get("metrics", {}).get("ctr", {}).get(pair["winner"])
+            first = (rep or {}).get("decisions", {}).get(pair["winner"]) or {}
             state = {"decided": bool(comp and comp["decided"]),
                      "ab_verdict": rep["verdict"] if rep else "the A/B test was deleted",
                      "trusted": bool(rep and rep["trusted"]),
                      **{k: (comp or {}).get(k) for k in ("lift", "lift_interval",
                                                          "difference", "interval",
-                                                         "direction")}}
+                                                         "direction")},
+                     # the sample at the look that first decided (speed-up)
+                     "users": first.get("users"), "searches": first.get("searches")}
             if state["decided"]:
                 decision = {**state, "decided_at": time.time()}
                 store.ab.put_agreement(ab_id, {**pair, "decision": decision})
@@ -260,8 +286,10 @@ def agreements(store: Store) -> dict[str, Any]:
             "ab_verdict": state["ab_verdict"], "decided": state["decided"],
             "lift": state["lift"], "lift_interval": state["lift_interval"],
             "difference": state["difference"], "interval": state["interval"],
-            "agree": agree, "trusted": state["trusted"]})
-    return {"pairs": pairs, "rate": agreement_rate([p["agree"] for p in pairs])}
+            "agree": agree, "trusted": state["trusted"],
+            **speedup.for_pair(pair, state if state["decided"] else None, agree)})
+    return {"pairs": pairs, "rate": agreement_rate([p["agree"] for p in pairs]),
+            "speedup": speedup.median(p["speedup"] for p in pairs)}
 
 
-__all__ = ["agreements", "arms_of", "build", "flagged", "split_checks"]
+__all__ = ["agreements", "arms_of", "build", "flagged", "pair_speedup", "split_checks"]

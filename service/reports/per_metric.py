@@ -9,8 +9,17 @@ ranker certified best on its metric, or shown worse on it) is wrong, at any time
 run, is at most δ. Every outcome a metric adds lies in [0, 1] (a ``sum`` metric's is
 bounded by its cap: :func:`service.outcomes.declared.bounded`), which is what the test
 needs; a ``sum`` metric's verdict is thus about value-weighted wins, the sums of the
-plain values being shown beside it. The headline verdict of the report stays the
-policy's own, at δ, on the experiment's ``W``: the primary metric's.
+plain values being shown beside it.
+
+The primary metric (the one the policy learns from) of a policy whose verdicts are
+stated at an error rate (``recommended``) has one verdict: the report's headline, the
+policy's own test at δ on the experiment's ``W`` (:func:`headline_entry`).
+Testing that ``W`` a second time at δ/M would give one metric two verdicts, certified in
+the headline and "not certified" in the list. So the primary's line states the
+headline's verdict at the headline's δ, and the other metrics are tested at δ/M each:
+the chance that anything the report states is wrong stays at most δ + (M − 1)·δ/M. A
+policy that states no δ (the Merge family, Uniform) has its primary tested at δ/M as
+every other metric.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import numpy as np
 
 from bandits.base import RETIRED
 from bandits.confidence import DEFAULT_ERROR_RATE, certified_best, shown_worse
+from bandits.decision import Decision
 from service.outcomes.counts import by_ranker, matrix
 from service.outcomes.declared import declared, learns_clicks, primary
 from service.store import Store
@@ -58,11 +68,48 @@ def entry(name: str, W: np.ndarray, arms: list[int], delta: float,
             "error_rate": delta, "verdict": text}
 
 
+def headline_entry(name: str, d: Decision, names: Mapping[int, str], n: int,
+                   delta: float) -> dict[str, Any]:
+    """The primary metric's verdict: the report's headline (``d``, the policy's own
+    decision on the experiment's ``W``), in the words of a metric's line, at the
+    headline's δ (``delta`` when the policy states no δ of its own).
+
+    >>> d = Decision(champion=1, certified=False, confidence=0.5, undecided=[0],
+    ...              estimate=None, basis="", error_rate=0.05)
+    >>> headline_entry("click", d, {0: "a", 1: "b"}, 40, 0.05)["verdict"]
+    "b leads click after 40 comparisons; not certified at δ = 5%: the experiment's verdict."
+    """
+    rate = d.error_rate if d.error_rate is not None else delta
+    pct = f"{100 * rate:.3g}%"
+    who = names.get(d.champion, str(d.champion)) if n else None
+    if who is None:
+        text = f"No {name} comparisons yet."
+    elif d.certified and d.error_rate is not None:
+        text = (f"{who} wins {name}: the experiment's verdict, every other ranker shown "
+                f"worse at δ = {pct}, after {n:,} comparisons.")
+    elif d.certified:
+        text = (f"{who} wins {name}: the experiment's verdict, every other ranker "
+                f"eliminated by the policy's test, after {n:,} comparisons.")
+    elif d.error_rate is not None:
+        text = (f"{who} leads {name} after {n:,} comparisons; not certified at "
+                f"δ = {pct}: the experiment's verdict.")
+    else:
+        text = (f"{who} leads {name} after {n:,} comparisons; uncertified: the "
+                f"experiment's verdict.")
+    return {"champion": who, "certified": bool(d.certified and who is not None),
+            "shown_worse": {names.get(a, str(a)): names.get(b, str(b))
+                            for a, b in d.shown_worse.items()},
+            "error_rate": rate, "verdict": text}
+
+
 def per_metric(store: Store, exp_id: str, meta: Mapping[str, Any], bandit,
-               names: Mapping[int, str], delta: float | None
+               names: Mapping[int, str], delta: float | None,
+               decision: Decision | None = None
                ) -> tuple[list[dict[str, Any]], str | None] | None:
     """The metrics' entries and the sentence saying they disagree (None when they do
-    not); None without declared metrics."""
+    not); None without declared metrics. With ``decision`` (the report's headline) the
+    primary metric's entry states it (:func:`headline_entry`); the others are tested at
+    δ/M."""
     metrics = declared(meta)
     if not metrics:
         return None
@@ -72,17 +119,22 @@ def per_metric(store: Store, exp_id: str, meta: Mapping[str, Any], bandit,
     share = (delta or DEFAULT_ERROR_RATE) / len(metrics)
     out = []
     own = learns_clicks(meta)  # the click metric's W is the policy's
+    main = primary(meta)
     for m in metrics:
         c = counts.get(m.name)
         W = bandit.W if m.is_click and own else matrix(c, k)
         n = int(bandit.n_updates) if m.is_click and own else (c.n if c else 0)
+        # a policy with verdicts at a stated δ (recommended): the primary's is its own
+        verdict = (headline_entry(m.name, decision, names, n, decision.error_rate)
+                   if decision is not None and decision.error_rate is not None
+                   and m.name == main else entry(m.name, W, arms, share, names, n))
         out.append({
             **m.to_json(), "action": m.action, "value": m.value,
             "window_s": m.window_s or None, "cap": m.cap,
-            "primary": m.name == primary(meta), "comparisons": n, "W": W.tolist(),
+            "primary": m.name == main, "comparisons": n, "W": W.tolist(),
             "values": (by_ranker(c.values, names) if c else {}) if m.value == "sum" else None,
             "events": None if m.is_click else (by_ranker(c.events, names) if c else {}),
-            **entry(m.name, W, arms, share, names, n)})
+            **verdict})
     return out, disagreement(out)
 
 

@@ -116,7 +116,8 @@ class MetricEntry(BaseModel):
     certified: bool
     shown_worse: dict[str, str] = Field(description="ranker -> the ranker that showed it "
                                                     "worse on this metric")
-    error_rate: float = Field(description="δ/M: this metric's share of the report's δ")
+    error_rate: float = Field(description="δ/M: this metric's share of the report's δ; the "
+                              "primary's: the report's δ (its verdict is the headline's)")
     verdict: str
 
 
@@ -172,11 +173,25 @@ class Report(BaseModel):
     metrics: list[MetricEntry] | None = Field(
         None, description="only with declared metrics: per metric its name, action, value "
         "kind, whether primary, comparisons, W, values and events per ranker, champion, and "
-        "verdict at δ/M (all stated verdicts jointly wrong with probability at most δ; "
-        "docs/conversions.md)")
+        "verdict: the primary's is the headline's (at δ), each other metric's at δ/M "
+        "(docs/conversions.md)")
     metrics_disagree: str | None = Field(
         None, description="only with metrics: a sentence when the metrics name different "
                           "rankers (\"r2 wins click, r5 wins revenue: ...\"), else null")
+    certification: dict[str, Any] | None = Field(
+        None, description="only once certified: where the verdict came, recorded by the "
+                          "credit that certified it (champion, comparisons, searches up to "
+                          "the deciding one, error_rate, ts, the deciding impression); null "
+                          "for a verdict written otherwise (docs/decisions.md)")
+    sample_sizes: dict[str, Any] | None = Field(
+        None, description="only once confirmed (confirmed_by): the searches each design "
+                          "needed to decide (GET /agreements; service.reports.speedup)")
+    speedup: float | None = Field(
+        None, description="only once confirmed: the A/B test's searches over "
+                          "interleaving's (null until it decides in the same direction)")
+    speedup_statement: str | None = Field(
+        None, description="only once confirmed: \"interleaving decided in 1,120 searches; "
+                          "its A/B confirmation needed 38,400 (9,100 users): 34×\"")
 
 
 class ABArm(BaseModel):
@@ -235,6 +250,14 @@ class ABReport(BaseModel):
                           "direction, statement")
     generated_at: float
     rollout: dict[str, Any] | None = None
+    sample_sizes: dict[str, Any] | None = Field(
+        None, description="only for a confirmation: the searches (and users) each design "
+                          "needed to decide (service.reports.speedup)")
+    speedup: float | None = Field(
+        None, description="only for a confirmation: the A/B test's searches over "
+                          "interleaving's (null until it decides, or if it disagrees)")
+    speedup_statement: str | None = Field(
+        None, description="only for a confirmation: the speed-up in words")
 
 
 class AnyReport(RootModel):

@@ -99,9 +99,10 @@ class MetricIn(Closed):
                           "document to the user at most this long before (default "
                           "86400, at most 7 days)")
     cap: Annotated[float, Field(gt=0, le=MAX_VALUE)] | None = Field(
-        None, description="a sum metric's value at which an event counts as a full win "
-                          "(default 1000): each outcome s becomes ½ + (s − ½)·min(value, "
-                          "cap)/cap")
+        None, description="a sum metric's largest scale (default 1000): each outcome s "
+                          "becomes ½ + (s − ½)·min(value, c)/c, the scale c twice the mean "
+                          "value credited before the event's batch, at most cap (cap "
+                          "until 20 events are in; docs/conversions.md)")
 
 
 Metrics = Annotated[list[MetricIn], Field(min_length=1, max_length=MAX_METRICS)]

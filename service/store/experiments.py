@@ -193,6 +193,16 @@ class ExperimentStore(StorePart):
         pipe.hset(exp_key(exp_id), mapping=fields)
         pipe.hincrby(exp_key(exp_id), "version", 1)
 
+    def write_certification(self, pipe, exp_id: str, record: dict[str, Any]) -> None:
+        """Queue the record of where the experiment's champion was certified (its
+        comparisons and searches then), kept in its hash (field ``certified``)."""
+        pipe.hset(exp_key(exp_id), "certified", json.dumps(record))
+
+    def certification(self, exp_id: str) -> dict[str, Any] | None:
+        """What :meth:`write_certification` kept (None: never certified live)."""
+        raw = self.r.hget(exp_key(exp_id), "certified")
+        return json.loads(raw) if raw else None
+
     def add_audit(self, exp_id: str, *entries: str, pipe=None) -> None:
         """Append audit entries (from :func:`audit_entry`), keeping the last AUDIT_MAX.
 

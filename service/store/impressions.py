@@ -164,6 +164,12 @@ class ImpressionStore(StorePart):
             exp_id = text(self.r.get(legacy_imp_key(imp_id)))
         return exp_id
 
+    def selection_of(self, exp_id: str, imp_id: str) -> int | None:
+        """The selection count ``t`` of impression ``imp_id`` (its search was the
+        ``t``-th of its experiment); None when it is gone."""
+        t = self.r.hget(imp_key(exp_id, imp_id), "t")
+        return int(t) if t else None
+
     def impression(self, imp_id: str) -> Impression | None:
         """The impression's fields (not its clicks: the credit step reads those, with
         :meth:`~service.store.credits.CreditStore.read_impressions`), or None when unknown

@@ -74,5 +74,16 @@ def test_an_ab_report_and_the_confirmed_verdicts_on_the_operator_page(api, brows
     assert pair.count() >= 1
     assert "confirmed" in page.inner_text("#agreement-rate") or "agree" in page.inner_text(
         "#agreement-rate")
+    # the median speed-up over the confirmed pairs, as GET /agreements states it
+    status, got = rc.request("GET", "/agreements", admin=True)
+    assert status == 200, got
+    told = page.inner_text("#speedup-median")
+    if got["speedup"]["median"] is None:
+        assert told.startswith("No speed-up measured yet"), told
+    else:
+        assert told.startswith("Interleaving decided with ") and told.endswith(
+            f"fewer searches than its A/B confirmation (median over "
+            f"{got['speedup']['pairs']} pair{'' if got['speedup']['pairs'] == 1 else 's'})."
+        ), told
     page.close()
     rc.close()

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pytest
+from helpers.api import all_credited
 from helpers.wait import wait_for
 
 from rollout.ab import Moments
@@ -343,6 +344,93 @@ def test_a_confirmed_verdict_and_its_ab_test_appear_in_agreements(client, ab_ran
     assert rate["pairs"] >= 1 and rate["agree"] >= 1
     status, text = client.request("GET", "/metrics", admin=True)
     assert "rankduel_agreement_rate " in text and "rankduel_agreement_pairs " in text
+
+
+def _interleave(client, place: str, users: range, seed: int) -> int:
+    """Users search the placement once each and click ``d01`` (the ``alt`` ranker's top
+    document, always on its team under team draft) nine times in ten, else nothing;
+    each page ended. The searches served."""
+    served = 0
+    for u in users:
+        rng = np.random.default_rng([seed, u])
+        status, out = client.request("GET", "/search?" + urlencode({
+            "placement": place, "q": "shoes", "k": 5, "user": f"iu-{seed}-{u}"}))
+        assert status == 200, out
+        if not out["impression_id"]:
+            continue
+        served += 1
+        ids = [r["id"] for r in out["results"]]
+        clicks = ([{"id": "d01", "rank": ids.index("d01") + 1}]
+                  if "d01" in ids and rng.random() < 0.9 else [])
+        if clicks:
+            status, got = client.request("POST", "/clicks", {
+                "impression_id": out["impression_id"], "token": out["token"],
+                "clicks": clicks})
+            assert status == 202, got
+        status, got = client.request("POST", f"/impressions/{out['impression_id']}/end",
+                                     {"token": out["token"]})
+        assert status in (200, 202), got
+    return served
+
+
+def test_agreements_state_what_each_design_needed_and_the_speedup(client, ab_rankers,
+                                                                  worker):
+    # an interleaving experiment certified live (its verdict checked every 10
+    # comparisons), confirmed, and its A/B test run until it decides: /agreements, both
+    # reports and /metrics state the searches each needed and their ratio
+    worker.ensure()
+    place = new_placement(client, ab_rankers)
+    status, body = client.request("POST", "/experiments", {
+        "name": "fast", "algorithm": "recommended", "interleaving": "team_draft",
+        "params": {"check_every": 10},
+        "rankers": [ranker(ab_rankers, "prod", "good"), ranker(ab_rankers, "new", "alt")],
+        "placement": place, "traffic": 1.0, "probe": False}, admin=True)
+    assert status == 201, body
+    inter, served = body["id"], 0
+    for start in range(0, 2000, 50):
+        served += _interleave(client, place, range(start, start + 50), seed=3)
+        wait_for(all_credited(client, inter), what="the pages credited")
+        rep = client.report(inter)
+        if rep["certified"]:
+            break
+    assert rep["certified"] and rep["champion"] == "new", rep["verdict"]
+    assert client.request("POST", f"/experiments/{inter}/stop", admin=True)[0] == 200
+    status, ab = client.request("POST", f"/experiments/{inter}/confirm",
+                                {"traffic": 1.0}, admin=True)
+    assert status == 201, ab
+    CTR["new"] = CTR["alt"]
+    ab_rep, _ = run_until(client, place, ab["id"], lambda r: r["decided"], seed=23)
+    assert ab_rep["decided"], ab_rep["verdict"]
+
+    status, got = client.request("GET", "/agreements", admin=True)
+    assert status == 200, got
+    pair = next(p for p in got["pairs"] if p["ab"] == ab["id"])
+    assert pair["agree"] is True, pair
+    inter_n, ab_n = pair["sample_sizes"]["interleaving"], pair["sample_sizes"]["ab"]
+    # interleaving's: where its verdict came (recorded by the credit that certified it),
+    # within the searches served, at least the comparisons the certificate names
+    assert inter_n["basis"] == "certification" and inter_n["users"] is None
+    assert 0 < inter_n["comparisons"] <= inter_n["searches"] <= served, (inter_n, served)
+    assert inter_n["comparisons"] <= rep["comparisons"]
+    # the A/B test's: its users and searches at the look that first decided
+    decided = ab_rep["decisions"]["new"]
+    assert ab_n["users"] == decided["users"] > 0 and ab_n["searches"] == decided["searches"]
+    assert ab_n["searches"] >= ab_n["users"]
+    assert pair["sample_sizes"]["same_error_rate"] is True
+    assert pair["speedup"] == round(ab_n["searches"] / inter_n["searches"], 1) > 0
+    assert pair["speedup_statement"].startswith(
+        f"interleaving decided in {inter_n['searches']:,} searches; its A/B confirmation "
+        f"needed {ab_n['searches']:,} ({ab_n['users']:,} users): ")
+    assert got["speedup"]["pairs"] >= 1 and got["speedup"]["median"] is not None
+    # both reports state it
+    assert report(client, ab["id"])["speedup_statement"] == pair["speedup_statement"]
+    assert client.report(inter)["speedup"] == pair["speedup"]
+    # and /metrics exports the median over the pairs
+    status, text = client.request("GET", "/metrics", admin=True)
+    assert status == 200
+    median = re.search(r"^rankduel_interleaving_speedup_median (\S+)$", text, re.M)
+    assert median and float(median.group(1)) == got["speedup"]["median"], text[-2000:]
+    print(pair["speedup_statement"])
 
 
 def test_confirm_needs_a_placement(client, ab_rankers):

@@ -106,3 +106,33 @@ def test_recommended_keeps_no_longer_shown_apart_from_shown_worse(client, ranker
     rep = client.report(exp_id)
     assert rep["shown_worse"] == {"r2": "r0"} and rep["no_longer_shown"] == []
     assert {r["name"]: r["verdict"] for r in rep["rankers"]}["r2"] == "shown worse"
+
+
+def test_the_primary_metric_states_the_headline_verdict(client, ranker_server, rd):
+    # the primary's W is the headline's; its line in the metrics list states
+    # the headline's verdict at the headline's δ (one metric, one verdict), the other
+    # metrics theirs at δ/M
+    rankers = [{"name": f"r{i}", "url": f"{ranker_server.url}/r/good", "timeout_ms": 2000}
+               for i in range(2)]
+    exp_id = client.create_experiment(
+        name="one-verdict", rankers=rankers, algorithm="recommended",
+        interleaving="team_draft", seed=5, probe=False,
+        metrics=[{"name": "click"},
+                 {"name": "revenue", "action": "purchase", "value": "sum"}])["id"]
+    _credit(rd, exp_id, [(0, 1, 1.0 if n % 10 else 0.0) for n in range(40)])
+    rep = client.report(exp_id)
+    click = next(m for m in rep["metrics"] if m["name"] == "click")
+    assert rep["certified"] is False and click["primary"]
+    assert click["certified"] is False and click["error_rate"] == rep["error_rate"] == 0.05
+    assert click["verdict"] == ("r0 leads click after 40 comparisons; not certified at "
+                                "δ = 5%: the experiment's verdict.")
+    _credit(rd, exp_id, [(0, 1, 1.0 if n % 10 else 0.0) for n in range(4000)])
+    rep = client.report(exp_id)
+    by = {m["name"]: m for m in rep["metrics"]}
+    assert rep["certified"] is True and rep["champion"] == "r0"
+    assert by["click"]["certified"] is True and by["click"]["champion"] == "r0"
+    assert by["click"]["error_rate"] == 0.05 and by["click"]["shown_worse"] == {"r1": "r0"}
+    assert by["click"]["verdict"].startswith(
+        "r0 wins click: the experiment's verdict, every other ranker shown worse at δ = 5%")
+    assert by["revenue"]["error_rate"] == pytest.approx(0.05 / 2)
+    assert by["revenue"]["verdict"] == "No revenue comparisons yet."

@@ -11,18 +11,21 @@ import pytest
 
 import interleaving
 from bandits.confidence import certified_best, shown_worse
-from service.credit.outcome_events import outcomes, spec, winners
+from service.credit.outcome_events import batch_scales, outcomes, spec, winners
 from service.outcomes import actions as actions_mod
 from service.outcomes.actions import Actions
 from service.outcomes.declared import (
     MAX_METRICS,
+    SCALE_MIN_EVENTS,
     Metric,
     attribution_ttl,
     bounded,
     declare,
+    scale,
     value_problem,
 )
 from service.reports.per_metric import disagreement, entry
+from service.store.outcomes import MetricCounts
 
 
 def test_declarations_name_the_field():
@@ -79,6 +82,71 @@ def test_per_metric_verdicts_hold_their_level_on_an_aa_run():
                 break
         wrong += bad
     assert wrong / runs <= delta
+
+
+def test_a_sum_metric_is_scaled_by_what_was_credited_before_its_batch():
+    # the scale: the cap until SCALE_MIN_EVENTS events are in, then twice their mean
+    # value, never above the declared cap
+    assert scale(1000.0, 5000.0, SCALE_MIN_EVENTS - 1) == 1000.0
+    assert scale(1000.0, 33.0 * 40, 40) == pytest.approx(66.0)
+    assert scale(50.0, 33.0 * 40, 40) == 50.0
+    assert scale(1000.0, 0.0, 100) == 1000.0  # only free orders so far: the cap
+    metrics = {"revenue": Metric("revenue", "purchase", "sum", 60, 1000.0),
+               "orders": Metric("orders", "purchase", "count", 60)}
+    before = {"revenue": MetricCounts(values={0: 600.0, 1: 720.0}, events={0: 25, 1: 15})}
+    assert batch_scales(before, metrics) == {"revenue": pytest.approx(66.0)}
+    assert batch_scales({}, metrics) == {"revenue": 1000.0}
+    # the batch's events are scaled by it, whatever their own values, and say so
+    entry_ = [0.0, [3, 5], {"method": "team_draft", "n": 2, "len": 2, "teams": [1, 0]},
+              "", ["a", "b"]]
+    for value in (10.0, 33.0, 500.0):
+        ev = {"a": "purchase", "m": "orders,revenue", "i": "e.1", "p": "1",
+              "v": repr(value), "at": "1"}
+        mark = outcomes(ev, entry_, metrics, {"revenue": 66.0})
+        assert mark["outcomes"]["revenue"] == [[3, 5, bounded(1.0, value, 66.0)]]
+        assert mark["outcomes"]["orders"] == [[3, 5, 1.0]] and mark["scale"] == {
+            "revenue": 66.0}
+
+
+def _scaled_run(rng, p: float, n: int, *, batch: int, delta: float, sigma: float,
+                fixed: float | None = None, every: int = 25) -> bool:
+    """Whether a two-ranker revenue verdict at ``delta`` is stated within ``n`` events:
+    arm 0 wins each event with probability ``p``, values log-normal; scaled in batches
+    of ``batch`` by :func:`scale` (or the ``fixed`` cap), tested every ``every``."""
+    W = np.zeros((2, 2))
+    total, events, c = 0.0, 0, fixed or 1000.0
+    values: list[float] = []
+    for t in range(n):
+        s = float(rng.random() < p)
+        v = float(rng.lognormal(3.5, sigma))
+        x = bounded(s, v, c)
+        W[0, 1] += x
+        W[1, 0] += 1 - x
+        values.append(v)
+        if len(values) == batch:
+            total, events, values = total + sum(values), events + batch, []
+            c = fixed or scale(1000.0, total, events)
+        if t % every == every - 1 and (shown_worse(W, [0, 1], delta)
+                                       or certified_best(W, [0, 1], delta) is not None):
+            return True
+    return False
+
+
+def test_the_predictable_scale_keeps_the_level_and_finds_the_signal():
+    # A/A (a coin decides each event, heavy-tailed values): a verdict at δ, checked every
+    # 25 events over 600, in at most δ of 150 runs (seeded; measured 0 with this seed);
+    # a ranker winning 70 % of the orders (demo-like prices, median 33): certified
+    # within 600 orders in most runs with the scale, in none at the fixed cap of 1,000
+    rng = np.random.default_rng(11)
+    delta = 0.2
+    wrong = sum(_scaled_run(rng, 0.5, 600, batch=16, delta=delta, sigma=1.0)
+                for _ in range(150))
+    assert wrong / 150 <= delta
+    found = sum(_scaled_run(rng, 0.7, 600, batch=16, delta=0.05, sigma=0.5)
+                for _ in range(20))
+    fixed = sum(_scaled_run(rng, 0.7, 600, batch=16, delta=0.05, sigma=0.5, fixed=1000.0)
+                for _ in range(20))
+    assert found >= 16 and fixed == 0, (found, fixed)
 
 
 def test_a_metric_entry_and_the_disagreement():

@@ -161,6 +161,11 @@
     }
   }
 
+  // a speed-up as a reader says it: 34×, 2.5× (service/reports/speedup.py, times)
+  function times(x) {
+    return x >= 10 ? `${Math.round(x).toLocaleString("en")}×` : `${x.toFixed(1)}×`;
+  }
+
   // confirmed verdicts (GET /agreements): each pair, and the running agreement rate
   async function showAgreements() {
     const data = await api("/agreements");
@@ -172,6 +177,12 @@
       ? `${data.pairs.length} confirmed, no A/B test decided yet.`
       : `${r.agree} of ${r.pairs} decided pairs agree (${pct(r.rate)}, 95 % interval ` +
         `${pct(r.interval[0])} to ${pct(r.interval[1])}).`;
+    // what interleaving saved on this team's own traffic: the median speed-up
+    const s = data.speedup;
+    $("speedup-median").textContent = s.median === null
+      ? "No speed-up measured yet: it needs an A/B test that decided as interleaving did."
+      : `Interleaving decided with ${times(s.median)} fewer searches than its A/B ` +
+        `confirmation (median over ${s.pairs} pair${s.pairs === 1 ? "" : "s"}).`;
     for (const p of data.pairs) {
       const lift = p.lift === null ? "–" : `${pct(p.lift)} [${p.lift_interval.map(
         (x) => (x === null ? "?" : pct(x))).join(", ")}]`;
@@ -180,7 +191,9 @@
         el("td", {}, el("a", { href: "#exp=" + p.ab }, `${p.winner} vs ${p.control}`)),
         el("td", {}, p.preference === null ? "–" : pct(p.preference)),
         el("td", {}, p.decided ? lift : "not decided"),
-        el("td", {}, p.agree === null ? "–" : (p.agree ? "yes" : "no"))));
+        el("td", {}, p.agree === null ? "–" : (p.agree ? "yes" : "no")),
+        el("td", { title: p.speedup_statement || "" },
+          p.speedup === null ? "–" : times(p.speedup))));
     }
   }
 
