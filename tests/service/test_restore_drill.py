@@ -19,6 +19,7 @@ import redis
 
 from demo.stack import free_port, redis_executable, wait_until
 from tests.conftest import ADMIN
+from tests.service.test_webhooks import ALL_EVENTS, SECRET, Receiver
 from tests.service.test_workers_credit import all_credited, rankers_for, wait_for
 
 
@@ -47,7 +48,6 @@ def test_a_snapshot_restored_into_a_fresh_redis_goes_on(client, worker, rd, stac
     exp = client.create_experiment(name="drill", rankers=rankers_for(
         ranker_server, "good", "mid", "bad"), algorithm="uniform", interleaving="team_draft")
     exp_id = exp["id"]
-    from tests.service.test_webhooks import ALL_EVENTS, SECRET, Receiver
 
     receiver = Receiver()  # a webhook whose cursor the snapshot holds
     status, hook = client.request("POST", "/webhooks", {

@@ -15,7 +15,9 @@ import pytest
 from service.store import Entry, Store, StorePart
 from service.store import keys as k
 from service.store.outcomes import OutcomeCall
+from service.store.retention import seen_keys
 from service.store.scripts import SCRIPTS, Call, MetricSpec
+from service.store.splits import DEFAULT_RETENTION_S
 from tests.service.test_outcome_cases_store import experiment
 
 
@@ -140,6 +142,10 @@ def test_every_scripts_call_reads_back_through_its_declaration(spied):
             assert got.keys["source"] == k.touches_key(exp_id, user)
             assert got.args["form"] == "u" and got.args["action"] == "purchase"
         if name == "split_count":
-            assert got.keys == {"seen": k.split_seen_key(place),
+            # the retention's generations (service.store.retention): this one's users, the
+            # last one's, and the set of the layout before generations
+            seen, before, legacy, ttl = seen_keys(place, store.clock(), DEFAULT_RETENTION_S)
+            assert got.keys == {"seen": seen, "seen_before": before, "legacy": legacy,
                                 "users": k.split_users_key(place),
                                 "searches": k.split_searches_key(place)}
+            assert legacy == k.split_seen_key(place) and 0 <= got.args["ttl"] - ttl <= 60
