@@ -179,6 +179,7 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
         self._mu = (s + 1.0) / (s + f + 2.0)
         self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
         self._due = None
+        self._floor = self._edge_floor()  # below it no comparison can draw an edge
         # arms no longer shown but not shown worse (_soft) still face the leader, so a
         # wrong soft elimination is recoverable; the pool is them and the active arms
         out = np.zeros(self.K, dtype=bool)
@@ -219,8 +220,15 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
         if self._arms.size == 1 and not self.flagged and not self.cycled:
             champion = int(self._arms[0])
             challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED))
-        # the checks may readmit before convergence and certify (edges are drawn there)
+        # the checks may readmit before convergence
         groups = {} if self._arms.size < 2 else {int(a): 0 for a in self._arms}
+        if self.certificate is None and not self.flagged:
+            # verdicts: an outcome between two arms not shown worse draws an edge only
+            # with n · kl(p̂, ½) ≥ the edge test's evidence floor
+            rest = self._rest()
+            if len(rest) > 1:
+                groups = {a: 0 for a in rest}
+                q = min(q, self._floor * (1.0 - 1e-9))
         return Volatility(q=q, groups=groups, period=self.check_every,
                           champion=champion, challengers=challengers, divergence=True)
 
@@ -330,6 +338,11 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
                 else:
                     self._due[e] = self._due_of(np.array([e]), c)[0]
                     self._due_min = float(self._due.min())
+            # verdicts, after every comparison: (w_ij − w_ji)² ≥ n · floor is necessary for
+            # either edge (kl(p, ½) ≤ 4(p − ½)²), so most comparisons stop here
+            d = wij - wji
+            if d * d >= (wij + wji) * self._floor:
+                self._check_edge(i, j)
         if self.n_updates % self.check_every == 0:
             self._run_check()
 
@@ -366,6 +379,7 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
 
     def _retire_arm(self, arm: int) -> None:
         self._rebuild()
+        self._try_certify()  # the last arm not shown worse may be left
 
     def _extra_state(self) -> dict[str, Any]:
         return {"guard": {"flagged": bool(self.flagged), "flagged_at": self.flagged_at,
@@ -406,19 +420,31 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
 
     # ------------------------------------------------------------------ guard
     def _run_check(self) -> None:
+        """Every ``check_every`` comparisons: recovery, the verdicts' sweep (nothing new
+        unless the counts moved without ``update()``) and the guard."""
         self._revive()
         self._certify()
         if self.flagged:
             self._checked = self._version
             return
+        if self._guard(self.n_updates):
+            self._checked = self._version
+
+    def _guard_now(self) -> None:
+        """The guard on the current counts, in full whatever ``K`` (before a certificate)."""
+        if not self.flagged:
+            self._guard(0)
+
+    def _guard(self, n_updates: int) -> bool:
+        """One check of the guard (:func:`bandits.verification.guard_check`): flags on
+        evidence; whether its cycle test ran in full (``n_updates`` picks, above K = 136)."""
         full, evidence = verification.guard_check(
-            self.W, self.status, self._arms, n_updates=self.n_updates,
+            self.W, self.status, self._arms, n_updates=n_updates,
             check_every=self.check_every, delta=self.delta, max_active=24,
             champion=self.best_arm)
-        if full:
-            self._checked = self._version
         if evidence is not None:
             self.flagged = True
             self.flagged_at = int(self.n_updates)
             self.evidence = evidence
             self._restore()
+        return full
