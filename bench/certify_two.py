@@ -10,7 +10,7 @@ and the target of issue 47, ``12 / kl(p, ½) + 40``. The better ranker is arm 0 
 random per run.
 
     .venv/bin/python bench/certify_two.py --runs 200
-    .venv/bin/python bench/certify_two.py --runs 200 --check-every 1000   # the check period is no floor
+    .venv/bin/python bench/certify_two.py --runs 50 --check-every 1000  # no floor
 """
 
 from __future__ import annotations

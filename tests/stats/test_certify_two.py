@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from certify_two import PREFERENCES, table  # noqa: E402
+from certify_two import PREFERENCES, table
 
 pytestmark = pytest.mark.stats
 
