@@ -34,8 +34,9 @@ test comes back in its place (:meth:`CertifiedVerdicts._revive`), so a run whose
 survivors are all beaten recovers the winner.
 
 The host provides ``W``, ``status``, ``n_updates``, ``flagged`` (the guard's) and
-``_guard_now()`` that runs the guard on the current counts, the active list ``_arms``
-and the arms no longer shown ``_soft`` with ``_rebuild()`` that recomputes them, the test
+``_guard(0)`` that runs the guard on the current counts, the active list ``_arms``
+and the arms no longer shown ``_soft`` with ``_rebuild()`` that recomputes them (and
+``_rebuild_pools()``, all but the active arms' moments), the test
 ``_beaten()`` and its ``threshold()``, ``_swap()`` (an arm back in place of another) and
 :meth:`~bandits.base.DuelingBandit.eliminate`; this mixin owns ``error_rate``, ``worse``,
 ``certificate`` and ``revived`` and their part of the state.
@@ -136,26 +137,31 @@ class CertifiedVerdicts:
     def _show_worse(self, new: dict[int, int]) -> None:
         """Record the arms ``new`` (arm -> witness) as shown worse: they leave play for
         good; then certify if one arm is left."""
+        active = False
         for e, by in new.items():
             self.worse[int(e)] = [int(by), int(self.n_updates)]
+            active |= bool(self.status[e] == ACTIVE)
             self.eliminate(e, by)
-        if not (self.status == ACTIVE).any():  # only on data without a Condorcet
-            left = self._rest()                  # winner: keep one in play
+        if active and not (self.status == ACTIVE).any():  # only on data without a
+            left = self._rest()                  # Condorcet winner: keep one in play
             keep = left[0] if left else int(next(iter(new)))
             self.status[keep] = ACTIVE
             self.eliminated.pop(keep, None)
-        self._rebuild()
+        if active:
+            self._rebuild()
+        else:  # it was no longer shown: the active arms' moments are as they were
+            self._rebuild_pools()
         self._try_certify()
 
     def _try_certify(self) -> None:
         """Certify the last arm not shown worse, once it is the only active one and the
         guard, run now on the current counts (a stopping time), is silent."""
-        if self.certificate is not None or self.flagged:
+        if self.certificate is not None or self.flagged or self._arms.size != 1:
             return
         left = self._rest()
-        if len(left) != 1 or self._arms.size != 1 or int(self._arms[0]) != left[0]:
+        if len(left) != 1 or int(self._arms[0]) != left[0]:
             return
-        self._guard_now()
+        self._guard(0)  # the guard on the current counts, in full
         if self.flagged:
             return
         self.certificate = {"champion": left[0], "at": int(self.n_updates)}

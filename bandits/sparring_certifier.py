@@ -45,13 +45,12 @@ Verdicts at a stated error rate
 -------------------------------
 The elimination test above only stops *showing* an arm (soft, recoverable). The
 verdicts, rankers *shown worse* and the *certified* champion at ``error_rate`` δ over the
-whole run, are a second layer over the same counts
-(:class:`bandits.certifier_verdicts.CertifiedVerdicts`, on :mod:`bandits.confidence`).
-Arms no longer shown but not shown worse stay in the certification pool: up to
-``SOFT_SHARE`` of the certification duels before convergence go to them, and one that
-beats the leader by the elimination test is readmitted at the next check, so a run whose
-survivors are all beaten recovers the winner; after convergence the champion meets each
-of them in turn until it is shown worse (or beats the champion and is readmitted).
+whole run, are a second layer over the same counts, checked after every comparison
+(:class:`bandits.certifier_verdicts.CertifiedVerdicts`, :mod:`bandits.confidence`'s
+betting edge test). Arms no longer shown but not shown worse stay in the certification
+pool: up to ``SOFT_SHARE`` of the certification duels before convergence go to them (one
+that beats the leader by the elimination test is readmitted at the next check); after
+convergence the champion meets each in turn until it is shown worse (or readmitted).
 
 After certification (one active arm ``c``) the policy is MergeGuard's: an eliminated arm
 ``e`` is *due* for a duel with ``c`` while ``c`` has not refuted it at ``verify_scale``
@@ -60,9 +59,8 @@ at the guard's confidence; an eliminated arm not shown worse that beats ``c`` by
 elimination test itself is readmitted in place of ``c`` (after a certificate there is
 none: the verification then only feeds the guard), and the first readmission that would
 bring back an earlier champion stops readmission (``cycled``). Every ``check_every``
-comparisons the guard (:mod:`bandits.condorcet_check`) flags the data when every arm, or
-every active arm, is beaten with confidence by some arm (no Condorcet winner, or not
-among the survivors).
+comparisons, and before a certificate, the guard (:mod:`bandits.condorcet_check`) flags
+the data when every arm, or every active arm, is beaten with confidence by some arm.
 
 Parameters were chosen on tuning instances and seeds never used for evaluation
 (bench/results/policy/README.md, "Tuning").
@@ -178,6 +176,12 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
         self._wins, self._losses = s, f
         self._mu = (s + 1.0) / (s + f + 2.0)
         self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
+        self._rebuild_pools()
+
+    def _rebuild_pools(self) -> None:
+        """What the verdicts and the soft eliminations change besides the active list:
+        O(K) (an arm shown worse that was no longer shown needs no more)."""
+        act = self._arms
         self._due = None
         self._floor = self._edge_floor()  # below it no comparison can draw an edge
         # arms no longer shown but not shown worse (_soft) still face the leader, so a
@@ -430,14 +434,10 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
         if self._guard(self.n_updates):
             self._checked = self._version
 
-    def _guard_now(self) -> None:
-        """The guard on the current counts, in full whatever ``K`` (before a certificate)."""
-        if not self.flagged:
-            self._guard(0)
-
     def _guard(self, n_updates: int) -> bool:
         """One check of the guard (:func:`bandits.verification.guard_check`): flags on
-        evidence; whether its cycle test ran in full (``n_updates`` picks, above K = 136)."""
+        evidence; whether its cycle test ran in full (``n_updates`` picks above K = 136;
+        0: in full, as before a certificate)."""
         full, evidence = verification.guard_check(
             self.W, self.status, self._arms, n_updates=n_updates,
             check_every=self.check_every, delta=self.delta, max_active=24,
