@@ -373,8 +373,8 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
     def _restore(self) -> None:
         if self.readmitted and self._arms.size == 1:
             first, c = self.readmitted[0][1], int(self._arms[0])
-            if first != c and self.status[first] == ELIMINATED:
-                self._swap(first, c)
+            if first != c and self.status[first] == ELIMINATED and first not in self.worse:
+                self._swap(first, c)  # (an arm shown worse never comes back)
         self._due = None
 
     def _add_arm(self, arm: int) -> None:
