@@ -226,7 +226,7 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
             challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED))
         # the checks may readmit before convergence
         groups = {} if self._arms.size < 2 else {int(a): 0 for a in self._arms}
-        if self.certificate is None and not self.flagged:
+        if self.certificate is None:
             # verdicts: an outcome between two arms not shown worse draws an edge only
             # with n · kl(p̂, ½) ≥ the edge test's evidence floor
             rest = self._rest()
