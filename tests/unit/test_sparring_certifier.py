@@ -179,3 +179,24 @@ def test_verdicts_are_kept_in_the_state_and_reported():
     assert d.certified and d.confidence == pytest.approx(0.99) and d.error_rate == 0.01
     assert "1%" in d.statement and set(d.shown_worse) == set(range(6)) - {v["certified"]}
     assert as_dict(d, {})["error_rate"] == 0.01
+
+
+def test_two_rankers_are_certified_at_the_comparison_that_crosses_the_boundary():
+    # the verdict is checked after every comparison: the certificate's step is the first
+    # at which the loser's edge is drawn by the betting test (bandits.confidence), far
+    # below the policy's check period
+    from bandits import confidence
+
+    env = np.random.default_rng(8)
+    b = SparringCertifier(2, seed=8)
+    first = None
+    for _ in range(2_000):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < (0.75 if i == 0 else 0.25)) if i != j else 0.5)
+        n = b.W[0, 1] + b.W[1, 0]
+        if first is None and confidence.crossed(b.W[0, 1], n, 0.025):
+            first = b.n_updates
+        if b.certificate is not None:
+            break
+    assert b.certificate == {"champion": 0, "at": first} and first < 200
+    assert b.verdicts()["shown_worse"] == {1: 0}
