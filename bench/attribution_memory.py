@@ -63,9 +63,10 @@ def run(n: int, users: int) -> dict:
                 meta.update(metrics=declared, primary="click")
             rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:1/{a}", timeout_ms=300,
                               arm=a, added_at=now) for a in range(12)]
-            store.create_experiment(exp_id, meta=meta, rankers=rankers,
-                                    bandit=bandits.make_bandit("uniform", 12, seed=1),
-                                    truth=None, audit=audit_entry(now, "created", actor="b"))
+            store.experiments.create_experiment(
+                exp_id, meta=meta, rankers=rankers,
+                bandit=bandits.make_bandit("uniform", 12, seed=1), truth=None,
+                audit=audit_entry(now, "created", actor="b"))
             world = demo_world(1, 12)
             rng = np.random.default_rng(1)
             store.r.config_resetstat()
@@ -78,7 +79,7 @@ def run(n: int, users: int) -> dict:
                 rec["page"] = {"rng": il.rng_state(np.random.default_rng(k)), "q": "0" * 16}
                 imp = new_impression_id(exp_id)
                 u = f"user-{int(rng.integers(users))}"
-                store.save_impression(
+                store.impressions.save_impression(
                     imp, exp_id=exp_id, t=k, arms=[i, j], shown=shown, record=rec, duel=True,
                     forfeits=[], token_expires=2**31, ttl_s=86400, inactivity_s=600,
                     counters={"impressions": 1, "duel": 1},
@@ -98,7 +99,7 @@ def run(n: int, users: int) -> dict:
                 au += store.r.memory_usage(key, samples=0)
             fields = sum(store.r.hlen(k) for k in hashes)
             entry = store.r.get(next(store.r.scan_iter(match=f"rd:{{{exp_id}}}:ax:*")))
-            actions = Actions(lambda e=exp_id: store.declarations([e]))
+            actions = Actions(lambda e=exp_id: store.outcomes.declarations([e]))
             record(store, b"k" * 32, actions, action="purchase", doc=last[1], value=20.0,
                    event_id="order-1", user=last[0], keyed=True)
             from service.credit.outcome_events import credit_events
@@ -113,7 +114,7 @@ def run(n: int, users: int) -> dict:
                 "index_bytes_per_impression": round((ax + au) / n, 1),
                 "outcome_event_bytes": store.r.memory_usage(
                     outcome_event_key(exp_id, digest("order-1")), samples=0),
-                "revenue_comparisons": store.metric_counts(exp_id)["revenue"].n,
+                "revenue_comparisons": store.outcomes.metric_counts(exp_id)["revenue"].n,
             })
         return out
 

@@ -66,8 +66,8 @@ def _experiment(store, algorithm: str, k: int = 12, seed: int = 1) -> str:
 
     rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:9/rankers/{a}", timeout_ms=2000,
                       arm=a, added_at=now) for a in range(k)]
-    store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
-                            audit=audit_entry(now, "created", actor="bench"))
+    store.experiments.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
+                                        audit=audit_entry(now, "created", actor="bench"))
     return exp_id
 
 
@@ -79,7 +79,7 @@ def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
     impressions(store, [exp_id], n)
     counts = {"scripts": 0, "commuted": 0, "holds": 0, "resolved": 0, "moved": 0,
               "periodic": 0, "views": 0, "hold_cpu_ms": 0.0}
-    commit, resolve, get = (store.commit_credit, crediting.resolve_hold,
+    commit, resolve, get = (store.credits.commit_credit, crediting.resolve_hold,
                             crediting.Views.get)
 
     def commit_credit(*a, **kw):
@@ -91,7 +91,7 @@ def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
         return done
 
     def resolve_hold(*a, **kw):
-        sv = store.snapshot(exp_id).sv
+        sv = store.experiments.snapshot(exp_id).sv
         cpu0 = time.process_time()
         out = resolve(*a, **kw)
         counts["hold_cpu_ms"] += (time.process_time() - cpu0) * 1e3
@@ -110,7 +110,7 @@ def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
             counts["views"] += 1
         return get(self, st, e)
 
-    store.commit_credit = commit_credit
+    store.credits.commit_credit = commit_credit
     crediting.resolve_hold = resolve_hold
     crediting.Views.get = views_get
     try:
@@ -125,11 +125,11 @@ def run(store, algorithm: str, n: int, batch: int, profile: bool) -> dict:
             prof.disable()
         cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
     finally:
-        del store.commit_credit
+        del store.credits.commit_credit
         crediting.resolve_hold, crediting.Views.get = resolve, get
     assert done == n, (done, n)
-    snap = store.snapshot(exp_id)
-    decisive = store.counters(exp_id).get("decisive", 0)
+    snap = store.experiments.snapshot(exp_id)
+    decisive = store.experiments.counters(exp_id).get("decisive", 0)
     assert decisive == snap.bandit.W.sum(), (decisive, snap.bandit.W.sum())
     out = {"algorithm": algorithm, "cpu_us": round(cpu / n * 1e6, 1),
            "rate": round(n / wall), **counts}

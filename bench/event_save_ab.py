@@ -55,10 +55,10 @@ meta = {"id": exp_id, "name": "save-ab", "algorithm": "uniform", "params": {},
         "segments": {"device": ["mobile", "desktop"], "market": ["de", "fr", "us"]}}
 rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:1/{a}", timeout_ms=300, arm=a,
                   added_at=now) for a in range(2)]
-store.create_experiment(exp_id, meta=meta, rankers=rankers,
-                        bandit=bandits.make_bandit("uniform", 2, seed=1), truth=None,
-                        audit=audit_entry(now, "created", actor="bench"))
-has_log = "events_maxlen" in inspect.signature(store.save_impression).parameters
+store.experiments.create_experiment(exp_id, meta=meta, rankers=rankers,
+                                    bandit=bandits.make_bandit("uniform", 2, seed=1), truth=None,
+                                    audit=audit_entry(now, "created", actor="bench"))
+has_log = "events_maxlen" in inspect.signature(store.impressions.save_impression).parameters
 if has_log:
     from service.search.serve import user_hash
 secret = secrets.token_bytes(32)
@@ -70,7 +70,7 @@ def one(k):
     if has_log:
         extra = {"user_hash": user_hash(secret, exp_id, f"user-{k % 500}"),
                  "rankers": ["r0", "r1"], "events_maxlen": 0}
-    store.save_impression(
+    store.impressions.save_impression(
         new_impression_id(exp_id), exp_id=exp_id, t=k, arms=[0, 1], shown=shown,
         record=record, duel=True, forfeits=[], token_expires=2**31, ttl_s=3600,
         inactivity_s=600, counters={"impressions": 1, "duel": 1},

@@ -53,9 +53,9 @@ def run(n: int) -> dict:
                 "segments": {"device": ["mobile", "desktop"], "market": ["de", "fr", "us"]}}
         rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:1/{a}", timeout_ms=300, arm=a,
                           added_at=now) for a in range(12)]
-        store.create_experiment(exp_id, meta=meta, rankers=rankers,
-                                bandit=bandits.make_bandit("uniform", 12, seed=1), truth=None,
-                                audit=audit_entry(now, "created", actor="bench"))
+        store.experiments.create_experiment(
+            exp_id, meta=meta, rankers=rankers, bandit=bandits.make_bandit("uniform", 12, seed=1),
+            truth=None, audit=audit_entry(now, "created", actor="bench"))
         world = demo_world(1, 12)
         rng = np.random.default_rng(1)
         ids = []
@@ -66,7 +66,7 @@ def run(n: int) -> dict:
             shown, record = il.interleave("team_draft", [world.ranking(i, k % 200, 10),
                                                          world.ranking(j, k % 200, 10)], 10, rng)
             imp = new_impression_id(exp_id)
-            store.save_impression(
+            store.impressions.save_impression(
                 imp, exp_id=exp_id, t=k, arms=[i, j], shown=shown, record=record, duel=True,
                 forfeits=[], token_expires=2**31, ttl_s=86400, inactivity_s=600,
                 counters={"impressions": 1, "duel": 1},
@@ -74,7 +74,7 @@ def run(n: int) -> dict:
                 user_hash=secrets.token_hex(12), rankers=[f"r{i}", f"r{j}"])
             clicks = sorted(int(p) for p in rng.choice(10, rng.integers(0, 3), replace=False))
             if clicks:
-                store.add_clicks(imp, exp_id, clicks, inactivity_s=600, ttl_s=86400)
+                store.impressions.add_clicks(imp, exp_id, clicks, inactivity_s=600, ttl_s=86400)
             ids.append(imp)
         save_s = time.perf_counter() - t0
         stats = store.r.info("commandstats")

@@ -118,8 +118,8 @@ class Backend:
 
         rankers = [Ranker(name=ranker_name(a), url=f"{self.rankers_url}/rankers/{a}",
                           timeout_ms=2000, arm=a, added_at=now) for a in range(k)]
-        self.store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b,
-                                     truth=None, audit=audit_entry(now, "created",
+        self.store.experiments.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b,
+                                                 truth=None, audit=audit_entry(now, "created",
                                                                    actor="bench"))
         return exp_id
 
@@ -145,12 +145,12 @@ def impressions(store, exp_ids: list[str], n: int, seed: int = 1) -> None:
         e = exp_ids[k % len(exp_ids)]
         arms, shown, record, clicks = templates[k % len(templates)]
         imp = new_impression_id(e)
-        store.save_impression(imp, exp_id=e, t=0, arms=arms, shown=shown, record=record,
-                              duel=True, forfeits=[], token_expires=2**31, ttl_s=86400,
-                              inactivity_s=600, counters={"impressions": 1, "duel": 1})
+        store.impressions.save_impression(imp, exp_id=e, t=0, arms=arms, shown=shown, record=record,
+                                          duel=True, forfeits=[], token_expires=2**31, ttl_s=86400,
+                                          inactivity_s=600, counters={"impressions": 1, "duel": 1})
         if clicks:
-            store.add_clicks(imp, e, clicks, inactivity_s=600, ttl_s=86400)
-        store.end_impression(imp, e, drain_ttl_s=1)  # closed: due now
+            store.impressions.add_clicks(imp, e, clicks, inactivity_s=600, ttl_s=86400)
+        store.impressions.end_impression(imp, e, drain_ttl_s=1)  # closed: due now
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one, range(n)))
@@ -229,7 +229,7 @@ def _credit_once(b: Backend, queue, workers, algorithm: str, count: int, n_exp: 
     cpu0, redis0 = group_cpu(workers), redis_cpu(b)[0]
     t0 = time.monotonic()
     for e in exps:
-        queue.drain(e, b.store.take_drain(e, 600, limit=8))
+        queue.drain(e, b.store.drains.take_drain(e, 600, limit=8))
     while credited(b.store, exps) < n:
         if time.monotonic() - t0 > 600:
             raise TimeoutError("credit too slow")
@@ -237,8 +237,8 @@ def _credit_once(b: Backend, queue, workers, algorithm: str, count: int, n_exp: 
     wall = time.monotonic() - t0
     cpu = (group_cpu(workers) - cpu0) / n * 1e6
     redis_us = (redis_cpu(b)[0] - redis0) / n * 1e6
-    W = sum(b.store.snapshot(e).bandit.W.sum() for e in exps)
-    decisive = sum(b.store.counters(e).get("decisive", 0) for e in exps)
+    W = sum(b.store.experiments.snapshot(e).bandit.W.sum() for e in exps)
+    decisive = sum(b.store.experiments.counters(e).get("decisive", 0) for e in exps)
     assert decisive == W, (W, decisive)  # exactly once, also under the benchmark
     return n / wall, cpu, redis_us
 

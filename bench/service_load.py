@@ -564,7 +564,7 @@ def credit_throughput(client, stack, env, work, redis_url, world, rank_url, args
         pipe.execute()
         t0 = time.monotonic()
         if mode == "drain":
-            queue.drain(e, store.take_drain(e, 600))
+            queue.drain(e, store.drains.take_drain(e, 600))
         else:
             for i in ids:
                 queue.credit_impression(i)

@@ -43,13 +43,13 @@ def measure(r: redis.Redis, n: int, due: int, repeat: int) -> dict:
         pipe.zadd(f"rd:{{{exp}}}:pending", {f"{exp}.i": clock[0] - 1 if e < due else
                                             clock[0] + 1800})
     pipe.execute()
-    store.experiments_with_due(full=True)  # builds the index, as the first sweep does
+    store.drains.experiments_with_due(full=True)  # builds the index, as the first sweep does
     out = {"experiments": n, "due": due}
     for name, full in (("index", False), ("every experiment", True)):
         r.config_resetstat()
         t0 = time.perf_counter()
         for _ in range(repeat):
-            found = store.experiments_with_due(full=full)
+            found = store.drains.experiments_with_due(full=full)
         out[name] = {"ms": round((time.perf_counter() - t0) / repeat * 1000, 2),
                      "commands": commands(r) // repeat, "found": len(found)}
     out["speedup"] = round(out["every experiment"]["ms"] / out["index"]["ms"], 1)

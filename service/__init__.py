@@ -14,6 +14,39 @@ concept, each named as it is at every layer (``rollout/`` pure, ``service/X/`` t
 * above them: :mod:`service.api` (HTTP; only :mod:`service.app` imports it).
 
 Configuration, errors, tokens, metrics and the wiring are the few modules at the top.
-docs/architecture.md draws the layout; ``tests/unit/test_architecture.py`` checks that
-nothing imports up the layers and that no two folders import each other. The command
-line (``cli``), the demo tooling (``demo``) and the workers sit on top of it."""
+The layers are declared once, in :data:`LAYERS`: ``tests/unit/test_architecture.py``
+checks every import against it, and docs/architecture.md's drawing is rendered from it
+(``python -m cli.docs``). The command line (``cli``), the demo tooling (``demo``) and
+the workers sit on top of it."""
+
+#: The layers of ``service/``, bottom to top: each a folder (``store/``) or a module at the
+#: top of ``service/`` (``config``); each imports only from the layers below its own, never
+#: from its own layer or above (``tests/unit/test_architecture.py``).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("store/", "events/", "config", "errors", "metrics", "id_limits", "serving"),
+    ("rankers/", "segments/", "transaction", "queue", "tokens", "multiproc"),
+    ("outcomes/", "webhooks/", "campaigns/"),
+    ("credit/", "schemas/"),
+    ("experiments/",),
+    ("reports/", "runtime"),
+    ("clicks/",),
+    ("search/", "ubi/"),
+    ("placements/",),
+    ("api/",),
+    ("app",),
+)
+
+#: what docs/architecture.md's drawing says beside a layer (keyed by its first name; the two
+#: long bottom rows say nothing: rankers/ calls rankers, store/ is Redis)
+LAYER_NOTES: dict[str, str] = {
+    "app": "the factory: the only importer of api/",
+    "api/": "HTTP",
+    "placements/": "a placement's search sits on an experiment's search",
+    "search/": "UBI events and next pages go through clicks/",
+    "clicks/": "the front end's click reports",
+    "reports/": "reports read experiments/ (metric_collector.py)",
+    "experiments/": "operators' changes",
+    "credit/": "how a click reaches W; every body as a model",
+    "outcomes/": "told by credit/ and experiments/",
+}
+

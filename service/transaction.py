@@ -52,4 +52,4 @@ def update_experiment(store: Store, exp_id: str,
     """:func:`transact` on the experiment's snapshot and ``W`` (read in full: the policy
     decoded at the global ``t``)."""
     return transact(store, [exp_key(exp_id), w_key(exp_id)],
-                    lambda: store.snapshot(exp_id, full=True), write)
+                    lambda: store.experiments.snapshot(exp_id, full=True), write)

@@ -138,7 +138,8 @@ def limit_click_reports(rt: Runtime, *, keyed: bool = False) -> None:
     limit = rt.config.clicks_per_client_per_minute
     if not limit or keyed:
         return
-    wait = rt.store.count_client_request(client_address(rt.config.trusted_proxies), limit)
+    wait = rt.store.rate_limits.count_client_request(
+        client_address(rt.config.trusted_proxies), limit)
     if wait:
         raise TooManyRequests(f"more than {limit} click reports per minute from this client; "
                               f"retry in {round(wait)} s", retry_after_s=wait)

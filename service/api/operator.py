@@ -51,7 +51,7 @@ def _prober(rt: Runtime) -> experiments.Prober:
 
 def _describe(exp_id: str):
     rt = runtime()
-    snap = rt.store.snapshot(exp_id, full=True)
+    snap = rt.store.experiments.snapshot(exp_id, full=True)
     return jsonify({**experiments.describe(rt.store, snap),
                     "rollout": placements.rollout_state(rt.store, snap.meta),
                     **{k: snap.meta[k] for k in AB_FIELDS if snap.meta.get(k)}})
@@ -83,7 +83,7 @@ def create():
     if key is None:
         return _describe(make()), 201
     exp_id, replayed = idempotency.create_once(rt.store.r, key, body, make,
-                                               exists=rt.store.exists)
+                                               exists=rt.store.experiments.exists)
     if not replayed:
         return _describe(exp_id), 201
     out = _describe(exp_id)
@@ -119,7 +119,7 @@ def list_experiments():
     out = []
     for exp_id in rt.store.list_ids():
         try:
-            out.append(experiments.summary(rt.store, rt.store.snapshot(exp_id)))
+            out.append(experiments.summary(rt.store, rt.store.experiments.snapshot(exp_id)))
         except ExperimentMissing:  # deleted between the listing and the read
             continue
     return jsonify({"experiments": out})
@@ -139,7 +139,7 @@ def get(exp_id: str):
 def delete(exp_id: str):
     rt = runtime()
     rollout_api.leave(rt, exp_id)
-    keys = rt.store.delete_experiment(exp_id)
+    keys = rt.store.experiments.delete_experiment(exp_id)
     rt.controller.forget(exp_id)
     log.info("experiment %s deleted (%d keys)", exp_id, keys)
     return jsonify({"id": exp_id, "deleted": True, "keys": keys})
@@ -228,10 +228,10 @@ def lifecycle(exp_id: str, action: str):
     responses={200: s.Audit, 400: None, 401: None, 404: None, 503: None})
 def audit(exp_id: str):
     rt = runtime()
-    if not rt.store.exists(exp_id):
+    if not rt.store.experiments.exists(exp_id):
         raise NotFound(f"no experiment {exp_id!r}")
     args = parse(AuditQuery, request.args.to_dict(), query=True)
-    return jsonify({"id": exp_id, "audit": rt.store.audit(exp_id, -args.limit, -1)})
+    return jsonify({"id": exp_id, "audit": rt.store.experiments.audit(exp_id, -args.limit, -1)})
 
 
 @OPS.get("/<exp_id>/events", "getEvents",
@@ -239,18 +239,18 @@ def audit(exp_id: str):
     query=s.EventsQuery, path_params=EXP_ID, operator=True,
     responses={200: "application/x-ndjson", 400: None, 401: None, 404: None, 503: None})
 def events(exp_id: str):
-    """A page of the event log (:mod:`service.store.events`) as JSON lines, oldest
+    """A page of the event log (:mod:`service.store.event_log`) as JSON lines, oldest
     first; ``X-Next-Cursor`` is the cursor to pass as ``after`` for the next page (the
     same as ``after`` when the page is empty: nothing new yet)."""
     rt = runtime()
-    if not rt.store.exists(exp_id):
+    if not rt.store.experiments.exists(exp_id):
         raise NotFound(f"no experiment {exp_id!r}")
     args = parse(s.EventsQuery, request.args.to_dict(), query=True)
-    page = rt.store.events(exp_id, args.after, args.limit)
+    page = rt.store.event_log.events(exp_id, args.after, args.limit)
     body = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in page)
     resp = Response(body, mimetype="application/x-ndjson")
     resp.headers["X-Next-Cursor"] = page[-1]["cursor"] if page else args.after
-    resp.headers["X-Events-Total"] = str(rt.store.event_count(exp_id))
+    resp.headers["X-Events-Total"] = str(rt.store.event_log.event_count(exp_id))
     return resp
 
 
@@ -261,11 +261,11 @@ def events(exp_id: str):
 def report(exp_id: str):
     """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
     rt = runtime()
-    if rt.store.snapshot(exp_id).meta.get("design") == "ab":
+    if rt.store.experiments.snapshot(exp_id).meta.get("design") == "ab":
         out = ab_report.build(rt.store, exp_id)
     else:
         out = build_report(rt.store, exp_id)
-    out["rollout"] = placements.rollout_state(rt.store, rt.store.snapshot(exp_id).meta)
+    out["rollout"] = placements.rollout_state(rt.store, rt.store.experiments.snapshot(exp_id).meta)
     return jsonify(out)
 
 

@@ -62,7 +62,7 @@ def create():
 def list_placements():
     store = runtime().store
     return jsonify({"placements": [placements.describe(store, n)
-                                   for n in store.placement_names()]})
+                                   for n in store.placements.placement_names()]})
 
 
 @OPS.get("/<name>", "getPlacement",

@@ -90,18 +90,19 @@ def ubi_page(exp_id: str):
     impression is on an earlier page finds it among the 10,000 log entries before the
     page (the CLI's export, which reads the whole log, always does)."""
     rt = runtime()
-    if not rt.store.exists(exp_id):
+    if not rt.store.experiments.exists(exp_id):
         raise NotFound(f"no experiment {exp_id!r}")
     args = parse(s.EventsQuery, request.args.to_dict(), query=True)
-    page = rt.store.events(exp_id, args.after, args.limit)
-    convert = ubi_out.Converter(exp_id, rt.store.snapshot(exp_id).meta.get("interleaving"))
+    page = rt.store.event_log.events(exp_id, args.after, args.limit)
+    interleaving = rt.store.experiments.snapshot(exp_id).meta.get("interleaving")
+    convert = ubi_out.Converter(exp_id, interleaving)
     here = {e["id"] for e in page if e["type"] == "impression"}
     before = {e["id"] for e in page if e["type"] in ("click", "ubi")} - here
     if before and page:
-        for imp in rt.store.impression_events(exp_id, before, page[0]["cursor"]):
+        for imp in rt.store.event_log.impression_events(exp_id, before, page[0]["cursor"]):
             convert.remember(imp)
     body = "".join(x + "\n" for x in ubi_out.bulk_lines(convert.feed(page)))
     resp = Response(body, mimetype="application/x-ndjson")
     resp.headers["X-Next-Cursor"] = page[-1]["cursor"] if page else args.after
-    resp.headers["X-Events-Total"] = str(rt.store.event_count(exp_id))
+    resp.headers["X-Events-Total"] = str(rt.store.event_log.event_count(exp_id))
     return resp

@@ -33,7 +33,7 @@ class Campaigns:
 
     # ------------------------------------------------------------------ reads
     def _load(self, cid: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        found = self.store.campaign(cid)
+        found = self.store.campaigns.campaign(cid)
         if found is None:
             raise NotFound(f"no judging campaign {cid!r}")
         return found
@@ -41,7 +41,7 @@ class Campaigns:
     def state(self, cid: str) -> dict[str, Any]:
         """The campaign as ``GET /judging/campaigns/ID`` shows it."""
         meta, state = self._load(cid)
-        tasks = list(self.store.campaign_tasks(cid).values())
+        tasks = list(self.store.campaigns.campaign_tasks(cid).values())
         statuses: dict[str, int] = {}
         for t in tasks:
             statuses[t["status"]] = statuses.get(t["status"], 0) + 1
@@ -50,7 +50,7 @@ class Campaigns:
                 "tasks": statuses, **logic.summary(state)}
 
     def campaign_of(self, assessor: str) -> str:
-        cid = self.store.campaign_of_assessor(assessor)
+        cid = self.store.campaigns.campaign_of_assessor(assessor)
         if cid is None:
             raise Forbidden(f"{assessor!r} is not an assessor of any campaign")
         return cid
@@ -58,11 +58,11 @@ class Campaigns:
     def with_submitted(self) -> list[str]:
         """Campaigns with submitted tasks not applied yet."""
         ids = self.list_ids()
-        return [cid for cid, n in zip(ids, self.store.submitted_counts(ids), strict=True)
+        return [cid for cid, n in zip(ids, self.store.campaigns.submitted_counts(ids), strict=True)
                 if n]
 
     def list_ids(self) -> list[str]:
-        return self.store.campaign_ids()
+        return self.store.campaigns.campaign_ids()
 
     def export(self, cid: str) -> dict[str, Any]:
         return self._load(cid)[1]
@@ -78,32 +78,32 @@ class Campaigns:
             raise Unprocessable(str(exc)) from None
         now = time.time()
         meta = {"name": spec["name"], "created_at": now, "task_ttl_s": spec["task_ttl_s"]}
-        self.store.create_campaign(cid, meta, state, now)
+        self.store.campaigns.create_campaign(cid, meta, state, now)
         return cid
 
     def add_assessor(self, cid: str, assessor: str | None) -> str:
         """Register an assessor (a fresh random id unless one is given); 409 if taken."""
         who = assessor or secrets.token_urlsafe(12)
         self._load(cid)  # 404 for an unknown campaign
-        if not self.store.take_assessor(who, cid):
+        if not self.store.campaigns.take_assessor(who, cid):
             raise Conflict(f"assessor {who!r} exists already")
 
         def write(data, pipe):
             _meta, state = data
             state["assessors"][who] = logic.new_assessor()
-            self.store.write_campaign_state(pipe, cid, state)
+            self.store.campaigns.write_campaign_state(pipe, cid, state)
             return who
 
-        return transact(self.store, self.store.campaign_watch(cid), lambda: self._load(cid),
-                        write)
+        return transact(self.store, self.store.campaigns.campaign_watch(cid),
+                        lambda: self._load(cid), write)
 
     # ------------------------------------------------------------------ assessors
     def next_task(self, cid: str, assessor: str) -> dict[str, Any] | None:
         """The assessor's open task, or a new one; None when nothing can be asked now."""
         def read():
             meta, state = self._load(cid)
-            tasks = self.store.campaign_tasks(cid)
-            judged = self.store.judged(cid, assessor)
+            tasks = self.store.campaigns.campaign_tasks(cid)
+            judged = self.store.campaigns.judged(cid, assessor)
             return meta, state, tasks, judged
 
         def write(data, pipe):
@@ -118,7 +118,7 @@ class Campaigns:
                 if t["status"] == "open" and now - t["created"] > meta["task_ttl_s"]:
                     logic.abandon_task(state, t)
                     t["status"] = "abandoned"
-                    self.store.write_task(pipe, cid, tid, t)
+                    self.store.campaigns.write_task(pipe, cid, tid, t)
             mine = [(tid, t) for tid, t in tasks.items()
                     if t["assessor"] == assessor and t["status"] == "open"]
             if mine:
@@ -127,16 +127,17 @@ class Campaigns:
                 rng = np.random.default_rng([state["seed"], state["task_seq"]])
                 task = logic.make_task(state, assessor, judged, rng)
                 if task is None:
-                    self.store.write_campaign_state(pipe, cid, state)
+                    self.store.campaigns.write_campaign_state(pipe, cid, state)
                     return None
                 tid = f"{cid}.{state['task_seq']}"
                 task.update(status="open", created=now)
-                self.store.write_task(pipe, cid, tid, task)
-            self.store.write_campaign_state(pipe, cid, state)
+                self.store.campaigns.write_task(pipe, cid, tid, task)
+            self.store.campaigns.write_campaign_state(pipe, cid, state)
             return {"task_id": tid, "campaign": cid, "assessor": assessor,
                     "pairs": logic.present(state, task)}
 
-        return transact(self.store, self.store.campaign_watch(cid, tasks=True), read, write)
+        return transact(self.store, self.store.campaigns.campaign_watch(cid, tasks=True),
+                        read, write)
 
     def submit(self, cid: str, task_id: str, assessor: str,
                answers: dict[int, dict[str, Any]], *,
@@ -144,7 +145,7 @@ class Campaigns:
         """Store a task's answers once; ``(reply, newly submitted)``. ``duplicates``:
         judgments of a pair judged twice in the request (422 once the task is found)."""
         def read():
-            task = self.store.campaign_task(cid, task_id) if cid else None
+            task = self.store.campaigns.campaign_task(cid, task_id) if cid else None
             if task is None:
                 raise NotFound(f"no task {task_id!r} in campaign {cid!r}")
             return task
@@ -168,39 +169,39 @@ class Campaigns:
                 raise Conflict(f"task {task_id!r} is {task['status']}")
             task["answers"] = {str(k): v for k, v in answers.items()}
             task["status"] = "submitted"
-            self.store.write_task(pipe, cid, task_id, task)
+            self.store.campaigns.write_task(pipe, cid, task_id, task)
             keys = [f"{p['query']}:{p['i']}:{p['j']}" for p in task["pairs"] if not p["test"]]
-            self.store.push_submitted(pipe, cid, task_id, assessor, keys)
+            self.store.campaigns.push_submitted(pipe, cid, task_id, assessor, keys)
             return {"task_id": task_id, "status": "submitted", "replay": False}, True
 
-        return transact(self.store, self.store.campaign_watch(cid, state=False, tasks=True),
-                        read, write)
+        watch = self.store.campaigns.campaign_watch(cid, state=False, tasks=True)
+        return transact(self.store, watch, read, write)
 
     # ------------------------------------------------------------------ the worker
     def apply_submitted(self, cid: str) -> int:
         """Apply every submitted task, in order, each in its own transaction; how many."""
         done = 0
         while True:
-            tid = self.store.first_submitted(cid)
+            tid = self.store.campaigns.first_submitted(cid)
             if tid is None:
                 return done
 
             def read(tid=tid):
                 _meta, state = self._load(cid)
-                return state, self.store.campaign_task(cid, tid)
+                return state, self.store.campaigns.campaign_task(cid, tid)
 
             def write(data, pipe, tid=tid):
                 state, task = data
-                self.store.drop_submitted(pipe, cid, tid)
+                self.store.campaigns.drop_submitted(pipe, cid, tid)
                 if task is None or task["status"] != "submitted":
                     return 0  # applied before (a retried worker): nothing twice
                 answers = {int(k): v for k, v in task["answers"].items()}
                 task["result"] = logic.apply_task(state, task, answers)
                 task["status"] = "applied"
-                self.store.write_task(pipe, cid, tid, task)
-                self.store.write_campaign_state(pipe, cid, state)
+                self.store.campaigns.write_task(pipe, cid, tid, task)
+                self.store.campaigns.write_campaign_state(pipe, cid, state)
                 return 1
 
-            done += transact(self.store, self.store.campaign_watch(cid, tasks=True,
-                                                                   submitted=True),
+            done += transact(self.store, self.store.campaigns.campaign_watch(cid, tasks=True,
+                                                                             submitted=True),
                              read, write)

@@ -30,7 +30,7 @@ def _load_verified(rt: Runtime, imp_id: str, token: object, *, keyed: bool = Fal
                    ) -> Impression:
     """The impression, its token checked (``keyed``: a front end with a key may send
     none; a token it sends is still checked)."""
-    imp = rt.store.impression(imp_id)
+    imp = rt.store.impressions.impression(imp_id)
     if imp is None:
         raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
     if keyed and token is None:
@@ -69,14 +69,14 @@ def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[st
     imp = _load_verified(rt, imp_id, token, keyed=keyed)
     positions = shown_positions(imp, clicks)
     if imp.design == "ab":  # an A/B search: counted clicked once (service.store.ab)
-        if rt.store.ab_click(imp.exp, imp_id) < 0:
+        if rt.store.ab.ab_click(imp.exp, imp_id) < 0:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
         return {"impression_id": imp_id, "accepted": len(positions), "duplicates": 0}
-    added = rt.store.add_clicks(imp_id, imp.exp, positions,
-                                inactivity_s=rt.config.inactivity_s,
-                                ttl_s=rt.config.impression_ttl_s,
-                                max_reports=rt.config.clicks_per_impression,
-                                dwell_ms=dwell_ms)
+    added = rt.store.impressions.add_clicks(imp_id, imp.exp, positions,
+                                            inactivity_s=rt.config.inactivity_s,
+                                            ttl_s=rt.config.impression_ttl_s,
+                                            max_reports=rt.config.clicks_per_impression,
+                                            dwell_ms=dwell_ms)
     return {"impression_id": imp_id, "accepted": added, "duplicates": len(positions) - added}
 
 
@@ -129,18 +129,18 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None, *,
     if token is not None:
         imp = _load_verified(rt, imp_id, token)
     else:
-        imp = rt.store.impression(imp_id)
+        imp = rt.store.impressions.impression(imp_id)
         if imp is None:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
     if imp.design == "ab":  # nothing to credit: its counts are kept already
-        first = rt.store.ab_end(imp.exp, imp_id)
+        first = rt.store.ab.ab_end(imp.exp, imp_id)
         return {"impression_id": imp_id, "status": "closed", "already_closed": not first}
-    first, drain = rt.store.end_impression(imp_id, imp.exp,
-                                           drain_ttl_s=rt.config.drain_lease_s)
+    first, drain = rt.store.impressions.end_impression(imp_id, imp.exp,
+                                                       drain_ttl_s=rt.config.drain_lease_s)
     if drain is not None and not rt.queue.drain(imp.exp, drain):
         # the broker is away: the impression is closed and due; give the lease back so
         # that the next sweep queues its drain (the sweep's index marks it due now); if
         # Redis is away too the lease lapses by itself within drain_lease_s
         with contextlib.suppress(redis.RedisError):
-            rt.store.release_drain(imp.exp, drain)
+            rt.store.drains.release_drain(imp.exp, drain)
     return {"impression_id": imp_id, "status": "closed", "already_closed": not first}

@@ -59,21 +59,21 @@ class Lease:
         with self._lock:
             if not self.held:
                 return
-            self.store.refresh_drain(self.exp_id, self.token, self.ttl)
+            self.store.drains.refresh_drain(self.exp_id, self.token, self.ttl)
             if self.claimed:
-                self.store.extend_claims(self.exp_id, self.claimed, self.ttl)
+                self.store.drains.extend_claims(self.exp_id, self.claimed, self.ttl)
 
     def release(self) -> None:
         """Give the lease back; the heartbeat renews nothing after this."""
         with self._lock:
             self.held = False
-            self.store.release_drain(self.exp_id, self.token)
+            self.store.drains.release_drain(self.exp_id, self.token)
 
     def take_back(self) -> bool:
         """Take the released lease again if no drain holds one; True if taken."""
         with self._lock:
-            self.held = self.store.take_drain(self.exp_id, self.ttl,
-                                              token=self.token) is not None
+            self.held = self.store.drains.take_drain(self.exp_id, self.ttl,
+                                                     token=self.token) is not None
             return self.held
 
     def _beat(self) -> None:
@@ -126,11 +126,11 @@ class Crediting:
     def credit_impression(self, imp_id: str) -> str:
         """Close impression ``imp_id`` and apply its outcome to its experiment, once;
         its status."""
-        exp_id = self.store.experiment_of(imp_id)
+        exp_id = self.store.impressions.experiment_of(imp_id)
         if exp_id is None:
             protocol.observe({imp_id: {"status": "missing"}})
             return "missing"
-        results = self.credit_batch(exp_id, [imp_id], self.store.selections(exp_id))
+        results = self.credit_batch(exp_id, [imp_id], self.store.drains.selections(exp_id))
         return results.get(imp_id, {"status": "pending"})["status"]
 
     def drain(self, exp_id: str, token: str | None = None) -> int:
@@ -146,35 +146,35 @@ class Crediting:
         if the task's retry cannot be published.
 
         For a deleted experiment it removes what a request running during the deletion
-        left (:meth:`Store.purge_orphan`) and returns 0 at once."""
+        left (``store.experiments.purge_orphan``) and returns 0 at once."""
         store, ttl = self.store, self.lease_s
-        purged = store.purge_orphan(exp_id)
+        purged = store.experiments.purge_orphan(exp_id)
         if purged is not None:
             if purged:
                 log.info("experiment %s is deleted: %d keys it left removed", exp_id, purged)
             return 0
-        token = store.take_drain(exp_id, ttl, limit=self.parallelism, token=token)
+        token = store.drains.take_drain(exp_id, ttl, limit=self.parallelism, token=token)
         if token is None:
             return 0  # as many drains as allowed already work on it
         done = 0
         with Lease(store, exp_id, token, ttl) as lease:
             while True:
-                t, ids = store.claim(exp_id, self.batch, lease_s=ttl)
+                t, ids = store.drains.claim(exp_id, self.batch, lease_s=ttl)
                 lease.claimed = ids
                 if not ids:
                     lease.release()
                     # an /end between our claim and the release saw our lease and queued
                     # nothing, and idle impressions fall due all the time: look once
                     # more, and keep draining if we can take a lease back
-                    at = store.next_due(exp_id)
+                    at = store.drains.next_due(exp_id)
                     if at is not None and at <= store.clock() and lease.take_back():
                         continue
                     self._follow(exp_id, at)
                     return done
                 if len(ids) == self.batch:  # a backlog: let one more drain help
-                    more = store.take_drain(exp_id, ttl, limit=self.parallelism)
+                    more = store.drains.take_drain(exp_id, ttl, limit=self.parallelism)
                     if more is not None and not self.queue.drain(exp_id, more):
-                        store.release_drain(exp_id, more)
+                        store.drains.release_drain(exp_id, more)
                 self.credit_batch(exp_id, ids, t)
                 lease.claimed = []
                 lease.renew()
@@ -190,7 +190,8 @@ class Crediting:
         if self.follow_s <= 0 or at is None:
             return
         delay = max(at - self.store.clock(), 0.0)
-        if delay <= self.follow_s and self.store.take_follow(exp_id, max(delay, FOLLOW_LAG_S)):
+        if delay <= self.follow_s and self.store.drains.take_follow(exp_id,
+                                                                    max(delay, FOLLOW_LAG_S)):
             self.queue.drain_later(exp_id, delay + FOLLOW_LAG_S)
 
     def sweep(self) -> int:
@@ -204,15 +205,15 @@ class Crediting:
         gives its lease back (the next sweep tries again)."""
         store = self.store
         queued = 0
-        full = store.take_full_sweep(self.full_sweep_s)
-        for exp_id in store.experiments_with_due(full=full):
-            token = store.take_drain(exp_id, self.lease_s)
+        full = store.drains.take_full_sweep(self.full_sweep_s)
+        for exp_id in store.drains.experiments_with_due(full=full):
+            token = store.drains.take_drain(exp_id, self.lease_s)
             if token is None:
                 continue
             if self.queue.drain(exp_id, token):
                 queued += 1
             else:
-                store.release_drain(exp_id, token)
+                store.drains.release_drain(exp_id, token)
         if queued:
             log.debug("sweep queued %d drains", queued)
         from service.campaigns.operations import Campaigns

@@ -9,7 +9,7 @@ What an event yields, per metric it counts for: the interleaving method's credit
 click on the document's position (``interleaving.credit(record, [position])``: under
 team draft, the team that placed the document wins; probabilistic and multileaving as
 their click credit does), in arm indices; for a ``sum`` metric each outcome bounded by
-the event's value (:func:`service.outcomes.metrics.bounded`), and the value added to the
+the event's value (:func:`service.outcomes.declared.bounded`), and the value added to the
 plain sum of each ranker that won every comparison of the event. No guard and no hold:
 no policy reads these ``W``. When the policy learns from one of the event's metrics (the
 experiment's ``primary``), :mod:`service.credit.primary` applies its outcomes to the
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.credit.primary import credit_primary
-from service.outcomes.metrics import Metric, bounded, declared, learns_clicks, primary
+from service.outcomes.declared import Metric, bounded, declared, learns_clicks, primary
 from service.store import Store
 from service.store.keys import OUTCOME_MEMBER
 from service.store.snapshot import ExperimentMissing
@@ -111,13 +111,13 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
     """Credit the outcome events ``members`` (``~<digest>``) of ``exp_id`` once each;
     per member its mark (``already`` / ``missing`` when nothing was written)."""
     digests = [m[len(OUTCOME_MEMBER):] for m in members]
-    events = store.read_outcome_events(exp_id, digests)
-    meta = store.meta(exp_id)
+    events = store.outcomes.read_outcome_events(exp_id, digests)
+    meta = store.outcomes.meta(exp_id)
     if meta is None:  # deleted: nothing left to credit
         return {m: {"status": "missing"} for m in members}
     metrics = {m.name: m for m in declared(meta)}
-    entries = store.read_attributions(exp_id, [e["i"] for e in events
-                                               if e is not None and "credited" not in e])
+    entries = store.outcomes.read_attributions(exp_id, [e["i"] for e in events
+                                                        if e is not None and "credited" not in e])
     learnt = None if learns_clicks(meta) else primary(meta)
     marks: dict[str, dict] = {}
     batch, policy = [], []
@@ -137,5 +137,5 @@ def credit_events(store: Store, exp_id: str, members: Sequence[str]) -> dict[str
             credit_primary(store, exp_id, policy, learnt)
         except ExperimentMissing:  # deleted meanwhile: nothing left to credit
             return {m: {"status": "missing"} for m in members}
-    codes = store.commit_metric_credit(exp_id, batch)
+    codes = store.outcomes.commit_metric_credit(exp_id, batch)
     return {m: (marks[m] if code == "ok" else {"status": code}) for m, code in codes.items()}

@@ -1,5 +1,5 @@
 """The policy learns from a metric other than the click: an experiment's ``primary``
-(:func:`service.outcomes.metrics.learns_clicks`). Each attributed event of that metric (an
+(:func:`service.outcomes.declared.learns_clicks`). Each attributed event of that metric (an
 order, a cart) is one comparison for the policy, applied by the policy's own
 ``update()``; the clicks then only feed the click metric's ``W``
 (:func:`service.credit.protocol.credit_batch`, credit script target ``click``).
@@ -93,14 +93,14 @@ def credit_primary(store: Store, exp_id: str, items: Sequence[Item], metric: str
     for _attempt in range(MAX_ATTEMPTS):
         with store.pipeline(transaction=True) as pipe:
             try:
-                store.watch_primary(pipe, exp_id, digests)
-                events = store.read_outcome_events(exp_id, digests)
+                store.outcomes.watch_primary(pipe, exp_id, digests)
+                events = store.outcomes.read_outcome_events(exp_id, digests)
                 todo = [it for it, ev in zip(items, events, strict=True)
                         if ev is not None and "pc" not in ev]
                 if not todo:
                     pipe.reset()
                     return 0
-                snap = store.snapshot(exp_id, full=True)
+                snap = store.experiments.snapshot(exp_id, full=True)
                 bandit = snap.bandit
                 before = encode_structure(bandit)["state"]
                 told = verdicts.verdicts(bandit)
@@ -109,15 +109,15 @@ def credit_primary(store: Store, exp_id: str, items: Sequence[Item], metric: str
                 moved = False
                 if done.changed:
                     moved = encode_structure(bandit)["state"] != before
-                    store.write_state(pipe, exp_id, bandit, structure=moved)
-                    store.add_audit(exp_id, *(audit_entry(store.clock(), **e)
-                                              for e in done.audit), pipe=pipe)
-                store.write_primary_marks(
+                    store.experiments.write_state(pipe, exp_id, bandit, structure=moved)
+                    store.experiments.add_audit(exp_id, *(audit_entry(store.clock(), **e)
+                                                          for e in done.audit), pipe=pipe)
+                store.outcomes.write_primary_marks(
                     pipe, exp_id, [(m, d, done.marks[m], labels) for m, d, _, labels in todo],
                     state_written=done.changed)
                 commit_and_tell(store, pipe, exp_id, snap, bandit, told, moved=moved)
                 return len(todo)
             except redis.WatchError:
-                store.count_conflict(exp_id)
+                store.credits.count_conflict(exp_id)
     raise Contention(f"gave up applying {len(items)} events to the policy of {exp_id} "
                      f"after {MAX_ATTEMPTS} attempts")

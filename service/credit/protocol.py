@@ -22,7 +22,7 @@ from bandits.base import RETIRED, DuelingBandit
 from service import metrics
 from service.credit import step as credit
 from service.credit.guard import Guard
-from service.outcomes.metrics import CLICK, learns_clicks
+from service.outcomes.declared import CLICK, learns_clicks
 from service.store import MAX_ATTEMPTS, Contention, Store, audit_entry
 from service.store.credits import Entry
 from service.store.records import Impression
@@ -42,7 +42,7 @@ class View:
     names: dict[int, str]
     dwell_unsatisfied_s: float | None = None  # the experiment's dwell rule
     #: False when the policy learns from another metric (``primary``): the clicks then
-    #: go to their own W, with no guard (:func:`service.outcomes.metrics.learns_clicks`)
+    #: go to their own W, with no guard (:func:`service.outcomes.declared.learns_clicks`)
     learns_clicks: bool = True
 
     def plan_key(self) -> tuple:
@@ -67,7 +67,7 @@ class Views:
             if view is not None:
                 self._views.move_to_end(exp_id)
                 return view
-        snap = store.snapshot(exp_id)
+        snap = store.experiments.snapshot(exp_id)
         view = View(snap.sv, snap.bandit, snap.names, snap.meta.get("dwell_unsatisfied_s"),
                     learns_clicks(snap.meta))
         with self._lock:
@@ -117,18 +117,18 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
     for the others the rest goes back to the credit script, which adds it to ``W`` in
     parallel. Returns what it decided, or None when nothing was held (or another worker
     resolved it meanwhile)."""
-    held = store.hold(exp_id)
+    held = store.credits.hold(exp_id)
     if not held:
         return None
     ids = [held, *(i for i in dict.fromkeys(more) if i != held)]
     for _attempt in range(MAX_ATTEMPTS):
         with store.pipeline(transaction=True) as pipe:
             try:
-                store.watch_hold(pipe, exp_id, ids)
-                snap = store.snapshot(exp_id, full=True)
+                store.credits.watch_hold(pipe, exp_id, ids)
+                snap = store.experiments.snapshot(exp_id, full=True)
                 if snap.hold != held:
                     return None  # resolved by another worker meanwhile
-                imps = store.read_impressions(exp_id, ids)
+                imps = store.credits.read_impressions(exp_id, ids)
                 bandit = snap.bandit
                 before = encode_structure(bandit)["state"]
                 told = verdicts.verdicts(bandit)  # before: the webhooks tell changes
@@ -146,7 +146,7 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
                                      snap.meta.get("dwell_unsatisfied_s"),
                                      learns_clicks(snap.meta)))
             except redis.WatchError:
-                store.count_conflict(exp_id)
+                store.credits.count_conflict(exp_id)
     raise Contention(f"gave up resolving the hold of {exp_id} after {MAX_ATTEMPTS} attempts")
 
 
@@ -174,11 +174,11 @@ def _write_resolution(store: Store, pipe, exp_id: str, bandit: DuelingBandit,
     moved = False
     if result.changed:
         moved = encode_structure(bandit)["state"] != structure_before
-        store.write_state(pipe, exp_id, bandit, structure=moved)
-        store.add_audit(exp_id, *(audit_entry(store.clock(), **e) for e in result.audit),
-                        pipe=pipe)
-    store.write_marks(pipe, exp_id, result.results, result.counted, ids,
-                      state_written=result.changed, segments=segments)
+        store.experiments.write_state(pipe, exp_id, bandit, structure=moved)
+        store.experiments.add_audit(
+            exp_id, *(audit_entry(store.clock(), **e) for e in result.audit), pipe=pipe)
+    store.credits.write_marks(pipe, exp_id, result.results, result.counted, ids,
+                              state_written=result.changed, segments=segments)
     return moved
 
 
@@ -234,7 +234,7 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             results.update({i: {"status": "missing"} for i in todo})
             break
         if not read:
-            read = dict(zip(todo, store.read_impressions(exp_id, todo), strict=True))
+            read = dict(zip(todo, store.credits.read_impressions(exp_id, todo), strict=True))
         imps = [read[i] for i in todo]
         key = view.plan_key()
         if planned != key:
@@ -250,9 +250,9 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
         # clicks the policy does not learn from change no structure: no guard, no hold
         guard = Guard.of(view.bandit, t) if view.learns_clicks else None
         entries, gone = _entries(plan, guard, todo, imps, learns_clicks=view.learns_clicks)
-        done = store.commit_credit(exp_id, sv=view.sv, guard="" if guard is None else guard.arg(),
-                                   entries=entries, gone=gone,
-                                   target="" if view.learns_clicks else CLICK)
+        done = store.credits.commit_credit(
+            exp_id, sv=view.sv, guard="" if guard is None else guard.arg(), entries=entries,
+            gone=gone, target="" if view.learns_clicks else CLICK)
         for i, code in done.codes.items():
             if code == "ok":
                 results[i] = plan.results[i]
@@ -308,7 +308,7 @@ def _wait_hold(store: Store, exp_id: str, held: str) -> bool:
     pause = 0.0005
     while time.monotonic() < deadline:
         time.sleep(pause)
-        if store.hold(exp_id) != held:
+        if store.credits.hold(exp_id) != held:
             return True
         pause = min(2 * pause, 0.008)
     return False

@@ -2,7 +2,7 @@
 
 The log itself (a Redis Stream per experiment, appended by the scripts and the transaction
 that write each impression, click report and credit) is stored and paged by
-:mod:`service.store.events`, which also defines each event's JSON; ``GET
+:mod:`service.store.event_log`, which also defines each event's JSON; ``GET
 /experiments/ID/events`` serves it. Here, without Redis or HTTP:
 
 * :mod:`service.events.export`: an export file's formats, JSON lines (one event a line)

@@ -141,7 +141,7 @@ class StateCollector:
     def _families(self) -> dict[str, Family]:
         fams = {name: Family(name) for name in FAMILIES if name not in OTHER_FAMILIES}
         errors = 0
-        for exp_id, read in self.store.scrape(self.store.list_ids()):
+        for exp_id, read in self.store.experiments.scrape(self.store.list_ids()):
             try:
                 if isinstance(read, Exception):
                     raise read

@@ -146,7 +146,7 @@ class Controller:
         return len(self._cache)
 
     def _load(self, exp_id: str) -> Entry:
-        snap = self.store.snapshot(exp_id)
+        snap = self.store.experiments.snapshot(exp_id)
         bandit = snap.bandit
         entry = Entry(
             snapshot=snap,
@@ -187,7 +187,7 @@ class Controller:
         ``running``: the policy's ``select()``; ``paused`` or ``stopped``: the current
         champion alone, no duel. A pair ``(a, a)`` is one ranker served as is.
         """
-        t, version, health = self.store.next_t(exp_id)
+        t, version, health = self.store.experiments.next_t(exp_id)
         cpu0 = time.thread_time()
         entry = self.entry(exp_id, version)
         snap = entry.snapshot

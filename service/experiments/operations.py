@@ -22,7 +22,7 @@ from bandits.common import preferences, wilson_interval
 from service.errors import Conflict, Unprocessable
 from service.experiments import error_rates
 from service.outcomes.counts import metric_state
-from service.outcomes.metrics import declare as declare_metrics
+from service.outcomes.declared import declare as declare_metrics
 from service.rankers import template as ranker_template
 from service.rankers.allow_list import RankerPolicy
 from service.rankers.client import RankerClient
@@ -144,9 +144,10 @@ def create(store: Store, spec: NewExperiment, *, default_timeout_ms: int,
 
     table = [replace(r, arm=a, status="active", added_at=now, retired_at=None)
              for a, r in enumerate(rankers)]
-    store.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit, truth=truth,
-                            audit=audit_entry(now, "created", actor="operator", name=body.name,
-                                              algorithm=algorithm, rankers=names))
+    audit = audit_entry(now, "created", actor="operator", name=body.name, algorithm=algorithm,
+                        rankers=names)
+    store.experiments.create_experiment(exp_id, meta=meta, rankers=table, bandit=bandit,
+                                        truth=truth, audit=audit)
     return exp_id
 
 
@@ -205,9 +206,10 @@ def rename(store: Store, exp_id: str, name: str) -> None:
     """Give the experiment a new name (audited)."""
 
     def write(snap: Snapshot, pipe) -> None:
-        store.write_fields(pipe, exp_id, meta=json.dumps({**snap.meta, "name": name}))
-        store.add_audit(exp_id, audit_entry(time.time(), "renamed", actor="operator", **{
-            "from": snap.meta["name"], "to": name}), pipe=pipe)
+        store.experiments.write_fields(pipe, exp_id, meta=json.dumps({**snap.meta, "name": name}))
+        store.experiments.add_audit(exp_id, audit_entry(
+            time.time(), "renamed", actor="operator", **{"from": snap.meta["name"], "to": name}),
+            pipe=pipe)
 
     update_experiment(store, exp_id, write)
 
@@ -229,7 +231,7 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
             raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker.name!r}; "
                            + how_to_change(exp_id, ranker.name))
 
-    check(store.snapshot(exp_id))  # refuse before probing; checked again in the transaction
+    check(store.experiments.snapshot(exp_id))  # refuse before probing; again in the transaction
     if spec.probe and probe is not None:
         probe([ranker], allow_empty={ranker.name} if spec.allow_empty else ())
 
@@ -239,9 +241,9 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
         arm = bandit.add_arm()
         now = time.time()
         entry = replace(ranker, arm=arm, status="active", added_at=now, retired_at=None)
-        store.write_state(pipe, exp_id, bandit, rankers=[*snap.rankers, entry])
-        store.add_audit(exp_id, audit_entry(now, "ranker_added", actor=actor,
-                                            ranker=ranker.name, arm=arm), pipe=pipe)
+        store.experiments.write_state(pipe, exp_id, bandit, rankers=[*snap.rankers, entry])
+        store.experiments.add_audit(exp_id, audit_entry(now, "ranker_added", actor=actor,
+                                                        ranker=ranker.name, arm=arm), pipe=pipe)
         return entry
 
     return update_experiment(store, exp_id, write)
@@ -263,9 +265,9 @@ def retire_ranker(store: Store, exp_id: str, name: str,
         now = time.time()
         entry = replace(entry, status="retired", retired_at=now)
         table = [entry if r.name == name else r for r in snap.rankers]
-        store.write_state(pipe, exp_id, bandit, rankers=table)
-        store.add_audit(exp_id, audit_entry(now, "ranker_retired", actor=actor, ranker=name,
-                                            arm=entry.arm, **detail), pipe=pipe)
+        store.experiments.write_state(pipe, exp_id, bandit, rankers=table)
+        store.experiments.add_audit(exp_id, audit_entry(
+            now, "ranker_retired", actor=actor, ranker=name, arm=entry.arm, **detail), pipe=pipe)
         return entry
 
     return update_experiment(store, exp_id, write)
@@ -282,7 +284,7 @@ def retire_if_failing(store: Store, exp_id: str, arm: int, name: str, *,
     its counts kept, and the audit entry (``ranker_retired``, ``actor`` ``service``) says
     why. A ranker that is the last active one, or retired meanwhile, is left as it is.
     """
-    n = store.quarantines(exp_id, arm)
+    n = store.ranker_health.quarantines(exp_id, arm)
     if n < after:
         return False
     try:
@@ -302,8 +304,8 @@ def set_lifecycle(store: Store, exp_id: str, action: str, actor: str = "operator
     def write(snap: Snapshot, pipe) -> str:
         if snap.lifecycle not in sources:
             raise Conflict(f"cannot {action} experiment {exp_id!r}: it is {snap.lifecycle}")
-        store.write_fields(pipe, exp_id, lifecycle=target)
-        store.add_audit(exp_id, audit_entry(time.time(), action, actor=actor, **{
+        store.experiments.write_fields(pipe, exp_id, lifecycle=target)
+        store.experiments.add_audit(exp_id, audit_entry(time.time(), action, actor=actor, **{
             "from": snap.lifecycle, "to": target}), pipe=pipe)
         if target == "paused":  # with its cause; the caller marks it due (outbox.mark_due)
             outbox.queue(store, pipe, exp_id, "experiment_paused", {
@@ -366,7 +368,7 @@ def _non_condorcet(structure: dict[str, Any], names: dict[int, str]) -> dict[str
 def describe(store: Store, snap: Snapshot) -> dict[str, Any]:
     """The full state of an experiment (``GET /experiments/ID``)."""
     if snap.counters is None:
-        snap = store.snapshot(snap.exp_id, full=True)
+        snap = store.experiments.snapshot(snap.exp_id, full=True)
     bandit = snap.bandit
     W = bandit.W
     names = snap.names

@@ -93,7 +93,7 @@ def add_version(store: Store, exp_id: str, name: str, change: dict[str, Any], *,
                         extra={"version": n + 1, "version_of": base})
         return prev, entry
 
-    first = draft(store.snapshot(exp_id))  # refuse before probing; again in the transaction
+    first = draft(store.experiments.snapshot(exp_id))  # refuse before probing; again in the write
     if probe and prober is not None:
         prober([first[1]])
 
@@ -114,9 +114,9 @@ def add_version(store: Store, exp_id: str, name: str, change: dict[str, Any], *,
                      else r for r in table]
             audits.append(audit_entry(now, "ranker_retired", actor=actor, ranker=prev.name,
                                       arm=prev.arm, reason=f"replaced by {entry.name}"))
-        store.write_state(pipe, exp_id, bandit, rankers=table)
+        store.experiments.write_state(pipe, exp_id, bandit, rankers=table)
         for a in audits:
-            store.add_audit(exp_id, a, pipe=pipe)
+            store.experiments.add_audit(exp_id, a, pipe=pipe)
         return entry
 
     return update_experiment(store, exp_id, write)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from service.outcomes.metrics import Metric, declared
+from service.outcomes.declared import Metric, declared
 
 #: how old the view may get before a request reads it again
 REFRESH_S = 2.0
@@ -116,6 +116,7 @@ def for_store(store) -> Actions:
     ``POST /outcomes`` and the UBI events that are conversions."""
     found = _BY_STORE.get(id(store))
     if found is None:
-        found = _BY_STORE[id(store)] = Actions(lambda: store.declarations(store.list_ids()),
-                                               read_one=lambda e: store.declarations([e]))
+        declarations = store.outcomes.declarations
+        found = _BY_STORE[id(store)] = Actions(lambda: declarations(store.list_ids()),
+                                               read_one=lambda e: declarations([e]))
     return found

@@ -37,7 +37,7 @@ from typing import Any
 from service import metrics
 from service.errors import Forbidden, Unauthorized, Unprocessable
 from service.outcomes.actions import Actions, Candidate
-from service.outcomes.metrics import value_problem
+from service.outcomes.declared import value_problem
 from service.store import Store
 from service.store.keys import OUTCOME_MEMBER, experiment_of
 from service.store.outcomes import OutcomeCall
@@ -95,7 +95,7 @@ def record(store: Store, secret: bytes, actions: Actions, *, action: str, doc: s
     key = digest(event_id)
     calls = [_call(c, key, doc, value, action, secret, user, impression_id)
              for c in candidates]
-    replies = store.record_outcomes(calls, OUTCOME_MEMBER + key)
+    replies = store.outcomes.record_outcomes(calls, OUTCOME_MEMBER + key)
     return _answer(store, event_id, candidates, replies, by_impression=impression_id is not None)
 
 
@@ -124,7 +124,7 @@ def _answer(store: Store, event_id: str, candidates: list[Candidate],
             attributed.append({"experiment": c.exp_id, "impression_id": reply[1],
                                "metrics": [m for m in reply[2].split(",") if m]})
             if code == "ok" and not c.ab:  # an A/B test's event is counted already
-                store.mark_due(c.exp_id, 0.0)  # due at once: the sweep's index
+                store.drains.mark_due(c.exp_id, 0.0)  # due at once: the sweep's index
         elif code == "window":
             if by_impression:
                 raise Unprocessable(

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from service.outcomes.metrics import counted, declared, primary
+from service.outcomes.declared import counted, declared, primary
 from service.segments.dimensions import values
 from service.store import Store
 from service.store.outcomes import MetricCounts
@@ -41,7 +41,7 @@ def metric_state(store: Store, exp_id: str, meta: Mapping[str, Any], k: int,
     metrics = declared(meta)
     if not metrics:
         return {}
-    counts = store.metric_counts(exp_id)
+    counts = store.outcomes.metric_counts(exp_id)
     apart = counted(meta)
     out = {
         "metrics": [m.to_json() for m in metrics],

@@ -28,8 +28,8 @@ import bandits
 from rollout.ab.conversions import RESERVED, name_problems
 from service.errors import Conflict, NotFound, Unprocessable
 from service.experiments import operations as experiments
-from service.outcomes.metrics import CLICK
-from service.outcomes.metrics import declare as declare_metrics
+from service.outcomes.declared import CLICK
+from service.outcomes.declared import declare as declare_metrics
 from service.placements import operations as placements
 from service.placements import traffic as placement_traffic
 from service.reports.build import build as build_report
@@ -44,7 +44,7 @@ HOLDER_POLICY = "uniform"
 
 def control_of(rt: Runtime, name: str) -> Ranker:
     """Placement ``name``'s control ranker (404 for no such placement)."""
-    data = rt.store.placement(name)
+    data = rt.store.placements.placement(name)
     if data is None:
         raise NotFound(f"no placement {name!r} (create it with POST /placements)")
     return Ranker.from_json(data["def"]["control"])
@@ -53,7 +53,7 @@ def control_of(rt: Runtime, name: str) -> Ranker:
 def declare(metrics: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """An A/B test's ``metrics`` as stored in its meta (the click metric, which is its
     ``ctr``, first when not declared; empty: none), or 422 naming each field that is
-    wrong (:func:`service.outcomes.metrics.declare`, and no metric of an action named like
+    wrong (:func:`service.outcomes.declared.declare`, and no metric of an action named like
     the A/B test's own, :func:`rollout.ab.conversions.name_problems`)."""
     if not metrics:
         return []
@@ -97,9 +97,9 @@ def create(rt: Runtime, *, name: str, placement: str, treatments: list[Ranker],
         meta["confirms"] = confirms
     if stored:  # conversion metrics, per user (service.store.ab); the verdict stays on ctr
         meta["metrics"], meta["primary"] = stored, CLICK
-    rt.store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=bandit, truth=None,
-                               audit=audit_entry(now, "created", actor="operator", name=name,
-                                                 design="ab", rankers=names))
+    rt.store.experiments.create_experiment(
+        exp_id, meta=meta, rankers=rankers, bandit=bandit, truth=None,
+        audit=audit_entry(now, "created", actor="operator", name=name, design="ab", rankers=names))
     placement_traffic.join_or_delete(rt, exp_id, placement, traffic)
     return exp_id
 
@@ -135,7 +135,7 @@ def confirm(rt: Runtime, exp_id: str, body: Any) -> str:
     """The A/B test of ``exp_id``'s certified winner against its placement's control
     (module docstring); its id. 409 when ``exp_id`` is an A/B test, is on no placement,
     is not certified, was confirmed already, or its winner is the control."""
-    snap = rt.store.snapshot(exp_id)
+    snap = rt.store.experiments.snapshot(exp_id)
     meta = snap.meta
     if meta.get("design") == "ab":
         raise Conflict(f"experiment {exp_id!r} is an A/B test: only an interleaving "
@@ -164,7 +164,7 @@ def confirm(rt: Runtime, exp_id: str, body: Any) -> str:
         w = arm_of[winner.name]
         met = report["comparisons_by_pair"][w][c_arm]
         preference = float(prefs[w][c_arm]) if met else None
-    entry = next((e for e in (rt.store.placement(name) or {}).get("experiments", [])
+    entry = next((e for e in (rt.store.placements.placement(name) or {}).get("experiments", [])
                   if e["experiment"] == exp_id), None)
     traffic = (placement_traffic.as_json(body.traffic) if body.traffic is not None
                else entry["traffic"] if entry is not None else None)
@@ -184,12 +184,14 @@ def confirm(rt: Runtime, exp_id: str, body: Any) -> str:
                             if m.get("name") not in RESERVED])
 
     def link(s, pipe) -> None:
-        rt.store.write_fields(pipe, exp_id, meta=json.dumps({**s.meta, "confirmed_by": ab_id}))
-        rt.store.add_audit(exp_id, audit_entry(time.time(), "confirmed_by", actor="operator",
-                                               experiment=ab_id), pipe=pipe)
+        rt.store.experiments.write_fields(
+            pipe, exp_id, meta=json.dumps({**s.meta, "confirmed_by": ab_id}))
+        rt.store.experiments.add_audit(
+            exp_id, audit_entry(time.time(), "confirmed_by", actor="operator", experiment=ab_id),
+            pipe=pipe)
 
     update_experiment(rt.store, exp_id, link)
-    rt.store.put_agreement(ab_id, {
+    rt.store.ab.put_agreement(ab_id, {
         "interleaving": exp_id, "ab": ab_id, "placement": name, "winner": winner.name,
         "control": control.name, "preference": preference,
         "interleaving_verdict": report["verdict"], "confirmed_at": time.time(),

@@ -37,9 +37,9 @@ class RolloutCollector:
                   for k in ("calls", "failures", "empty")}
         srm = Family("rankduel_srm_flagged")
         now = time.time()
-        for name in self.store.placement_names():
+        for name in self.store.placements.placement_names():
             try:
-                data = self.store.placement(name)
+                data = self.store.placements.placement(name)
                 if data is None:
                     continue
                 shares = shares_now(data, now)
@@ -53,7 +53,7 @@ class RolloutCollector:
                     tripped.add_metric([name, exp_id, t["rule"]], 1)
                 for e in data["experiments"]:
                     try:
-                        snap = self.store.snapshot(e["experiment"])
+                        snap = self.store.experiments.snapshot(e["experiment"])
                         srm.add_metric([name, e["experiment"]],
                                        int(ab_reports.flagged(self.store, snap)))
                     except Exception:  # deleted meanwhile: the others still show

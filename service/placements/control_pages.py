@@ -89,7 +89,7 @@ def record_click(store: Store, secret: bytes, token: object, inactivity_s: float
                        f"{now - deadline:.0f} s ago (clicks are counted until "
                        f"RANKDUEL_INACTIVITY_S after the page)")
     ttl = int(deadline + cp.SETTLE_GRACE_S - now) + 1
-    first = store.click_page(placement, page_id, f"{cp.CLICKED}{end}", ttl)
+    first = store.control_pages.click_page(placement, page_id, f"{cp.CLICKED}{end}", ttl)
     accepted = 1 if first else 0
     return {"impression_id": None, "accepted": accepted, "duplicates": clicks - accepted}
 
@@ -104,12 +104,12 @@ def fold(store: Store, name: str, control: dict[str, int], running: Sequence[str
                                 inactivity_s=inactivity_s)
     if not settled:
         return {}
-    taken = cp.buckets(store.take_control_fields(name, cp.fields_of(settled)))
+    taken = cp.buckets(store.control_pages.take_control_fields(name, cp.fields_of(settled)))
     if not running or not taken:
         return {}
-    since = store.experiments_since(running)
+    since = store.control_pages.experiments_since(running)
     added = {e: cp.in_window(taken, since[e]) for e in running}
-    store.add_control_pages(added)
+    store.control_pages.add_control_pages(added)
     return added
 
 

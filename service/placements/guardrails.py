@@ -69,14 +69,14 @@ def check(store: Store, name: str, experiments: Iterable[str],
     """Evaluate the guardrails of placement ``name``'s running ``experiments``; pause
     each one that trips (module docstring; ``queue``: send the webhooks' delivery at
     once). Returns what tripped."""
-    control = ranker_counters(store.control_counters(name))
+    control = ranker_counters(store.placements.control_counters(name))
     out = []
     for exp_id in experiments:
         try:
-            meta = store.snapshot(exp_id).meta
+            meta = store.experiments.snapshot(exp_id).meta
         except ExperimentMissing:
             continue
-        counts = store.guard_counters(exp_id)
+        counts = store.placements.guard_counters(exp_id)
         pages, control_side = experiment_pages(counts)
         trips = evaluate(meta.get("guardrails"), _experiment_rankers(counts), pages,
                          control, control_side)
@@ -93,13 +93,13 @@ def check_all(store: Store, inactivity_s: float | None = None) -> int:
     a placement keeps only its unsettled buckets). One unreadable placement does not
     stop the others."""
     tripped = 0
-    for name in store.placement_names():
+    for name in store.placements.placement_names():
         try:
-            data = store.placement(name)
+            data = store.placements.placement(name)
             running = [e["experiment"] for e in (data or {}).get("experiments", [])
                        if e["status"] == "running"]
             if inactivity_s is not None:
-                control_pages.fold(store, name, store.control_counters(name), running,
+                control_pages.fold(store, name, store.placements.control_counters(name), running,
                                    inactivity_s)
             tripped += len(check(store, name, running)) if running else 0
         except Exception:
@@ -115,7 +115,7 @@ def trip(store: Store, name: str, exp_id: str, t: Trip,
     False (nothing more done) when it was no longer running: another process's check,
     or the operator, paused it first."""
     now = time.time()
-    exp_name = store.experiment_name(exp_id)  # read first: the audit follows the pause closely
+    exp_name = store.webhooks.experiment_name(exp_id)  # read first: the audit follows the pause
     try:
         pause(store, exp_id, actor="guardrail", queue=queue, tripped={
             "rule": t.rule, "ranker": t.ranker, "reason": t.reason, "observed": t.observed,

@@ -60,7 +60,7 @@ def _next_change(data: dict[str, Any], now: float) -> float | None:
 
 
 def _load(store: Store, name: str) -> dict[str, Any]:
-    data = store.placement(name)
+    data = store.placements.placement(name)
     if data is None:
         raise NotFound(f"no placement {name!r} (create it with POST /placements)")
     return data
@@ -89,11 +89,11 @@ def change(store: Store, name: str, edit, *, actor: str = "operator",
         moved.clear()
         moved.update({e: (before.get(e, 0.0), after.get(e, 0.0))
                       for e in {*before, *after} if before.get(e, 0.0) != after.get(e, 0.0)})
-        store.write_placement(pipe, name, experiments=data["experiments"],
-                              ranges=data["ranges"], next_change=data["next_change"],
-                              tripped=data["tripped"] or {})
+        store.placements.write_placement(pipe, name, experiments=data["experiments"],
+                                         ranges=data["ranges"], next_change=data["next_change"],
+                                         tripped=data["tripped"] or {})
         # the shares from this version on, for the SRM check (service.store.splits)
-        store.record_period(pipe, name, data["version"] + 1, {
+        store.splits.record_period(pipe, name, data["version"] + 1, {
             **{e: round(sum(b - a for a, b in spans) / BUCKETS, 6)
                for e, spans in data["ranges"].items()},
             "control": round(1.0 - sum(b - a for spans in data["ranges"].values()
@@ -102,8 +102,9 @@ def change(store: Store, name: str, edit, *, actor: str = "operator",
 
     data = transact(store, [placement_key(name)], lambda: _load(store, name), write)
     for exp_id, (old, new) in moved.items():
-        store.add_audit(exp_id, audit_entry(time.time(), action, actor=actor, placement=name,
-                                            share_from=old, share_to=new))
+        store.experiments.add_audit(exp_id, audit_entry(time.time(), action, actor=actor,
+                                                        placement=name, share_from=old,
+                                                        share_to=new))
     return data
 
 
@@ -115,7 +116,7 @@ def create(store: Store, name: str, control: Ranker, salt: str | None) -> dict[s
         raise Unprocessable(str(exc)) from None
     definition = {"name": name, "salt": salt or name, "control": control.to_json(),
                   "created_at": time.time()}
-    if not store.create_placement(name, definition):
+    if not store.placements.create_placement(name, definition):
         raise Conflict(f"placement {name!r} exists (PATCH /placements/{name} changes it)")
     return describe(store, name)
 
@@ -128,10 +129,10 @@ def update(store: Store, name: str, *, control: Ranker | None = None,
         d = dict(data["def"])
         if control is not None:
             d["control"] = control.to_json()
-            store.reset_control_health(pipe, name, CONTROL_HEALTH)
+            store.placements.reset_control_health(pipe, name, CONTROL_HEALTH)
         if salt is not None:
             d["salt"] = salt
-        store.write_placement(pipe, name, **{"def": d})
+        store.placements.write_placement(pipe, name, **{"def": d})
 
     transact(store, [placement_key(name)], lambda: _load(store, name), write)
     return describe(store, name)
@@ -147,7 +148,7 @@ def control_health(store: Store, name: str) -> dict[str, Any]:
     control search then answers 502) and how many answered no results, with the
     failure rate. Counted in memory by each API process and written at most every
     second (:mod:`service.placements.search`)."""
-    counts = store.control_counters(name)
+    counts = store.placements.control_counters(name)
     out: dict[str, Any] = {k: counts.get(k, 0) for k in CONTROL_HEALTH}
     out["failure_rate"] = round(out["failures"] / out["calls"], 6) if out["calls"] else None
     return out
@@ -254,7 +255,7 @@ def rollout_state(store: Store, meta: dict[str, Any]) -> dict[str, Any] | None:
     name = meta.get("placement")
     if not name:
         return None
-    data = store.placement(name)
+    data = store.placements.placement(name)
     entry = next((e for e in (data or {}).get("experiments", [])
                   if e["experiment"] == meta["id"]), None)
     if data is None or entry is None:

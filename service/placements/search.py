@@ -71,7 +71,7 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
             log.debug("placement %s: experiment %s fell back to control: %s", name,
                       exp_id, exc)
             if calls:
-                rt.store.count_guard(exp_id, call_counts.fields(calls, GUARD_PREFIX))
+                rt.store.placements.count_guard(exp_id, call_counts.fields(calls, GUARD_PREFIX))
                 # a failing experiment is checked at once: it trips on the search that
                 # reaches its threshold (bounded: once paused it takes no searches)
                 if guardrails.check(rt.store, name, [exp_id], rt.queue):
@@ -125,7 +125,7 @@ def _count_control(rt: Runtime, view: View, counts: dict[str, int]) -> None:
         if now - view.sent_at < min(CONTROL_FLUSH_S, rt.config.guardrail_interval_s):
             return
         unsent, view.unsent, view.sent_at = view.unsent, {}, now
-    rt.store.count_control(view.name, unsent)
+    rt.store.placements.count_control(view.name, unsent)
 
 
 def _maybe_check(rt: Runtime, view: View) -> None:

@@ -45,7 +45,7 @@ def count(rt: Runtime, view: View, arm: str, user: str | None) -> None:
         searches, users = split["s"], split["u"]
         split.update({"s": {}, "u": {}, "at": time.monotonic()})
     try:
-        rt.store.count_split(view.name, searches, users)
+        rt.store.splits.count_split(view.name, searches, users)
     except redis.RedisError:
         log.warning("placement %s: split counts lost", view.name, exc_info=True)
 

@@ -54,15 +54,15 @@ def join_or_delete(rt: Runtime, exp_id: str, placement: str, traffic: Any) -> No
     """Put the new experiment on its placement; if that fails now (another experiment
     took the share meanwhile), delete it and answer why."""
     try:
-        rt.store.reset_guard(exp_id, time.time())  # its guardrail counts start (g:since)
+        rt.store.placements.reset_guard(exp_id, time.time())  # its guardrail counts start (g:since)
         placements.join(rt.store, placement, exp_id, traffic)
     except Exception:
-        rt.store.delete_experiment(exp_id)
+        rt.store.experiments.delete_experiment(exp_id)
         raise
 
 
 def _placement(rt: Runtime, exp_id: str) -> str | None:
-    return rt.store.snapshot(exp_id).meta.get("placement")
+    return rt.store.experiments.snapshot(exp_id).meta.get("placement")
 
 
 def pause(store: Store, exp_id: str, *, actor: str = "operator",
@@ -75,12 +75,12 @@ def pause(store: Store, exp_id: str, *, actor: str = "operator",
     got there first); its placement is brought in line all the same, so that a pause cut
     short between the two writes is finished by the next one. The ``experiment_paused``
     webhook event commits with the lifecycle; ``queue``: send its delivery at once."""
-    name = store.snapshot(exp_id).meta.get("placement")
+    name = store.experiments.snapshot(exp_id).meta.get("placement")
     try:
         state = experiments.set_lifecycle(store, exp_id, "pause", actor=actor)
     except Conflict:
-        current = store.snapshot(exp_id).lifecycle
-        entry = next((e for e in ((store.placement(name) or {}).get("experiments", [])
+        current = store.experiments.snapshot(exp_id).lifecycle
+        entry = next((e for e in ((store.placements.placement(name) or {}).get("experiments", [])
                                   if name else ()) if e["experiment"] == exp_id), None)
         if entry and entry["status"] == "running" and current in ("paused", "stopped"):
             with contextlib.suppress(placements.NotRunning, NotFound):
@@ -114,11 +114,11 @@ def set_lifecycle(rt: Runtime, exp_id: str, action: str) -> str:
         try:
             state = experiments.set_lifecycle(rt.store, exp_id, action)
         except Conflict:
-            current = rt.store.snapshot(exp_id).lifecycle
+            current = rt.store.experiments.snapshot(exp_id).lifecycle
             placements.set_status(rt.store, name, exp_id,
                                   "stopped" if current == "stopped" else "paused")
             raise
-        rt.store.reset_guard(exp_id, time.time())  # the guardrails count afresh
+        rt.store.placements.reset_guard(exp_id, time.time())  # the guardrails count afresh
         return state
     state = experiments.set_lifecycle(rt.store, exp_id, action)
     placements.set_status(rt.store, name, exp_id, state)

@@ -31,7 +31,7 @@ from typing import Any
 from rollout import srm
 from rollout.ab import Moments, ab_report, agreement_rate, agrees, metric_verdicts
 from rollout.ab.arms import equal_shares
-from service.outcomes.metrics import Metric, declared
+from service.outcomes.declared import Metric, declared
 from service.reports import splits
 from service.store import Store
 from service.store.ab import AB_METRICS
@@ -49,7 +49,7 @@ def arms_of(store: Store, snap: Snapshot) -> tuple[list[str], dict[str, dict[str
     """The arms' names (control first) and metric -> arm -> moments (the conversion
     metrics' too); ``clicked`` -> arm -> the arm's clicked searches (as ``Moments.n``)."""
     names = [r.name for r in sorted(snap.rankers, key=lambda r: r.arm)]
-    raw = store.ab_moments(snap.meta["id"])
+    raw = store.ab.ab_moments(snap.meta["id"])
     measured = (*AB_METRICS, "clicked", *(m.name for m in conversions_of(snap.meta)))
     arms = {m: {names[a]: Moments.from_json(raw.get(a, {}).get(m, {}))
                 for a in range(len(names))} for m in measured}
@@ -69,7 +69,7 @@ def split_checks(names: list[str], arms: dict[str, dict[str, Moments]]
 def build(store: Store, exp_id: str, *, now: float | None = None) -> dict[str, Any]:
     """The A/B report of ``exp_id`` (module docstring)."""
     now = time.time() if now is None else now
-    snap = store.snapshot(exp_id)
+    snap = store.experiments.snapshot(exp_id)
     meta = snap.meta
     names, arms = arms_of(store, snap)
     control = names[0]
@@ -160,7 +160,7 @@ def keep_decisions(store: Store, exp_id: str, comparisons: dict[str, Any],
     prefix = "" if metric == "ctr" else f"{metric}:"
 
     def mine() -> dict[str, dict[str, Any]]:
-        return {k[len(prefix):]: v for k, v in store.ab_decisions(exp_id).items()
+        return {k[len(prefix):]: v for k, v in store.ab.ab_decisions(exp_id).items()
                 if k.startswith(prefix) and ":" not in k[len(prefix):]}
 
     kept = mine()
@@ -169,7 +169,7 @@ def keep_decisions(store: Store, exp_id: str, comparisons: dict[str, Any],
             d = {k: c[k] for k in ("direction", "difference", "interval", "lift",
                                    "lift_interval")}
             d.update(users=int(sum(users.values())), decided_at=now)
-            if store.keep_decision(exp_id, prefix + t, d):
+            if store.ab.keep_decision(exp_id, prefix + t, d):
                 kept[t] = d
             else:
                 kept = mine()
@@ -192,9 +192,9 @@ def flagged_splits(store: Store) -> list[tuple[str, str, str]]:
     placement whose split is flagged now (:func:`flagged`): what the workers' sweep
     tells the webhooks (``srm_flag``)."""
     out = []
-    for name in store.placement_names():
+    for name in store.placements.placement_names():
         try:
-            entries = (store.placement(name) or {}).get("experiments", [])
+            entries = (store.placements.placement(name) or {}).get("experiments", [])
         except Exception:
             log.exception("splits of placement %s not read", name)
             continue
@@ -202,7 +202,7 @@ def flagged_splits(store: Store) -> list[tuple[str, str, str]]:
             if e["status"] != "running":
                 continue
             try:
-                snap = store.snapshot(e["experiment"])
+                snap = store.experiments.snapshot(e["experiment"])
                 if flagged(store, snap):
                     out.append((e["experiment"], name, _flag_message(store, snap)))
             except ExperimentMissing:
@@ -227,7 +227,7 @@ def agreements(store: Store) -> dict[str, Any]:
     agreement rate (:func:`rollout.ab.agreement_rate`). A pair's A/B verdict is read
     live; its first decision is kept with the pair (a decision is kept)."""
     pairs = []
-    for ab_id, pair in sorted(store.agreements().items(),
+    for ab_id, pair in sorted(store.ab.agreements().items(),
                               key=lambda kv: kv[1].get("confirmed_at", 0.0)):
         decision = pair.get("decision")
         if decision is None:
@@ -244,7 +244,7 @@ def agreements(store: Store) -> dict[str, Any]:
                                                          "direction")}}
             if state["decided"]:
                 decision = {**state, "decided_at": time.time()}
-                store.put_agreement(ab_id, {**pair, "decision": decision})
+                store.ab.put_agreement(ab_id, {**pair, "decision": decision})
         else:
             state = decision
         preference = pair.get("preference")

@@ -28,7 +28,7 @@ from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
 from service.reports import segments as by_segment
 from service.reports import splits
-from service.reports.metrics import per_metric
+from service.reports.per_metric import per_metric
 from service.segments.counts import matrices as segment_matrices
 from service.segments.dimensions import values as segment_values
 from service.store import Store, history
@@ -244,7 +244,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     """The report of experiment ``exp_id`` (and, with ``record``, one more history point).
     Raises :class:`service.store.snapshot.ExperimentMissing` for an unknown id (404)."""
     now = time.time() if now is None else now
-    (_, got), = list(store.scrape([exp_id]))
+    (_, got), = list(store.experiments.scrape([exp_id]))
     if isinstance(got, Exception):
         raise got
     snap, shown, truth, _pending = got
@@ -274,7 +274,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     if d.estimate == 0:
         seconds = 0.0
     k = int(np.count_nonzero(bandit.status != RETIRED))
-    ties = store.ties(exp_id)
+    ties = store.credits.ties(exp_id)
     rankers = []
     for r in snap.rankers:
         a = r.arm
@@ -295,7 +295,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
             "eliminated_at_comparison": None if elim is None else int(elim["step"]),
             "degraded": (snap.health or {}).get(a, {}).get("degraded"),
         })
-    audit = store.audit(exp_id)
+    audit = store.experiments.audit(exp_id)
     series = comparisons_over_time(points, audit, snap.meta["created_at"], now, n)
     segments = _segments(store, snap, d, names, bandit.K)
     told = verdict(d, names, k=k, n=n, algorithm=algorithm, seconds=seconds)
@@ -359,7 +359,7 @@ def _segments(store: Store, snap, d: Decision, names: dict[int, str],
     declared = snap.meta.get("segments")
     if not declared:
         return None
-    counts = store.segment_counts(snap.exp_id)
+    counts = store.credits.segment_counts(snap.exp_id)
     return by_segment.per_segment(
         {dim: segment_values(declared, dim) for dim in declared},
         segment_matrices(declared, counts, k),

@@ -15,7 +15,7 @@ import logging
 
 from service.experiments.families import Family
 from service.outcomes.counts import matrix
-from service.outcomes.metrics import counted
+from service.outcomes.declared import counted
 from service.store import Store
 
 log = logging.getLogger("rankduel.metrics")
@@ -32,13 +32,13 @@ class MetricsCollector:
         comparisons = Family("rankduel_metric_comparisons")
         per = {k: Family(f"rankduel_metric_{k}") for k in ("wins", "events", "value")}
         ids = self.store.list_ids()
-        for exp_id, (meta, _) in self.store.declarations(ids).items():
+        for exp_id, (meta, _) in self.store.outcomes.declarations(ids).items():
             try:
                 metrics = counted(json.loads(meta)) if meta else []
                 if not metrics:
                     continue
-                names = self.store.snapshot(exp_id).names
-                counts = self.store.metric_counts(exp_id)
+                names = self.store.experiments.snapshot(exp_id).names
+                counts = self.store.outcomes.metric_counts(exp_id)
                 for m in metrics:
                     c = counts.get(m.name)
                     comparisons.add_metric([exp_id, m.name], c.n if c else 0)

@@ -61,7 +61,7 @@ def placement_split(store: Store, name: str, exp_id: str) -> dict[str, Any] | No
     """The experiment against the rest of placement ``name`` (users and searches); None
     before any search was counted."""
     users, searches = [], []
-    for p in store.split_counts(name):
+    for p in store.splits.split_counts(name):
         share = float(p["shares"].get(exp_id, 0.0))
         shares = {"treatment": share, "control": max(1.0 - share, 0.0)}
         for out, counts in ((users, p["users"]), (searches, p["searches"])):
@@ -84,7 +84,7 @@ def section(store: Store, meta: dict[str, Any], counters: dict[str, int] | None 
     first_pick = positions = None
     if meta.get("design") != "ab":
         first, per_pos = team_counts(counters if counters is not None
-                                     else store.guard_counters(meta["id"]))
+                                     else store.placements.guard_counters(meta["id"]))
         if sum(first):
             first_pick = srm.check_first_pick(first).to_json()
             checks = srm.check_positions(per_pos)

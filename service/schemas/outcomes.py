@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from service.id_limits import MAX_DOC_ID_CHARS
-from service.outcomes.metrics import ACTION_PATTERN, MAX_VALUE
+from service.outcomes.declared import ACTION_PATTERN, MAX_VALUE
 from service.schemas.base import Id, Int, Open, Out
 
 #: an event id: printable ASCII without spaces, as order ids and UUIDs are

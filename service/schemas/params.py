@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 
 import bandits
 from bandits.params import Param, declared_default
-from service.outcomes.metrics import (
+from service.outcomes.declared import (
     ACTION_PATTERN,
     MAX_METRICS,
     MAX_VALUE,

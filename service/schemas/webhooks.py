@@ -1,6 +1,6 @@
 """Webhooks (``/webhooks...``): a hook's definition, what the API shows of it (never its
 secret), and its last deliveries (docs/webhooks.md; the events:
-:data:`service.webhooks.events.EVENTS`)."""
+:data:`service.webhooks.payloads.EVENTS`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from service.schemas.base import Closed, Id, Out, RankerUrl, _query_int
-from service.webhooks.events import COMING, EVENTS
+from service.webhooks.payloads import COMING, EVENTS
 
 #: a secret's bounds (characters)
 MIN_SECRET, MAX_SECRET = 16, 256

@@ -32,7 +32,7 @@ from typing import Any
 from rollout import call_counts
 from rollout.ab.arms import arm_of, salt_of
 from service.errors import BadGateway
-from service.outcomes.metrics import attribution_ttl, declared
+from service.outcomes.declared import attribution_ttl, declared
 from service.rankers.client import RankerFailure
 from service.runtime import Runtime
 from service.search.ranker_health import SearchTiming
@@ -88,7 +88,7 @@ def serve(rt: Runtime, exp_id: str, choice: Any, q: str, k: int, user: str | Non
     if tally:
         counters.update(call_counts.fields(tally, GUARD_PREFIX))
     metrics = declared(snap.meta)
-    rt.store.save_ab_search(
+    rt.store.ab.save_ab_search(
         imp_id, exp_id=exp_id, t=choice.t, arm=served, user=user_hash or str(user),
         shown=[str(i["id"]) for i in results], token_expires=expires,
         ttl_s=rt.config.impression_ttl_s, counters=counters,

@@ -72,8 +72,9 @@ def screen(health: RankerHealth, ok: list[Answer], failed: list[tuple[int, Ranke
 
 def _record(health: RankerHealth, codes: dict[int, str]) -> None:
     rt, exp_id = health.rt, health.exp_id
-    rows = rt.store.ranker_answers(exp_id, codes, window=WINDOW, least=LEAST, share=SHARE,
-                                   reprobe_s=rt.config.ranker_quarantine_s)
+    rows = rt.store.ranker_health.ranker_answers(
+        exp_id, codes, window=WINDOW, least=LEAST, share=SHARE,
+        reprobe_s=rt.config.ranker_quarantine_s)
     for arm, (n, empty, bad, marked) in rows.items():
         if not marked:
             continue
@@ -102,9 +103,9 @@ def _probed(health: RankerHealth, ok: list[Answer], unparseable: list[int]) -> N
             continue
         ranker = health.choice.by_arm[arm]
         if not answers[arm]:
-            rt.store.ranker_reprobe(exp_id, arm, now + rt.config.ranker_quarantine_s)
-        elif rt.store.ranker_restored(exp_id, arm):
-            rt.store.add_audit(exp_id, audit_entry(
+            rt.store.ranker_health.ranker_reprobe(exp_id, arm, now + rt.config.ranker_quarantine_s)
+        elif rt.store.ranker_health.ranker_restored(exp_id, arm):
+            rt.store.experiments.add_audit(exp_id, audit_entry(
                 time.time(), "ranker_restored", actor="service", ranker=ranker.name,
                 was=h["degraded"]))
             FAILURES.event(exp_id, ranker, f"restored: its probe answered results "

@@ -43,7 +43,7 @@ from typing import Any
 from service.clicks.reports import _load_verified
 from service.errors import BadGateway, BadRequest, Conflict, Forbidden, Unprocessable
 from service.experiments.controller import Choice
-from service.outcomes.metrics import attribution_ttl, declared
+from service.outcomes.declared import attribution_ttl, declared
 from service.runtime import Runtime
 from service.search.ranker_health import RankerHealth, SearchTiming
 from service.search.serve import _interleaving, _url, query_digest, shown_copies
@@ -102,14 +102,14 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
         if cont["q"] != query_digest(q):
             raise Unprocessable("q is not the query of page 1 of this impression: a next "
                                 "page continues the same search")
-    snap = rt.store.snapshot(imp.exp)
+    snap = rt.store.experiments.snapshot(imp.exp)
     by_arm = {r.arm: r for r in snap.rankers}
     arms = [int(a) for a in imp.arms]
     present = [a for a in arms if a in by_arm]
     health = RankerHealth(rt, imp.exp, Choice(
         t=imp.t, arms=tuple(present), rankers=tuple(by_arm[a] for a in present),
         duel=len(present) > 1, snapshot=snap, champion=present[0] if present else 0,
-        by_arm=by_arm, health=rt.store.ranker_health(imp.exp)), timing)
+        by_arm=by_arm, health=rt.store.ranker_health.ranker_health(imp.exp)), timing)
     called = [(a, by_arm[a]) for a in present if health.may_call(a)]
     start = (page - 1) * k
     ok, _failed = health.fetch(called, q, depth, user=user, offset=start)
@@ -138,7 +138,7 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
                 f"page {page} of k={k} would skip ranks {len(shown) + 1}..{start}, which "
                 f"were never shown: ask for page {len(shown) // k + 1} first")
         urls += [_url(item) for item in items[len(shown):]]
-        if not rt.store.extend_impression(
+        if not rt.store.impressions.extend_impression(
                 imp.id, imp.exp, expect=shown, shown=full, record=new_record, urls=urls,
                 inactivity_s=rt.config.inactivity_s,
                 # the attribution index learns the new documents (service.outcomes)

@@ -50,8 +50,8 @@ class RankerHealth:
     failure opens a new quarantine; after ``ranker_retire_after`` quarantines in a row the
     ranker is retired (:func:`service.experiments.operations.retire_if_failing`). While its
     quarantine is open the controller keeps it out of selection. Health lives in Redis
-    (:meth:`Store.ranker_failed`), shared by every API process; changes are audited and
-    counted.
+    (``store.ranker_health.ranker_failed``), shared by every API process; changes are
+    audited and counted.
     """
 
     def __init__(self, rt: Runtime, exp_id: str, choice: Choice,
@@ -78,7 +78,7 @@ class RankerHealth:
         if state == "open":
             return False
         timeout_s = self.choice.by_arm[arm].timeout_s
-        return self.rt.store.take_probe(self.exp_id, arm, ttl_s=2 * timeout_s + 1.0)
+        return self.rt.store.ranker_health.take_probe(self.exp_id, arm, ttl_s=2 * timeout_s + 1.0)
 
     def substitutes(self, exclude: set[int]) -> list[tuple[int, Ranker]]:
         """Rankers to serve alone when every chosen one failed: the champion first, then
@@ -150,12 +150,12 @@ class RankerHealth:
 
     def _failed(self, arm: int, ranker: Ranker) -> None:
         cfg = self.rt.config
-        n, opened = self.rt.store.ranker_failed(
+        n, opened = self.rt.store.ranker_health.ranker_failed(
             self.exp_id, arm, threshold=cfg.ranker_failure_threshold,
             quarantine_s=cfg.ranker_quarantine_s)
         if opened:
             metrics.QUARANTINES.labels(self.exp_id, ranker.name).inc()
-            self.rt.store.add_audit(self.exp_id, audit_entry(
+            self.rt.store.experiments.add_audit(self.exp_id, audit_entry(
                 time.time(), "ranker_quarantined", actor="service", ranker=ranker.name,
                 failures=n, seconds=cfg.ranker_quarantine_s))
             FAILURES.event(self.exp_id, ranker, f"quarantined for {cfg.ranker_quarantine_s:g} s "
@@ -166,9 +166,9 @@ class RankerHealth:
                                f"{cfg.ranker_retire_after} times in a row")
 
     def _recovered(self, arm: int, ranker: Ranker) -> None:
-        if self.rt.store.ranker_recovered(self.exp_id, arm):
+        if self.rt.store.ranker_health.ranker_recovered(self.exp_id, arm):
             FAILURES.event(self.exp_id, ranker, "recovered: it answered again")
-            self.rt.store.add_audit(self.exp_id, audit_entry(
+            self.rt.store.experiments.add_audit(self.exp_id, audit_entry(
                 time.time(), "ranker_recovered", actor="service", ranker=ranker.name))
 
 

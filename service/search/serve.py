@@ -36,7 +36,7 @@ import numpy as np
 from rollout import call_counts
 from service import metrics
 from service.errors import BadGateway
-from service.outcomes.metrics import attribution_ttl, declared
+from service.outcomes.declared import attribution_ttl, declared
 from service.reports import splits
 from service.runtime import Runtime
 from service.search import ab, degraded
@@ -143,7 +143,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         counters["fallback"] = 1
     if calls:
         counters.update(call_counts.fields(calls, GUARD_PREFIX))
-    rt.store.save_impression(
+    rt.store.impressions.save_impression(
         imp_id, exp_id=exp_id, t=choice.t, arms=list(arms), shown=shown, record=record, duel=duel,
         forfeits=forfeits, token_expires=expires, ttl_s=rt.config.impression_ttl_s,
         inactivity_s=rt.config.inactivity_s, counters=counters,

@@ -45,7 +45,7 @@ def segment_state(store: Store, snap: Snapshot, k: int) -> dict[str, Any]:
     declared = snap.meta.get("segments")
     if not declared:
         return {"segments": None, "segment_W": None}
-    counts = store.segment_counts(snap.exp_id)
+    counts = store.credits.segment_counts(snap.exp_id)
     return {
         "segments": {d: values(declared, d) for d in declared},
         "segment_W": {d: {v: w.tolist() for v, w in by_value.items()}

@@ -46,7 +46,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     AGREEMENTS,
     ab_decisions_key,
@@ -64,7 +64,7 @@ from service.store.snapshot import ExperimentMissing, text
 AB_METRICS = ("ctr", "searches", "abandonment")
 
 
-class ABStore(StoreBase):
+class ABStore(StorePart):
     """A/B experiments' counts and the confirmed pairs."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_ab_search_script": "ab_search",

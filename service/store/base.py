@@ -18,7 +18,7 @@ from service.store.script_call import ScriptCall
 #: an experiment's lifecycles
 LIFECYCLES = ("running", "paused", "stopped")
 AUDIT_MAX = 10_000
-#: how often one process re-marks an experiment in the sweep's index (Store.mark_due)
+#: how often one process re-marks an experiment in the sweep's index (store.drains.mark_due)
 DUE_MARK_EVERY_S = 1.0
 #: attempts of one optimistic transaction before giving up (:class:`Contention`)
 MAX_ATTEMPTS = 1000
@@ -61,10 +61,9 @@ def lua(name: str) -> str:
 
 
 class StoreBase:
-    """The client, the clock and the scripts of every part of the store.
-
-    Each part declares its scripts in ``SCRIPTS`` (attribute name -> script name); they are
-    registered with the client once per store.
+    """What every part of the store shares: the client, the clock, the Lua scripts
+    (registered once per store, :meth:`script`), the sweep's memo of due marks, and the two
+    reads no one part owns (the experiment list, a pipeline).
 
     Parameters
     ----------
@@ -72,20 +71,35 @@ class StoreBase:
         A ``redis.Redis`` or ``redis.cluster.RedisCluster`` with ``decode_responses=False``
         (``W`` is binary); see :mod:`service.store.client`.
     clock
-        Seconds since the epoch; injectable for tests.
+        Seconds since the epoch; injectable for tests. Setting ``clock`` on a store sets
+        it on every part (:meth:`__setattr__`).
     """
 
-    SCRIPTS: ClassVar[dict[str, str]] = {}
-
     def __init__(self, client, *, clock: Callable[[], float] = time.time) -> None:
+        self._parts: list[StorePart] = []
         self.r = client
         self.clock = clock
-        for cls in type(self).__mro__:
-            for attr, name in vars(cls).get("SCRIPTS", {}).items():
-                setattr(self, attr, client.register_script(lua(name)))
-        self._due_marked: dict[str, tuple[float, float]] = {}
+        self._scripts: dict[str, Any] = {}
+        #: per experiment, when this process last marked it in the sweep's index, and how
+        #: early (:meth:`service.store.drains.DrainStore.mark_due`)
+        self.due_marks: dict[str, tuple[float, float]] = {}
         #: the request path's scripts, run with less client work (service.store.script_call)
         self.call = ScriptCall(client)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set an attribute; the clock also on every part (each keeps its own reference:
+        an attribute read, not a call, on the request path)."""
+        object.__setattr__(self, name, value)
+        if name == "clock":
+            for part in self._parts:
+                part.clock = value
+
+    def script(self, name: str):
+        """The Lua script ``name`` registered with the client, once per store."""
+        found = self._scripts.get(name)
+        if found is None:
+            found = self._scripts[name] = self.r.register_script(lua(name))
+        return found
 
     def list_ids(self) -> list[str]:
         """Every experiment's id, oldest first (the experiment list, ``rd:experiments``)."""
@@ -97,3 +111,23 @@ class StoreBase:
         MULTI/EXEC: :func:`service.transaction.transact`, :func:`service.credit.protocol.
         resolve_hold`)."""
         return self.r.pipeline(transaction=transaction)
+
+
+class StorePart:
+    """One concept's storage (``store.<part>``), on the shared :class:`StoreBase`.
+
+    Each part declares its scripts in ``SCRIPTS`` (attribute name -> script name), found on
+    the base; it keeps the base's client, clock and script runner as its own attributes.
+    """
+
+    SCRIPTS: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, base: StoreBase) -> None:
+        self.base = base
+        self.r = base.r
+        self.clock = base.clock
+        self.call = base.call
+        for cls in type(self).__mro__:
+            for attr, name in vars(cls).get("SCRIPTS", {}).items():
+                setattr(self, attr, base.script(name))
+        base._parts.append(self)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     JUDGING_CAMPAIGNS,
     assessor_key,
@@ -20,7 +20,7 @@ from service.store.keys import (
 from service.store.snapshot import text
 
 
-class JudgingStore(StoreBase):
+class JudgingStore(StorePart):
     """A judging campaign's stored parts."""
 
     # ------------------------------------------------------------------ keys to WATCH

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import counters_key, placement_control_key, placement_page_key
 from service.store.placements import GUARD_PREFIX
 from service.store.snapshot import text
@@ -20,7 +20,7 @@ CONTROL_CLICKED = GUARD_PREFIX + "control_clicked"
 SINCE = GUARD_PREFIX + "since"
 
 
-class ControlPageStore(StoreBase):
+class ControlPageStore(StorePart):
     """Control pages: their clicks, and the fold of settled buckets."""
 
     def click_page(self, name: str, page_id: str, field: str, ttl_s: int) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from bandits import outcomes as rule
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     clicks_key,
     counters_key,
@@ -126,7 +126,7 @@ def _impression(imp_id: str, row: bytes) -> Impression | None:
     )
 
 
-class CreditStore(StoreBase):
+class CreditStore(StorePart):
     """The credit script and the hold's reads and writes."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_read_script": "read", "_credit_script": "credit"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 from typing import ClassVar
 
-from service.store.base import DUE_MARK_EVERY_S, StoreBase
+from service.store.base import DUE_MARK_EVERY_S, StorePart
 from service.store.keys import (
     DUE,
     SWEEP_FULL,
@@ -20,7 +20,7 @@ from service.store.snapshot import (
 )
 
 
-class DrainStore(StoreBase):
+class DrainStore(StorePart):
     """What remains to credit, who credits it, and where the sweep looks."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {
@@ -34,13 +34,13 @@ class DrainStore(StoreBase):
         after it); ``LT`` keeps the index's score the earliest.
         """
         now = self.clock()
-        at, marked = self._due_marked.get(exp_id, (-DUE_MARK_EVERY_S, due))
+        at, marked = self.base.due_marks.get(exp_id, (-DUE_MARK_EVERY_S, due))
         if now - at < DUE_MARK_EVERY_S and marked <= due:
             return
         self.r.zadd(DUE, {exp_id: due}, lt=True)
-        self._due_marked[exp_id] = (now, due)
-        if len(self._due_marked) > 10_000:  # experiments come and go: a bounded memory
-            self._due_marked.clear()
+        self.base.due_marks[exp_id] = (now, due)
+        if len(self.base.due_marks) > 10_000:  # experiments come and go: a bounded memory
+            self.base.due_marks.clear()
 
     def due(self, exp_id: str, limit: int) -> list[str]:
         """Impressions of ``exp_id`` whose credit is due (closed, idle too long, or
@@ -104,7 +104,7 @@ class DrainStore(StoreBase):
         crash between an impression's write and its mark left out.
         """
         now = self.clock()
-        ids = self.list_ids() if full else [
+        ids = self.base.list_ids() if full else [
             text(e) for e in self.r.zrangebyscore(DUE, "-inf", now)]
         if not ids:
             return []

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from bandits.base import DuelingBandit
-from service.store.base import AUDIT_MAX, StoreBase
+from service.store.base import AUDIT_MAX, StorePart
 from service.store.base import pairs as _pairs
 from service.store.keys import (
     DUE,
@@ -45,7 +45,7 @@ R = TypeVar("R")
 
 
 
-class ExperimentStore(StoreBase):
+class ExperimentStore(StorePart):
     """An experiment's hash, ``W``, counters and audit (see :mod:`service.store.keys`)."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_select_script": "select", "_audit_script": "audit"}
@@ -199,7 +199,7 @@ class ExperimentStore(StoreBase):
             raise ExperimentMissing(f"no experiment {exp_id!r}")
         self.r.zrem(EXPERIMENTS, exp_id)
         self.r.zrem(DUE, exp_id)
-        self._due_marked.pop(exp_id, None)
+        self.base.due_marks.pop(exp_id, None)
         deleted = int(self.r.delete(exp_key(exp_id)))  # the experiment is gone from here on
         batch: list[str] = []
         for key in self.r.scan_iter(match=experiment_pattern(exp_id), count=1000):
@@ -228,7 +228,7 @@ class ExperimentStore(StoreBase):
         for imp_id in self.r.zrange(pending_key(exp_id), 0, -1):
             keys += [imp_key(exp_id, text(imp_id)), clicks_key(exp_id, text(imp_id))]
         self.r.zrem(DUE, exp_id)
-        self._due_marked.pop(exp_id, None)
+        self.base.due_marks.pop(exp_id, None)
         return self._unlink(keys)
 
     def _unlink(self, keys: list[Any]) -> int:

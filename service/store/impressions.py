@@ -7,7 +7,13 @@ import json
 import secrets
 from typing import Any, ClassVar
 
-from service.store.base import ImpressionClosed, ImpressionMissing, TooManyClicks
+from service.store.base import (
+    ImpressionClosed,
+    ImpressionMissing,
+    StoreBase,
+    StorePart,
+    TooManyClicks,
+)
 from service.store.drains import DrainStore
 from service.store.keys import (
     attribution_key,
@@ -34,12 +40,17 @@ from service.store.snapshot import (
 _ARGS = json.JSONEncoder(ensure_ascii=False)
 
 
-class ImpressionStore(DrainStore):
-    """Impressions: saved by ``/search``, clicked, ended, read."""
+class ImpressionStore(StorePart):
+    """Impressions: saved by ``/search``, clicked, ended, read. An impression's save and
+    end mark the sweep's index, through the drains' part (``drains``)."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {
         "_save_script": "save", "_click_script": "click", "_end_script": "end",
         "_extend_script": "extend"}
+
+    def __init__(self, base: StoreBase, drains: DrainStore) -> None:
+        super().__init__(base)
+        self.drains = drains
 
     def save_impression(
         self,
@@ -123,7 +134,7 @@ class ImpressionStore(DrainStore):
         out = self.call(self._save_script, keys=keys, args=args)
         if out == -1:
             raise ExperimentMissing(f"no experiment {exp_id!r} (deleted during the search)")
-        self.mark_due(exp_id, now + inactivity_s)
+        self.drains.mark_due(exp_id, now + inactivity_s)
 
     @staticmethod
     def _attribution(keys: list[str], args: list[Any], imp_id: str, exp_id: str,
@@ -277,5 +288,5 @@ class ImpressionStore(DrainStore):
         if out == -1:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
         if out >= 1:
-            self.mark_due(exp_id, now)  # due now: found by the sweep if its drain is lost
+            self.drains.mark_due(exp_id, now)  # due now: found by the sweep if its drain is lost
         return out >= 1, (token if out == 2 else None)

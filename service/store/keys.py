@@ -53,7 +53,7 @@ def segments_key(exp_id: str) -> str:
 
 
 def events_key(exp_id: str) -> str:
-    """The event log of experiment ``exp_id`` (:mod:`service.store.events`)."""
+    """The event log of experiment ``exp_id`` (:mod:`service.store.event_log`)."""
     return f"{_tag(exp_id)}:events"
 
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from redis.exceptions import NoScriptError
 
 from bandits import outcomes as rule
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     ab_moments_key,
     ab_users_key,
@@ -83,7 +83,7 @@ class MetricCounts:
     segments: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)
 
 
-class OutcomeStore(StoreBase):
+class OutcomeStore(StorePart):
     """Outcome events and the metrics' counts."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_outcome_script": "outcome",

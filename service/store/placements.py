@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     PLACEMENTS,
     counters_key,
@@ -39,7 +39,7 @@ GUARD_PREFIX = "g:"
 PAGES, ABANDONED = GUARD_PREFIX + "pages", GUARD_PREFIX + "abandoned"
 
 
-class PlacementStore(StoreBase):
+class PlacementStore(StorePart):
     """Placements: definition, traffic, ranges, control counters."""
 
     def placement_names(self) -> list[str]:

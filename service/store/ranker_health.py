@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     exp_key,
     health_key,
@@ -40,7 +40,7 @@ def parse_health(raw: dict[Any, Any]) -> dict[int, dict[str, Any]]:
     return out
 
 
-class HealthStore(StoreBase):
+class HealthStore(StorePart):
     """Per ranker: failures, quarantine, the probe right."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_fail_script": "fail", "_answers_script": "answers"}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     rate_key,
 )
 
 
-class LimitStore(StoreBase):
+class LimitStore(StorePart):
     """Requests per client and window."""
 
     def count_client_request(self, client: str, limit: int, window_s: int = 60) -> float:

@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import (
     split_periods_key,
     split_searches_key,
@@ -33,7 +33,7 @@ from service.store.keys import (
 from service.store.snapshot import text
 
 
-class SplitStore(StoreBase):
+class SplitStore(StorePart):
     """Periods, searches and users per arm of each placement."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_split_count_script": "split_count"}

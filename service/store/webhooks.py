@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import redis
 
-from service.store.base import AUDIT_MAX, StoreBase
+from service.store.base import AUDIT_MAX, StorePart
 from service.store.keys import (
     WEBHOOKS,
     WEBHOOKS_DUE,
@@ -52,7 +52,7 @@ def _fields(raw: dict[Any, Any]) -> dict[str, str]:
     return {text(k): text(v) for k, v in raw.items()}
 
 
-class WebhookStore(StoreBase):
+class WebhookStore(StorePart):
     """Webhooks, outboxes and their delivery state."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_outbox_script": "outbox"}

@@ -16,7 +16,7 @@ and nothing of the request is counted):
 * ``credited``: a click, recorded by :func:`service.clicks.reports.record_clicks` (the
   one function ``POST /clicks`` calls), credited by a worker once the impression ends;
 * ``accepted``: any other action of a rankduel impression, stored in the experiment's
-  event log (type ``ubi``, :meth:`service.store.events.EventStore.append_ubi_events`),
+  event log (type ``ubi``, :meth:`service.store.event_log.EventStore.append_ubi_events`),
   not credited; a conversion (:data:`CONVERSIONS`) is stored so too, and credited to
   the experiment's metrics of its action as ``POST /outcomes`` would (:func:`_conversion`);
 * ``ignored``, with the reason: an event of no rankduel impression, a click already
@@ -89,7 +89,7 @@ def check(rt: Runtime, events: Sequence[dict[str, Any]], *, keyed: bool) -> list
         imp_id = e.get("query_id")
         exp = experiment_of(imp_id) if imp_id else None
         if exp is not None and exp not in exists:
-            exists[exp] = rt.store.exists(exp)
+            exists[exp] = rt.store.experiments.exists(exp)
         if exp is None or not exists[exp]:
             c.ignore = ("no query_id: not an event of a search" if not imp_id else
                         f"query_id {imp_id[:80]!r} is not an impression of an experiment")
@@ -102,7 +102,7 @@ def check(rt: Runtime, events: Sequence[dict[str, Any]], *, keyed: bool) -> list
                             "/search gave with the page, or a front-end key")
         c.expired = token is not None and not _token_ok(rt, token, imp_id, exp, i)
         if c.click is not None and not c.expired:
-            imp = rt.store.impression(imp_id)
+            imp = rt.store.impressions.impression(imp_id)
             if imp is None:
                 c.ignore = "the impression is unknown or expired"
             else:
@@ -126,7 +126,7 @@ def receive(rt: Runtime, events: Sequence[dict[str, Any]], *, keyed: bool = Fals
         status, reason = _one(rt, c, logged, keyed)
         results.append({"index": c.index, "status": status, "reason": reason})
     for exp, rows in logged.items():
-        rt.store.append_ubi_events(exp, rows)
+        rt.store.event_log.append_ubi_events(exp, rows)
     counts = {k: sum(r["status"] == k for r in results)
               for k in ("credited", "accepted", "ignored")}
     return {"events": results, **counts}

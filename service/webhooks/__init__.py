@@ -14,5 +14,5 @@ The workers deliver (:mod:`service.webhooks.delivery`): signed
 (:mod:`service.webhooks.signing`), at least once, in order per experiment and hook,
 retried with exponential backoff, a hook disabled after failures in a row. The operator
 manages hooks through :mod:`service.webhooks.operations` (``/webhooks``); the events
-and their words are :mod:`service.webhooks.events`. docs/webhooks.md tells it for users.
+and their words are :mod:`service.webhooks.payloads`. docs/webhooks.md tells it for users.
 """

@@ -45,7 +45,7 @@ from service.queue import TaskQueue
 from service.rankers.allow_list import RankerPolicy, RankerRefused
 from service.store import Store, audit_entry
 from service.webhooks import signing
-from service.webhooks.events import iso
+from service.webhooks.payloads import iso
 
 log = logging.getLogger("rankduel.webhooks")
 
@@ -147,10 +147,10 @@ def run(store: Store, exp_id: str, settings: Settings, policy: RankerPolicy,
     """Deliver what is due of ``exp_id``'s events to every hook (module docstring);
     how many were delivered. When something is due again before the next sweep, a task
     is queued for then (``queue``)."""
-    seen = store.hooks_mark(exp_id)
+    seen = store.webhooks.hooks_mark(exp_id)
     delivered, next_at = 0, None
-    for hook_id in store.webhook_ids():
-        hook = store.webhook(hook_id)
+    for hook_id in store.webhooks.webhook_ids():
+        hook = store.webhooks.webhook(hook_id)
         if hook is None or hook["disabled"] or (
                 hook.get("experiments") and exp_id not in hook["experiments"]):
             continue
@@ -161,7 +161,7 @@ def run(store: Store, exp_id: str, settings: Settings, policy: RankerPolicy,
         delivered += n
         if due is not None:
             next_at = due if next_at is None else min(next_at, due)
-    store.settle_hooks_due(exp_id, seen, next_at)
+    store.webhooks.settle_hooks_due(exp_id, seen, next_at)
     if queue is not None and next_at is not None:
         wait = next_at - time.time()
         if wait < sweep_interval_s:
@@ -174,55 +174,56 @@ def _deliver_hook(store: Store, exp_id: str, hook: dict[str, Any], s: Settings,
     """Deliver ``exp_id``'s pending events to one hook, in order; (delivered, when it is
     due again or None)."""
     hid = hook["id"]
-    state = store.hook_states(exp_id)
+    state = store.webhooks.hook_states(exp_id)
     retry_at = float(state.get(f"n:{hid}") or 0)
     if retry_at > time.time():
         return 0, retry_at
-    lease = store.hook_lease(exp_id, hid, s.lease_s)
+    lease = store.webhooks.hook_lease(exp_id, hid, s.lease_s)
     if lease is None:  # another task delivers to it now
         return 0, time.time() + s.lease_s
     delivered = 0
     try:
-        state = store.hook_states(exp_id)  # as the last holder left it
+        state = store.webhooks.hook_states(exp_id)  # as the last holder left it
         cursor = state.get(f"c:{hid}") or hook["since"]
         attempts = int(state.get(f"a:{hid}") or 0)
         first = float(state[f"f:{hid}"]) if state.get(f"f:{hid}") else None
-        secret = store.webhook_secret(hid) or ""
+        secret = store.webhooks.webhook_secret(hid) or ""
         sent = 0
         while sent < PER_TASK:
-            rows = store.outbox(exp_id, cursor, BATCH)
+            rows = store.webhooks.outbox(exp_id, cursor, BATCH)
             if not rows:
                 return delivered, None
             for sid, fields in rows:
                 if fields.get("type") not in hook["events"]:
-                    store.hook_done(exp_id, hid, sid)
+                    store.webhooks.hook_done(exp_id, hid, sid)
                     cursor = sid
                     continue
                 lease.extend(s.lease_s, replace_ttl=True)
                 sent += 1
                 answer = _attempt(store, hook, secret, exp_id, fields, attempts + 1, s, policy)
                 if answer.ok:
-                    store.hook_done(exp_id, hid, sid)
-                    store.webhook_succeeded(hid)
+                    store.webhooks.hook_done(exp_id, hid, sid)
+                    store.webhooks.webhook_succeeded(hid)
                     cursor, attempts, first = sid, 0, None
                     delivered += 1
                     continue
                 now = time.time()
                 attempts, first = attempts + 1, first if first is not None else now
-                fails = store.webhook_failed(hid)
+                fails = store.webhooks.webhook_failed(hid)
                 next_at = now + backoff(fails, s.backoff_s, s.backoff_max_s, 0.1)
-                store.webhook_retry_at(hid, next_at)
+                store.webhooks.webhook_retry_at(hid, next_at)
                 if fails >= s.disable_after:
                     _disable(store, hook, exp_id, fails, answer)
-                    store.hook_retry(exp_id, hid, attempts=attempts, first=first,
-                                     next_at=now)
+                    store.webhooks.hook_retry(exp_id, hid, attempts=attempts, first=first,
+                                              next_at=now)
                     return delivered, None
                 if now - first >= s.max_age_s:
                     _drop(store, hook, exp_id, fields, attempts, first)
-                    store.hook_done(exp_id, hid, sid)
+                    store.webhooks.hook_done(exp_id, hid, sid)
                     cursor, attempts, first = sid, 0, None
                     return delivered, next_at
-                store.hook_retry(exp_id, hid, attempts=attempts, first=first, next_at=next_at)
+                store.webhooks.hook_retry(
+                    exp_id, hid, attempts=attempts, first=first, next_at=next_at)
                 return delivered, next_at
         return delivered, time.time()  # more than one task's share: due again now
     except LockError:  # the lease lapsed (a stalled attempt): the next task goes on
@@ -242,7 +243,7 @@ def _attempt(store: Store, hook: dict[str, Any], secret: str, exp_id: str,
     result = ("delivered" if answer.ok else
               "refused" if (answer.error or "").startswith("refused") else "failed")
     metrics.WEBHOOK_DELIVERIES.labels(result, str(answer.status or "none")).inc()
-    store.add_delivery(hook["id"], {
+    store.webhooks.add_delivery(hook["id"], {
         "event_id": fields["id"], "event": fields["type"], "experiment": exp_id,
         "attempt": attempt, "status": answer.status, "result": result,
         "error": answer.error, "ts": iso(time.time()),
@@ -255,7 +256,7 @@ def _attempt(store: Store, hook: dict[str, Any], secret: str, exp_id: str,
 
 def _drop(store: Store, hook: dict[str, Any], exp_id: str, fields: dict[str, str],
           attempts: int, first: float) -> None:
-    store.add_audit(exp_id, audit_entry(
+    store.experiments.add_audit(exp_id, audit_entry(
         time.time(), "webhook_event_dropped", actor="service", webhook=hook["id"],
         event_id=fields["id"], event=fields["type"], attempts=attempts,
         first_failure=iso(first)))
@@ -268,7 +269,8 @@ def _disable(store: Store, hook: dict[str, Any], exp_id: str, fails: int,
              answer: Answer) -> None:
     reason = (f"{fails} failed deliveries in a row; the last: "
               f"{answer.error or answer.status}")
-    if store.disable_webhook(hook["id"], reason, time.time()):
-        store.add_audit(exp_id, audit_entry(time.time(), "webhook_disabled", actor="service",
-                                            webhook=hook["id"], reason=reason))
+    if store.webhooks.disable_webhook(hook["id"], reason, time.time()):
+        store.experiments.add_audit(exp_id, audit_entry(time.time(), "webhook_disabled",
+                                                        actor="service", webhook=hook["id"],
+                                                        reason=reason))
         log.warning("webhook %s disabled: %s", hook["id"], reason)

@@ -12,7 +12,7 @@ from typing import Any
 from service.errors import NotFound, Unprocessable
 from service.rankers.allow_list import RankerPolicy, RankerRefused
 from service.store import Store
-from service.webhooks.events import iso
+from service.webhooks.payloads import iso
 
 
 def create(store: Store, policy: RankerPolicy, *, url: str, events: Sequence[str],
@@ -25,11 +25,11 @@ def create(store: Store, policy: RankerPolicy, *, url: str, events: Sequence[str
     except RankerRefused as exc:
         raise Unprocessable(f"field 'url': {exc}") from None
     for i, exp_id in enumerate(experiments or ()):
-        if not store.exists(exp_id):
+        if not store.experiments.exists(exp_id):
             raise Unprocessable(f"field 'experiments[{i}]': no experiment {exp_id!r}")
-    now = store.server_time()  # the outbox's clock: the hook starts after this
+    now = store.webhooks.server_time()  # the outbox's clock: the hook starts after this
     hook_id = "wh_" + secrets.token_hex(8)
-    store.create_webhook(hook_id, {
+    store.webhooks.create_webhook(hook_id, {
         "url": url, "events": list(dict.fromkeys(events)),
         "experiments": list(dict.fromkeys(experiments)) if experiments else None,
         "description": description, "created_at": now,
@@ -39,7 +39,7 @@ def create(store: Store, policy: RankerPolicy, *, url: str, events: Sequence[str
 
 def describe(store: Store, hook_id: str) -> dict[str, Any]:
     """A webhook as the API shows it: never its secret."""
-    hook = store.webhook(hook_id)
+    hook = store.webhooks.webhook(hook_id)
     if hook is None:
         raise NotFound(f"no webhook {hook_id!r}")
     return {"id": hook_id, "url": hook["url"], "events": hook["events"],
@@ -52,7 +52,7 @@ def describe(store: Store, hook_id: str) -> dict[str, Any]:
 
 def listing(store: Store) -> list[dict[str, Any]]:
     out = []
-    for hook_id in store.webhook_ids():
+    for hook_id in store.webhooks.webhook_ids():
         try:
             out.append(describe(store, hook_id))
         except NotFound:  # deleted between the listing and the read
@@ -61,7 +61,7 @@ def listing(store: Store) -> list[dict[str, Any]]:
 
 
 def delete(store: Store, hook_id: str) -> dict[str, Any]:
-    if not store.delete_webhook(hook_id):
+    if not store.webhooks.delete_webhook(hook_id):
         raise NotFound(f"no webhook {hook_id!r}")
     return {"id": hook_id, "deleted": True}
 
@@ -69,9 +69,9 @@ def delete(store: Store, hook_id: str) -> dict[str, Any]:
 def deliveries(store: Store, hook_id: str, limit: int) -> list[dict[str, Any]]:
     """The last ``limit`` events tried on the hook, newest first, each with its attempts
     (oldest first): status codes, times, the last error, whether it got through."""
-    if store.webhook(hook_id) is None:
+    if store.webhooks.webhook(hook_id) is None:
         raise NotFound(f"no webhook {hook_id!r}")
-    return group(store.deliveries(hook_id), limit)
+    return group(store.webhooks.deliveries(hook_id), limit)
 
 
 def group(attempts: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from service.queue import TaskQueue
 from service.store import Store
-from service.webhooks import events
+from service.webhooks import payloads
 
 log = logging.getLogger("rankduel.webhooks")
 
@@ -34,10 +34,10 @@ def record(store: Store, exp_id: str, kind: str, data: dict[str, Any], *,
     entry of its cause, in the same script); the payload, or None when nothing was
     appended (the experiment is gone, or ``once`` was told already)."""
     if name is None:
-        name = store.experiment_name(exp_id)
-    event = events.make(kind, exp_id, name, data, now=store.clock())
-    if store.record_event(exp_id, event["event_id"], kind, events.body(event), audit=audit,
-                          once=once) is None:
+        name = store.webhooks.experiment_name(exp_id)
+    event = payloads.make(kind, exp_id, name, data, now=store.clock())
+    if store.webhooks.record_event(exp_id, event["event_id"], kind, payloads.body(event),
+                                   audit=audit, once=once) is None:
         return None
     mark_due(store, exp_id, queue)
     return event
@@ -47,14 +47,14 @@ def queue(store: Store, pipe, exp_id: str, kind: str, data: dict[str, Any], *,
           name: str | None) -> dict[str, Any]:
     """Queue the event ``kind`` in ``pipe`` (a transaction in MULTI on the experiment);
     the caller calls :func:`mark_due` once it has committed."""
-    event = events.make(kind, exp_id, name, data, now=store.clock())
-    store.queue_event(pipe, exp_id, event["event_id"], kind, events.body(event))
+    event = payloads.make(kind, exp_id, name, data, now=store.clock())
+    store.webhooks.queue_event(pipe, exp_id, event["event_id"], kind, payloads.body(event))
     return event
 
 
 def mark_due(store: Store, exp_id: str, queue: TaskQueue | None = None) -> None:
     """After an event was appended: the experiment is due for delivery now (the sweep's
     index), and with ``queue`` a delivery task goes at once."""
-    store.mark_hooks_due(exp_id, time.time())
+    store.webhooks.mark_hooks_due(exp_id, time.time())
     if queue is not None:
         queue.webhooks(exp_id)

@@ -47,9 +47,9 @@ def ramp_steps(store: Store, now: float | None = None) -> int:
     step not told yet (its first step, at 0, is its start: not a step); how many."""
     now = time.time() if now is None else now
     told = 0
-    for name in store.placement_names():
+    for name in store.placements.placement_names():
         try:
-            entries = (store.placement(name) or {}).get("experiments", [])
+            entries = (store.placements.placement(name) or {}).get("experiments", [])
         except Exception:
             log.exception("ramps of placement %s not read", name)
             continue
@@ -86,9 +86,9 @@ def queue_due(store: Store, queue: TaskQueue, lease_s: float, now: float | None 
     """Queue a delivery task for each experiment with events due; how many."""
     now = time.time() if now is None else now
     queued = 0
-    for exp_id, _mark in store.hooks_due(now):
+    for exp_id, _mark in store.webhooks.hooks_due(now):
         if queue.webhooks(exp_id):
-            store.push_hooks_due(exp_id, now + lease_s)
+            store.webhooks.push_hooks_due(exp_id, now + lease_s)
             queued += 1
     return queued
 
@@ -108,18 +108,19 @@ def behind(store: Store, exp_ids: list[str], now: float | None = None) -> int:
     repairs a due mark lost between an event's append and its mark (a process killed
     in between); how many were marked."""
     now = time.time() if now is None else now
-    hooks = [h for h in (store.webhook(i) for i in store.webhook_ids())
+    hooks = [h for h in (store.webhooks.webhook(i) for i in store.webhooks.webhook_ids())
              if h is not None and not h["disabled"]]
     if not hooks:
         return 0
     marked = 0
     for start in range(0, len(exp_ids), 500):
-        for exp_id, (last, state) in store.outbox_heads(exp_ids[start:start + 500]).items():
+        for exp_id, (last, state) in store.webhooks.outbox_heads(
+            exp_ids[start:start + 500]).items():
             if last is None:
                 continue
             if any(stream_id(last) > stream_id(state.get(f"c:{h['id']}") or h["since"])
                    for h in hooks if not h.get("experiments") or exp_id in h["experiments"]):
-                store.mark_hooks_due(exp_id, now)
+                store.webhooks.mark_hooks_due(exp_id, now)
                 marked += 1
     return marked
 
@@ -131,6 +132,6 @@ def sweep(store: Store, queue: TaskQueue, lease_s: float, full_every_s: float = 
     queued."""
     ramp_steps(store)
     srm_flags(store, flagged)
-    if store.take_hooks_full(full_every_s):
+    if store.webhooks.take_hooks_full(full_every_s):
         behind(store, store.list_ids())
     return queue_due(store, queue, lease_s)

@@ -15,7 +15,7 @@ from demo.stack import ThreadedServer, wait_until
 from demo.web import create_web_app
 from demo.world_rankers import create_ranker_app, demo_world
 from service.app import create_app
-from service.outcomes.metrics import bounded
+from service.outcomes.declared import bounded
 from service.store.keys import imp_key
 
 

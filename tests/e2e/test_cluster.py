@@ -174,7 +174,7 @@ def expected_decisive(store, exp_id: str, imp_ids: list[str]) -> int:
 
     n = 0
     for k in range(0, len(imp_ids), 200):
-        for imp in store.read_impressions(exp_id, imp_ids[k:k + 200]):
+        for imp in store.credits.read_impressions(exp_id, imp_ids[k:k + 200]):
             if imp is not None and imp.duel and interleaving.credit(imp.record, imp.clicks):
                 n += 1
     return n
@@ -207,7 +207,7 @@ def test_twenty_experiments_on_a_cluster_survive_a_killed_worker_and_a_restarted
 
     def kill_worker():
         # worker a is crediting (2 ms per impression): SIGKILL its whole process group
-        killed["pending"] = sum(platform.store.pending_count(e) for e in exps)
+        killed["pending"] = sum(platform.store.drains.pending_count(e) for e in exps)
         platform.worker_a.kill(signal.SIGKILL)
         platform.worker_a.proc.wait(10)
 
@@ -225,7 +225,7 @@ def test_twenty_experiments_on_a_cluster_survive_a_killed_worker_and_a_restarted
     users.send(half, QUERIES - half, 0.3, restart_master)
 
     def all_credited_one(e: str) -> bool:
-        c = platform.store.counters(e)
+        c = platform.store.experiments.counters(e)
         return c.get("credited", 0) == c.get("impressions", 0)
 
     def all_credited() -> bool:
@@ -239,7 +239,8 @@ def test_twenty_experiments_on_a_cluster_survive_a_killed_worker_and_a_restarted
         from service.store.keys import drains_key, exp_key, pending_key
 
         r = platform.store.r
-        stuck = [(e, platform.store.counters(e), r.zrange(pending_key(e), 0, 3, withscores=True),
+        stuck = [(e, platform.store.experiments.counters(
+            e), r.zrange(pending_key(e), 0, 3, withscores=True),
                   r.zrange(drains_key(e), 0, -1, withscores=True), r.hget(exp_key(e), "hold"),
                   time.time()) for e in exps if not all_credited_one(e)]
         raise AssertionError(f"not credited: {stuck}") from None

@@ -37,7 +37,7 @@ def test_outcomes_are_attributed_and_credited_on_a_cluster(stack):
         meta = {"id": exp_id, "name": f"c{n}", "algorithm": "uniform", "params": {},
                 "interleaving": "team_draft", "seed": n, "created_at": now,
                 "metrics": METRICS, "primary": "click"}
-        store.create_experiment(exp_id, meta=meta, rankers=[
+        store.experiments.create_experiment(exp_id, meta=meta, rankers=[
             Ranker(name=f"r{a}", url=f"http://127.0.0.1:1/{a}", timeout_ms=300, arm=a,
                    added_at=now) for a in range(2)],
             bandit=bandits.make_bandit("uniform", 2, seed=1), truth=None,
@@ -45,15 +45,14 @@ def test_outcomes_are_attributed_and_credited_on_a_cluster(stack):
         shown, rec = il.interleave("team_draft", [["a", "b", "c"], ["c", "d", "a"]], 3,
                                    np.random.default_rng(n))
         imp = new_impression_id(exp_id)
-        store.save_impression(imp, exp_id=exp_id, t=0, arms=[0, 1], shown=shown, record=rec,
-                              duel=True, forfeits=[], token_expires=2**31, ttl_s=600,
-                              inactivity_s=600, counters={"impressions": 1},
-                              user_hash=user_hash(SECRET, exp_id, "ann"),
-                              rankers=["r0", "r1"], attribution_ttl_s=600)
+        store.impressions.save_impression(
+            imp, exp_id=exp_id, t=0, arms=[0, 1], shown=shown, record=rec, duel=True, forfeits=[],
+            token_expires=2**31, ttl_s=600, inactivity_s=600, counters={"impressions": 1},
+            user_hash=user_hash(SECRET, exp_id, "ann"), rankers=["r0", "r1"], attribution_ttl_s=600)
         exps.append(exp_id)
         pages[exp_id] = (imp, shown, rec)
     assert len({store.r.keyslot(f"rd:{{{e}}}") for e in exps}) > 1
-    view = Actions(lambda: store.declarations(store.list_ids()))
+    view = Actions(lambda: store.outcomes.declarations(store.list_ids()))
     out = record(store, SECRET, view, action="purchase", doc="a", value=50.0,
                  event_id="order-7", user="ann", keyed=True)
     assert out["attributed"] and not out["duplicate"]
@@ -67,6 +66,6 @@ def test_outcomes_are_attributed_and_credited_on_a_cluster(stack):
         assert credit_events(store, exp_id, [member])[member]["status"] == "already"
         imp, shown, rec = pages[exp_id]
         (a, b, s), = il.credit(rec, [shown.index("a")])
-        counts = store.metric_counts(exp_id)
+        counts = store.outcomes.metric_counts(exp_id)
         assert {(a, b): s, (b, a): 1 - s} == counts["orders"].W
         assert counts["orders"].n == counts["revenue"].n == 1

@@ -40,16 +40,16 @@ def test_exposition_equals_generate_latest(tmp_path):
             rankers = [Ranker(name=f'r"{a}', url="http://x", timeout_ms=1, arm=a)
                        for a in range(k)]
             truth = {"preferences": np.full((k, k), 0.5).tolist(), "best": 0}
-            store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b,
-                                    truth=truth, audit="{}")
+            store.experiments.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b,
+                                                truth=truth, audit="{}")
             W = np.arange(k * k, dtype=float).reshape(k, k)
             np.fill_diagonal(W, 0)
             store.r.set(w_key(exp_id), np.ascontiguousarray(W, "<f8").tobytes())
             store.r.hset(shown_key(exp_id), mapping={"n:0": 3, "share:0": 1.5})
-            store.save_impression(new_impression_id(exp_id), exp_id=exp_id, t=0, arms=[0, 1],
-                                  shown=["d"], record=None, duel=False, forfeits=[],
-                                  token_expires=2**31, ttl_s=60, inactivity_s=60,
-                                  counters={"impressions": 1})
+            store.impressions.save_impression(
+                new_impression_id(exp_id), exp_id=exp_id, t=0, arms=[0, 1], shown=["d"],
+                record=None, duel=False, forfeits=[], token_expires=2**31, ttl_s=60,
+                inactivity_s=60, counters={"impressions": 1})
         collector = StateCollector(store, broker=store.r)
         registry = CollectorRegistry(auto_describe=True)
         registry.register(collector)

@@ -166,7 +166,7 @@ def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target, ranke
             # new one) with the workers' function, and check each counted once
             for e in exps:
                 while True:
-                    t, ids = store.claim(e, 100, lease_s=60)
+                    t, ids = store.drains.claim(e, 100, lease_s=60)
                     if not ids:
                         break
                     credit_batch(store, e, ids, t)

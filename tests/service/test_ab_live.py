@@ -292,7 +292,7 @@ def _certify(rd, exp_id: str, winner: int, loser: int) -> None:
         bandit = snap.bandit
         for n in range(4000):
             bandit.update(winner, loser, 1.0 if n % 10 else 0.0)
-        Store(rd).write_state(pipe, exp_id, bandit)
+        Store(rd).experiments.write_state(pipe, exp_id, bandit)
 
     update_experiment(Store(rd), exp_id, write)
 
@@ -389,7 +389,7 @@ def test_what_a_creation_may_say(client, ab_rankers, rd):
     # a decision taken at an earlier look stands (the intervals hold together)
     from service.store import Store
 
-    Store(rd).keep_decision(two["id"], "t1", {
+    Store(rd).ab.keep_decision(two["id"], "t1", {
         "direction": 1, "difference": 0.1, "interval": [0.01, 0.2], "lift": 0.3,
         "lift_interval": [0.02, 0.6], "users": 1234, "decided_at": 0.0})
     rep = report(client, two["id"])
@@ -485,7 +485,7 @@ def test_conversion_metrics_per_user_counted_once_and_compared(client, ab_ranker
             rep = report(client, exp)
             if rep["metrics"]["revenue"]["buyers"]["decided"] or users >= 3200:
                 break
-    moments = Store(rd).ab_moments(exp)
+    moments = Store(rd).ab.ab_moments(exp)
     for arm, name in enumerate(("prod", "buyers")):
         mine = [u for u, who in served.items() if who == name]
         for metric, values in (("revenue", spent), ("orders", orders)):

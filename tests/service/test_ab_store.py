@@ -29,20 +29,20 @@ def test_lua_moments_match_python_increments(store, rd):
     for step in range(600):
         if imps and rng.random() < 0.4:  # a click report on an earlier search, maybe again
             imp, arm, user = imps[int(rng.integers(len(imps)))]
-            first = store.ab_click(exp, imp)
+            first = store.ab.ab_click(exp, imp)
             assert first in (0, 1)
             if first:
                 counts[(arm, user)][1] += 1
             continue
         arm, user = int(rng.integers(2)), f"u{int(rng.integers(40))}"
         imp = new_impression_id(exp)
-        assert store.save_ab_search(imp, exp_id=exp, t=step, arm=arm, user=user, shown=["d"],
-                                    urls=[None], token_expires=10**10, ttl_s=600,
-                                    counters={"impressions": 1})
+        assert store.ab.save_ab_search(imp, exp_id=exp, t=step, arm=arm, user=user, shown=["d"],
+                                       urls=[None], token_expires=10**10, ttl_s=600,
+                                       counters={"impressions": 1})
         counts.setdefault((arm, user), [0, 0])[0] += 1
         imps.append((imp, arm, user))
-    assert store.ab_click(exp, "nope") == -1
-    got = store.ab_moments(exp)
+    assert store.ab.ab_click(exp, "nope") == -1
+    got = store.ab.ab_moments(exp)
     for arm in (0, 1):
         users = [UserCounts(s, c).values() for (a, _), (s, c) in counts.items() if a == arm]
         for m in AB_METRICS:
@@ -60,15 +60,15 @@ def test_lua_moments_match_python_increments(store, rd):
 def test_a_placement_counts_each_user_once_where_first_seen(store, rd):
     name = f"split-{secrets.token_hex(3)}"
     pipe = rd.pipeline()
-    store.record_period(pipe, name, 2, {"e1": 0.1, "control": 0.9})
-    store.record_period(pipe, name, 4, {"e1": 0.5, "control": 0.5})
+    store.splits.record_period(pipe, name, 2, {"e1": 0.1, "control": 0.9})
+    store.splits.record_period(pipe, name, 4, {"e1": 0.5, "control": 0.5})
     pipe.execute()
-    assert store.count_split(name, {(2, "e1"): 3, (2, "control"): 5},
-                             {(2, "e1"): {"a", "b"}, (2, "control"): {"c"}}) == 3
+    assert store.splits.count_split(name, {(2, "e1"): 3, (2, "control"): 5},
+                                    {(2, "e1"): {"a", "b"}, (2, "control"): {"c"}}) == 3
     # b again (in version 3, no period recorded: version 2's shares), d new; c again
-    assert store.count_split(name, {(3, "e1"): 2, (4, "control"): 1},
-                             {(3, "e1"): {"b", "d"}, (4, "control"): {"c"}}) == 1
-    got = store.split_counts(name)
+    assert store.splits.count_split(name, {(3, "e1"): 2, (4, "control"): 1},
+                                    {(3, "e1"): {"b", "d"}, (4, "control"): {"c"}}) == 1
+    got = store.splits.split_counts(name)
     assert [p["version"] for p in got] == [2, 3, 4]
     assert got[0] == {"version": 2, "shares": {"e1": 0.1, "control": 0.9},
                       "searches": {"e1": 3, "control": 5}, "users": {"e1": 2, "control": 1}}
@@ -99,7 +99,7 @@ def test_conversions_move_each_users_value_once_and_zeros_count(store, rd):
         call = OutcomeCall(exp_id=exp, digest=event_id, doc=doc, windows=windows,
                            value=repr(value), action="purchase", ttl_s=600, user_hash=user,
                            ab=True)
-        return store.record_outcomes([call], "~" + event_id)[0][0]
+        return store.outcomes.record_outcomes([call], "~" + event_id)[0][0]
 
     for step in range(500):
         if arm_of and rng.random() < 0.35:
@@ -118,14 +118,14 @@ def test_conversions_move_each_users_value_once_and_zeros_count(store, rd):
         user = f"u{int(rng.integers(60))}"
         arm = arm_of.setdefault(user, int(rng.integers(2)))  # sticky
         users[arm].append(user)
-        assert store.save_ab_search(
+        assert store.ab.save_ab_search(
             new_impression_id(exp), exp_id=exp, t=step, arm=arm, user=user,
             shown=["d0", "d1"], urls=[None, None], token_expires=10**10, ttl_s=600,
             counters={"impressions": 1}, conversions=["orders", "revenue"],
             attribution_ttl_s=3600)
     assert order("u0", "not-shown", 5.0, doc="d9") == "unattributed"
     assert order("nobody", "no-search", 5.0) == "unattributed"
-    got = store.ab_moments(exp)
+    got = store.ab.ab_moments(exp)
     for arm in (0, 1):
         for m in ("orders", "revenue"):
             want = per_user_moments({u: v[m] for (a, u), v in values.items() if a == arm},
@@ -161,4 +161,4 @@ def test_each_metrics_first_decision_is_kept_apart(store):
     assert keep_decisions(store, exp, {"new": decided}, users, 5.0,
                           metric="revenue")["new"]["decided_at"] == 4.0
     assert keep_decisions(store, exp, {"new": undecided}, users, 6.0) == ctr
-    assert set(store.ab_decisions(exp)) == {"new", "revenue:new"}
+    assert set(store.ab.ab_decisions(exp)) == {"new", "revenue:new"}

@@ -257,12 +257,13 @@ def test_writes_of_the_request_path_refuse_a_deleted_experiment(client, ranker_s
     assert client.request("DELETE", f"/experiments/{exp['id']}", admin=True)[0] == 200
     store = Store(rd)
     with pytest.raises(ExperimentMissing):
-        store.save_impression(new_impression_id(exp["id"]), exp_id=exp["id"], t=1,
-                              arms=[0, 1], shown=["d00"], record=None, duel=False,
-                              forfeits=[], token_expires=0, ttl_s=60, inactivity_s=1,
-                              counters={"impressions": 1})
-    assert store.ranker_failed(exp["id"], 0, threshold=1, quarantine_s=5) == (0, False)
-    store.add_audit(exp["id"], audit_entry(1.0, "ranker_quarantined", actor="service"))
+        store.impressions.save_impression(new_impression_id(exp["id"]), exp_id=exp["id"], t=1,
+                                          arms=[0, 1], shown=["d00"], record=None, duel=False,
+                                          forfeits=[], token_expires=0, ttl_s=60, inactivity_s=1,
+                                          counters={"impressions": 1})
+    assert store.ranker_health.ranker_failed(
+        exp["id"], 0, threshold=1, quarantine_s=5) == (0, False)
+    store.experiments.add_audit(exp["id"], audit_entry(1.0, "ranker_quarantined", actor="service"))
     assert list(rd.scan_iter(match=experiment_pattern(exp["id"]))) == []
     assert rd.zscore(DUE, exp["id"]) is None
 
@@ -313,11 +314,11 @@ def test_sweep_reads_only_the_experiments_the_index_lists(own_redis):
     for n, due_in in ((10, 5.0), (20, 50.0), (30, 500.0)):
         e = f"e{n:04d}"
         own_redis.zadd(f"rd:{{{e}}}:pending", {f"{e}.imp": clock[0] + due_in})
-        store.mark_due(e, clock[0] + due_in)
-    assert store.experiments_with_due() == []  # nothing is due yet
+        store.drains.mark_due(e, clock[0] + due_in)
+    assert store.drains.experiments_with_due() == []  # nothing is due yet
     clock[0] += 10
     own_redis.config_resetstat()
-    assert store.experiments_with_due() == ["e0010"]
+    assert store.drains.experiments_with_due() == ["e0010"]
     assert _command_calls(own_redis, "zrange") == 1  # only the due one was read
     # the index follows the pending set: e0010 stays listed at its impression's time
     assert own_redis.zscore(DUE, "e0010") == 1_005.0
@@ -325,13 +326,13 @@ def test_sweep_reads_only_the_experiments_the_index_lists(own_redis):
     # a full scan reads all 1,000 and rebuilds the index from the pending sets
     own_redis.delete(DUE)
     own_redis.config_resetstat()
-    assert store.experiments_with_due(full=True) == ["e0010"]
+    assert store.drains.experiments_with_due(full=True) == ["e0010"]
     assert _command_calls(own_redis, "zrange") == 1 + 1000  # the list, then each
     assert {k.decode(): v for k, v in own_redis.zrange(DUE, 0, -1, withscores=True)} == {
         "e0010": 1_005.0, "e0020": 1_050.0, "e0030": 1_500.0}
     # credited: the experiment leaves the index at its next scan
     own_redis.delete("rd:{e0010}:pending")
-    assert store.experiments_with_due() == []
+    assert store.drains.experiments_with_due() == []
     assert own_redis.zscore(DUE, "e0010") is None
 
 
@@ -340,10 +341,10 @@ def test_marks_are_written_once_a_second_unless_earlier(own_redis):
     store = Store(own_redis, clock=lambda: clock[0])
     own_redis.config_resetstat()
     for _ in range(100):  # a busy experiment: its impressions' due times only grow
-        store.mark_due("busy", clock[0] + 30)
+        store.drains.mark_due("busy", clock[0] + 30)
         clock[0] += 0.001
     assert _command_calls(own_redis, "zadd") == 1
-    store.mark_due("busy", clock[0])  # an /end: due now, earlier than the mark
+    store.drains.mark_due("busy", clock[0])  # an /end: due now, earlier than the mark
     assert own_redis.zscore(DUE, "busy") == pytest.approx(clock[0])
     assert _command_calls(own_redis, "zadd") == 2
 

@@ -64,7 +64,7 @@ SEMANTIC_422 = {
     "POST /experiments": ("ranker names must be unique", "true_preferences", "true_best",
                           "C(eps)", "did not answer the test query",
                           "go together", "add up to",
-                          # a declaration's fields together (service.outcomes.metrics.
+                          # a declaration's fields together (service.outcomes.declared.
                           # problems), an A/B test's metric named like its own
                           "is declared twice", ".action: required", "is the click metric",
                           "the click metric takes no", "metric has a cap",

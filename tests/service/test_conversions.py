@@ -15,8 +15,8 @@ import pytest
 
 import interleaving
 from demo.client import ApiResponseError
-from service.outcomes.metrics import bounded
-from service.store.events import event as log_event
+from service.outcomes.declared import bounded
+from service.store.event_log import event as log_event
 from service.store.keys import imp_key, pending_key
 from tests.conftest import ADMIN
 from tests.service.test_workers_credit import all_credited, rankers_for, wait_for

@@ -48,8 +48,8 @@ def make_experiment(store, name: str, seed: int) -> str:
     from service.store.records import Ranker
 
     rankers = [Ranker(name=f"r{a}", url="http://x", timeout_ms=1, arm=a) for a in range(K)]
-    store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
-                            audit="{}")
+    store.experiments.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
+                                        audit="{}")
     return exp_id
 
 
@@ -59,10 +59,10 @@ def save(store, exp_id: str, outcomes) -> str:
 
     imp_id = new_impression_id(exp_id)
     arms = sorted({a for i, j, _ in outcomes for a in (i, j)})
-    store.save_impression(imp_id, exp_id=exp_id, t=0, arms=arms, shown=["d"],
-                          record={"outcomes": outcomes}, duel=True, forfeits=[],
-                          token_expires=2**31, ttl_s=600, inactivity_s=0.0,
-                          counters={"impressions": 1})
+    store.impressions.save_impression(imp_id, exp_id=exp_id, t=0, arms=arms, shown=["d"],
+                                      record={"outcomes": outcomes}, duel=True, forfeits=[],
+                                      token_expires=2**31, ttl_s=600, inactivity_s=0.0,
+                                      counters={"impressions": 1})
     return imp_id
 
 
@@ -91,15 +91,15 @@ def test_script_and_holds_on_redis_equal_the_serial_run(store, monkeypatch, name
         store.r.set(t_key(exp_id), t)
         results = credit_batch(store, exp_id, batch, t)
         assert set(results) == set(batch)
-    snap = store.snapshot(exp_id, full=True)
+    snap = store.experiments.snapshot(exp_id, full=True)
     got = decode_bandit(snap.w_bytes, snap.state_json, snap.n_updates, ref.t)
     assert comparable(got) == comparable(ref)
-    assert snap.counters["credited"] == len(work) and store.pending_count(exp_id) == 0
+    assert snap.counters["credited"] == len(work) and store.drains.pending_count(exp_id) == 0
     # the per-pair tie counts (the report's vs_champion.ties), by the script and the holds
-    assert store.ties(exp_id) == tie_counts(work)
+    assert store.credits.ties(exp_id) == tie_counts(work)
     if name in PARAMS:
         assert len(ref.eliminated) >= 2 and got.eliminated == ref.eliminated
-        audit = [a for a in store.audit(exp_id) if a.get("action") == "eliminated"]
+        audit = [a for a in store.experiments.audit(exp_id) if a.get("action") == "eliminated"]
         assert sorted(a["step"] for a in audit) == sorted(
             v["step"] for v in ref.eliminated.values())
 
@@ -137,10 +137,10 @@ def test_concurrent_batches_on_one_experiment_count_each_impression_once(store, 
     for th in threads:
         th.join()
     assert not errors, errors
-    snap = store.snapshot(exp_id, full=True)
+    snap = store.experiments.snapshot(exp_id, full=True)
     b = snap.bandit
     assert b.W.sum() == len(work) == b.n_updates == snap.counters["decisive"]
-    assert tie_counts(work) and store.ties(exp_id) == tie_counts(work)  # each tie once
-    assert snap.counters["credited"] == len(work) and store.pending_count(exp_id) == 0
-    audit = [a for a in store.audit(exp_id) if a.get("action") == "eliminated"]
+    assert tie_counts(work) and store.credits.ties(exp_id) == tie_counts(work)  # each tie once
+    assert snap.counters["credited"] == len(work) and store.drains.pending_count(exp_id) == 0
+    audit = [a for a in store.experiments.audit(exp_id) if a.get("action") == "eliminated"]
     assert len(audit) == len(b.eliminated) >= 1

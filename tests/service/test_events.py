@@ -1,4 +1,4 @@
-"""The event log (service.store.events): every impression, click report and outcome is
+"""The event log (service.store.event_log): every impression, click report and outcome is
 appended by the script or transaction that writes it, so a worker SIGKILLed mid-credit
 logs each outcome exactly once; ``GET /experiments/ID/events`` pages it without skipping
 or repeating; ``rankduel export`` writes it and ``rankduel replay`` recomputes W, total

@@ -32,9 +32,9 @@ def make_experiment(store: Store) -> str:
             "interleaving": "team_draft", "seed": 1, "created_at": now}
     rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:1/{a}", timeout_ms=300, arm=a,
                       added_at=now) for a in range(2)]
-    store.create_experiment(exp_id, meta=meta, rankers=rankers,
-                            bandit=bandits.make_bandit("uniform", 2, seed=1), truth=None,
-                            audit=audit_entry(now, "created", actor="test"))
+    store.experiments.create_experiment(
+        exp_id, meta=meta, rankers=rankers, bandit=bandits.make_bandit("uniform", 2, seed=1),
+        truth=None, audit=audit_entry(now, "created", actor="test"))
     return exp_id
 
 
@@ -42,12 +42,12 @@ def save(store: Store, exp_id: str, t: int, maxlen: int) -> str:
     """One impression as the API stores it (a two-ranker team draft of 4 results), with
     a click on the first result."""
     imp = new_impression_id(exp_id)
-    store.save_impression(
+    store.impressions.save_impression(
         imp, exp_id=exp_id, t=t, arms=[0, 1], shown=["a", "b", "c", "d"],
         record={"teams": [0, 1, 0, 1]}, duel=True, forfeits=[], token_expires=2**31,
         ttl_s=3600, inactivity_s=600, counters={"impressions": 1, "duel": 1},
         rankers=["r0", "r1"], events_maxlen=maxlen)
-    store.add_clicks(imp, exp_id, [0], inactivity_s=600, ttl_s=3600)
+    store.impressions.add_clicks(imp, exp_id, [0], inactivity_s=600, ttl_s=3600)
     return imp
 
 

@@ -75,8 +75,8 @@ def experiment(store, name: str = "uniform", k: int = 3) -> str:
 
     rankers = [Ranker(name=f"r{a}", url="http://x", timeout_ms=1, arm=a, added_at=0.0)
                for a in range(k)]
-    store.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
-                            audit="{}")
+    store.experiments.create_experiment(exp_id, meta=meta, rankers=rankers, bandit=b, truth=None,
+                                        audit="{}")
     return exp_id
 
 
@@ -85,10 +85,11 @@ def impression(store, exp_id: str, inactivity_s: float = 0.0) -> str:
     from service.store.keys import new_impression_id
 
     imp_id = new_impression_id(exp_id)
-    store.save_impression(imp_id, exp_id=exp_id, t=1, arms=[0, 1], shown=["a", "b"],
-                          record=None, duel=False, forfeits=[], token_expires=2**31,
-                          ttl_s=600, inactivity_s=inactivity_s, counters={"impressions": 1})
-    store.mark_due(exp_id, time.time())
+    store.impressions.save_impression(
+        imp_id, exp_id=exp_id, t=1, arms=[0, 1], shown=["a", "b"], record=None, duel=False,
+        forfeits=[], token_expires=2**31, ttl_s=600, inactivity_s=inactivity_s,
+        counters={"impressions": 1})
+    store.drains.mark_due(exp_id, time.time())
     return imp_id
 
 
@@ -107,7 +108,7 @@ def test_a_lease_without_a_drain_lapses_and_the_sweep_queues_one(store):
     c = crediting(store, queue, lease_s=1.0)
     exp_id = experiment(store)
     impression(store, exp_id)
-    assert store.take_drain(exp_id, 1.0) is not None  # a lease nobody renews
+    assert store.drains.take_drain(exp_id, 1.0) is not None  # a lease nobody renews
     c.sweep()
     assert queue.drains == []  # held: the sweep skips it
     t0 = time.monotonic()
@@ -115,7 +116,7 @@ def test_a_lease_without_a_drain_lapses_and_the_sweep_queues_one(store):
     assert queue.drains and queue.drains[0][0] == exp_id
     assert time.monotonic() - t0 < 10
     assert c.drain(*queue.drains[0]) == 1
-    assert store.pending_count(exp_id) == 0 and store.drains(exp_id) == 0
+    assert store.drains.pending_count(exp_id) == 0 and store.drains.drains(exp_id) == 0
 
 
 def test_a_working_drain_keeps_its_lease_and_claims(store, monkeypatch):
@@ -144,15 +145,15 @@ def test_a_working_drain_keeps_its_lease_and_claims(store, monkeypatch):
         assert started.wait(30)
         t0 = time.monotonic()
         while time.monotonic() - t0 < 3.5:  # three lease lifetimes: what is checked
-            assert store.drains(exp_id) == 1
-            assert store.due(exp_id, 10) == []  # still claimed
+            assert store.drains.drains(exp_id) == 1
+            assert store.drains.due(exp_id, 10) == []  # still claimed
             assert c.sweep() == 0
             go.wait(0.2)
     finally:
         go.set()
         th.join(30)
     assert done == [1]
-    assert store.drains(exp_id) == 0 and store.pending_count(exp_id) == 0
+    assert store.drains.drains(exp_id) == 0 and store.drains.pending_count(exp_id) == 0
 
 
 def test_a_drain_that_cannot_be_queued_gives_its_lease_back(store):
@@ -162,7 +163,7 @@ def test_a_drain_that_cannot_be_queued_gives_its_lease_back(store):
     exp_id = experiment(store)
     impression(store, exp_id)
     assert c.sweep() == 0
-    assert store.drains(exp_id) == 0  # not held for 30 s: the next sweep tries again
+    assert store.drains.drains(exp_id) == 0  # not held for 30 s: the next sweep tries again
     queue.up = True
     assert c.sweep() == 1
 
@@ -173,12 +174,12 @@ def test_a_late_drain_beyond_the_parallelism_returns_at_once(store):
     c = crediting(store, Queue(), lease_s=30.0)
     exp_id = experiment(store)
     impression(store, exp_id)
-    held = [store.take_drain(exp_id, 30.0, limit=2) for _ in range(2)]
+    held = [store.drains.take_drain(exp_id, 30.0, limit=2) for _ in range(2)]
     assert all(held)
     assert c.drain(exp_id, "expired-token") == 0
-    assert store.drains(exp_id) == 2 and store.pending_count(exp_id) == 1
+    assert store.drains.drains(exp_id) == 2 and store.drains.pending_count(exp_id) == 1
     # the holder of a live lease renews it whatever the limit
-    assert store.take_drain(exp_id, 30.0, limit=1, token=held[0]) == held[0]
+    assert store.drains.take_drain(exp_id, 30.0, limit=1, token=held[0]) == held[0]
 
 
 def test_a_drain_schedules_the_next_for_an_impression_due_soon(store):
@@ -201,13 +202,13 @@ def test_a_drain_schedules_the_next_for_an_impression_due_soon(store):
 def _claim_misses_once(store, monkeypatch):
     """The drain's first claim finds nothing: the impression falls due right after it
     (idle impressions fall due all the time under load)."""
-    real, calls = store.claim, []
+    real, calls = store.drains.claim, []
 
     def claim(*args, **kw):
         calls.append(1)
         return (1, []) if len(calls) == 1 else real(*args, **kw)
 
-    monkeypatch.setattr(store, "claim", claim)
+    monkeypatch.setattr(store.drains, "claim", claim)
 
 
 def test_an_impression_due_after_the_last_claim_is_drained_at_once(store, monkeypatch):
@@ -219,7 +220,7 @@ def test_an_impression_due_after_the_last_claim_is_drained_at_once(store, monkey
     impression(store, exp_id, inactivity_s=0.0)
     _claim_misses_once(store, monkeypatch)
     assert c.drain(exp_id) == 1
-    assert store.pending_count(exp_id) == 0 and queue.later == []
+    assert store.drains.pending_count(exp_id) == 0 and queue.later == []
 
 
 def test_a_due_impression_gets_a_drain_at_once_when_the_lease_is_taken(store, monkeypatch):
@@ -232,12 +233,12 @@ def test_a_due_impression_gets_a_drain_at_once_when_the_lease_is_taken(store, mo
     c = crediting(store, queue, lease_s=5.0, follow_s=5.0)
     exp_id = experiment(store)
     impression(store, exp_id, inactivity_s=0.0)
-    assert store.take_drain(exp_id, 5.0, limit=2) is not None  # another drain's lease
+    assert store.drains.take_drain(exp_id, 5.0, limit=2) is not None  # another drain's lease
     _claim_misses_once(store, monkeypatch)
     assert c.drain(exp_id) == 0
     assert queue.later == [(exp_id, FOLLOW_LAG_S)]
     assert c.drain(exp_id) == 1  # what that follow-up drain does when it runs
-    assert store.pending_count(exp_id) == 0
+    assert store.drains.pending_count(exp_id) == 0
 
 
 # ------------------------------------------------------------------ retirement
@@ -250,7 +251,7 @@ def test_a_ranker_that_keeps_failing_is_retired_with_an_audit_entry(store):
     after = 3
     opened = 0
     for _ in range(50):
-        _, now_open = store.ranker_failed(exp_id, 2, threshold=2, quarantine_s=30)
+        _, now_open = store.ranker_health.ranker_failed(exp_id, 2, threshold=2, quarantine_s=30)
         if now_open:
             opened += 1
             retired = retire_if_failing(store, exp_id, 2, "r2", after=after)
@@ -259,16 +260,16 @@ def test_a_ranker_that_keeps_failing_is_retired_with_an_audit_entry(store):
                 break
             now[0] += 31  # the quarantine over: the next failure is a failed probe
     assert opened == after
-    snap = store.snapshot(exp_id)
+    snap = store.experiments.snapshot(exp_id)
     assert snap.bandit.status[2] == RETIRED
-    entry = store.audit(exp_id, -1, -1)[-1]
+    entry = store.experiments.audit(exp_id, -1, -1)[-1]
     assert entry["action"] == "ranker_retired" and entry["actor"] == "service"
     assert entry["ranker"] == "r2" and entry["quarantines"] == after
     # a success resets the count
-    store.ranker_failed(exp_id, 1, threshold=1, quarantine_s=30)
-    assert store.quarantines(exp_id, 1) == 1
-    store.ranker_recovered(exp_id, 1)
-    assert store.quarantines(exp_id, 1) == 0
+    store.ranker_health.ranker_failed(exp_id, 1, threshold=1, quarantine_s=30)
+    assert store.ranker_health.quarantines(exp_id, 1) == 1
+    store.ranker_health.ranker_recovered(exp_id, 1)
+    assert store.ranker_health.quarantines(exp_id, 1) == 0
 
 
 # ------------------------------------------------------------------ probes nobody chose
@@ -324,7 +325,8 @@ def test_a_failing_ranker_selection_never_chooses_is_probed_and_retired(
     client._ok("POST", f"/experiments/{e}/rankers",
                {"name": "broken", "url": f"{url}/r/broken", "probe": False}, admin=True)
     store = Store(connect(own_redis_url))
-    store.ranker_failed(e, 2, threshold=1, quarantine_s=0.3)  # it failed once: quarantined
+    # it failed once: quarantined
+    store.ranker_health.ranker_failed(e, 2, threshold=1, quarantine_s=0.3)
     served: list[list[str]] = []
 
     def retired() -> bool:
@@ -353,7 +355,7 @@ def test_a_recovered_ranker_selection_never_chooses_is_brought_back(
                                      {"name": n, "url": f"{url}/r/{n}", "timeout_ms": 1000}
                                      for n in ("good", "mid", "alt")])["id"]
     store = Store(connect(own_redis_url))
-    store.ranker_failed(e, 2, threshold=1, quarantine_s=0.3)
+    store.ranker_health.ranker_failed(e, 2, threshold=1, quarantine_s=0.3)
 
     def recovered() -> bool:
         client.search(e, "q", k=5)

@@ -40,16 +40,16 @@ def experiment(store: Store, case: dict) -> tuple[str, list[str]]:
             "interleaving": "team_draft", "seed": 1, "created_at": now}
     rankers = [Ranker(name=f"r{a}", url=f"http://127.0.0.1:1/{a}", timeout_ms=300, arm=a,
                       added_at=now) for a in range(k)]
-    store.create_experiment(exp_id, meta=meta, rankers=rankers,
-                            bandit=bandits.make_bandit("uniform", k, seed=1), truth=None,
-                            audit="{}")
+    store.experiments.create_experiment(
+        exp_id, meta=meta, rankers=rankers, bandit=bandits.make_bandit("uniform", k, seed=1),
+        truth=None, audit="{}")
     ids = []
     for imp in case["impressions"]:
         imp_id = new_impression_id(exp_id)
-        store.save_impression(imp_id, exp_id=exp_id, t=0, arms=list(range(k)), shown=["d"],
-                              record={}, duel=True, forfeits=[], token_expires=2**31,
-                              ttl_s=3600, inactivity_s=600, counters={"impressions": 1},
-                              segments=imp["seg"] or None)
+        store.impressions.save_impression(
+            imp_id, exp_id=exp_id, t=0, arms=list(range(k)), shown=["d"], record={}, duel=True,
+            forfeits=[], token_expires=2**31, ttl_s=3600, inactivity_s=600,
+            counters={"impressions": 1}, segments=imp["seg"] or None)
         ids.append(imp_id)
     return exp_id, ids
 
@@ -62,7 +62,7 @@ def mark(imp: dict) -> dict:
 
 
 def check_segments(store: Store, exp_id: str, case: dict) -> None:
-    got = store.segment_counts(exp_id)
+    got = store.credits.segment_counts(exp_id)
     assert set(got) == set(case["segments"])
     for label, want in case["segments"].items():
         c = got[label]
@@ -78,15 +78,15 @@ def test_the_credit_script_adds_as_the_table_says(rd, case, batch):
                      tuple((i, j, s, 0) for i, j, s in imp["outcomes"]))
                for imp_id, imp in zip(ids, case["impressions"], strict=True)]
     for part in ([entries] if batch == "one batch" else [[e] for e in entries]):
-        sv = store.snapshot(exp_id).sv
-        done = store.commit_credit(exp_id, sv=sv, guard="", entries=part, gone={})
+        sv = store.experiments.snapshot(exp_id).sv
+        done = store.credits.commit_credit(exp_id, sv=sv, guard="", entries=part, gone={})
         assert done.status == "ok" and set(done.codes.values()) == {"ok"}, done
-    snap = store.snapshot(exp_id, full=True)
+    snap = store.experiments.snapshot(exp_id, full=True)
     k = case["k"]
     W = np.frombuffer(snap.w_bytes, dtype="<f8").reshape(k, k)
     assert W.tolist() == case["W"]  # exactly: the shares are dyadic
     assert snap.n_updates == case["n"]
-    assert store.ties(exp_id) == pairs(case["ties"])
+    assert store.credits.ties(exp_id) == pairs(case["ties"])
     check_segments(store, exp_id, case)
 
 
@@ -99,8 +99,8 @@ def test_the_holds_writes_add_as_the_table_says(rd, case):
                 for imp_id, imp in zip(ids, case["impressions"], strict=True)}
     with rd.pipeline() as pipe:
         pipe.multi()
-        store.write_marks(pipe, exp_id, results, {}, ids, state_written=True,
-                          segments=segments)
+        store.credits.write_marks(pipe, exp_id, results, {}, ids, state_written=True,
+                                  segments=segments)
         pipe.execute()
-    assert store.ties(exp_id) == pairs(case["ties"])
+    assert store.credits.ties(exp_id) == pairs(case["ties"])
     check_segments(store, exp_id, case)

@@ -208,18 +208,18 @@ def test_the_store_extends_only_what_it_was_shown(client, ranker_server, api, rd
     first = client.search(exp, "fjord", k=3)
     imp = first["impression_id"]
     shown = [r["id"] for r in first["results"]]
-    record = store.impression(imp).record
+    record = store.impressions.impression(imp).record
     assert record["page"]["q"] and len(record["page"]["rng"]) == 2
     longer = [*shown, "x1"]
     args = dict(record=record, urls=[None] * 4, inactivity_s=60)
-    assert not store.extend_impression(imp, exp, expect=shown[:2], shown=longer, **args)
-    assert store.impression(imp).shown == shown  # nothing written
-    assert store.extend_impression(imp, exp, expect=shown, shown=longer, **args)
-    assert store.impression(imp).shown == longer
+    assert not store.impressions.extend_impression(imp, exp, expect=shown[:2], shown=longer, **args)
+    assert store.impressions.impression(imp).shown == shown  # nothing written
+    assert store.impressions.extend_impression(imp, exp, expect=shown, shown=longer, **args)
+    assert store.impressions.impression(imp).shown == longer
     assert int(rd.hget(imp_key(exp, imp), "reports")) == 1
     client.end(first)
     with pytest.raises(ImpressionClosed):
-        store.extend_impression(imp, exp, expect=longer, shown=[*longer, "x2"], **args)
+        store.impressions.extend_impression(imp, exp, expect=longer, shown=[*longer, "x2"], **args)
 
 
 def test_a_ranker_in_quarantine_now_adds_nothing_to_the_next_page(client, fixed_rankers,
@@ -240,7 +240,7 @@ def test_a_ranker_in_quarantine_now_adds_nothing_to_the_next_page(client, fixed_
     first = client.search(exp, "fjord", k=4)
     assert sorted(first["rankers"]) == ["down", "up"]
     store = Store(connect(redis_url))
-    store.ranker_failed(exp, arm["down"], threshold=1, quarantine_s=60)
+    store.ranker_health.ranker_failed(exp, arm["down"], threshold=1, quarantine_s=60)
     fixed_rankers.asked.clear()
     second = _page(client, first, "fjord", 4, 2)
     assert [name for name, _, _ in fixed_rankers.asked] == ["up"]  # down not called
@@ -250,7 +250,7 @@ def test_a_ranker_in_quarantine_now_adds_nothing_to_the_next_page(client, fixed_
     up = [f"f{i:02d}" for i in range(20)]
     assert new == [d for d in up if d not in shown][:4]  # up's next documents only
     assert sorted(second["rankers"]) == ["down", "up"]  # the impression's participants
-    store.ranker_failed(exp, arm["up"], threshold=1, quarantine_s=60)
+    store.ranker_health.ranker_failed(exp, arm["up"], threshold=1, quarantine_s=60)
     fixed_rankers.asked.clear()
     status, message = _status(lambda: _page(client, first, "fjord", 4, 3))
     assert status == 502 and "quarantine" in message and "new search" in message

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import interleaving
-from service.outcomes.metrics import bounded
-from service.store.events import event as log_event
+from service.outcomes.declared import bounded
+from service.store.event_log import event as log_event
 from service.store.keys import imp_key, pending_key
 from tests.service.test_conversions import (
     BACK_END,

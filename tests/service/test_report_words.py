@@ -27,7 +27,7 @@ def _credit(rd, exp_id: str, outcomes: list[tuple[int, int, float]]) -> None:
         bandit = snap.bandit
         for i, j, s in outcomes:
             bandit.update(i, j, s)
-        Store(rd).write_state(pipe, exp_id, bandit)
+        Store(rd).experiments.write_state(pipe, exp_id, bandit)
 
     update_experiment(Store(rd), exp_id, write)
 

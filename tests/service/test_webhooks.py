@@ -196,7 +196,7 @@ def outbox_ids(redis_url: str, exp_id: str) -> list[str]:
     from service.store.client import connect
 
     store = Store(connect(redis_url))
-    return [f["id"] for _, f in store.outbox(exp_id, "0", 10_000)]
+    return [f["id"] for _, f in store.webhooks.outbox(exp_id, "0", 10_000)]
 
 
 def check_deliveries(receiver: Receiver, expected: dict[str, list[str]]) -> None:
@@ -364,7 +364,7 @@ def test_twenty_failures_in_a_row_disable_the_hook_with_an_audit_entry(local, re
     # exactly 20 attempts, all at the first event (the second waits behind it)
     assert len(receiver.all()) == 20
     assert {r["event_id"] for r in receiver.all()} == {first["event_id"]}
-    audit = [a for a in store.audit(exp_id) if a["action"] == "webhook_disabled"]
+    audit = [a for a in store.experiments.audit(exp_id) if a["action"] == "webhook_disabled"]
     assert len(audit) == 1 and audit[0]["webhook"] == hook["id"]
     # a disabled hook gets nothing more
     run(store, exp_id, settings, policy)
@@ -556,7 +556,7 @@ def test_rankers_shown_worse_and_a_certified_champion_are_told_once(
 
 def test_a_due_mark_lost_after_the_append_is_repaired_by_the_full_pass(local, receiver):
     from service.rankers.allow_list import RankerPolicy
-    from service.webhooks import events, operations
+    from service.webhooks import operations, payloads
     from service.webhooks.delivery import run
     from service.webhooks.sweep import behind
 
@@ -565,14 +565,14 @@ def test_a_due_mark_lost_after_the_append_is_repaired_by_the_full_pass(local, re
                              events=ALL_EVENTS, secret=SECRET)
     exp_id = fake_experiment(store, "unmarked")
     # the event appended, and its process killed before it marked the experiment due
-    event = events.make("experiment_paused", exp_id, "unmarked", {"actor": "operator"})
-    store.record_event(exp_id, event["event_id"], event["type"], events.body(event))
-    assert exp_id not in dict(store.hooks_due(time.time()))
+    event = payloads.make("experiment_paused", exp_id, "unmarked", {"actor": "operator"})
+    store.webhooks.record_event(exp_id, event["event_id"], event["type"], payloads.body(event))
+    assert exp_id not in dict(store.webhooks.hooks_due(time.time()))
     assert behind(store, [exp_id]) == 1
-    assert exp_id in dict(store.hooks_due(time.time()))
+    assert exp_id in dict(store.webhooks.hooks_due(time.time()))
     run(store, exp_id, settings, RankerPolicy(LOOPBACK))
     assert [r["event_id"] for r in receiver.accepted().values()] == [event["event_id"]]
-    assert exp_id not in dict(store.hooks_due(time.time()))  # done: the mark is gone
+    assert exp_id not in dict(store.webhooks.hooks_due(time.time()))  # done: the mark is gone
     assert behind(store, [exp_id]) == 0  # nothing behind any more
     operations.delete(store, hook["id"])
 

@@ -12,6 +12,11 @@ imports with :mod:`ast` (nothing is imported) and check the rules:
   the top; only :mod:`service.app` imports :mod:`service.api` (nothing below the HTTP
   layer reaches up into it), and the folders and top modules of ``service`` import each
   other without a loop (:func:`service_layers`);
+* the parts of ``service`` (each folder, each module at its top) sit in the layers
+  :data:`service.LAYERS` declares, bottom to top, and import only from layers below their
+  own (:func:`layer_breaks`); docs/architecture.md's drawing is rendered from it;
+* no class of ``service`` has more than :data:`MAX_PUBLIC_METHODS` public methods of the
+  project's own (the store is a part per concept, ``store.<part>``, not one facade);
 * storage (``service/store/``) never calls a policy: it imports nothing of
   :mod:`service.credit` and calls no policy's or guard's decision (``update``,
   ``watches``, ``volatility``...): it stores plain values it is given
@@ -233,6 +238,133 @@ def test_the_service_layers_hold():
         " <-> ".join(loop) for loop in loops)
 
 
+def layer_breaks(graph: dict[str, list[str]], layers: tuple[tuple[str, ...], ...]
+                 ) -> tuple[list[str], list[str]]:
+    """What breaks the declared ``layers`` (bottom to top, as :data:`service.LAYERS`) in an
+    import ``graph``: the parts of ``service`` declared in no layer or in two, and each
+    import of a part from its own layer or above (one line per module)."""
+    level: dict[str, int] = {}
+    undeclared = []
+    for i, layer in enumerate(layers):
+        for name in layer:
+            if name.rstrip("/") in level:
+                undeclared.append(f"{name} is declared twice")
+            level[name.rstrip("/")] = i
+
+    def part(module: str) -> str | None:
+        pieces = module.split(".")
+        return pieces[1] if pieces[0] == "service" and len(pieces) > 1 else None
+
+    up = []
+    for name, targets in sorted(graph.items()):
+        a = part(name)
+        if a is None:
+            continue
+        if a not in level:
+            undeclared.append(f"service/{a} is in no layer of service.LAYERS")
+            level[a] = -1
+        for target in targets:
+            b = part(target)
+            if b is None or b == a or b not in level:
+                continue
+            if level[b] >= level[a] >= 0:
+                up.append(f"{name} imports {target}: {b} is in layer {level[b]}, "
+                          f"{a} in layer {level[a]} (service.LAYERS, bottom 0)")
+    return sorted(set(undeclared)), up
+
+
+def test_layer_breaks_finds_an_import_up_and_an_undeclared_part():
+    layers = (("store/", "config"), ("experiments/",), ("reports/",))
+    graph = {"service.reports.metric_collector": ["service.experiments", "service.store"],
+             "service.experiments.operations": ["service.reports.build"],
+             "service.config": [], "service.webhooks.sweep": ["service.store"]}
+    undeclared, up = layer_breaks(graph, layers)
+    assert undeclared == ["service/webhooks is in no layer of service.LAYERS"]
+    assert up == ["service.experiments.operations imports service.reports.build: reports is "
+                  "in layer 2, experiments in layer 1 (service.LAYERS, bottom 0)"]
+    assert layer_breaks({"service.config": ["service.errors"]},
+                        (("config", "errors"),))[1] == [  # one layer: not below
+        "service.config imports service.errors: errors is in layer 0, config in layer 0 "
+        "(service.LAYERS, bottom 0)"]
+
+
+def test_the_service_imports_follow_the_declared_layers():
+    import service
+
+    undeclared, up = layer_breaks(GRAPH, service.LAYERS)
+    assert not undeclared, undeclared
+    assert not up, "imports up or across the layers of service.LAYERS:\n" + "\n".join(up)
+    # every declared name is a folder or a top module of service/
+    for name in (n for layer in service.LAYERS for n in layer):
+        path = ROOT / "service" / name.rstrip("/")
+        assert (path / "__init__.py").exists() if name.endswith("/") else \
+            path.with_suffix(".py").exists(), f"service.LAYERS names {name}: no such part"
+
+
+def test_the_architecture_page_draws_the_declared_layers():
+    from cli import docs
+
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    assert docs.LAYERS_BEGIN in page and docs.LAYERS_END in page, (
+        "docs/architecture.md has no drawing of service.LAYERS between its layers markers")
+    assert docs.with_layers(page) == page, (
+        "docs/architecture.md's drawing of the layers differs from service.LAYERS: "
+        "run python -m cli.docs")
+
+
+#: the most public methods of the project's own one class of ``service`` may have
+MAX_PUBLIC_METHODS = 40
+_OWN = ("service", "bandits", "interleaving", "judging", "rollout")
+
+
+def public_methods(cls: type) -> list[str]:
+    """The public methods (functions, static and class methods) of ``cls``, its own and
+    inherited, that a class of the project defines (not Flask's, pydantic's, ...)."""
+    out = []
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        owner = next((k for k in cls.__mro__ if name in vars(k)), None)
+        if owner is None or owner.__module__.partition(".")[0] not in _OWN:
+            continue
+        value = vars(owner)[name]
+        if isinstance(value, (staticmethod, classmethod)) or (
+                callable(value) and not isinstance(value, type)):
+            out.append(name)
+    return out
+
+
+def test_public_methods_counts_the_inherited_and_not_the_libraries():
+    class A:
+        def a(self): ...
+        @staticmethod
+        def s(): ...
+        def _private(self): ...
+
+    class B(A, dict):
+        def b(self): ...
+
+    A.__module__ = B.__module__ = "service.example"
+    assert sorted(public_methods(B)) == ["a", "b", "s"]  # not dict's keys, items...
+
+
+def test_no_class_of_the_service_has_more_than_40_public_methods():
+    import importlib
+
+    big = {}
+    for name in sorted(MODULES):
+        if name.partition(".")[0] != "service":
+            continue
+        module = importlib.import_module(name)
+        for cls in vars(module).values():
+            if isinstance(cls, type) and cls.__module__ == name:
+                n = len(public_methods(cls))
+                if n > MAX_PUBLIC_METHODS:
+                    big[f"{name}.{cls.__qualname__}"] = n
+    assert not big, (f"classes of service/ with more than {MAX_PUBLIC_METHODS} public "
+                     f"methods (split them by concept, as store.<part>): {big}")
+
+
 def test_service_is_one_folder_per_concept():
     top = sorted(p.name for p in (ROOT / "service").glob("*.py"))
     assert len(top) <= MAX_TOP_FILES, f"{len(top)} modules at the top of service/: {top}"
@@ -258,10 +390,12 @@ def test_the_service_is_small_modules_and_the_tasks_are_thin():
     assert not (ROOT / "service" / "store.py").exists()
     assert len((ROOT / "workers" / "tasks.py").read_text().splitlines()) < 150
     # each Lua script is a file next to its module, and ships with the package
-    from service.store import Store
+    from service.store import StorePart
     from service.store.base import lua
 
-    declared = {name for cls in Store.__mro__ for name in vars(cls).get("SCRIPTS", {}).values()}
+    # each part of the store (store.<part>) declares its own scripts
+    declared = {name for part in StorePart.__subclasses__() for cls in part.__mro__
+                for name in vars(cls).get("SCRIPTS", {}).values()}
     included = {m for name in declared for m in re.findall(r"^-- include: (\w+)$", lua(name), re.M)}
     files = {p.stem for p in (ROOT / "service" / "store").glob("*.lua")}
     assert declared | included == files and len(files) >= 10

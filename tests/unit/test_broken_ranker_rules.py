@@ -74,14 +74,18 @@ def test_header_secrets_are_the_values_set_in_this_process():
 
 # ---------------------------------------------------------------------- screening a search
 class FakeStore:
+    """The store calls of a search's screening; the parts they name (``store.<part>``) are
+    this one fake."""
+
     def __init__(self, marked: set[int] = frozenset()) -> None:
+        self.ranker_health = self.experiments = self.webhooks = self
         self.recorded: list[dict[int, str]] = []
-        self.audit: list[str] = []
+        self.audited: list[str] = []  # its records are not named as store methods
         self.restored: list[int] = []
         self.reprobed: list[int] = []
         self.marked = marked
-        self.events: list[str] = []
-        self.due: list[str] = []
+        self.told: list[str] = []
+        self.marked_due: list[str] = []
 
     def ranker_answers(self, exp_id, codes, **kw):
         assert kw == {"window": 50, "least": 20, "share": 0.9, "reprobe_s": 30.0}
@@ -90,7 +94,7 @@ class FakeStore:
                 for a, c in codes.items()}
 
     def add_audit(self, exp_id, entry):
-        self.audit.append(entry)
+        self.audited.append(entry)
 
     def ranker_restored(self, exp_id, arm):
         self.restored.append(arm)
@@ -107,13 +111,13 @@ class FakeStore:
         return 1_790_000_000.0
 
     def record_event(self, exp_id, event_id, kind, payload, *, audit="", once=None):
-        self.events.append(kind)
+        self.told.append(kind)
         if audit:
-            self.audit.append(audit)
+            self.audited.append(audit)
         return event_id
 
     def mark_hooks_due(self, exp_id, at):
-        self.due.append(exp_id)
+        self.marked_due.append(exp_id)
 
 
 def search_health(store: FakeStore, health: dict | None = None, probed: dict | None = None):
@@ -160,9 +164,9 @@ def test_marking_is_audited_and_logged(caplog):
     store = FakeStore(marked={1})
     with caplog.at_level(logging.WARNING, logger="rankduel.rankers"):
         degraded.screen(search_health(store), [answer(0, 5), answer(1, 0)], [])
-    assert len(store.audit) == 1 and '"ranker_degraded"' in store.audit[0]
-    assert '"reason": "no results"' in store.audit[0]
-    assert store.events == ["ranker_degraded"] and store.due == ["e1"]  # webhooks told
+    assert len(store.audited) == 1 and '"ranker_degraded"' in store.audited[0]
+    assert '"reason": "no results"' in store.audited[0]
+    assert store.told == ["ranker_degraded"] and store.marked_due == ["e1"]  # webhooks told
     assert any("experiment e1 ranker r1" in r.getMessage() and "degraded (no results)"
                in r.getMessage() for r in caplog.records)
 
@@ -173,7 +177,7 @@ def test_a_degraded_ranker_is_restored_by_results_and_reprobed_otherwise():
     degraded.screen(search_health(store, {1: sick, 2: sick}, probed={2: []}),
                     [answer(0, 5), answer(1, 4)], [])
     assert store.restored == [1] and store.reprobed == [2]
-    assert any('"ranker_restored"' in e for e in store.audit)
+    assert any('"ranker_restored"' in e for e in store.audited)
 
 
 def test_a_degraded_ranker_is_out_of_selection_until_its_probe():

@@ -95,6 +95,7 @@ class FakeStore:
     """The two store calls of a click report (service.store.control_pages)."""
 
     def __init__(self) -> None:
+        self.control_pages = self  # the part the code names: store.control_pages
         self.seen: set[str] = set()
         self.counts: dict[str, int] = {}
 

@@ -20,6 +20,7 @@ class _Store:
     """What the controller reads of Redis: the selection counter and the snapshot."""
 
     def __init__(self, bandit):
+        self.experiments = self  # the part the controller names: store.experiments
         self.t = 0
         self.snap = SimpleNamespace(
             exp_id="e", meta={"seed": 3}, lifecycle="running", version=1,

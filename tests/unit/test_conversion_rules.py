@@ -14,7 +14,7 @@ from bandits.confidence import certified_best, shown_worse
 from service.credit.outcome_events import outcomes, spec, winners
 from service.outcomes import actions as actions_mod
 from service.outcomes.actions import Actions
-from service.outcomes.metrics import (
+from service.outcomes.declared import (
     MAX_METRICS,
     Metric,
     attribution_ttl,
@@ -22,7 +22,7 @@ from service.outcomes.metrics import (
     declare,
     value_problem,
 )
-from service.reports.metrics import disagreement, entry
+from service.reports.per_metric import disagreement, entry
 
 
 def test_declarations_name_the_field():

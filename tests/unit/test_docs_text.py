@@ -149,3 +149,31 @@ def test_a_test_count_is_found(text):
 def test_other_numbers_of_tests_pass():
     assert stated_test_counts("with 14 tests a value needs about 50 comparisons; 1,949 "
                               "comparisons; the tests take 17 min; tests 1-8") == []
+
+
+#: the longest a table cell of BENCHMARKS.md may be: a claim and its numbers in a line a
+#: reader takes in; more goes in the result's own page (bench/results/)
+MAX_CELL = 300
+
+
+def long_cells(text: str, limit: int = MAX_CELL) -> list[str]:
+    """``line N: the cell's start (length)`` for each Markdown table cell of ``text``
+    longer than ``limit`` characters."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("|"):
+            for cell in (c.strip() for c in line.strip().strip("|").split(" | ")):
+                if len(cell) > limit:
+                    out.append(f"line {n}: {cell[:60]}... ({len(cell)})")
+    return out
+
+
+def test_long_cells_are_found():
+    assert long_cells("| a | b |\n| " + "x" * 301 + " | c |\n", 300) == [
+        f"line 2: {'x' * 60}... (301)"]
+    assert long_cells("| " + "x" * 300 + " | c |\ntext " + "y" * 400 + "\n", 300) == []
+
+
+def test_no_benchmarks_table_cell_is_over_300_characters():
+    found = long_cells((ROOT / "BENCHMARKS.md").read_text())
+    assert not found, "BENCHMARKS.md cells over 300 characters:\n" + "\n".join(found)

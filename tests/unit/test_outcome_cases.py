@@ -38,7 +38,7 @@ def matrix(by_pair: dict, k: int) -> list[list[float]]:
 
 def events(cases: list[dict]) -> list[dict]:
     """An export's events for the impressions of ``cases``, in order: each impression's
-    event, a click, its outcome event (as :func:`service.store.events.event` reads
+    event, a click, its outcome event (as :func:`service.store.event_log.event` reads
     them)."""
     out = []
     for case in cases:

@@ -11,7 +11,7 @@ import time
 
 from service.webhooks import signing
 from service.webhooks.delivery import backoff, headers_for
-from service.webhooks.events import EVENTS, body, make
+from service.webhooks.payloads import EVENTS, body, make
 
 SECRET = "whsec-test-0123456789abcdef"
 

@@ -7,7 +7,7 @@ Each metric's verdict is :mod:`bandits.confidence`'s anytime test on that metric
 the union bound over the metrics, the chance that *any* verdict the list states (a
 ranker certified best on its metric, or shown worse on it) is wrong, at any time in the
 run, is at most δ. Every outcome a metric adds lies in [0, 1] (a ``sum`` metric's is
-bounded by its cap: :func:`service.outcomes.metrics.bounded`), which is what the test
+bounded by its cap: :func:`service.outcomes.declared.bounded`), which is what the test
 needs; a ``sum`` metric's verdict is thus about value-weighted wins, the sums of the
 plain values being shown beside it. The headline verdict of the report stays the
 policy's own, at δ, on the experiment's ``W``: the primary metric's.
@@ -23,7 +23,7 @@ import numpy as np
 from bandits.base import RETIRED
 from bandits.confidence import DEFAULT_ERROR_RATE, certified_best, shown_worse
 from service.outcomes.counts import by_ranker, matrix
-from service.outcomes.metrics import declared, learns_clicks, primary
+from service.outcomes.declared import declared, learns_clicks, primary
 from service.store import Store
 
 
@@ -67,7 +67,7 @@ def per_metric(store: Store, exp_id: str, meta: Mapping[str, Any], bandit,
     if not metrics:
         return None
     k = bandit.K
-    counts = store.metric_counts(exp_id)
+    counts = store.outcomes.metric_counts(exp_id)
     arms = [a for a in range(k) if int(bandit.status[a]) != RETIRED]
     share = (delta or DEFAULT_ERROR_RATE) / len(metrics)
     out = []

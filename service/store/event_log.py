@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.store.base import StoreBase
+from service.store.base import StorePart
 from service.store.keys import events_key
 from service.store.snapshot import text
 
@@ -73,7 +73,7 @@ def event(entry_id: Any, fields: dict[Any, Any]) -> dict[str, Any]:
     return out
 
 
-class EventStore(StoreBase):
+class EventStore(StorePart):
     """Reading an experiment's event log."""
 
     def events(self, exp_id: str, after: str = "0", limit: int = 1000
