@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ADMIN
+from helpers.wait import wait_for
 
 from demo.client import Client
 from demo.stack import child_pids, free_port, wait_until
@@ -81,14 +82,17 @@ def test_a_revoked_key_stops_in_both_workers_within_2_s(served):
     assert status == 201, made
     key = made["key"]
     workers = child_pids(child.pid)
-    conns = []
-    for _ in range(CONNECTIONS):
+    conns: list[http.client.HTTPConnection] = []
+    held: set = set()
+    # at least CONNECTIONS, and more until both workers hold one: which worker accepts a
+    # connection is the kernel's choice, and a busy machine can hand a dozen to one
+    while len(conns) < CONNECTIONS or (not set(workers) <= held and len(conns) < 100):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         assert _get(conn, "/experiments", key) == 200  # each worker caches the key
         conns.append(conn)
-    # both workers hold connections (None: one gunicorn closed meanwhile, its keep-alive
-    # over on a loaded machine; the loop below opens it again)
-    held = {_worker_of(c, workers, port) for c in conns}
+        # (None: one gunicorn closed meanwhile, its keep-alive over on a loaded machine;
+        # the loop below opens it again)
+        held.add(_worker_of(conn, workers, port))
     assert set(workers) <= held, (held, workers)
 
     status, out = admin.request("DELETE", f"/keys/{made['id']}", admin=True)
@@ -154,7 +158,10 @@ def test_no_secret_in_the_logs_metrics_answers_or_redis(served, rd, ranker_serve
     assert as_key("ops", "GET", "/audit?limit=1000")[0] == 200
     assert as_key("ops", "GET", "/audit/export")[0] == 200
     assert as_key("ops", "DELETE", f"/keys/{made[1]['id']}")[0] == 200
-    assert as_key("writer", "GET", "/experiments")[0] == 401  # revoked: and logged? no
+    # revoked: every API process refuses it within 2 s (the next request may reach the
+    # other gunicorn worker, whose check of the key is up to a second old)
+    wait_for(lambda: as_key("writer", "GET", "/experiments")[0] == 401, timeout=2.0,
+             what="the revoked key refused (401) by every process", interval=0.05)
     assert as_key("reader", "GET", "/experiments?" + "x" * 10)[0] == 200
     metrics = answers[5]
 
