@@ -186,7 +186,8 @@ def test_no_secret_in_the_logs_metrics_answers_or_redis(served, rd, ranker_serve
                 stored.append(str(rd.get(k)))
     assert stored and metrics
     for key in keys.values():
-        secret_part = key.rpartition("_")[2]
+        secret_part = key[len("rdk_k0123456789ab_"):]  # the 43 random characters (may hold "_")
+        assert len(secret_part) == 43, key
         for where, text in [("log", log), ("metrics", metrics), ("redis", "\n".join(stored)),
                             ("answers", "\n".join(answers))]:
             assert key not in text and secret_part not in text, where
