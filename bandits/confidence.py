@@ -14,7 +14,7 @@ Rankers ``i`` and ``j`` compared ``n = w_ij + w_ji`` times: each outcome ``X`` l
 adaptive rule chose when to compare them. To test ``p_ij ≤ ½``, a gambler starts with
 wealth 1 and bets a constant fraction ``μ = 2θ − 1`` of it on ``i`` at every comparison:
 the capital ``K_n(θ) = Π (1 + μ(2X − 1))`` is a nonnegative supermartingale when
-``p_ij ≤ ½`` (Waudby-Smith & Ramdas 2023, §3, the capital process; there ``λ(X − m)``
+``p_ij ≤ ½`` (Waudby-Smith & Ramdas 2023, the capital process; there ``λ(X − m)``
 with ``m = ½`` and ``λ = 2μ``). ``log(1 + μu)`` is concave in ``u = 2X − 1 ∈ [−1, 1]``,
 so it lies above its chord, and
 
@@ -34,7 +34,7 @@ every comparison if need be (every check is a stopping time), and an edge once d
 kept.
 
 Why it is tighter than the normal mixture it replaces (Robbins 1970; Howard, Ramdas,
-McAuliffe & Sekhon 2021, §3.2, still the guard's in :mod:`bandits.condorcet_check`):
+McAuliffe & Sekhon 2021, still the guard's in :mod:`bandits.condorcet_check`):
 that boundary is Hoeffding's, variance ¼ at every preference, and its mixture costs
 ``½ log(1 + n/40)`` nats that grow with ``n``. A constant bet earns
 ``n (kl(p, ½) − kl(p, θ))`` nats on win/loss outcomes at preference ``p``, the Bernoulli
