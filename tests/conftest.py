@@ -298,8 +298,8 @@ TEST_SECONDS: dict[str, dict[str, float]] = {
         "test_ctrl_c_stops_the_demo_started_with_sigint_ignored": 25,
     },
     "tests/stats/test_segment_flag_rates.py": {
-        "test_no_segment_differs_flags_at_most_5_percent_of_runs": 125,
-        "test_a_segment_that_prefers_another_ranker_is_flagged_and_named": 40,
+        "test_no_segment_differs_flags_at_most_5_percent_of_runs": 10,
+        "test_a_segment_that_prefers_another_ranker_is_flagged_and_named": 5,
     },
     "tests/stats/test_ab_rates.py": {
         "test_srm_over_a_ramp": 40,
