@@ -80,9 +80,48 @@ def stack(tmp_path_factory):
         yield s
 
 
+#: the URL of this process's session Redis, once a test has started it (:func:`redis_url`)
+_SESSION_REDIS: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def redis_url(stack) -> str:
-    return stack.start_redis()
+    url = stack.start_redis()
+    _SESSION_REDIS.append(url)
+    return url
+
+
+def _placement_names() -> set[bytes]:
+    """The names in the session Redis's placement index (none before it started)."""
+    if not _SESSION_REDIS:
+        return set()
+    import redis
+
+    from service.store.keys import PLACEMENTS
+
+    with redis.Redis.from_url(_SESSION_REDIS[0]) as client:
+        return set(client.smembers(PLACEMENTS))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _placements_of_the_module_retired():
+    """Once a module's tests are done, its placements leave the session Redis's placement
+    index (their records stay). The worker's sweep checks every indexed placement's
+    guardrails and split every ``sweep_interval_s`` (0.5 s here), and the API's
+    placement cache and metrics read them all: a process's session gathered tens of
+    placements whose experiments run for ever, and its idle worker spent a tenth of a core
+    checking them. No module reads another's placements (modules run in any order, on any
+    process)."""
+    before = _placement_names()
+    yield
+    new = _placement_names() - before
+    if new:
+        import redis
+
+        from service.store.keys import PLACEMENTS
+
+        with redis.Redis.from_url(_SESSION_REDIS[0]) as client:
+            client.srem(PLACEMENTS, *new)
 
 
 @pytest.fixture(scope="session")
