@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clicks/",),
     ("search/", "ubi/"),
     ("placements/",),
+    ("ab/",),
     ("api/",),
     ("app",),
 )
@@ -41,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 LAYER_NOTES: dict[str, str] = {
     "app": "the factory: the only importer of api/",
     "api/": "HTTP",
+    "ab/": "the A/B design: its storage, search, report, creation",
     "placements/": "a placement's search sits on an experiment's search",
     "search/": "UBI events and next pages go through clicks/",
     "clicks/": "the front end's click reports",

@@ -10,6 +10,8 @@ from functools import partial
 from flask import Blueprint, Response, jsonify, request
 
 from service import schemas as s
+from service.ab import operations as ab_experiments
+from service.ab import report as ab_report
 from service.api.spec import (
     EXP_ID,
     FROM_CREATED,
@@ -20,10 +22,8 @@ from service.api.validation import json_body, parse
 from service.errors import NotFound, Unprocessable
 from service.experiments import idempotency, ranker_versions
 from service.experiments import operations as experiments
-from service.placements import ab as ab_experiments
 from service.placements import operations as placements
 from service.placements import traffic as rollout_api
-from service.reports import ab as ab_report
 from service.reports import archive as archiving
 from service.reports.build import build as build_report
 from service.reports.schema import AnyReport
@@ -69,7 +69,7 @@ def create():
     rt = runtime()
     key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
     body = json_body(request)
-    if isinstance(body, dict) and body.get("design") == "ab":  # service.placements.ab
+    if isinstance(body, dict) and body.get("design") == "ab":  # service.ab.operations
         make = partial(ab_experiments.create_from_body, rt,
                        parse(s.NewABExperiment, body, status=422), _prober(rt))
     else:

@@ -68,7 +68,7 @@ def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[st
     for a click sent without the token (``POST /ubi/events`` from a server)."""
     imp = _load_verified(rt, imp_id, token, keyed=keyed)
     positions = shown_positions(imp, clicks)
-    if imp.design == "ab":  # an A/B search: counted clicked once (service.store.ab)
+    if imp.design == "ab":  # an A/B search: counted clicked once (service.ab.store)
         if rt.store.ab.ab_click(imp.exp, imp_id) < 0:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
         return {"impression_id": imp_id, "accepted": len(positions), "duplicates": 0}

@@ -29,7 +29,7 @@ MISS_REFRESH_S = 0.25
 class Candidate:
     """A running experiment that declares the action: its metrics of that action, and
     the longest window among all its metrics (the attribution index's TTL); ``ab``: an
-    A/B test (its events are counted per user at once, :mod:`service.store.ab`)."""
+    A/B test (its events are counted per user at once, :mod:`service.ab.store`)."""
 
     exp_id: str
     metrics: tuple[Metric, ...]

@@ -7,19 +7,19 @@ guardrail keeps the experiment paused; the alert ``RankduelGuardrailTripped``) a
 ``experiment="control"``'s), and the control ranker's health:
 ``rankduel_placement_control_{calls,failures,empty}_total{placement}`` (the alerts
 ``RankduelControlFailing`` and ``RankduelControlEmpty``); every split checked:
-``rankduel_srm_flagged{placement, experiment}`` (:func:`service.reports.ab.flagged`; the
+``rankduel_srm_flagged{placement, experiment}`` (:func:`service.ab.report.flagged`; the
 alert ``RankduelSplitMismatch``), and the confirmed pairs' ``rankduel_agreement_rate``
 and ``rankduel_agreement_pairs``, and the median speed-up over them
-``rankduel_interleaving_speedup_median`` (:func:`service.reports.ab.agreements`)."""
+``rankduel_interleaving_speedup_median`` (:func:`service.ab.report.agreements`)."""
 
 from __future__ import annotations
 
 import logging
 import time
 
+from service.ab import report as ab_reports
 from service.experiments.collector import Family
 from service.placements.operations import control_health, shares_now
-from service.reports import ab as ab_reports
 from service.store import Store
 
 log = logging.getLogger("rankduel.metrics")

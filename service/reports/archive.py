@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from service.ab import report as ab_report
 from service.errors import Conflict, NotFound
-from service.reports import ab as ab_report
 from service.reports.build import build as build_report
 from service.store import Store, audit_entry
 from service.store.archive import KEEP

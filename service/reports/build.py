@@ -26,9 +26,9 @@ from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
 from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
+from service.ab.report import pair_speedup
 from service.reports import segments as by_segment
 from service.reports import splits
-from service.reports.ab import pair_speedup
 from service.reports.per_metric import per_metric
 from service.segments.counts import matrices as segment_matrices
 from service.segments.dimensions import values as segment_values

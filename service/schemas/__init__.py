@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from pydantic import RootModel
 
-from service.schemas.ab import Agreement, Agreements, Confirm, NewABExperiment
+from service.ab.schemas import Agreement, Agreements, Confirm, NewABExperiment
 from service.schemas.base import (
     HEADER_NAME_PATTERN,
     MAX_CLICKS,

@@ -35,11 +35,12 @@ import numpy as np
 
 from rollout import call_counts
 from service import metrics
+from service.ab import search as ab
 from service.errors import BadGateway
 from service.outcomes.declared import attribution_ttl, declared
 from service.reports import splits
 from service.runtime import Runtime
-from service.search import ab, degraded
+from service.search import degraded
 from service.search.ranker_health import RankerHealth, SearchTiming
 from service.segments.dimensions import labels as segment_labels
 from service.store.keys import new_impression_id
@@ -87,7 +88,7 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
     segment values, stored with the impression as labels (:mod:`service.segments.dimensions`)."""
     imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     choice = rt.controller.choose(exp_id)
-    if ab.is_ab(choice.snapshot.meta):  # one arm's list, whole (service.search.ab)
+    if ab.is_ab(choice.snapshot.meta):  # one arm's list, whole (service.ab.search)
         return ab.serve(rt, exp_id, choice, q, k, user, timing, calls,
                         user_hash(rt.secret, exp_id, user))
     seed = [choice.snapshot.meta["seed"], choice.t, 1]

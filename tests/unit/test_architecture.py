@@ -172,9 +172,9 @@ def test_no_import_cycles():
 
 
 #: the concepts of the live service, each a folder of ``service/`` (docs/architecture.md)
-CONCEPTS = ("access", "api", "campaigns", "clicks", "credit", "events", "experiments", "outcomes",
-            "placements", "rankers", "reports", "schemas", "search", "segments", "store",
-            "ubi", "webhooks")
+CONCEPTS = ("ab", "access", "api", "campaigns", "clicks", "credit", "events", "experiments",
+            "outcomes", "placements", "rankers", "reports", "schemas", "search", "segments",
+            "store", "ubi", "webhooks")
 #: the most modules at the top of ``service/`` (wiring, configuration, errors, tokens,
 #: metrics and the like); everything else lives in its concept's folder
 MAX_TOP_FILES = 12
@@ -231,8 +231,25 @@ def test_service_layers_finds_the_old_imports():
                            "service.search.serve": ["service.store"]}) == ([], [])
 
 
+#: imports of the A/B design's folder (service/ab/, moved there whole) from the layers below
+#: it, while their callers move to asking the design (issue 46): the next commit removes
+#: them. An entry that no longer occurs fails the test, so it cannot outlive its fix.
+MOVING = {("service.schemas", "service.ab.schemas"),
+          ("service.search.serve", "service.ab.search"),
+          ("service.reports.build", "service.ab.report"),
+          ("service.reports.archive", "service.ab.report"),
+          ("service.placements.collector", "service.ab.report")}
+
+
+def _settled(graph: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``graph`` without the imports of :data:`MOVING` (each must still occur)."""
+    found = {(a, b) for a, targets in graph.items() for b in targets if (a, b) in MOVING}
+    assert found == MOVING, f"moved, remove from MOVING: {sorted(MOVING - found)}"
+    return {a: [b for b in targets if (a, b) not in MOVING] for a, targets in graph.items()}
+
+
 def test_the_service_layers_hold():
-    up, loops = service_layers(GRAPH)
+    up, loops = service_layers(_settled(GRAPH))
     assert not up, "imports up into service.api: " + "; ".join(up)
     assert not loops, "loops between parts of service/: " + "; ".join(
         " <-> ".join(loop) for loop in loops)
@@ -291,7 +308,7 @@ def test_layer_breaks_finds_an_import_up_and_an_undeclared_part():
 def test_the_service_imports_follow_the_declared_layers():
     import service
 
-    undeclared, up = layer_breaks(GRAPH, service.LAYERS)
+    undeclared, up = layer_breaks(_settled(GRAPH), service.LAYERS)
     assert not undeclared, undeclared
     assert not up, "imports up or across the layers of service.LAYERS:\n" + "\n".join(up)
     # every declared name is a folder or a top module of service/
@@ -390,19 +407,26 @@ def test_the_service_is_small_modules_and_the_tasks_are_thin():
     assert not (ROOT / "service" / "store.py").exists()
     assert len((ROOT / "workers" / "tasks.py").read_text().splitlines()) < 150
     # each Lua script is a file next to its module, and ships with the package
+    import importlib
+
     from service.store import StorePart
+
+    for name in MODULES:  # a design's part of the store is defined in its folder
+        if name.startswith("service."):
+            importlib.import_module(name)
     from service.store.base import GENERATED, lua
 
     # each part of the store (store.<part>) declares its own scripts
     declared = {name for part in StorePart.__subclasses__() for cls in part.__mro__
                 for name in vars(cls).get("SCRIPTS", {}).values()}
     included = {m for name in declared for m in re.findall(r"^-- include: (\w+)$", lua(name), re.M)}
-    files = {p.stem for p in (ROOT / "service" / "store").glob("*.lua")}
+    files = {p.stem for p in (ROOT / "service").rglob("*.lua")}
     assert declared | included == files | set(GENERATED) and len(files) >= 10
     # the guard's check (tests/unit/test_guard_cases.py) and the A/B moments, shared; the
     # outcome->W write and the counts' field names it uses (generated from keys.py)
     assert included == {"guard", "ab_moments", "outcome_write", "fields"}
     assert '"service.store" = ["*.lua"]' in (ROOT / "pyproject.toml").read_text()
+    assert '"service.ab" = ["*.lua"]' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_no_storage_function_takes_a_callable_and_no_policy_is_probed():

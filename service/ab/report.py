@@ -2,7 +2,7 @@
 ``ab``) and the confirmed pairs of ``GET /agreements``.
 
 The statistics are :mod:`rollout.ab`'s and :mod:`rollout.srm`'s; this module reads the
-counters (:meth:`service.store.ab.ABStore.ab_moments`: per arm and metric, the moments
+counters (:meth:`service.ab.store.ABStore.ab_moments`: per arm and metric, the moments
 of the users' values) and shapes the answer:
 
 * per treatment against the control and per metric (``ctr``, ``searches``,
@@ -31,10 +31,10 @@ from typing import Any
 from rollout import srm
 from rollout.ab import Moments, ab_report, agreement_rate, agrees, metric_verdicts
 from rollout.ab.arms import equal_shares
+from service.ab.store import AB_METRICS
 from service.outcomes.declared import Metric, declared
 from service.reports import speedup, splits
 from service.store import Store
-from service.store.ab import AB_METRICS
 from service.store.snapshot import ExperimentMissing, Snapshot
 
 log = logging.getLogger("rankduel.webhooks")

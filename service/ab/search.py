@@ -16,10 +16,10 @@ experiment's snapshot and its rankers by arm; arm 0 is the placement's control).
    to be trusted until the treatment is fixed. The control failing too is a 502 (on a
    placement: its fallback, the control's page).
 3. **The count**: the search, its user (a keyed hash, never the id) and its arm go to
-   :meth:`service.store.ab.ABStore.save_ab_search` with the rankers' guardrail counts,
+   :meth:`service.ab.store.ABStore.save_ab_search` with the rankers' guardrail counts,
    one script; the answer carries an impression id and a click token like any
    experiment's, and ``POST /clicks`` with them counts the search clicked, once
-   (:mod:`service.store.ab`). With metrics of an action declared, the same script
+   (:mod:`service.ab.store`). With metrics of an action declared, the same script
    enters a new user in each with the value 0 and writes the last touches an outcome
    event is attributed by (``POST /outcomes``).
 """
