@@ -24,7 +24,8 @@ the workers sit on top of it."""
 #: from its own layer or above (``tests/unit/test_architecture.py``).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("store/", "events/", "config", "errors", "metrics", "id_limits", "serving"),
-    ("access/", "rankers/", "segments/", "transaction", "queue", "tokens", "multiproc"),
+    ("access/", "designs/", "rankers/", "segments/", "transaction", "queue", "tokens",
+     "multiproc"),
     ("outcomes/", "webhooks/", "campaigns/"),
     ("credit/", "schemas/"),
     ("experiments/",),
@@ -32,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clicks/",),
     ("search/", "ubi/"),
     ("placements/",),
-    ("ab/",),
+    ("ab/", "interleaving/"),
     ("api/",),
     ("app",),
 )
@@ -42,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 LAYER_NOTES: dict[str, str] = {
     "app": "the factory: the only importer of api/",
     "api/": "HTTP",
-    "ab/": "the A/B design: its storage, search, report, creation",
+    "ab/": "the designs: A/B's code; interleaving's object",
     "placements/": "a placement's search sits on an experiment's search",
     "search/": "UBI events and next pages go through clicks/",
     "clicks/": "the front end's click reports",

@@ -91,8 +91,8 @@ def sweep() -> int:
     guardrails (:func:`service.placements.guardrails.check_all`) and the webhooks' ramp
     steps and deliveries due (:func:`service.webhooks.sweep.sweep`), and once a minute
     trim what is older than ``retention_s`` (:mod:`service.store.retention`)."""
-    from service.ab.report import flagged_splits
     from service.placements.guardrails import check_all
+    from service.reports.splits import flagged_splits
     from service.webhooks.delivery import Settings
     from service.webhooks.sweep import sweep as webhooks_sweep
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import bandits
 from rollout.ab.conversions import RESERVED, name_problems
+from service.designs.registry import design_of
 from service.errors import Conflict, NotFound, Unprocessable
 from service.experiments import operations as experiments
 from service.outcomes.declared import CLICK
@@ -138,7 +139,7 @@ def confirm(rt: Runtime, exp_id: str, body: Any) -> str:
     is not certified, was confirmed already, or its winner is the control."""
     snap = rt.store.experiments.snapshot(exp_id)
     meta = snap.meta
-    if meta.get("design") == "ab":
+    if not design_of(meta).confirmable:
         raise Conflict(f"experiment {exp_id!r} is an A/B test: only an interleaving "
                        f"verdict is confirmed")
     name = meta.get("placement")

@@ -1,8 +1,9 @@
 """Serving a search of an A/B experiment (``"design": "ab"``): one arm's list, whole.
 
-:func:`service.search.serve.search` hands an A/B experiment's searches here, after the
-controller counted the step (:class:`service.experiments.controller.Choice`: the
-experiment's snapshot and its rankers by arm; arm 0 is the placement's control).
+:func:`service.search.serve.search` hands an A/B experiment's searches here (through its
+design, :class:`service.ab.design.ABDesign`), after the controller counted the step
+(:class:`service.experiments.controller.Choice`: the experiment's snapshot and its rankers
+by arm; arm 0 is the placement's control).
 
 1. **The arm**: :func:`rollout.ab.arms.arm_of` of the user and the experiment's salt,
    sticky, in equal shares. A search without a user id, or of an experiment that is not
@@ -39,11 +40,6 @@ from service.search.ranker_health import SearchTiming
 from service.store.keys import new_impression_id
 from service.store.placements import GUARD_PREFIX
 from service.tokens import issue_token
-
-
-def is_ab(meta: dict[str, Any]) -> bool:
-    """Whether an experiment's meta says it is an A/B test."""
-    return meta.get("design") == "ab"
 
 
 def serve(rt: Runtime, exp_id: str, choice: Any, q: str, k: int, user: str | None,
@@ -107,4 +103,4 @@ def _url(item: dict[str, Any]) -> str | None:
     return None
 
 
-__all__ = ["is_ab", "serve"]
+__all__ = ["serve"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
-from service import schemas as s
 from service.ab import report as ab_report
+from service.ab.schemas import Agreements
 from service.api.spec import Operations
 from service.runtime import runtime
 
@@ -17,6 +17,6 @@ OPS = Operations(bp)
 
 @OPS.get("", "listAgreements",
     "Confirmed pairs: the interleaving verdict, the A/B test of its winner, and whether "
-    "they agree", operator=True, responses={200: s.Agreements, 401: None, 503: None})
+    "they agree", operator=True, responses={200: Agreements, 401: None, 503: None})
 def agreements():
     return jsonify(ab_report.agreements(runtime().store))

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from service.designs.registry import design_of
 from service.outcomes.declared import Metric, declared
 
 #: how old the view may get before a request reads it again
@@ -60,7 +61,7 @@ def view(declarations: Mapping[str, tuple[str | None, str | None]]
         for action in dict.fromkeys(m.action for m in metrics):
             out.setdefault(action, []).append(Candidate(
                 exp_id, tuple(m for m in metrics if m.action == action), longest,
-                ab=data.get("design") == "ab"))
+                ab=design_of(data).counts_outcomes_at_once))
     return out
 
 

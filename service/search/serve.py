@@ -35,7 +35,7 @@ import numpy as np
 
 from rollout import call_counts
 from service import metrics
-from service.ab import search as ab
+from service.designs.registry import design_of
 from service.errors import BadGateway
 from service.outcomes.declared import attribution_ttl, declared
 from service.reports import splits
@@ -81,16 +81,25 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
            timing: SearchTiming | None = None,
            calls: list[call_counts.Call] | None = None,
            segments: dict[str, str] | None = None) -> dict[str, Any]:
-    """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
-    receives the time spent waiting for rankers; ``calls`` (a search of a placement)
-    receives each ranker call, and their guardrail counts are saved with the impression
-    (:mod:`service.placements.guardrails`); ``segments`` (dimension -> value) are the search's
-    segment values, stored with the impression as labels (:mod:`service.segments.dimensions`)."""
-    imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
+    """Serve one search of experiment ``exp_id``: the controller chooses, the experiment's
+    design serves (:meth:`service.designs.base.Design.serve`: an interleaving experiment's
+    is :func:`serve`, an A/B test's :mod:`service.ab.search`). ``timing`` receives the time
+    spent waiting for rankers; ``calls`` (a search of a placement) receives each ranker
+    call, and their guardrail counts are saved with the impression
+    (:mod:`service.placements.guardrails`); ``segments`` (dimension -> value) are the
+    search's segment values, stored with the impression as labels
+    (:mod:`service.segments.dimensions`)."""
     choice = rt.controller.choose(exp_id)
-    if ab.is_ab(choice.snapshot.meta):  # one arm's list, whole (service.ab.search)
-        return ab.serve(rt, exp_id, choice, q, k, user, timing, calls,
-                        user_hash(rt.secret, exp_id, user))
+    return design_of(choice.snapshot.meta).serve(rt, exp_id, choice, q, k, user, timing,
+                                                 calls, segments)
+
+
+def serve(rt: Runtime, exp_id: str, choice: Any, q: str, k: int, user: str | None,
+          timing: SearchTiming | None = None, calls: list[call_counts.Call] | None = None,
+          segments: dict[str, str] | None = None) -> dict[str, Any]:
+    """One search of interleaving experiment ``exp_id``, the controller's ``choice`` made
+    (the module docstring; the arguments: :func:`search`)."""
+    imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
     method = choice.snapshot.meta["interleaving"]
     health = RankerHealth(rt, exp_id, choice, timing)

@@ -172,9 +172,9 @@ def test_no_import_cycles():
 
 
 #: the concepts of the live service, each a folder of ``service/`` (docs/architecture.md)
-CONCEPTS = ("ab", "access", "api", "campaigns", "clicks", "credit", "events", "experiments",
-            "outcomes", "placements", "rankers", "reports", "schemas", "search", "segments",
-            "store", "ubi", "webhooks")
+CONCEPTS = ("ab", "access", "api", "campaigns", "clicks", "credit", "designs", "events",
+            "experiments", "interleaving", "outcomes", "placements", "rankers", "reports",
+            "schemas", "search", "segments", "store", "ubi", "webhooks")
 #: the most modules at the top of ``service/`` (wiring, configuration, errors, tokens,
 #: metrics and the like); everything else lives in its concept's folder
 MAX_TOP_FILES = 12
@@ -231,25 +231,8 @@ def test_service_layers_finds_the_old_imports():
                            "service.search.serve": ["service.store"]}) == ([], [])
 
 
-#: imports of the A/B design's folder (service/ab/, moved there whole) from the layers below
-#: it, while their callers move to asking the design (issue 46): the next commit removes
-#: them. An entry that no longer occurs fails the test, so it cannot outlive its fix.
-MOVING = {("service.schemas", "service.ab.schemas"),
-          ("service.search.serve", "service.ab.search"),
-          ("service.reports.build", "service.ab.report"),
-          ("service.reports.archive", "service.ab.report"),
-          ("service.placements.collector", "service.ab.report")}
-
-
-def _settled(graph: dict[str, list[str]]) -> dict[str, list[str]]:
-    """``graph`` without the imports of :data:`MOVING` (each must still occur)."""
-    found = {(a, b) for a, targets in graph.items() for b in targets if (a, b) in MOVING}
-    assert found == MOVING, f"moved, remove from MOVING: {sorted(MOVING - found)}"
-    return {a: [b for b in targets if (a, b) not in MOVING] for a, targets in graph.items()}
-
-
 def test_the_service_layers_hold():
-    up, loops = service_layers(_settled(GRAPH))
+    up, loops = service_layers(GRAPH)
     assert not up, "imports up into service.api: " + "; ".join(up)
     assert not loops, "loops between parts of service/: " + "; ".join(
         " <-> ".join(loop) for loop in loops)
@@ -308,7 +291,7 @@ def test_layer_breaks_finds_an_import_up_and_an_undeclared_part():
 def test_the_service_imports_follow_the_declared_layers():
     import service
 
-    undeclared, up = layer_breaks(_settled(GRAPH), service.LAYERS)
+    undeclared, up = layer_breaks(GRAPH, service.LAYERS)
     assert not undeclared, undeclared
     assert not up, "imports up or across the layers of service.LAYERS:\n" + "\n".join(up)
     # every declared name is a folder or a top module of service/
@@ -566,3 +549,4 @@ def test_the_outcome_write_is_one_lua_include():
                     and re.match(r"(?:w|t|n|v|c|s|sn|st):", node.value)):
                 spelled.append(f"{name}: {node.value!r}")
     assert not spelled, spelled
+
