@@ -71,10 +71,12 @@ def query_digest(q: str) -> str:
     return hashlib.blake2b(q.encode(), digest_size=8).hexdigest()
 
 
-def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
+def page_state(rng: np.random.Generator, q: str, methods: Any = None) -> dict[str, Any]:
     """What a duel's record keeps for its next pages (:mod:`service.search.paging`): the
-    generator's state after the interleaving drew, and the query's digest."""
-    return {"rng": _interleaving().rng_state(rng), "q": query_digest(q)}
+    generator's state after the interleaving drew, and the query's digest. ``methods``:
+    the :mod:`interleaving` package when the caller holds it already (a call fewer on the
+    request path, ``bench/search_calls.py``)."""
+    return {"rng": (methods or _interleaving()).rng_state(rng), "q": query_digest(q)}
 
 
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
@@ -135,8 +137,10 @@ def serve(rt: Runtime, exp_id: str, choice: Any, q: str, k: int, user: str | Non
         arms = tuple(arm for arm, _, _ in ok)
         rng = _interleave_rng(exp_id, q, user, arms, seed)
         rankings = [[str(item["id"]) for item in res] for _, _, res in ok]
-        shown, record = _interleaving().interleave(method, rankings, k, rng)
-        record["page"] = page_state(rng, q)  # for the next pages (service.search.paging)
+        methods = _interleaving()
+        shown, record = methods.interleave(method, rankings, k, rng)
+        # for the next pages (service.search.paging)
+        record["page"] = page_state(rng, q, methods)
         duel, kind = True, "duel"
     else:
         arms = (ok[0][0],)
