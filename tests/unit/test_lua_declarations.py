@@ -80,7 +80,8 @@ def test_the_credit_scripts_call_reads_back_as_built():
                ({"imp": "rd:{e}:imp:e.2", "clicks": "rd:{e}:imp:e.2:clicks"},
                 {"id": "e.2", "mark": "{}", "spec": CreditSpec(0)})]
     named = {n: f"rd:{{e}}:{n}" for n in CREDIT.keys}
-    for guard in (None, Guard(8.25), Guard(8.25, 16), Guard(4.5, 0, True)):
+    for guard in (None, Guard(8.25), Guard(8.25, 16), Guard(4.5, 0, True),
+                  Guard(7.17, 1000, True, 8.59, 11.09), Guard(1.0, 0, False, 3.0, 5.0)):
         keys, args = CREDIT.build(named, {"sv": 3, "guard": guard, "target": "click"}, entries)
         assert len(keys) == 7 + 2 * 2 and len(args) == 3 + 3 * 2
         got = CREDIT.read(keys, args)
