@@ -23,9 +23,9 @@ the workers sit on top of it."""
 #: top of ``service/`` (``config``); each imports only from the layers below its own, never
 #: from its own layer or above (``tests/unit/test_architecture.py``).
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("designs/",),
     ("store/", "events/", "config", "errors", "metrics", "id_limits", "serving"),
-    ("access/", "designs/", "rankers/", "segments/", "transaction", "queue", "tokens",
-     "multiproc"),
+    ("access/", "rankers/", "segments/", "transaction", "queue", "tokens", "multiproc"),
     ("outcomes/", "webhooks/", "campaigns/"),
     ("credit/", "schemas/"),
     ("experiments/",),
@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 #: what docs/architecture.md's drawing says beside a layer (keyed by its first name; the two
 #: long bottom rows say nothing: rankers/ calls rankers, store/ is Redis)
 LAYER_NOTES: dict[str, str] = {
+    "designs/": "the designs' interface and registry (it imports none)",
     "app": "the factory: the only importer of api/",
     "api/": "HTTP",
     "ab/": "the designs: A/B's code; interleaving's object",

@@ -22,7 +22,6 @@ class ABDesign(Design):
     """An A/B test (the module docstring)."""
 
     name = "ab"
-    credits_clicks = False
     counts_outcomes_at_once = True
     fixed_arms: ClassVar[str | None] = ("is an A/B test: its arms are fixed at creation "
                                         "(create another A/B test)")

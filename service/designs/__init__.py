@@ -10,7 +10,8 @@ the code rankduel grew around it: ``search/``, ``clicks/``, ``credit/``, ``repor
 and A/B (:mod:`service.ab`, one folder). Callers ask the design; nothing outside the
 registry and ``service/ab/`` compares a design's name (``tests/unit/test_architecture.py``).
 
-This folder sits low in :data:`service.LAYERS` (every layer that differs by design asks
-here), and imports no design: the registry loads each design's module the first time
-it is asked for (:data:`~service.designs.registry.INSTALLED`, one line per design).
+This folder is the bottom layer of :data:`service.LAYERS` (every layer that differs by
+design asks here, the store too, for a design's part: ``store.ab``), and imports no
+design: the registry loads each design's module the first time it is asked for
+(:data:`~service.designs.registry.INSTALLED`, one line per design).
 """

@@ -21,9 +21,6 @@ class Design(ABC):
 
     #: its name, as stored in an experiment's meta and an impression's record
     name: ClassVar[str]
-    #: its clicks are credited by the workers into the policy's ``W`` (True), or counted
-    #: when reported, an impression's end crediting nothing (False: per-user counts)
-    credits_clicks: ClassVar[bool]
     #: an outcome event is counted for it when attributed, by its own script, and nothing
     #: is left for a worker (A/B: per user, :mod:`service.outcomes.attribution`)
     counts_outcomes_at_once: ClassVar[bool]
@@ -63,8 +60,9 @@ class Design(ABC):
 
     @abstractmethod
     def end(self, rt: Any, imp: Any) -> dict[str, Any]:
-        """Close impression ``imp`` (the answer of ``POST /impressions/ID/end``) and start
-        its credit if the design credits clicks."""
+        """Close impression ``imp`` (the answer of ``POST /impressions/ID/end``): an
+        interleaving impression's credit starts (a drain), an A/B search's counts are kept
+        already."""
 
     @abstractmethod
     def report(self, store: Any, exp_id: str) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """The designs by name, each resolved once from an experiment's meta (:func:`design_of`).
 
 Each design is one line of :data:`INSTALLED`: its name and the module that defines it.
-That module is imported the first time the design is asked for, so every layer may ask
-an experiment's design while this folder stays below the designs' own folders (which sit
-on the placements, the search and the reports: :data:`service.LAYERS`). The one import
+That module is imported the first time the design is asked for (or its part of the
+store, ``store.ab``), so every layer may ask an experiment's design while this folder
+stays below the designs' own folders (which sit on the placements, the search and the
+reports: :data:`service.LAYERS`). The one import
 the layers' check does not see is this table's, and ``tests/unit/test_architecture.py``
 checks it: each module defines exactly the design it is listed for.
 """

@@ -23,7 +23,6 @@ class InterleavingDesign(Design):
     """Interleaving and a dueling-bandit policy (the module docstring)."""
 
     name = "interleaving"
-    credits_clicks = True
     counts_outcomes_at_once = False
     fixed_arms: ClassVar[str | None] = None
     interleaves = True

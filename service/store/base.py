@@ -13,6 +13,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, ClassVar
 
+from service.designs.registry import INSTALLED, design_named
 from service.store import trail
 from service.store.keys import EXPERIMENTS, lua_fields
 from service.store.script_call import ScriptCall
@@ -140,14 +141,19 @@ class StoreBase:
 
     def __getattr__(self, name: str) -> StorePart:
         """A design's part of the store (``store.ab``), made on first use: a part the store
-        does not build itself (:attr:`StorePart.PART`) is registered when its class is
-        defined, in its design's folder, so the store never imports a design."""
+        does not build itself (:attr:`StorePart.PART`, named as its design) is registered
+        when its class is defined, in its design's folder; the designs' registry loads
+        that design when it is not yet (:func:`service.designs.registry.design_named`), so
+        the store never imports a design's folder."""
+        if name.startswith("_"):
+            raise AttributeError(name)
         part = PARTS.get(name)
-        if part is None or name.startswith("_"):
-            raise AttributeError(f"{type(self).__name__!r} has no attribute or part {name!r}"
-                                 + ("" if name.startswith("_") else
-                                    f" (parts registered: {sorted(PARTS)}; a design's part "
-                                    f"is registered when its module is imported)"))
+        if part is None and name in INSTALLED:  # the design's module defines its part
+            design_named(name)
+            part = PARTS.get(name)
+        if part is None:
+            raise AttributeError(f"{type(self).__name__!r} has no attribute or part "
+                                 f"{name!r} (the designs' parts: {sorted(PARTS)})")
         made = part(self)
         object.__setattr__(self, name, made)
         return made

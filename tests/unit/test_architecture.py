@@ -658,7 +658,7 @@ def test_every_design_is_one_registry_line_and_declares_its_capabilities():
 
     capabilities = [n for n, v in vars(Design)["__annotations__"].items()
                     if "ClassVar" in str(v) and n != "name"]
-    assert {"credits_clicks", "counts_outcomes_at_once", "fixed_arms", "interleaves",
+    assert {"counts_outcomes_at_once", "fixed_arms", "interleaves", "confirmable",
             "schema"} <= set(capabilities)
     for name, module in registry.INSTALLED.items():
         design = registry.design_named(name)
