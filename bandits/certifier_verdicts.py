@@ -6,25 +6,45 @@ Why a component of its own: the certifier's elimination test only stops *showing
 (soft, recoverable): its per-test confidence ``1 − (t + 1 + C)^(−2α)`` is not the chance
 that a verdict is wrong. The verdicts are a second, family-wise layer over the same
 counts, with their own state and error rate, and they are :mod:`bandits.confidence`'s
-at ``error_rate`` δ: an arm is *shown worse* when some arm beats it by the anytime
-normal-mixture edge at δ/(2(K − 1)) (checked at every guard check; such an arm leaves
-play for good), and the champion is *certified* when every other arm is shown worse and
-the guard is silent, so that P(a certified champion is not the Condorcet winner) ≤ δ over
-the whole run (the normal-mixture boundary of Howard, Ramdas, McAuliffe & Sekhon 2021,
-§3.2, is anytime-valid, so checking it at every check keeps the level).
+at ``error_rate`` δ: an arm is *shown worse* when another arm not shown worse beats it by
+the anytime betting edge test at δ/(2(K − 1)) (such an arm leaves play for good), and the
+champion is *certified* when every other arm is shown worse and the guard, run on the
+spot, is silent, so that P(a certified champion is not the Condorcet winner) ≤ δ over the
+whole run.
+
+Checked as the evidence arrives. After every comparison of two arms not shown worse the
+edge between them is checked (:meth:`CertifiedVerdicts._check_edge`): only that pair's
+counts changed, so only its two edges can have been drawn, and the check costs O(1) (a
+few flops, unless the pair holds the test's evidence floor,
+:func:`bandits.confidence.evidence_floor`). Every comparison is a stopping time and the
+edge test is anytime-valid (Ville's inequality holds over the whole run), so checking at
+every one keeps the level; a two-ranker experiment is certified at the comparison where
+its boundary is crossed. The periodic check (every ``check_every`` comparisons) keeps
+the guard and the recovery below, and a sweep of all the edges among the arms not shown
+worse (O(K²)) that finds nothing new unless the counts moved without ``update()`` (a
+state from before this rule); no verdict waits for it.
+
+Witnesses are arms not shown worse (as the papers' eliminations, an arm that left play
+no longer testifies): the live credit path then only has to watch the pairs among those
+arms (:meth:`bandits.sparring_certifier.SparringCertifier.volatility`). An arm leaves
+play once shown worse, so the rule costs nothing but outcomes that were in flight.
+
 Before convergence an arm no longer shown that beats an active arm by the elimination
 test comes back in its place (:meth:`CertifiedVerdicts._revive`), so a run whose
 survivors are all beaten recovers the winner.
 
-The host provides ``W``, ``status``, ``n_updates``, ``flagged`` (the guard's), the
-active list ``_arms`` and the arms no longer shown ``_soft`` with ``_rebuild()`` that
-recomputes them, the test ``_beaten()`` and its ``threshold()``, ``_swap()`` (an arm back
-in place of another) and :meth:`~bandits.base.DuelingBandit.eliminate`; this mixin owns
-``error_rate``, ``worse``, ``certificate`` and ``revived`` and their part of the state.
+The host provides ``W``, ``status``, ``n_updates``, ``flagged`` (the guard's) and
+``_guard(0)`` that runs the guard on the current counts, the active list ``_arms``
+and the arms no longer shown ``_soft`` with ``_rebuild()`` that recomputes them (and
+``_rebuild_pools()``, all but the active arms' moments), the test
+``_beaten()`` and its ``threshold()``, ``_swap()`` (an arm back in place of another) and
+:meth:`~bandits.base.DuelingBandit.eliminate`; this mixin owns ``error_rate``, ``worse``,
+``certificate`` and ``revived`` and their part of the state.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -45,6 +65,25 @@ class CertifiedVerdicts:
         self.certificate: dict[str, int] | None = None
         #: readmissions before convergence: ``[arm, arm it beat, n_updates]`` each
         self.revived: list[list[int]] = []
+        self._edge: confidence.EdgeTest | None = None  # the edge test at the current K
+
+    def _edge_test(self) -> confidence.EdgeTest:
+        """The edge test at ``δ/(2(K − 1))`` for the current ``K`` (rebuilt when an arm is
+        added)."""
+        level = confidence.per_edge_level(self.K, self.error_rate)
+        if self._edge is None or self._edge.level != level:
+            self._edge = confidence.EdgeTest(level)
+        return self._edge
+
+    def _edge_floor(self) -> float:
+        """The evidence ``n · kl(p̂, ½)`` below which no outcome can draw an edge
+        (``inf`` once certified: nothing left to check)."""
+        return math.inf if self.certificate is not None else self._edge_test().floor
+
+    def _rest(self) -> list[int]:
+        """The arms in the field (not retired) not shown worse: O(K)."""
+        worse = self.worse
+        return [int(a) for a in np.flatnonzero(self.status != RETIRED) if int(a) not in worse]
 
     def verdicts(self) -> dict[str, Any]:
         """The verdicts at ``1 − error_rate`` (:mod:`bandits.confidence`): the certified
@@ -78,31 +117,70 @@ class CertifiedVerdicts:
                 self.revived.append([e, a, int(self.n_updates)])
                 self._swap(e, a)
 
+    def _check_edge(self, i: int, j: int) -> None:
+        """After a comparison of ``i`` and ``j``: is either shown worse by the other now?
+        Only this pair's counts changed, so only its two edges can have been drawn: O(1).
+        Both must be in the field and not shown worse (witnesses are arms not shown
+        worse)."""
+        worse = self.worse
+        if (self.certificate is not None or i in worse or j in worse
+                or self.status.item(i) == RETIRED or self.status.item(j) == RETIRED):
+            return
+        wij, wji = self.W.item(i, j), self.W.item(j, i)
+        n = wij + wji
+        test = self._edge_test()
+        if test.crossed(wji, n):
+            self._show_worse({i: j})
+        elif test.crossed(wij, n):
+            self._show_worse({j: i})
+
+    def _show_worse(self, new: dict[int, int]) -> None:
+        """Record the arms ``new`` (arm -> witness) as shown worse: they leave play for
+        good; then certify if one arm is left."""
+        active = False
+        for e, by in new.items():
+            self.worse[int(e)] = [int(by), int(self.n_updates)]
+            active |= bool(self.status[e] == ACTIVE)
+            self.eliminate(e, by)
+        if active and not (self.status == ACTIVE).any():  # only on data without a
+            left = self._rest()                  # Condorcet winner: keep one in play
+            keep = left[0] if left else int(next(iter(new)))
+            self.status[keep] = ACTIVE
+            self.eliminated.pop(keep, None)
+        if active:
+            self._rebuild()
+        else:  # it was no longer shown: the active arms' moments are as they were
+            self._rebuild_pools()
+        self._try_certify()
+
+    def _try_certify(self) -> None:
+        """Certify the last arm not shown worse, once it is the only active one and the
+        guard, run now on the current counts (a stopping time), is silent."""
+        if self.certificate is not None or self.flagged or self._arms.size != 1:
+            return
+        left = self._rest()
+        if len(left) != 1 or int(self._arms[0]) != left[0]:
+            return
+        self._guard(0)  # the guard on the current counts, in full
+        if self.flagged:
+            return
+        self.certificate = {"champion": left[0], "at": int(self.n_updates)}
+        self._rebuild()
+
     def _certify(self) -> None:
-        """Draw the edges into the arms not yet shown worse (:mod:`bandits.confidence`;
-        checking at every ``check_every`` comparisons is checking at stopping times, so
-        the anytime level holds). An arm shown worse leaves play for good; the last arm
-        standing, with every other shown worse and the guard silent, is certified."""
+        """The periodic sweep: draw the edges among the arms not shown worse
+        (:func:`bandits.confidence.shown_worse`, O(K²)). After every comparison
+        :meth:`_check_edge` has already drawn all of them unless the counts moved
+        without ``update()``; this catches those, and certifies."""
         if self.certificate is not None:
             return
-        field = np.flatnonzero(self.status != RETIRED)
-        rest = [int(a) for a in field if int(a) not in self.worse]
-        new = (confidence.shown_worse(self.W, field, self.error_rate, rest)
+        rest = self._rest()
+        new = (confidence.shown_worse(self.W, rest, self.error_rate, rest)
                if len(rest) > 1 else {})
         if new:
-            for e, by in new.items():
-                self.worse[e] = [by, int(self.n_updates)]
-                self.eliminate(e, by)
-            if not (self.status == ACTIVE).any():  # only on data without a Condorcet
-                left = [a for a in rest if a not in new] or rest  # winner: keep one in play
-                self.status[left[0]] = ACTIVE
-                self.eliminated.pop(left[0], None)
-            self._rebuild()
-        left = [a for a in rest if a not in self.worse]
-        if (len(left) == 1 and not self.flagged and self._arms.size == 1
-                and int(self._arms[0]) == left[0]):
-            self.certificate = {"champion": left[0], "at": int(self.n_updates)}
-            self._rebuild()
+            self._show_worse(new)
+        else:
+            self._try_certify()
 
     def _verdicts_state(self) -> dict[str, Any]:
         """The verdicts' part of the state (``state["verdicts"]``)."""
@@ -117,3 +195,4 @@ class CertifiedVerdicts:
         cert = v.get("certificate")
         self.certificate = None if cert is None else {k: int(x) for k, x in cert.items()}
         self.revived = [[int(x) for x in r] for r in v.get("revived", [])]
+        self._edge = None

@@ -10,7 +10,7 @@ Write ``S_n = w_ij − n/2``. When ``p_ij ≤ ½``, Hoeffding's lemma makes
 ``exp(λ S_n − λ² n / 8)`` a nonnegative supermartingale for every ``λ > 0``, and so is its
 average over a half-normal prior on ``λ`` (variance ``1/ρ``). Ville's inequality bounds
 the chance that the average *ever* reaches ``1/α`` by ``α``; the average is at least the
-closed form of the two-sided normal mixture (Robbins 1970; Howard et al. 2021, §3.2),
+closed form of the two-sided normal mixture (Robbins 1970; Howard et al. 2021),
 so the edge "``i`` beats ``j`` with confidence" is
 
     S_n ≥ sqrt( 2 (n/4 + ρ) · ( log(1/α) + ½ log(1 + n/(4ρ)) ) ),

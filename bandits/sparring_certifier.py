@@ -45,13 +45,12 @@ Verdicts at a stated error rate
 -------------------------------
 The elimination test above only stops *showing* an arm (soft, recoverable). The
 verdicts, rankers *shown worse* and the *certified* champion at ``error_rate`` δ over the
-whole run, are a second layer over the same counts
-(:class:`bandits.certifier_verdicts.CertifiedVerdicts`, on :mod:`bandits.confidence`).
-Arms no longer shown but not shown worse stay in the certification pool: up to
-``SOFT_SHARE`` of the certification duels before convergence go to them, and one that
-beats the leader by the elimination test is readmitted at the next check, so a run whose
-survivors are all beaten recovers the winner; after convergence the champion meets each
-of them in turn until it is shown worse (or beats the champion and is readmitted).
+whole run, are a second layer over the same counts, checked after every comparison
+(:class:`bandits.certifier_verdicts.CertifiedVerdicts`, :mod:`bandits.confidence`'s
+betting edge test). Arms no longer shown but not shown worse stay in the certification
+pool: up to ``SOFT_SHARE`` of the certification duels before convergence go to them (one
+that beats the leader by the elimination test is readmitted at the next check); after
+convergence the champion meets each in turn until it is shown worse (or readmitted).
 
 After certification (one active arm ``c``) the policy is MergeGuard's: an eliminated arm
 ``e`` is *due* for a duel with ``c`` while ``c`` has not refuted it at ``verify_scale``
@@ -60,9 +59,8 @@ at the guard's confidence; an eliminated arm not shown worse that beats ``c`` by
 elimination test itself is readmitted in place of ``c`` (after a certificate there is
 none: the verification then only feeds the guard), and the first readmission that would
 bring back an earlier champion stops readmission (``cycled``). Every ``check_every``
-comparisons the guard (:mod:`bandits.condorcet_check`) flags the data when every arm, or
-every active arm, is beaten with confidence by some arm (no Condorcet winner, or not
-among the survivors).
+comparisons, and before a certificate, the guard (:mod:`bandits.condorcet_check`) flags
+the data when every arm, or every active arm, is beaten with confidence by some arm.
 
 Parameters were chosen on tuning instances and seeds never used for evaluation
 (bench/results/policy/README.md, "Tuning").
@@ -178,7 +176,14 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
         self._wins, self._losses = s, f
         self._mu = (s + 1.0) / (s + f + 2.0)
         self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
+        self._rebuild_pools()
+
+    def _rebuild_pools(self) -> None:
+        """What the verdicts and the soft eliminations change besides the active list:
+        O(K) (an arm shown worse that was no longer shown needs no more)."""
+        act = self._arms
         self._due = None
+        self._floor = self._edge_floor()  # below it no comparison can draw an edge
         # arms no longer shown but not shown worse (_soft) still face the leader, so a
         # wrong soft elimination is recoverable; the pool is them and the active arms
         out = np.zeros(self.K, dtype=bool)
@@ -211,20 +216,25 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
 
     def volatility(self, t: int) -> Volatility | None:
         """Outcomes between two active arms that pass the test at step ``t`` (or later:
-        the threshold only grows) may eliminate; once converged, an eliminated arm
-        beating the champion may readmit it; the outcome that runs the guard's check may
-        flag. Everything else only adds to ``W``."""
-        q = self.threshold(t) * (1.0 - 1e-9)
+        the threshold only grows) may eliminate; once converged, an eliminated arm not
+        shown worse beating the champion may readmit it; an outcome between two arms not
+        shown worse whose counts draw the verdicts' edge (the same test as
+        :meth:`_check_edge`, exact) may show one worse; the outcome that runs the guard's
+        check may flag. Everything else only adds to ``W``."""
         champion, challengers = -1, frozenset[int]()
         if self._arms.size == 1 and not self.flagged and not self.cycled:
-            champion = int(self._arms[0])
-            # not an arm shown worse: update() readmits only pool arms (holds for nothing)
+            champion = int(self._arms[0])  # update() readmits only arms not shown worse
             challengers = frozenset(int(e) for e in np.flatnonzero(self.status == ELIMINATED)
                                     if int(e) not in self.worse)
-        # the checks may readmit before convergence and certify (edges are drawn there)
+        # the checks may readmit before convergence
         groups = {} if self._arms.size < 2 else {int(a): 0 for a in self._arms}
-        return Volatility(q=q, groups=groups, period=self.check_every,
-                          champion=champion, challengers=challengers, divergence=True)
+        rest = self._rest() if self.certificate is None else []
+        edge_arms = frozenset(rest) if len(rest) > 1 else frozenset[int]()
+        level = self._edge_test().level if edge_arms else 0.0
+        return Volatility(q=self.threshold(t) * (1.0 - 1e-9), groups=groups,
+                          period=self.check_every,
+                          champion=champion, challengers=challengers, divergence=True,
+                          edge_arms=edge_arms, edge_level=level)
 
     def non_condorcet(self) -> dict[str, Any] | None:
         return {"flagged": bool(self.flagged), "flagged_at": self.flagged_at,
@@ -332,6 +342,11 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
                 else:
                     self._due[e] = self._due_of(np.array([e]), c)[0]
                     self._due_min = float(self._due.min())
+            # verdicts, after every comparison: (w_ij − w_ji)² ≥ n · floor is necessary for
+            # either edge (kl(p, ½) ≤ 4(p − ½)²), so most comparisons stop here
+            d = wij - wji
+            if d * d >= (wij + wji) * self._floor:
+                self._check_edge(i, j)
         if self.n_updates % self.check_every == 0:
             self._run_check()
 
@@ -358,8 +373,8 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
     def _restore(self) -> None:
         if self.readmitted and self._arms.size == 1:
             first, c = self.readmitted[0][1], int(self._arms[0])
-            if first != c and self.status[first] == ELIMINATED:
-                self._swap(first, c)
+            if first != c and self.status[first] == ELIMINATED and first not in self.worse:
+                self._swap(first, c)  # (an arm shown worse never comes back)
         self._due = None
 
     def _add_arm(self, arm: int) -> None:
@@ -368,6 +383,7 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
 
     def _retire_arm(self, arm: int) -> None:
         self._rebuild()
+        self._try_certify()  # the last arm not shown worse may be left
 
     def _extra_state(self) -> dict[str, Any]:
         return {"guard": {"flagged": bool(self.flagged), "flagged_at": self.flagged_at,
@@ -408,19 +424,27 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
 
     # ------------------------------------------------------------------ guard
     def _run_check(self) -> None:
+        """Every ``check_every`` comparisons: recovery, the verdicts' sweep (nothing new
+        unless the counts moved without ``update()``) and the guard."""
         self._revive()
         self._certify()
         if self.flagged:
             self._checked = self._version
             return
+        if self._guard(self.n_updates):
+            self._checked = self._version
+
+    def _guard(self, n_updates: int) -> bool:
+        """One check of the guard (:func:`bandits.verification.guard_check`): flags on
+        evidence; whether its cycle test ran in full (``n_updates`` picks above K = 136;
+        0: in full, as before a certificate)."""
         full, evidence = verification.guard_check(
-            self.W, self.status, self._arms, n_updates=self.n_updates,
+            self.W, self.status, self._arms, n_updates=n_updates,
             check_every=self.check_every, delta=self.delta, max_active=24,
             champion=self.best_arm)
-        if full:
-            self._checked = self._version
         if evidence is not None:
             self.flagged = True
             self.flagged_at = int(self.n_updates)
             self.evidence = evidence
             self._restore()
+        return full

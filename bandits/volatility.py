@@ -33,6 +33,14 @@ class Volatility:
     the champion losing; and the outcome that makes ``n_updates`` a multiple of
     ``period`` (0: none) may whatever it is. With ``divergence`` the pair condition is
     ``n · kl(p, ½) > q`` instead, ``p`` the losing side's share of ``n``.
+
+    ``edge_level`` (0: none) adds a second, independent condition for verdicts: an
+    outcome between two of ``edge_arms`` may when its new counts draw the betting edge
+    test at that level (:func:`bandits.confidence.crossed`, either side), the test the
+    policy itself runs after every comparison. It is exact, so the credit path holds an
+    outcome of such a pair only when that outcome can cross the boundary, not every
+    outcome of a pair that has the evidence floor (a pair near a tie stays above the floor
+    for hundreds of comparisons before it crosses).
     """
 
     every: bool = False
@@ -42,6 +50,8 @@ class Volatility:
     champion: int = -1
     challengers: frozenset[int] = frozenset()
     divergence: bool = False
+    edge_arms: frozenset[int] = frozenset()
+    edge_level: float = 0.0
 
 
 #: every outcome may change the structure

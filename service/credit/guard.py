@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from bandits import confidence
 from bandits.base import DuelingBandit
 from service.store.scripts import Guard as ScriptGuard
 from service.store.scripts import encode_guard
@@ -34,6 +35,14 @@ class Guard:
     champion's pairs with eliminated arms once converged (a readmission) and hold the
     outcome that makes ``n`` a multiple of ``check_every`` (``period``: the check may
     flag). Each policy declares this (:meth:`~bandits.base.DuelingBandit.volatility`).
+
+    ``recommended`` also states verdicts after every comparison: an outcome between two
+    of ``edge_arms`` (the rankers not shown worse) is held when its new counts draw the
+    betting edge test (:func:`bandits.confidence.may_cross`, the policy's own test with a
+    margin of :data:`bandits.confidence.GUARD_SLACK` nats), so exactly the outcome that
+    crosses the boundary is held, not every outcome of a pair with the evidence floor.
+    ``edge_big`` and ``edge_floor`` (:func:`bandits.confidence.guard_bounds`) are what the
+    script needs for it; its code is the pair's code above plus 4.
 
     Policies whose ``update()`` advances selection state at every step (RUCB, RCS, CCB,
     RMED1: ``serial_updates`` in :mod:`bandits.base`) get a guard that trips on every
@@ -66,6 +75,10 @@ class Guard:
     challengers: frozenset[int] = frozenset()
     #: the pair condition is ``n · kl(p, ½) > q`` (MergeMED's test), not ``d² > q n``
     divergence: bool = False
+    #: outcomes between two of these may draw a verdict's edge (0 ``edge_big``: none)
+    edge_arms: frozenset[int] = frozenset()
+    edge_big: float = 0.0
+    edge_floor: float = 0.0
 
     @classmethod
     def of(cls, bandit: DuelingBandit, t: int) -> Guard | None:
@@ -80,17 +93,22 @@ class Guard:
             # CCB's sets, RMED1's rounds): no outcome commutes, every one is held and
             # applied by update() in order
             return cls(-1.0, {a: 0 for a in range(bandit.K)})
+        big, floor = (confidence.guard_bounds(v.edge_level) if v.edge_level > 0
+                      else (0.0, 0.0))
         return cls(float(v.q), dict(v.groups), int(v.period), int(v.champion),
-                   frozenset(v.challengers), bool(v.divergence))
+                   frozenset(v.challengers), bool(v.divergence),
+                   frozenset(v.edge_arms) if v.edge_level > 0 else frozenset(), big, floor)
 
     def arg(self) -> str:
-        """The guard as the credit script's argument: ``q``, ``q:period`` or
-        ``q:period:kl`` (encoded by its declaration, :data:`service.store.scripts.CREDIT`)."""
+        """The guard as the credit script's argument: ``q``, ``q:period``,
+        ``q:period:kl`` or ``q:period:kl:big:floor`` (encoded by its declaration,
+        :data:`service.store.scripts.CREDIT`)."""
         return encode_guard(self.script_arg())
 
     def script_arg(self) -> ScriptGuard:
         """The guard as the credit script's ``guard`` argument takes it (values)."""
-        return ScriptGuard(float(self.q), int(self.period), bool(self.divergence))
+        return ScriptGuard(float(self.q), int(self.period), bool(self.divergence),
+                           float(self.edge_big), float(self.edge_floor))
 
     def periodic(self, n: int) -> bool:
         """Whether the outcome that makes the policy's ``n_updates`` equal to ``n`` is
@@ -100,21 +118,32 @@ class Guard:
     def watches(self, i: int, j: int) -> int:
         """Whether an outcome on ``(i, j)`` can change the structure at all, as the
         script's code: 0 no, 1 either side losing, 2 only ``i`` losing (``w_ji >
-        w_ij``), 3 only ``j`` losing."""
+        w_ij``), 3 only ``j`` losing by the pair condition; plus 4 when the pair's
+        verdict edge is watched too (4 alone: only it)."""
         i, j = int(i), int(j)
+        code = 0
         b = self.batch_of.get(i)
         if b is not None and b == self.batch_of.get(j):
-            return 1
-        if i == self.champion and j in self.challengers:
-            return 2
-        if j == self.champion and i in self.challengers:
-            return 3
-        return 0
+            code = 1
+        elif i == self.champion and j in self.challengers:
+            code = 2
+        elif j == self.champion and i in self.challengers:
+            code = 3
+        if i != j and i in self.edge_arms and j in self.edge_arms:
+            code += 4
+        return code
 
     def trips(self, w_ij: float, w_ji: float, side: int = 1) -> bool:
         """The condition the script checks on a watched pair's new counts (``side``:
         the code :meth:`watches` gave). The script's copy is ``service/store/guard.lua``;
         both are tested against the cases of ``tests/cases/guard.json``."""
+        if side >= 4:
+            if self.edge_big > 0 and confidence.may_cross(w_ij, w_ji, self.edge_big,
+                                                          self.edge_floor):
+                return True
+            side -= 4
+            if side == 0:
+                return False
         d = w_ji - w_ij
         if (side == 2 and d <= 0) or (side == 3 and d >= 0):
             return False

@@ -106,7 +106,8 @@ class Resolved:
     view: View
 
 
-def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolved | None:
+def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = (),
+                 held: str | None = None) -> Resolved | None:
     """Decide the impression that holds ``exp_id``, if any, then the impressions ``more``
     (in order): the policy's own ``update()`` on the current state at the global ``t``,
     in one optimistic transaction that commits ``W``, ``n``, the structure, the marks,
@@ -116,8 +117,9 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = ()) -> Resolve
     of whose outcomes commutes (``serial_updates``), where it saves a round per outcome;
     for the others the rest goes back to the credit script, which adds it to ``W`` in
     parallel. Returns what it decided, or None when nothing was held (or another worker
-    resolved it meanwhile)."""
-    held = store.credits.hold(exp_id)
+    resolved it meanwhile). ``held``: the held impression as the credit script named it
+    (saves reading it: the transaction checks it is still the hold)."""
+    held = held or store.credits.hold(exp_id)
     if not held:
         return None
     ids = [held, *(i for i in dict.fromkeys(more) if i != held)]
@@ -308,7 +310,8 @@ def credit_batch(store: Store, exp_id: str, imp_ids: list[str], t: int,
             stalled += 1  # its worker decided it: try the script again
             continue
         try:
-            resolved = resolve_hold(store, exp_id, more=rest if serial else ())
+            resolved = resolve_hold(store, exp_id, more=rest if serial else (),
+                                    held=done.held or None)
         except ExperimentMissing:  # deleted meanwhile: nothing left to credit
             results.update({i: {"status": "missing"} for i in todo if i not in done.codes})
             break

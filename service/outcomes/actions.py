@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from service.designs.registry import design_of
 from service.outcomes.declared import Metric, declared
 
 #: how old the view may get before a request reads it again
@@ -29,7 +30,7 @@ MISS_REFRESH_S = 0.25
 class Candidate:
     """A running experiment that declares the action: its metrics of that action, and
     the longest window among all its metrics (the attribution index's TTL); ``ab``: an
-    A/B test (its events are counted per user at once, :mod:`service.store.ab`)."""
+    A/B test (its events are counted per user at once, :mod:`service.ab.store`)."""
 
     exp_id: str
     metrics: tuple[Metric, ...]
@@ -60,7 +61,7 @@ def view(declarations: Mapping[str, tuple[str | None, str | None]]
         for action in dict.fromkeys(m.action for m in metrics):
             out.setdefault(action, []).append(Candidate(
                 exp_id, tuple(m for m in metrics if m.action == action), longest,
-                ab=data.get("design") == "ab"))
+                ab=design_of(data).counts_outcomes_at_once))
     return out
 
 

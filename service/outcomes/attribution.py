@@ -20,7 +20,7 @@ the experiment, due at once, credited by a worker like an impression.
 **A/B experiments** (``"design": "ab"``) attribute the same way, to the last touch their
 searches wrote, and the same script counts the event at once: the user's value of each
 metric within its window moves, and the arm's moments with it (``ab_outcome.lua``,
-:mod:`service.store.ab`); nothing is left for a worker.
+:mod:`service.ab.store`); nothing is left for a worker.
 
 The request costs one Redis round trip: one script call per candidate experiment
 (pipelined), the candidates coming from the process's cached view of the running
@@ -101,7 +101,7 @@ def record(store: Store, secret: bytes, actions: Actions, *, action: str, doc: s
 
 def _call(c: Candidate, key: str, doc: str, value: float | None, action: str, secret: bytes,
           user: str | None, impression_id: str | None) -> OutcomeCall:
-    # an A/B test counts the event at once, by its metrics' kinds (service.store.ab)
+    # an A/B test counts the event at once, by its metrics' kinds (service.ab.store)
     windows = ",".join(f"{m.name}:{m.window_s}" + (f":{m.value}" if c.ab else "")
                        for m in c.metrics)
     return OutcomeCall(

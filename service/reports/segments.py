@@ -9,7 +9,7 @@ The interval
 For ranker ``r`` against the champion ``c`` within one value, ``n = W_rc + W_cr``
 comparisons (a tie counts ½ to each side), ``p = W_rc / n`` is ``r``'s win rate. Its
 bounds are **anytime-valid**: the normal-mixture boundary of
-:func:`bandits.condorcet_check.edge_radius` (Robbins 1970; Howard et al. 2021, §3.2),
+:func:`bandits.condorcet_check.edge_radius` (Robbins 1970; Howard et al. 2021),
 which holds over the whole run whatever the number of looks and however the policy chose
 the pairs, so reading the report every minute does not inflate the error. Each bound is
 taken at ``α = δ / m``, **Bonferroni-corrected** over the ``m`` tests the flag makes:

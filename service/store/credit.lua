@@ -9,9 +9,11 @@
 --   mark and segment labels)
 --   (an impression's outcomes are added to W and, per label of its 'seg' field, to the
 --   segments hash, by outcome_write.lua: service.segments.dimensions, service.store.keys)
--- ARGV: sv, the guard ("" for none; "q", "q:period" or "q:period:kl": an outcome on a
---   watched pair with d² > q·n, or n·kl(p, ½) > q with kl, is held, and so is the
---   impression whose outcomes make n a multiple of period), the target ("": the policy's
+-- ARGV: sv, the guard ("" for none; "q", "q:period", "q:period:kl" or
+--   "q:period:kl:big:floor": an outcome on a watched pair with d² > q·n, or n·kl(p, ½) > q
+--   with kl, is held, and so is the impression whose outcomes make n a multiple of
+--   period, and an outcome of a pair watched for its verdict edge (code + 4) whose counts
+--   draw it with big and floor: guard.lua), the target ("": the policy's
 --   W, counted in the experiment's n, logged as 'outcome' events; "click": the click
 --   metric of an experiment whose policy learns from another metric: KEYS W is then the
 --   metrics hash, written as metric_credit.lua writes a metric's counts (the fields of
@@ -19,7 +21,8 @@
 --   events, the policy and its version untouched), then per impression: id,
 --   result (JSON mark),
 --   "clicks seen|counter,counter...|i,j,s,watched;i,j,s,watched..." (watched: 0 no,
---   1 either side losing, 2 only i losing, 3 only j losing: service.credit.guard.Guard.watches)
+--   1 either side losing, 2 only i losing, 3 only j losing, plus 4 for the verdict edge:
+--   service.credit.guard.Guard.watches)
 -- -> {'sv', current sv} | {'hold', held id} | {'missing'} |
 --    {'ok' | 'held', held id or '', code per impression handled...}
 local exp, W = KEYS[1], KEYS[2]
@@ -29,10 +32,11 @@ if meta[1] ~= ARGV[1] then return {'sv', meta[1]} end
 if meta[2] then return {'hold', meta[2]} end
 local K = tonumber(meta[3])
 local n0 = tonumber(meta[4] or '0')
-local sq, sp, sk = string.match(ARGV[2], '^([^:]*):?(%d*):?(%a*)$')
+local sq, sp, sk, sb, sf = string.match(ARGV[2], '^([^:]*):?(%d*):?(%a*):?([^:]*):?([^:]*)$')
 local q = tonumber(sq)
 local period = tonumber(sp) or 0
 local kl = sk == 'kl'
+local big, floor = tonumber(sb) or 0, tonumber(sf) or 0
 local counts, codes = {}, {}
 local updates, applied, held = 0, 0, ''
 local clicks_only = ARGV[3] == 'click'
@@ -63,7 +67,9 @@ for k = 0, (#KEYS - 7) / 2 - 1 do
     local trip = false
     if q then
       for _, st in ipairs(steps) do
-        if st[3][4] ~= 0 and guard_trips(q, kl, st[3][4], st[1], st[2]) then trip = true end
+        if st[3][4] ~= 0 and guard_trips(q, kl, st[3][4], st[1], st[2], big, floor) then
+          trip = true
+        end
       end
     end
     if #outs > 0 and guard_periodic(period, n0 + updates + 1) then trip = true end

@@ -1,7 +1,7 @@
 """Outcome events in Redis (:mod:`service.outcomes`): the experiments' declarations read
 for the request path's cache, an event attributed and recorded (``outcome.lua``, one call
 per candidate experiment, pipelined; an A/B experiment's by ``ab_outcome.lua``, which
-counts it at once: :mod:`service.store.ab`), the workers' reads and the metrics' credit script
+counts it at once: :mod:`service.ab.store`), the workers' reads and the metrics' credit script
 (``metric_credit.lua``), and the metrics' counts. Plain values in and out: nothing here
 decides anything (the keys: :mod:`service.store.keys`)."""
 

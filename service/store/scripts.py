@@ -95,26 +95,30 @@ def decode_names(raw: Any) -> list[str]:
 
 
 class Guard(NamedTuple):
-    """The credit script's guard (:class:`service.credit.guard.Guard`): its bound ``q``, its
-    period (0: none) and whether it is MergeMED's divergence test."""
+    """The credit script's guard (:class:`service.credit.guard.Guard`): ``q``, period (0:
+    none), MergeMED's divergence test or not, the edge test's bounds (0: none)."""
 
     q: float
     period: int = 0
     kl: bool = False
+    edge_big: float = 0.0
+    edge_floor: float = 0.0
 
 
 def encode_guard(guard: Guard | None) -> str:
-    """``""`` (none: None, or ``""`` as callers of old passed), ``q``, ``q:period`` or
-    ``q:period:kl``.
+    """``""`` (none: None, or ``""`` as callers of old passed), ``q``, ``q:period``,
+    ``q:period:kl`` or, with an edge, ``q:period:kl:big:floor`` (``kl`` empty when not).
 
     >>> encode_guard(Guard(2.5)), encode_guard(Guard(2.5, 4)), encode_guard(Guard(1.0, 0, True))
     ('2.5', '2.5:4', '1.0:0:kl')
-    >>> encode_guard(None)
-    ''
+    >>> encode_guard(Guard(7.5, 100, True, 8.5, 11.0)), encode_guard(None)
+    ('7.5:100:kl:8.5:11.0', '')
     """
     if not guard:
         return ""
-    q, period, kl = guard
+    q, period, kl, big, floor = guard
+    if big:
+        return f"{float(q)!r}:{int(period)}:{'kl' if kl else ''}:{float(big)!r}:{float(floor)!r}"
     return repr(float(q)) + (f":{int(period)}" if period or kl else "") + (":kl" if kl else "")
 
 
@@ -122,9 +126,8 @@ def decode_guard(raw: Any) -> Guard | None:
     text = _text(raw)
     if not text:
         return None
-    q, _, rest = text.partition(":")
-    period, _, kl = rest.partition(":")
-    return Guard(float(q), int(period or 0), kl == "kl")
+    q, period, kl, big, floor = [*text.split(":"), "", "", "", ""][:5]
+    return Guard(float(q), int(period or 0), kl == "kl", float(big or 0), float(floor or 0))
 
 
 class CreditSpec(NamedTuple):

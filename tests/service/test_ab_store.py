@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from rollout.ab import Moments, UserCounts
+from service.ab.store import AB_METRICS
 from service.store import Store
-from service.store.ab import AB_METRICS
 from service.store.keys import exp_key, new_impression_id
 
 
@@ -143,7 +143,7 @@ def test_each_metrics_first_decision_is_kept_apart(store):
     """A decision stands once a look's interval excluded 0 (the confidence sequence's
     intervals hold together): kept per metric and treatment, the primary's under the
     treatment's name, a conversion metric's beside it, neither overwriting the other."""
-    from service.reports.ab import keep_decisions
+    from service.ab.report import keep_decisions
 
     exp = secrets.token_hex(6)
     decided = {"decided": True, "direction": 1, "difference": 0.1, "interval": [0.02, 0.2],

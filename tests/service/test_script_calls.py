@@ -14,6 +14,7 @@ import pytest
 
 from service.store import Entry, Store, StorePart
 from service.store import keys as k
+from service.store.base import PARTS
 from service.store.outcomes import OutcomeCall
 from service.store.retention import seen_keys
 from service.store.scripts import SCRIPTS, Call, MetricSpec
@@ -38,6 +39,8 @@ def spied(rd) -> tuple[Store, list]:
     the script object, and the request path's runner ``call``)."""
     store, log = Store(rd), []
     run = store.call
+    for name in {*PARTS, "ab"}:  # a design's part (store.ab), made now to be spied on too
+        getattr(store, name)
 
     def call(script, keys=(), args=()):
         log.append((script.name, list(keys), list(args)))

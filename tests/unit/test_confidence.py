@@ -12,14 +12,52 @@ from bandits import confidence
 from bandits.condorcet_check import edge_radius
 
 
-def test_the_boundary_is_the_guards_mixture_at_the_given_level():
+def test_the_boundary_is_the_betting_mixtures_at_the_given_level():
     n = np.array([1.0, 10.0, 1e3, 1e5, 1e7])
     for level in (0.5, 0.01, 1e-6):
-        assert np.allclose(confidence.boundary(n, level), edge_radius(n, 2, level) * n)
+        b = confidence.boundary(n, level)
+        ok = np.isfinite(b)
+        # the least w that draws the edge: w = n/2 + b crosses, a hair less does not
+        w = n[ok] / 2 + b[ok]
+        assert confidence.crossed(w + 1e-6, n[ok], level).all()
+        assert not confidence.crossed(w - 1e-3, n[ok], level).any()
+        assert np.allclose(confidence.log_wealth(w, n[ok]), np.log(1 / level), atol=1e-6)
     assert np.isinf(confidence.boundary(np.array([0.0]), 0.05)[0])
-    # tighter level, higher boundary; grows like sqrt(n log n)
-    b = confidence.boundary(n, 0.05)
-    assert np.all(np.diff(b) > 0) and np.all(confidence.boundary(n, 0.001) > b)
+    # tighter level, higher boundary; grows like sqrt(n)
+    b = confidence.boundary(n[1:], 0.05)
+    assert np.all(np.diff(b) > 0) and np.all(confidence.boundary(n[1:], 0.001) > b)
+    # against the normal mixture it replaced (Hoeffding's variance ¼): tighter at small n
+    # (lopsided pairs) and at large n (its ½ log(1 + n/40) grows, this one's cost is
+    # flat), within 5 % between (n ≈ 300–3,000 at K = 2)
+    m = np.array([10.0, 20.0, 100.0, 1e4, 1e5, 1e6])
+    assert np.all(confidence.boundary(m, 0.025) < edge_radius(m, 2, 0.025) * m)
+    mid = np.array([300.0, 1e3, 3e3])
+    assert np.all(confidence.boundary(mid, 0.025) < 1.05 * edge_radius(mid, 2, 0.025) * mid)
+
+
+def test_the_evidence_floor_is_necessary_and_close():
+    # every crossing has n·kl(w/n, ½) ≥ the floor, and some come within 0.3 nats of it
+    for level in (0.025, 0.05 / 14, 0.05 / 270):
+        floor = confidence.evidence_floor(level)
+        n = np.unique(np.geomspace(1, 3e6, 400).round())
+        w = n / 2 + confidence.boundary(n, level)
+        ok = np.isfinite(w) & (w <= n)
+        p = np.minimum(w[ok] / n[ok], 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ev = n[ok] * np.nan_to_num(p * np.log(2 * p) + (1 - p) * np.log(2 * (1 - p)))
+        assert ev.min() >= floor and ev.min() <= floor + 0.3
+        assert np.log(1 / level) < floor < np.log(1 / level) + 2.5
+
+
+def test_one_pair_at_a_time_agrees_with_the_arrays():
+    rng = np.random.default_rng(4)
+    test = confidence.EdgeTest(0.025)
+    n = rng.integers(1, 4000, 3000).astype(float)
+    w = np.floor(rng.random(3000) * (n + 1)) + rng.choice([0.0, 0.5], 3000)
+    w = np.minimum(w, n)
+    want = confidence.crossed(w, n, 0.025)
+    assert want.sum() > 100
+    assert [test.crossed(float(a), float(b)) for a, b in zip(w, n, strict=True)] == want.tolist()
 
 
 def test_the_per_edge_level_pays_for_the_union():

@@ -50,3 +50,37 @@ def test_the_credit_script_runs_the_shared_guard():
     body = script[len(lua("guard")):]
     assert "guard_trips(" in body and "guard_periodic(" in body
     assert "math.log" not in body and "d * d" not in body
+
+
+@pytest.mark.parametrize("case", CASES["edge"], ids=_id)
+def test_edge_trips_as_the_table_says(case):
+    guard = Guard(case["q"], {}, divergence=case["kl"], edge_big=case["big"],
+                  edge_floor=case["floor"])
+    assert guard.trips(case["w_ij"], case["w_ji"], case["side"]) is case["trips"]
+
+
+def test_the_edge_cases_tell_the_codes_apart():
+    # every code 4-7 with both answers, and pairs one comparison apart across the boundary
+    seen = {(c["side"], c["trips"]) for c in CASES["edge"]}
+    assert seen == {(side, trips) for side in (4, 5, 6, 7) for trips in (False, True)}
+    wrong = [c for c in CASES["edge"]  # a check that ignored the edge would fail some
+             if Guard(c["q"], {}, divergence=c["kl"]).trips(c["w_ij"], c["w_ji"],
+                                                            max(c["side"] - 4, 1))
+             is not c["trips"]]
+    assert wrong
+
+
+def test_the_edge_guard_is_the_policys_test_with_a_margin():
+    # the guard fires on the least count that draws the edge (the policy's own test,
+    # bandits.confidence.crossed) and not one comparison before it
+    import numpy as np
+
+    from bandits import confidence
+    for level in (0.025, 0.05 / 14, 0.05 / 270):
+        big, floor = confidence.guard_bounds(level)
+        guard = Guard(1e9, {}, edge_big=big, edge_floor=floor)
+        for n in (12, 30, 77, 500, 3000):
+            hit = [w for w in range(n + 1)
+                   if confidence.crossed(np.array([float(w)]), np.array([float(n)]), level)[0]]
+            for w in range(n // 2, n + 1):
+                assert guard.trips(float(w), float(n - w), 4) is (w in hit), (level, n, w)

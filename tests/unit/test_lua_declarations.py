@@ -11,24 +11,40 @@ from pathlib import Path
 import pytest
 
 from service.store import scripts
-from service.store.base import lua
-from service.store.scripts import CREDIT, METRIC_CREDIT, SCRIPTS, CreditSpec, Guard, MetricSpec
+from service.store.base import lua, script_file
+from service.store.scripts import (
+    CREDIT,
+    METRIC_CREDIT,
+    SCRIPTS,
+    CreditSpec,
+    Guard,
+    MetricSpec,
+)
 
-STORE = Path(__file__).resolve().parents[2] / "service" / "store"
+SERVICE = Path(__file__).resolve().parents[2] / "service"
 #: the scripts other scripts include: functions, no KEYS or ARGV of their own
 INCLUDES = {"guard", "ab_moments", "outcome_write"}
-FILES = sorted(p.stem for p in STORE.glob("*.lua"))
+#: every script file: the store's, and a design's beside its code (service/ab/)
+FILES = sorted(p.stem for p in SERVICE.rglob("*.lua"))
+
+
+def test_each_script_is_found_where_it_sits():
+    # script_file() resolves each script and include to its one file
+    found = {p.stem: p for p in SERVICE.rglob("*.lua")}
+    assert len(found) == len(FILES)
+    for name, path in found.items():
+        assert script_file(name).read_text() == path.read_text(), name
 
 
 def test_every_script_is_declared_and_every_declaration_is_a_script():
     assert set(SCRIPTS) == set(FILES) - INCLUDES
     for name in INCLUDES:
-        assert "-- @keys" not in (STORE / f"{name}.lua").read_text(), name
+        assert "-- @keys" not in script_file(name).read_text(), name
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_the_scripts_header_is_its_declaration(name):
-    own = (STORE / f"{name}.lua").read_text()
+    own = script_file(name).read_text()
     header = (re.findall(r"^-- @keys.*$", own, re.M), re.findall(r"^-- @argv.*$", own, re.M))
     keys, argv = SCRIPTS[name].header()
     assert header == ([keys], [argv])
@@ -37,7 +53,7 @@ def test_the_scripts_header_is_its_declaration(name):
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_the_indices_the_script_reads_fit_its_declaration(name):
     s = SCRIPTS[name]
-    code = re.sub(r"--.*", "", (STORE / f"{name}.lua").read_text())
+    code = re.sub(r"--.*", "", script_file(name).read_text())
     for table, fixed, opt, each in (("KEYS", s.keys, s.optional_keys, s.each_keys),
                                     ("ARGV", s.argv, s.optional_argv, s.each_argv)):
         literal = [int(x) for x in re.findall(rf"\b{table}\[(\d+)\]", code)]
@@ -64,7 +80,8 @@ def test_the_credit_scripts_call_reads_back_as_built():
                ({"imp": "rd:{e}:imp:e.2", "clicks": "rd:{e}:imp:e.2:clicks"},
                 {"id": "e.2", "mark": "{}", "spec": CreditSpec(0)})]
     named = {n: f"rd:{{e}}:{n}" for n in CREDIT.keys}
-    for guard in (None, Guard(8.25), Guard(8.25, 16), Guard(4.5, 0, True)):
+    for guard in (None, Guard(8.25), Guard(8.25, 16), Guard(4.5, 0, True),
+                  Guard(7.17, 1000, True, 8.59, 11.09), Guard(1.0, 0, False, 3.0, 5.0)):
         keys, args = CREDIT.build(named, {"sv": 3, "guard": guard, "target": "click"}, entries)
         assert len(keys) == 7 + 2 * 2 and len(args) == 3 + 3 * 2
         got = CREDIT.read(keys, args)

@@ -105,10 +105,12 @@ def test_a_winner_dropped_before_convergence_comes_back():
     # issue 32: the winner 0 was soft-eliminated by a fluke and the two survivors (1, 2)
     # are near-tied, so the run never converges; the winner still faces the leader in
     # the certification duels, beats it by the elimination test and is readmitted, and
-    # the run ends certified on it
+    # the run ends certified on it. At δ = 10⁻⁶ the verdicts' edges need more evidence
+    # than the elimination test, so the readmission comes first (at the default δ the
+    # winner shows the survivors worse first: the next test)
     P = np.array([[0.5, 0.6, 0.6, 0.7], [0.4, 0.5, 0.501, 0.6],
                   [0.4, 0.499, 0.5, 0.6], [0.3, 0.4, 0.4, 0.5]])
-    b = SparringCertifier(4, seed=1, check_every=200)
+    b = SparringCertifier(4, seed=1, check_every=200, error_rate=1e-6)
     st = b.state_dict()
     W = P * 400.0
     np.fill_diagonal(W, 0.0)
@@ -130,6 +132,35 @@ def test_a_winner_dropped_before_convergence_comes_back():
     assert v["no_longer_shown"] == [] and b.best_arm() == 0
 
 
+def test_a_dropped_winner_shows_the_survivors_worse_and_is_certified():
+    # the same fluke at the default δ: the winner, no longer shown, still meets the
+    # leader in the certification duels; the edges it draws (checked after every
+    # comparison) show the survivors worse, it is back in play and certified at the
+    # comparison of the last edge, long before a check period of 1,000
+    P = np.array([[0.5, 0.6, 0.6, 0.7], [0.4, 0.5, 0.501, 0.6],
+                  [0.4, 0.499, 0.5, 0.6], [0.3, 0.4, 0.4, 0.5]])
+    st = SparringCertifier(4, seed=1).state_dict()
+    W = P * 400.0
+    np.fill_diagonal(W, 0.0)
+    W[0, 1], W[1, 0] = 185.0, 215.0
+    st["W"] = W.tolist()
+    st["status"] = [ELIMINATED, ACTIVE, ACTIVE, ELIMINATED]
+    st["eliminated"] = {"0": {"step": 1, "by": 1}, "3": {"step": 1, "by": 1}}
+    b = SparringCertifier.from_state(st)
+    env = np.random.default_rng(0)
+    for _ in range(20_000):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < P[i, j]))
+        if b.certificate is not None:
+            break
+    v = b.verdicts()
+    assert v["certified"] == 0 and set(v["shown_worse"]) == {1, 2, 3}
+    assert b.status[0] == ACTIVE and b.best_arm() == 0
+    # certified at the comparison that drew the last edge, not at a periodic check
+    last = max(at for _, at in b.worse.values())
+    assert v["certified_at"] == last and last % 1000 != 0
+
+
 def test_verdicts_are_kept_in_the_state_and_reported():
     from bandits.decision import as_dict, decide
 
@@ -148,3 +179,24 @@ def test_verdicts_are_kept_in_the_state_and_reported():
     assert d.certified and d.confidence == pytest.approx(0.99) and d.error_rate == 0.01
     assert "1%" in d.statement and set(d.shown_worse) == set(range(6)) - {v["certified"]}
     assert as_dict(d, {})["error_rate"] == 0.01
+
+
+def test_two_rankers_are_certified_at_the_comparison_that_crosses_the_boundary():
+    # the verdict is checked after every comparison: the certificate's step is the first
+    # at which the loser's edge is drawn by the betting test (bandits.confidence), far
+    # below the policy's check period
+    from bandits import confidence
+
+    env = np.random.default_rng(8)
+    b = SparringCertifier(2, seed=8)
+    first = None
+    for _ in range(2_000):
+        i, j = b.select()
+        b.update(i, j, float(env.random() < (0.75 if i == 0 else 0.25)) if i != j else 0.5)
+        n = b.W[0, 1] + b.W[1, 0]
+        if first is None and confidence.crossed(b.W[0, 1], n, 0.025):
+            first = b.n_updates
+        if b.certificate is not None:
+            break
+    assert b.certificate == {"champion": 0, "at": first} and first < 200
+    assert b.verdicts()["shown_worse"] == {1: 0}

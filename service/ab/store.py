@@ -66,7 +66,9 @@ AB_METRICS = ("ctr", "searches", "abandonment")
 
 
 class ABStore(StorePart):
-    """A/B experiments' counts and the confirmed pairs."""
+    """A/B experiments' counts and the confirmed pairs (``store.ab``)."""
+
+    PART = "ab"
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_ab_search_script": "ab_search",
                                          "_ab_click_script": "ab_click"}
