@@ -73,7 +73,7 @@ def drive(client: Client, exp_id: str, P: np.ndarray, winner: int, n_searches: i
         c = clients[s % concurrency]
         rng = np.random.default_rng([seed, s])
         status, page = c.request("GET", f"/search?experiment={exp_id}&q=q{s}&k=2")
-        if status != 200:
+        if status != 200 or not page.get("impression_id"):  # an error, or degraded
             with lock:
                 run.errors += 1
             return

@@ -23,6 +23,7 @@ the workers sit on top of it."""
 #: top of ``service/`` (``config``); each imports only from the layers below its own, never
 #: from its own layer or above (``tests/unit/test_architecture.py``).
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("designs/",),
     ("store/", "events/", "config", "errors", "metrics", "id_limits", "serving"),
     ("access/", "rankers/", "segments/", "transaction", "queue", "tokens", "multiproc"),
     ("outcomes/", "webhooks/", "campaigns/"),
@@ -32,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clicks/",),
     ("search/", "ubi/"),
     ("placements/",),
+    ("ab/", "interleaving/"),
     ("api/",),
     ("app",),
 )
@@ -39,8 +41,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 #: what docs/architecture.md's drawing says beside a layer (keyed by its first name; the two
 #: long bottom rows say nothing: rankers/ calls rankers, store/ is Redis)
 LAYER_NOTES: dict[str, str] = {
+    "designs/": "the designs' interface and registry (it imports none)",
     "app": "the factory: the only importer of api/",
     "api/": "HTTP",
+    "ab/": "the designs: A/B's code; interleaving's object",
     "placements/": "a placement's search sits on an experiment's search",
     "search/": "UBI events and next pages go through clicks/",
     "clicks/": "the front end's click reports",

@@ -80,9 +80,56 @@ def stack(tmp_path_factory):
         yield s
 
 
+#: the URL of this process's session Redis, once a test has started it (:func:`redis_url`)
+_SESSION_REDIS: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def redis_url(stack) -> str:
-    return stack.start_redis()
+    url = stack.start_redis()
+    _SESSION_REDIS.append(url)
+    return url
+
+
+def _placement_names() -> set[bytes] | None:
+    """The names in the session Redis's placement index: none before it started, None
+    when it does not answer (a test stopped it)."""
+    if not _SESSION_REDIS:
+        return set()
+    import redis
+
+    from service.store.keys import PLACEMENTS
+
+    try:
+        with redis.Redis.from_url(_SESSION_REDIS[0], socket_timeout=10) as client:
+            return set(client.smembers(PLACEMENTS))
+    except redis.RedisError:
+        return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _placements_of_the_module_retired():
+    """Once a module's tests are done, its placements leave the session Redis's placement
+    index (their records stay). The worker's sweep checks every indexed placement's
+    guardrails and split every ``sweep_interval_s`` (0.5 s here), and the API's
+    placement cache and metrics read them all: a process's session gathered tens of
+    placements whose experiments run for ever, and its idle worker spent a tenth of a core
+    checking them. No module reads another's placements (modules run in any order, on any
+    process). A Redis that does not answer is left as it is."""
+    before = _placement_names()
+    yield
+    after = _placement_names()
+    if before is None or not after or not after - before:
+        return
+    import redis
+
+    from service.store.keys import PLACEMENTS
+
+    try:
+        with redis.Redis.from_url(_SESSION_REDIS[0], socket_timeout=10) as client:
+            client.srem(PLACEMENTS, *(after - before))
+    except redis.RedisError:  # stopped meanwhile: the next module's clean-up is as good
+        pass
 
 
 @pytest.fixture(scope="session")
@@ -218,55 +265,137 @@ def tier_problem(nodeid: str, tier: str, fixturenames: Iterable[str],
 
 
 #: seconds the slowest modules took, setup and teardown included, under ``scripts/test`` (four
-#: xdist processes on a loaded 2-core machine, December 2026). Only their order matters: the
-#: modules start longest first (:func:`schedule`), so that no long module starts last and
-#: finishes alone while the other processes idle. A module not listed counts as
-#: :data:`TIER_SECONDS` of its tier says. Refresh with ``scripts/test --durations=0`` when a
-#: module's time changes much (tests/helpers/durations.py sums a run's output by module)
+#: xdist processes on a loaded 2-core machine, December 2026: tests/helpers/cpu_profile.py,
+#: /work's note suite_profile.md). Only their order matters: the work units (:func:`work_unit`)
+#: start longest first (:func:`schedule`), so that no long unit starts last and finishes
+#: alone while the other processes idle. A module not listed counts as :data:`TIER_SECONDS`
+#: of its tier says. Refresh with ``scripts/test --durations=0`` when a module's time changes
+#: much (tests/helpers/durations.py sums a run's output by module)
 MODULE_SECONDS: dict[str, float] = {
-    "tests/service/test_contract_fuzz.py": 220,
-    "tests/service/test_faults_under_load.py": 150,
-    "tests/service/test_worker_faults.py": 130,
-    "tests/service/test_segments.py": 95,
-    "tests/service/test_fault_recovery_load.py": 90,
-    "tests/service/test_live_vs_offline.py": 75,
-    "tests/service/test_workers_credit.py": 75,
-    "tests/service/test_cli_usability.py": 70,
-    "tests/service/test_live_aa.py": 65,
-    "tests/service/test_webhooks.py": 60,
-    "tests/service/test_quickstart.py": 50,
-    "tests/service/test_operability.py": 50,
-    "tests/service/test_ab_live.py": 45,
-    "tests/service/test_docs.py": 45,
-    "tests/service/test_events.py": 40,
-    "tests/service/test_traffic_cli.py": 35,
-    "tests/service/test_commands.py": 30,
-    "tests/service/test_abandonment_guardrail.py": 30,
-    "tests/service/test_paging.py": 25,
-    "tests/service/test_abuse_limits.py": 25,
-    "tests/service/test_segment_report.py": 25,
-    "tests/service/test_ranker_templates.py": 25,
+    "tests/e2e/test_cluster.py": 130,
+    "tests/service/test_contract_fuzz.py": 130,
+    "tests/service/test_worker_faults.py": 110,
+    "tests/service/test_faults_under_load.py": 110,
+    "tests/service/test_workers_credit.py": 95,
+    "tests/service/test_cli_usability.py": 80,
+    "tests/service/test_fault_recovery_load.py": 80,
+    "tests/service/test_ab_live.py": 80,
+    "tests/e2e/test_report.py": 75,
+    # the metrics run's group (:data:`MODULE_GROUPS`): the run and both modules' tests
+    "tests/e2e/test_dashboards_prometheus.py": 70,
+    "tests/service/test_webhooks.py": 70,
+    "tests/service/test_live_aa.py": 55,
+    "tests/service/test_operability.py": 55,
+    "tests/service/test_live_vs_offline.py": 50,
+    "tests/service/test_events.py": 45,
+    "tests/e2e/test_browser.py": 45,
+    "tests/e2e/test_deploy_commands.py": 40,
+    "tests/service/test_quickstart.py": 40,
+    "tests/service/test_broken_rankers.py": 35,
+    "tests/service/test_conversions.py": 35,
+    "tests/e2e/test_operator_pages.py": 35,
+    "tests/e2e/test_migrate_keys.py": 35,
+    "tests/e2e/test_judging_campaigns.py": 35,
+    "tests/unit/test_merge_bandits.py": 30,
+    "tests/unit/test_merge_guard.py": 30,
+    "tests/service/test_primary_metric.py": 30,
+    "tests/service/test_abandonment_guardrail.py": 25,
+    "tests/unit/test_params.py": 25,
+    "tests/stats/test_judging_gauntlet_rates.py": 25,
+    "tests/service/test_segments.py": 25,
+    "tests/unit/test_live_semantics.py": 25,
+    "tests/stats/test_interleaving_no_preference.py": 20,
+    "tests/service/test_commands.py": 20,
+    "tests/unit/test_rollout_guardrails.py": 20,
     "tests/service/test_live_fidelity.py": 20,
-    "tests/service/test_conversions.py": 20,
-    "tests/service/test_broken_rankers.py": 20,
-    "tests/service/test_primary_metric.py": 20,
-    "tests/service/test_frontend_keys.py": 15,
+    "tests/service/test_abuse_limits.py": 20,
+    "tests/service/test_segment_report.py": 20,
+    "tests/stats/test_policies_follow_the_papers.py": 20,
+    "tests/service/test_frontend_keys.py": 20,
+    "tests/service/test_keys_live.py": 20,
     "tests/service/test_rollout.py": 15,
-    "tests/service/test_fault_recovery.py": 10,
-    "tests/service/test_events_retention.py": 10,
+    "tests/service/test_access.py": 15,
+    "tests/service/test_traffic_cli.py": 15,
+    "tests/service/test_restore_drill.py": 15,
+    "tests/service/test_docs.py": 15,
+    "tests/e2e/test_ab_pages.py": 15,
+    "tests/service/test_ranker_templates.py": 15,
+    "tests/unit/test_credit_path.py": 15,
+    "tests/unit/test_interleaving_fidelity.py": 15,
+    "tests/e2e/test_ui_keys.py": 15,
+    "tests/e2e/test_alert_rules.py": 15,
+    "tests/e2e/test_browser_ubi.py": 15,
+    "tests/unit/test_conversion_rules.py": 10,
+    "tests/service/test_redis_checks.py": 10,
+    "tests/stats/test_interleaving_batches_agree.py": 10,
+    "tests/unit/test_cli_parser.py": 10,
 }
-#: modules whose tests share no module fixture and take minutes each: under xdist each test
-#: is a unit of its own (:class:`ModuleScheduling`), so they run side by side
-SPLIT_MODULES = frozenset({"tests/e2e/test_demo.py"})
+#: seconds of the longest tests of :data:`SPLIT_MODULES` (each its own work unit), by module
+#: and test, measured as :data:`MODULE_SECONDS`; a test not listed counts as
+#: :data:`TIER_SECONDS` of its tier
+TEST_SECONDS: dict[str, dict[str, float]] = {
+    "tests/stats/test_verdict_error_rates.py": {
+        "test_near_tied_instances_are_rarely_certified_wrongly": 235,
+        "test_tied_rankers_are_rarely_certified": 50,
+    },
+    "tests/e2e/test_demo.py": {
+        "test_demo_finds_the_true_best_and_cleans_up[redis]": 135,
+        "test_the_demo_learning_from_revenue_names_the_buyers_ranker": 110,
+        "test_demo_finds_the_true_best_and_cleans_up[cluster]": 75,
+        "test_ctrl_c_stops_the_demo_started_with_sigint_ignored": 25,
+    },
+    "tests/stats/test_segment_flag_rates.py": {
+        "test_no_segment_differs_flags_at_most_5_percent_of_runs": 10,
+        "test_a_segment_that_prefers_another_ranker_is_flagged_and_named": 5,
+    },
+    "tests/stats/test_ab_rates.py": {
+        "test_srm_over_a_ramp": 40,
+        "test_srm_clean_splits_are_not_flagged_and_broken_ones_are": 40,
+        "test_the_interval_holds_the_true_lift_at_every_look": 35,
+        "test_aa_is_rarely_decided": 25,
+    },
+    "tests/stats/test_merge_guard_rates.py": {
+        "test_delayed_batched_reloaded_feedback_finds_the_winner[mergeguard]": 35,
+        "test_delayed_batched_reloaded_feedback_finds_the_winner[mergemed]": 30,
+    },
+    "tests/stats/test_live_semantics_rates.py": {
+        "test_reloaded_copies_agree_with_one_stored_state[ccb]": 25,
+        "test_reloaded_copies_agree_with_one_stored_state[mergemed]": 10,
+    },
+    "tests/stats/test_finding_winners.py": {
+        "test_ccb_finds_a_copeland_winner_without_condorcet_winner": 20,
+        "test_finds_condorcet_winner[rmed1]": 15,
+        "test_merge_family_finds_condorcet_winner[mergeguard]": 10,
+        "test_finds_condorcet_winner[dts]": 10,
+        "test_finds_condorcet_winner[self_sparring]": 10,
+        "test_finds_condorcet_winner[ccb]": 10,
+        "test_merge_family_finds_condorcet_winner[mergedts]": 10,
+    },
+}
+#: modules whose tests share no module fixture (or only a cheap one) and take a minute or
+#: more each: under xdist each test is a unit of its own (:class:`ModuleScheduling`), so they
+#: run side by side, each started by its own estimate (:data:`TEST_SECONDS`). The pure
+#: statistical modules are here: a long one run whole was the last unit of a run, alone
+#: (test_verdict_error_rates: 290 s, its longest test 237 s)
+SPLIT_MODULES = frozenset({
+    "tests/e2e/test_demo.py",
+    "tests/stats/test_verdict_error_rates.py",
+    "tests/stats/test_segment_flag_rates.py",
+    "tests/stats/test_ab_rates.py",
+    "tests/stats/test_finding_winners.py",
+    "tests/stats/test_live_semantics_rates.py",
+    "tests/stats/test_merge_guard_rates.py",
+})
 #: modules that share an expensive session fixture: each group runs on one xdist process, so
 #: the fixture starts once (the metrics run: a demo-like run of a minute)
 MODULE_GROUPS: dict[str, str] = {
     "tests/e2e/test_metrics.py": "metrics_run",
     "tests/e2e/test_dashboards_prometheus.py": "metrics_run",
 }
-#: the estimate of a module :data:`MODULE_SECONDS` does not list, by tier (None: a doctest's
-#: or a helper's module)
-TIER_SECONDS: dict[str | None, float] = {"e2e": 20, "service": 5, "stats": 5, "unit": 1,
+#: the estimate of a module :data:`MODULE_SECONDS` does not list (of a test
+#: :data:`TEST_SECONDS` does not list, in a split module), by tier (None: a doctest's or a
+#: helper's module)
+TIER_SECONDS: dict[str | None, float] = {"e2e": 5, "service": 5, "stats": 3, "unit": 1,
                                          None: 1}
 
 
@@ -277,21 +406,37 @@ def module_seconds(path: Path) -> float:
     return MODULE_SECONDS.get(rel, TIER_SECONDS[tier_of(path)])
 
 
+def unit_seconds(nodeid: str, path: Path) -> float:
+    """The expected seconds of test ``nodeid``'s work unit (:func:`work_unit`): its module
+    (:data:`MODULE_SECONDS`), or the test alone in a split module (:data:`TEST_SECONDS`)."""
+    if nodeid.split("::", 1)[0] in SPLIT_MODULES:
+        module, _, name = nodeid.partition("::")
+        return TEST_SECONDS.get(module, {}).get(name, TIER_SECONDS[tier_of(path)])
+    return module_seconds(path)
+
+
 def schedule(items: list[pytest.Item]) -> None:
-    """Order ``items`` module by module, the longest module first (stable: the tests of a
-    module keep their order, modules of equal estimates theirs). ``scripts/test`` runs
-    xdist with ``--dist loadfile --no-loadscope-reorder``: each module runs whole on one
-    process (its module fixtures start once), and the processes take modules in this
-    order, so a long module never starts last. Every xdist process collects the same
-    order (it is a pure function of the collection)."""
+    """Order ``items`` by work unit (:func:`work_unit`: a module, a group of modules, or a
+    test of a split module), the longest unit first (stable: the tests of a unit keep their
+    order, units of equal estimates theirs; a group counts as the sum of its modules).
+    ``scripts/test`` runs xdist with ``--dist loadfile --no-loadscope-reorder``: each unit
+    runs whole on one process (a module's fixtures start once), and the processes take
+    units in this order, so a long unit never starts last. Every xdist process collects
+    the same order (it is a pure function of the collection)."""
     first: dict[str, int] = {}
     cost: dict[str, float] = {}
+    seen: set[str] = set()
+    unit_of: dict[str, str] = {}
     for k, item in enumerate(items):
-        key = str(item.fspath)
-        if key not in first:
-            first[key] = k
-            cost[key] = module_seconds(Path(key))
-    items.sort(key=lambda item: (-cost[str(item.fspath)], first[str(item.fspath)]))
+        unit = unit_of[item.nodeid] = work_unit(item.nodeid)
+        if unit not in first:
+            first[unit] = k
+            cost[unit] = 0.0
+        module = item.nodeid.split("::", 1)[0]
+        if module not in seen or module in SPLIT_MODULES:
+            seen.add(module)
+            cost[unit] += unit_seconds(item.nodeid, Path(str(item.fspath)))
+    items.sort(key=lambda item: (-cost[unit_of[item.nodeid]], first[unit_of[item.nodeid]]))
 
 
 def work_unit(nodeid: str) -> str:

@@ -92,7 +92,7 @@ def sweep() -> int:
     steps and deliveries due (:func:`service.webhooks.sweep.sweep`), and once a minute
     trim what is older than ``retention_s`` (:mod:`service.store.retention`)."""
     from service.placements.guardrails import check_all
-    from service.reports.ab import flagged_splits
+    from service.reports.splits import flagged_splits
     from service.webhooks.delivery import Settings
     from service.webhooks.sweep import sweep as webhooks_sweep
 

@@ -63,10 +63,16 @@ def ab_table(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: the table of a design's report other than interleaving's (:func:`table`), by the
+#: report's ``design``
+DESIGN_TABLES = {"ab": ab_table}
+
+
 def table(rep: dict[str, Any]) -> str:
     """The verdict and the ranker table as text (an A/B test's: :func:`ab_table`)."""
-    if rep.get("design") == "ab":
-        return ab_table(rep)
+    by_design = DESIGN_TABLES.get(rep.get("design"))
+    if by_design is not None:
+        return by_design(rep)
     lines = [rep["verdict"], ""]
     head = (f"{'ranker':<16} {'status':<10} {'impressions':>11} {'vs champion W-L-T':>17} "
             f"{'p [95% interval]':>22}  eliminated")

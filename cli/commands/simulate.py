@@ -205,11 +205,20 @@ def run_all(
     return {a: [results[a, r] for r in range(runs)] for a in algorithms}
 
 
-def run_simulate(args: argparse.Namespace) -> int:
-    if args.design == "ab":
-        from cli.commands.simulate_ab import run_ab
+def _run_ab(args: argparse.Namespace) -> int:
+    from cli.commands.simulate_ab import run_ab
 
-        return run_ab(args)
+    return run_ab(args)
+
+
+#: the offline run of a design other than interleaving, by ``--design``
+DESIGN_RUNS = {"ab": _run_ab}
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    run = DESIGN_RUNS.get(args.design)
+    if run is not None:
+        return run(args)
     missing = [o for o, v in (("--matrix", args.matrix), ("--algorithm", args.algorithm),
                               ("--steps", args.steps)) if v is None]
     if missing:

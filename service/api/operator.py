@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import logging
 from functools import partial
+from typing import Union
 
 from flask import Blueprint, Response, jsonify, request
+from pydantic import RootModel
 
 from service import schemas as s
+from service.ab import operations as ab_experiments
+from service.ab.schemas import Confirm
 from service.api.spec import (
     EXP_ID,
     FROM_CREATED,
@@ -17,20 +21,27 @@ from service.api.spec import (
     exp_links,
 )
 from service.api.validation import json_body, parse
+from service.designs.registry import design_for_body, design_of, designs
 from service.errors import NotFound, Unprocessable
 from service.experiments import idempotency, ranker_versions
 from service.experiments import operations as experiments
-from service.placements import ab as ab_experiments
 from service.placements import operations as placements
 from service.placements import traffic as rollout_api
-from service.reports import ab as ab_report
 from service.reports import archive as archiving
-from service.reports.build import build as build_report
 from service.reports.schema import AnyReport
 from service.runtime import Runtime, runtime
-from service.schemas import AuditQuery, NewExperiment, NewRanker
+from service.schemas import AuditQuery, NewRanker
 from service.schemas.ranker_versions import NewRankerVersion
 from service.store.snapshot import ExperimentMissing
+
+
+class ExperimentBody(RootModel):
+    """``POST /experiments``: an interleaving experiment (one shape per algorithm), or,
+    with ``"design": "ab"``, an A/B test on a placement (for the document: the handler
+    parses the one the body's ``design`` names)."""
+
+    root: Union[_BODIES]  # noqa: UP007  (each design's body: Design.schema)
+
 
 bp = Blueprint("operator", __name__, url_prefix="/experiments")
 OPS = Operations(bp)
@@ -38,6 +49,8 @@ log = logging.getLogger("rankduel.api")
 #: what an experiment's state adds when set: an A/B test's design and control, and the
 #: link between an interleaving verdict and the A/B test that confirms it
 AB_FIELDS = ("design", "control", "confirms", "confirmed_by")
+#: the body of ``POST /experiments`` each design takes, in the registry's order
+_BODIES = tuple(d.schema for d in designs())
 
 
 def _prober(rt: Runtime) -> experiments.Prober:
@@ -53,7 +66,7 @@ def _describe(exp_id: str):
 
 
 @OPS.post("", "createExperiment", "Create an experiment",
-    body=s.ExperimentBody, operator=True, placement_from="body:placement",
+    body=ExperimentBody, operator=True, placement_from="body:placement",
     header_params=[{"name": idempotency.HEADER, "required": False,
                     "schema": {"type": "string", "minLength": 1,
                                "maxLength": idempotency.MAX_KEY_CHARS,
@@ -69,11 +82,8 @@ def create():
     rt = runtime()
     key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
     body = json_body(request)
-    if isinstance(body, dict) and body.get("design") == "ab":  # service.placements.ab
-        make = partial(ab_experiments.create_from_body, rt,
-                       parse(s.NewABExperiment, body, status=422), _prober(rt))
-    else:
-        make = _interleaving(rt, body)
+    design = design_for_body(body)  # the body's form checked now, the rest by make()
+    make = design.creation(rt, parse(design.schema, body, status=422), _prober(rt))
 
     if key is None:
         return _describe(make()), 201
@@ -84,24 +94,6 @@ def create():
     out = _describe(exp_id)
     out.headers[idempotency.REPLAYED] = "true"
     return out, 200
-
-
-def _interleaving(rt: Runtime, body: object):
-    """The creation of the interleaving experiment ``body`` describes (checked now)."""
-    spec = parse(NewExperiment, body, status=422)
-    traffic = rollout_api.traffic_of(spec.root)
-
-    def make() -> str:
-        if traffic is not None:
-            placements.check_join(rt.store, spec.root.placement, "new", traffic)
-        exp_id = experiments.create(rt.store, spec,
-                                    default_timeout_ms=rt.config.ranker_timeout_ms,
-                                    probe=_prober(rt), policy=rt.rankers.policy)
-        if traffic is not None:
-            rollout_api.join_or_delete(rt, exp_id, spec.root.placement, traffic)
-        return exp_id
-
-    return make
 
 
 @OPS.get("", "listExperiments", "List experiments", operator=True,
@@ -256,10 +248,7 @@ def events(exp_id: str):
 def report(exp_id: str):
     """What the experiment has decided, in words and figures (:mod:`service.reports.build`)."""
     rt = runtime()
-    if rt.store.experiments.snapshot(exp_id).meta.get("design") == "ab":
-        out = ab_report.build(rt.store, exp_id)
-    else:
-        out = build_report(rt.store, exp_id)
+    out = design_of(rt.store.experiments.snapshot(exp_id).meta).report(rt.store, exp_id)
     out["rollout"] = placements.rollout_state(rt.store, rt.store.experiments.snapshot(exp_id).meta)
     return jsonify(out)
 
@@ -284,7 +273,7 @@ def get_archive(exp_id: str):
 @OPS.post("/<exp_id>/confirm", "confirmExperiment",
     "Confirm a certified interleaving verdict by an A/B test of its winner against the "
     "placement's control", path_params=EXP_ID, operator=True, placement_from="experiment",
-    body=s.Confirm,
+    body=Confirm,
     body_required=False,
     responses={201: s.Experiment, 400: None, 401: None, 404: None, 413: None,
                409: "Not certified, on no placement, confirmed already, or its winner "
@@ -292,5 +281,5 @@ def get_archive(exp_id: str):
 def confirm(exp_id: str):
     rt = runtime()
     raw = json_body(request) if request.get_data() else {}
-    ab_id = ab_experiments.confirm(rt, exp_id, parse(s.Confirm, raw or {}, status=422))
+    ab_id = ab_experiments.confirm(rt, exp_id, parse(Confirm, raw or {}, status=422))
     return _describe(ab_id), 201

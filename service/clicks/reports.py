@@ -15,6 +15,7 @@ from typing import Any
 import redis
 
 from service import metrics
+from service.designs.registry import design_named
 from service.errors import Forbidden, Unprocessable
 from service.runtime import Runtime
 from service.store import (
@@ -68,16 +69,19 @@ def record_clicks(rt: Runtime, imp_id: str, token: object, clicks: list[tuple[st
     for a click sent without the token (``POST /ubi/events`` from a server)."""
     imp = _load_verified(rt, imp_id, token, keyed=keyed)
     positions = shown_positions(imp, clicks)
-    if imp.design == "ab":  # an A/B search: counted clicked once (service.store.ab)
-        if rt.store.ab.ab_click(imp.exp, imp_id) < 0:
-            raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
-        return {"impression_id": imp_id, "accepted": len(positions), "duplicates": 0}
-    added = rt.store.impressions.add_clicks(imp_id, imp.exp, positions,
+    return design_named(imp.design).record_clicks(rt, imp, positions, dwell_ms)
+
+
+def add_clicks(rt: Runtime, imp: Impression, positions: list[int],
+               dwell_ms: dict[int, int] | None) -> dict[str, Any]:
+    """An interleaving impression's checked clicks added (once each) for the worker to
+    credit (:meth:`service.interleaving.design.InterleavingDesign.record_clicks`)."""
+    added = rt.store.impressions.add_clicks(imp.id, imp.exp, positions,
                                             inactivity_s=rt.config.inactivity_s,
                                             ttl_s=rt.config.impression_ttl_s,
                                             max_reports=rt.config.clicks_per_impression,
                                             dwell_ms=dwell_ms)
-    return {"impression_id": imp_id, "accepted": added, "duplicates": len(positions) - added}
+    return {"impression_id": imp.id, "accepted": added, "duplicates": len(positions) - added}
 
 
 def click_through(rt: Runtime, imp_id: str, token: object, doc: str, rank: int,
@@ -132,9 +136,14 @@ def end_impression(rt: Runtime, imp_id: str, token: object | None, *,
         imp = rt.store.impressions.impression(imp_id)
         if imp is None:
             raise ImpressionMissing(f"no impression {imp_id!r} (unknown or expired)")
-    if imp.design == "ab":  # nothing to credit: its counts are kept already
-        first = rt.store.ab.ab_end(imp.exp, imp_id)
-        return {"impression_id": imp_id, "status": "closed", "already_closed": not first}
+    return design_named(imp.design).end(rt, imp)
+
+
+def close(rt: Runtime, imp: Impression) -> dict[str, Any]:
+    """Close an interleaving impression and queue its experiment's drain when none holds
+    a lease (:meth:`service.interleaving.design.InterleavingDesign.end`; the steps:
+    :func:`end_impression`)."""
+    imp_id = imp.id
     first, drain = rt.store.impressions.end_impression(imp_id, imp.exp,
                                                        drain_ttl_s=rt.config.drain_lease_s)
     if drain is not None and not rt.queue.drain(imp.exp, drain):

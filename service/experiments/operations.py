@@ -19,6 +19,7 @@ import numpy as np
 import bandits
 from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences, wilson_interval
+from service.designs.registry import design_of
 from service.errors import Conflict, Unprocessable
 from service.experiments import error_rates
 from service.outcomes.counts import metric_state
@@ -224,9 +225,8 @@ def add_ranker(store: Store, exp_id: str, spec: NewRanker, *, default_timeout_ms
     def check(snap: Snapshot) -> None:
         if snap.lifecycle == "stopped":
             raise Conflict(f"experiment {exp_id!r} is stopped")
-        if snap.meta.get("design") == "ab":  # a new arm would move users between arms
-            raise Conflict(f"experiment {exp_id!r} is an A/B test: its arms are fixed at "
-                           f"creation (create another A/B test)")
+        if fixed := design_of(snap.meta).fixed_arms:  # an A/B test's: users would move
+            raise Conflict(f"experiment {exp_id!r} {fixed}")
         if any(r.name == ranker.name for r in snap.rankers):
             raise Conflict(f"experiment {exp_id!r} already has a ranker {ranker.name!r}; "
                            + how_to_change(exp_id, ranker.name))

@@ -7,19 +7,20 @@ guardrail keeps the experiment paused; the alert ``RankduelGuardrailTripped``) a
 ``experiment="control"``'s), and the control ranker's health:
 ``rankduel_placement_control_{calls,failures,empty}_total{placement}`` (the alerts
 ``RankduelControlFailing`` and ``RankduelControlEmpty``); every split checked:
-``rankduel_srm_flagged{placement, experiment}`` (:func:`service.reports.ab.flagged`; the
+``rankduel_srm_flagged{placement, experiment}`` (:func:`service.reports.splits.flagged`; the
 alert ``RankduelSplitMismatch``), and the confirmed pairs' ``rankduel_agreement_rate``
 and ``rankduel_agreement_pairs``, and the median speed-up over them
-``rankduel_interleaving_speedup_median`` (:func:`service.reports.ab.agreements`)."""
+``rankduel_interleaving_speedup_median`` (:func:`service.ab.report.agreements`)."""
 
 from __future__ import annotations
 
 import logging
 import time
 
+from service.designs.registry import confirmer
 from service.experiments.collector import Family
 from service.placements.operations import control_health, shares_now
-from service.reports import ab as ab_reports
+from service.reports import splits
 from service.store import Store
 
 log = logging.getLogger("rankduel.metrics")
@@ -56,7 +57,7 @@ class RolloutCollector:
                     try:
                         snap = self.store.experiments.snapshot(e["experiment"])
                         srm.add_metric([name, e["experiment"]],
-                                       int(ab_reports.flagged(self.store, snap)))
+                                       int(splits.flagged(self.store, snap)))
                     except Exception:  # deleted meanwhile: the others still show
                         log.warning("metrics: no split of %s", e["experiment"],
                                     exc_info=True)
@@ -69,7 +70,7 @@ class RolloutCollector:
         fast = Family("rankduel_interleaving_speedup_median")
         fast_pairs = Family("rankduel_interleaving_speedup_pairs")
         try:
-            every = ab_reports.agreements(self.store)
+            every = confirmer().agreements(self.store)
         except Exception:
             log.error("metrics: cannot read the confirmed pairs", exc_info=True)
             return []

@@ -17,9 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from service.designs.registry import design_of
 from service.errors import Conflict, NotFound
-from service.reports import ab as ab_report
-from service.reports.build import build as build_report
 from service.store import Store, audit_entry
 from service.store.archive import KEEP
 from service.store.keys import exp_key
@@ -38,8 +37,7 @@ def archive(store: Store, exp_id: str, actor: str = "operator") -> dict[str, Any
     if pending:
         raise Conflict(f"experiment {exp_id!r} has {pending} impressions not yet credited: "
                        "archive it once they are (within RANKDUEL_INACTIVITY_S of the stop)")
-    report = (ab_report.build(store, exp_id) if snap.meta.get("design") == "ab"
-              else build_report(store, exp_id))
+    report = design_of(snap.meta).report(store, exp_id)
     keys = store.archive.experiment_keys(exp_id)
     base = exp_key(exp_id)
     drop = [k for k in keys if k[len(base):] not in KEEP]

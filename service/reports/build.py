@@ -26,9 +26,9 @@ from bandits.base import ELIMINATED, RETIRED
 from bandits.common import preferences
 from bandits.decision import Decision, decide
 from bandits.matrices import exposure_regret
+from service.designs.registry import confirmer
 from service.reports import segments as by_segment
 from service.reports import splits
-from service.reports.ab import pair_speedup
 from service.reports.per_metric import per_metric
 from service.segments.counts import matrices as segment_matrices
 from service.segments.dimensions import values as segment_values
@@ -350,7 +350,7 @@ def build(store: Store, exp_id: str, *, now: float | None = None,
     if d.certified:  # where the verdict came (the credit that certified it)
         out["certification"] = store.experiments.certification(exp_id)
     if snap.meta.get("confirmed_by"):  # what interleaving saved over its A/B test
-        out.update(pair_speedup(store, snap.meta["confirmed_by"]) or {})
+        out.update(confirmer().pair_speedup(store, snap.meta["confirmed_by"]) or {})
     by_metric = per_metric(store, exp_id, snap.meta, bandit, names, d.error_rate,
                            decision=d)
     if by_metric is not None:  # only with declared metrics (docs/conversions.md)

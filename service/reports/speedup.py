@@ -1,5 +1,5 @@
 """What interleaving saved on the team's own traffic: for a confirmed pair (an
-interleaving verdict and the A/B test of its winner, :mod:`service.placements.ab`), the
+interleaving verdict and the A/B test of its winner, :mod:`service.ab.operations`), the
 searches (and users) each design needed to decide, and their ratio.
 
 * **Interleaving**: the searches up to the one whose credit certified its champion (that
@@ -12,7 +12,7 @@ searches (and users) each design needed to decide, and their ratio.
   counted (an interleaving experiment counts searches; each of a user's searches is one
   comparison): ``null``.
 * **A/B**: the users and searches of both arms at the look where its confidence sequence
-  first decided (:func:`service.reports.ab.keep_decisions`).
+  first decided (:func:`service.ab.report.keep_decisions`).
 
 The ratio is the A/B test's searches over interleaving's, stated only when the A/B test
 has decided in the direction interleaving said (a pair that disagrees saved nothing).

@@ -21,12 +21,17 @@ While a split is flagged, the verdict is not to be trusted until it is explained
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from rollout import srm
+from service.designs.registry import design_of
 from service.store import Store
+from service.store.snapshot import ExperimentMissing, Snapshot
+
+log = logging.getLogger("rankduel.webhooks")
 
 #: the counter fields of team draft's balance (``rd:{e}:counters``)
 FIRST, POSITION = "tb_first_", "tb_pos_"
@@ -82,7 +87,7 @@ def section(store: Store, meta: dict[str, Any], counters: dict[str, int] | None 
     name = meta.get("placement")
     placement = placement_split(store, name, meta["id"]) if name else None
     first_pick = positions = None
-    if meta.get("design") != "ab":
+    if design_of(meta).interleaves:  # team draft's coin
         first, per_pos = team_counts(counters if counters is not None
                                      else store.placements.guard_counters(meta["id"]))
         if sum(first):
@@ -110,4 +115,47 @@ def untrusted(verdict: str, split: dict[str, Any]) -> str:
     return f"not to be trusted until the split is explained: {split['message']}; {verdict}"
 
 
-__all__ = ["placement_split", "section", "team_counts", "team_fields", "untrusted"]
+__all__ = ["flag_message", "flagged", "flagged_splits", "placement_split", "section",
+           "team_counts", "team_fields", "untrusted"]
+
+
+def flagged(store: Store, snap: Snapshot) -> bool:
+    """Whether any split of an experiment is flagged now (the metric's value): the
+    design's own (an A/B test's arms' users: :meth:`service.designs.base.Design.
+    split_flag`), its share of its placement, team draft's coin."""
+    if design_of(snap.meta).split_flag(store, snap) is not None:
+        return True
+    return section(store, snap.meta)["flagged"]
+
+
+def flag_message(store: Store, snap: Snapshot) -> str:
+    """What is flagged, in words: the design's own split first, else the report's."""
+    own = design_of(snap.meta).split_flag(store, snap)
+    if own is not None:
+        return own
+    return section(store, snap.meta)["message"] or "its split is out of balance"
+
+
+def flagged_splits(store: Store) -> list[tuple[str, str, str]]:
+    """``(experiment, placement, what is flagged)`` for each running experiment of a
+    placement whose split is flagged now (:func:`flagged`): what the workers' sweep
+    tells the webhooks (``srm_flag``)."""
+    out = []
+    for name in store.placements.placement_names():
+        try:
+            entries = (store.placements.placement(name) or {}).get("experiments", [])
+        except Exception:
+            log.exception("splits of placement %s not read", name)
+            continue
+        for e in entries:
+            if e["status"] != "running":
+                continue
+            try:
+                snap = store.experiments.snapshot(e["experiment"])
+                if flagged(store, snap):
+                    out.append((e["experiment"], name, flag_message(store, snap)))
+            except ExperimentMissing:
+                continue
+            except Exception:
+                log.exception("split of experiment %s not checked", e["experiment"])
+    return out

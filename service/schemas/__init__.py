@@ -34,9 +34,6 @@ Examples
 
 from __future__ import annotations
 
-from pydantic import RootModel
-
-from service.schemas.ab import Agreement, Agreements, Confirm, NewABExperiment
 from service.schemas.base import (
     HEADER_NAME_PATTERN,
     MAX_CLICKS,
@@ -151,15 +148,6 @@ from service.schemas.placements import (
     PlacementState,
 )
 
-
-class ExperimentBody(RootModel):
-    """``POST /experiments``: an interleaving experiment (one shape per algorithm), or,
-    with ``"design": "ab"``, an A/B test on a placement (for the document: the handler
-    parses the one the body's ``design`` names)."""
-
-    root: NewExperiment | NewABExperiment
-
-
 __all__ = [
     "HEADER_NAME_PATTERN",
     "MAX_CLICKS",
@@ -176,8 +164,6 @@ __all__ = [
     "PROBE",
     "RANKER_NAME_PATTERN",
     "RANKER_URL_PATTERN",
-    "Agreement",
-    "Agreements",
     "Archive",
     "AssessorCreated",
     "Audit",
@@ -191,7 +177,6 @@ __all__ = [
     "Clicks",
     "ClicksAccepted",
     "Closed",
-    "Confirm",
     "DocId",
     "Elimination",
     "EndForm",
@@ -200,7 +185,6 @@ __all__ = [
     "Error",
     "EventsQuery",
     "Experiment",
-    "ExperimentBody",
     "ExperimentDeleted",
     "ExperimentList",
     "ExperimentPatch",
@@ -222,7 +206,6 @@ __all__ = [
     "LifecycleChanged",
     "Matrix",
     "Name",
-    "NewABExperiment",
     "NewAssessor",
     "NewCampaign",
     "NewExperiment",

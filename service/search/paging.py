@@ -145,7 +145,7 @@ def _serve(rt: Runtime, imp: Impression, q: str, k: int, page: int, depth: int,
                 attribution_ttl_s=attribution_ttl(declared(snap.meta)), created=imp.created,
                 arms=arms, seg=",".join(imp.segments),
                 user_hash=user_hash(rt.secret, imp.exp, user),
-                ab_user=imp.ab_user if imp.design == "ab" else None):
+                ab_user=imp.ab_user or None):  # an A/B search's (service.ab.store)
             raise PageConflict(f"impression {imp.id!r} was extended by another request "
                                "meanwhile; retry")
     results = []

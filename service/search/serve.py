@@ -35,11 +35,12 @@ import numpy as np
 
 from rollout import call_counts
 from service import metrics
+from service.designs.registry import design_of
 from service.errors import BadGateway
 from service.outcomes.declared import attribution_ttl, declared
 from service.reports import splits
 from service.runtime import Runtime
-from service.search import ab, degraded
+from service.search import degraded
 from service.search.ranker_health import RankerHealth, SearchTiming
 from service.segments.dimensions import labels as segment_labels
 from service.store.keys import new_impression_id
@@ -70,26 +71,37 @@ def query_digest(q: str) -> str:
     return hashlib.blake2b(q.encode(), digest_size=8).hexdigest()
 
 
-def page_state(rng: np.random.Generator, q: str) -> dict[str, Any]:
+def page_state(rng: np.random.Generator, q: str, methods: Any = None) -> dict[str, Any]:
     """What a duel's record keeps for its next pages (:mod:`service.search.paging`): the
-    generator's state after the interleaving drew, and the query's digest."""
-    return {"rng": _interleaving().rng_state(rng), "q": query_digest(q)}
+    generator's state after the interleaving drew, and the query's digest. ``methods``:
+    the :mod:`interleaving` package when the caller holds it already (a call fewer on the
+    request path, ``bench/search_calls.py``)."""
+    return {"rng": (methods or _interleaving()).rng_state(rng), "q": query_digest(q)}
 
 
 def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
            timing: SearchTiming | None = None,
            calls: list[call_counts.Call] | None = None,
            segments: dict[str, str] | None = None) -> dict[str, Any]:
-    """Serve one search of experiment ``exp_id``; see the module docstring. ``timing``
-    receives the time spent waiting for rankers; ``calls`` (a search of a placement)
-    receives each ranker call, and their guardrail counts are saved with the impression
-    (:mod:`service.placements.guardrails`); ``segments`` (dimension -> value) are the search's
-    segment values, stored with the impression as labels (:mod:`service.segments.dimensions`)."""
-    imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
+    """Serve one search of experiment ``exp_id``: the controller chooses, the experiment's
+    design serves (:meth:`service.designs.base.Design.serve`: an interleaving experiment's
+    is :func:`serve`, an A/B test's :mod:`service.ab.search`). ``timing`` receives the time
+    spent waiting for rankers; ``calls`` (a search of a placement) receives each ranker
+    call, and their guardrail counts are saved with the impression
+    (:mod:`service.placements.guardrails`); ``segments`` (dimension -> value) are the
+    search's segment values, stored with the impression as labels
+    (:mod:`service.segments.dimensions`)."""
     choice = rt.controller.choose(exp_id)
-    if ab.is_ab(choice.snapshot.meta):  # one arm's list, whole (service.search.ab)
-        return ab.serve(rt, exp_id, choice, q, k, user, timing, calls,
-                        user_hash(rt.secret, exp_id, user))
+    return design_of(choice.snapshot.meta).serve(rt, exp_id, choice, q, k, user, timing,
+                                                 calls, segments)
+
+
+def serve(rt: Runtime, exp_id: str, choice: Any, q: str, k: int, user: str | None,
+          timing: SearchTiming | None = None, calls: list[call_counts.Call] | None = None,
+          segments: dict[str, str] | None = None) -> dict[str, Any]:
+    """One search of interleaving experiment ``exp_id``, the controller's ``choice`` made
+    (the module docstring; the arguments: :func:`search`)."""
+    imp_id = new_impression_id(exp_id)  # names its experiment (service.store.keys)
     seed = [choice.snapshot.meta["seed"], choice.t, 1]
     method = choice.snapshot.meta["interleaving"]
     health = RankerHealth(rt, exp_id, choice, timing)
@@ -125,8 +137,10 @@ def search(rt: Runtime, exp_id: str, q: str, k: int, user: str | None,
         arms = tuple(arm for arm, _, _ in ok)
         rng = _interleave_rng(exp_id, q, user, arms, seed)
         rankings = [[str(item["id"]) for item in res] for _, _, res in ok]
-        shown, record = _interleaving().interleave(method, rankings, k, rng)
-        record["page"] = page_state(rng, q)  # for the next pages (service.search.paging)
+        methods = _interleaving()
+        shown, record = methods.interleave(method, rankings, k, rng)
+        # for the next pages (service.search.paging)
+        record["page"] = page_state(rng, q, methods)
         duel, kind = True, "duel"
     else:
         arms = (ok[0][0],)

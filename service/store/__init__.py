@@ -33,8 +33,9 @@ name in parentheses below):
   events, delivery state;
 * :mod:`service.store.splits` (``splits``): every split of a placement counted per
   period, for SRM;
-* :mod:`service.store.ab` (``ab``): A/B experiments' per-user counts and moments, the
-  confirmed pairs;
+* :mod:`service.ab.store` (``ab``): A/B experiments' per-user counts and moments, the
+  confirmed pairs: a design's part, in its folder, made on first use
+  (:attr:`~service.store.base.StorePart.PART`);
 * :mod:`service.store.retention` (``retention``): what outlives its use trimmed after
   ``RANKDUEL_RETENTION_S`` (the event logs and outboxes by time; the split check's users
   per generation);
@@ -65,7 +66,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from service.store.ab import ABStore
 from service.store.access import AccessStore
 from service.store.archive import ArchiveStore
 from service.store.base import (
@@ -118,7 +118,6 @@ class Store(StoreBase):
         self.control_pages = ControlPageStore(self)
         self.event_log = EventStore(self)
         self.webhooks = WebhookStore(self)
-        self.ab = ABStore(self)
         self.splits = SplitStore(self)
         self.access = AccessStore(self)
         self.retention = RetentionStore(self)

@@ -10,8 +10,10 @@ import time
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any, ClassVar
 
+from service.designs.registry import INSTALLED, design_named
 from service.store import trail
 from service.store.keys import EXPERIMENTS, lua_fields
 from service.store.script_call import ScriptCall
@@ -57,13 +59,25 @@ def pairs(flat: list[Any]) -> dict[Any, Any]:
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
+#: the folder of ``service/`` a script's file sits in when it is not ``store/``: a design's
+#: scripts sit beside its code (``service/ab/``)
+HOMES: dict[str, str] = {"ab_search": "ab", "ab_click": "ab", "ab_outcome": "ab",
+                         "ab_moments": "ab"}
+
+
+def script_file(name: str) -> Traversable:
+    """The ``.lua`` file of script (or include) ``name``: ``service/<home>/<name>.lua``."""
+    return resources.files("service").joinpath(HOMES.get(name, "store"), f"{name}.lua")
+
+
 #: includes made from Python, not read from a file: name -> its source
 GENERATED: dict[str, Callable[[], str]] = {"fields": lua_fields}
 
 
 @cache
 def lua(name: str) -> str:
-    """The Lua script ``name`` (``service/store/<name>.lua``), read once per process, after
+    """The Lua script ``name`` (``service/store/<name>.lua``, or a design's beside its code:
+    :func:`script_file`), read once per process, after
     the scripts it includes (a line ``-- include: other``: functions it shares, such as
     the guard's check, ``guard.lua``, or the outcome→W write, ``outcome_write.lua``), each
     included once, an include's own includes first. ``fields``, the counts' field names,
@@ -80,10 +94,15 @@ def _gather(name: str, parts: list[str], seen: set[str]) -> None:
     if name in GENERATED:
         parts.append(GENERATED[name]())
         return
-    source = resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    source = script_file(name).read_text(encoding="utf-8")
     for other in re.findall(r"^-- include: (\w+)$", source, flags=re.M):
         _gather(other, parts, seen)
     parts.append(source)
+
+
+#: the designs' parts of the store by name (``ab``: :class:`service.ab.store.ABStore`),
+#: each registered by its class (:attr:`StorePart.PART`)
+PARTS: dict[str, type[StorePart]] = {}
 
 
 class StoreBase:
@@ -120,6 +139,25 @@ class StoreBase:
             for part in self._parts:
                 part.clock = value
 
+    def __getattr__(self, name: str) -> StorePart:
+        """A design's part of the store (``store.ab``), made on first use: a part the store
+        does not build itself (:attr:`StorePart.PART`, named as its design) is registered
+        when its class is defined, in its design's folder; the designs' registry loads
+        that design when it is not yet (:func:`service.designs.registry.design_named`), so
+        the store never imports a design's folder."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        part = PARTS.get(name)
+        if part is None and name in INSTALLED:  # the design's module defines its part
+            design_named(name)
+            part = PARTS.get(name)
+        if part is None:
+            raise AttributeError(f"{type(self).__name__!r} has no attribute or part "
+                                 f"{name!r} (the designs' parts: {sorted(PARTS)})")
+        made = part(self)
+        object.__setattr__(self, name, made)
+        return made
+
     def script(self, name: str):
         """The Lua script ``name`` registered with the client, once per store."""
         found = self._scripts.get(name)
@@ -147,6 +185,15 @@ class StorePart:
     """
 
     SCRIPTS: ClassVar[dict[str, str]] = {}
+    #: the name a design's part is reached by (``store.ab``): set, the class registers
+    #: itself as it is defined and the store makes it on first use
+    #: (:meth:`StoreBase.__getattr__`); the store's own parts are built by ``Store``
+    PART: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("PART"):
+            PARTS[cls.PART] = cls
 
     def __init__(self, base: StoreBase) -> None:
         self.base = base

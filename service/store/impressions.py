@@ -245,7 +245,7 @@ class ImpressionStore(StorePart):
         and pushes back the inactivity deadline, like a click. Raises
         :class:`ImpressionMissing` or :class:`ImpressionClosed`. ``ab_user``: an A/B
         search's (its user's keyed hash), whose attribution entry and touches take the
-        A/B form (:mod:`service.store.ab`)."""
+        A/B form (:mod:`service.ab.store`)."""
         keys = [imp_key(exp_id, imp_id), pending_key(exp_id)]
         args: list[Any] = [self.clock() + inactivity_s, imp_id, json.dumps(expect),
                            json.dumps(shown), json.dumps(record),
@@ -261,7 +261,7 @@ class ImpressionStore(StorePart):
                 touches = _ARGS.encode([x for pos in range(len(expect), len(shown))
                                         for x in (shown[pos], f"{tail}|{pos}|{now}")])
             entry: Any = [float(f"{created:.3f}"), arms or [], kept, seg, shown]
-            if ab_user:  # an A/B search: its arm goes with each touch (service.store.ab)
+            if ab_user:  # an A/B search: its arm goes with each touch (service.ab.store)
                 arm = (arms or [0])[0]
                 keys = [*keys[:3], touches_key(exp_id, ab_user)]
                 tail = imp_id.rpartition(".")[2]

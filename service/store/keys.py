@@ -179,7 +179,7 @@ def history_key(exp_id: str) -> str:
 
 
 def ab_users_key(exp_id: str) -> str:
-    """An A/B experiment's per-user counts (:mod:`service.store.ab`): ``<arm>:<user>:s``
+    """An A/B experiment's per-user counts (:mod:`service.ab.store`): ``<arm>:<user>:s``
     searches and ``<arm>:<user>:c`` clicked searches, the user a keyed hash."""
     return f"{_tag(exp_id)}:ab:users"
 
@@ -192,7 +192,7 @@ def ab_moments_key(exp_id: str) -> str:
 
 def ab_decisions_key(exp_id: str) -> str:
     """An A/B experiment's decisions, kept: treatment -> JSON of its comparison when the
-    interval first excluded 0 (:mod:`service.reports.ab`)."""
+    interval first excluded 0 (:mod:`service.ab.report`)."""
     return f"{_tag(exp_id)}:ab:decided"
 
 

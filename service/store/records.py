@@ -47,7 +47,7 @@ class Impression:
     closed: bool = False
     #: its segment labels, ``dimension=value`` (:mod:`service.segments.dimensions`)
     segments: tuple[str, ...] = ()
-    #: ``"ab"``: an A/B search's light impression (:mod:`service.store.ab`)
+    #: ``"ab"``: an A/B search's light impression (:mod:`service.ab.store`)
     design: str = "interleaving"
     #: an A/B search's user (their keyed hash: where the search was counted)
     ab_user: str = ""

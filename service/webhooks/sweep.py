@@ -2,7 +2,7 @@
 looks wrong once, and queue a delivery task for every experiment with events due
 (``rankduel.sweep`` calls :func:`sweep` every ``sweep_interval_s``).
 
-A split is checked (:func:`service.reports.ab.flagged_splits`: an A/B test's arms, the
+A split is checked (:func:`service.reports.splits.flagged_splits`: an A/B test's arms, the
 experiment's share of its placement, team draft's first pick and positions) for every
 running experiment of a placement at each sweep (a few Redis reads each; the workers'
 sweep checks them and passes the flagged ones here, so this package reads no report):
@@ -72,7 +72,7 @@ def ramp_steps(store: Store, now: float | None = None) -> int:
 
 def srm_flags(store: Store, flagged: Iterable[tuple[str, str, str]]) -> int:
     """Record an ``srm_flag`` event for each ``(experiment, placement, message)`` of
-    ``flagged`` (the splits that look wrong now: :func:`service.reports.ab.flagged_splits`,
+    ``flagged`` (the splits that look wrong now: :func:`service.reports.splits.flagged_splits`,
     which the workers' sweep passes in) not told yet; how many."""
     told = 0
     for exp_id, name, message in flagged:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from rollout.ab import Moments, UserCounts
+from service.ab.store import AB_METRICS
 from service.store import Store
-from service.store.ab import AB_METRICS
 from service.store.keys import exp_key, new_impression_id
 
 
@@ -88,7 +88,7 @@ def test_conversions_move_each_users_value_once_and_zeros_count(store, rd):
 
     exp = secrets.token_hex(6)
     rd.hset(exp_key(exp), "meta", "{}")
-    windows = "orders:3600:count,revenue:3600:sum"
+    windows = (("orders", 3600, "count"), ("revenue", 3600, "sum"))
     rng = np.random.default_rng(11)
     users: dict[int, list[str]] = {0: [], 1: []}
     arm_of: dict[str, int] = {}
@@ -97,9 +97,8 @@ def test_conversions_move_each_users_value_once_and_zeros_count(store, rd):
 
     def order(user: str, event_id: str, value: float, doc: str = "d1") -> str:
         call = OutcomeCall(exp_id=exp, digest=event_id, doc=doc, windows=windows,
-                           value=repr(value), action="purchase", ttl_s=600, user_hash=user,
-                           ab=True)
-        return store.outcomes.record_outcomes([call], "~" + event_id)[0][0]
+                           value=repr(value), action="purchase", ttl_s=600, user_hash=user)
+        return store.outcomes.record_outcomes([store.ab.outcome_call(call)])[0][0]
 
     for step in range(500):
         if arm_of and rng.random() < 0.35:
@@ -143,7 +142,7 @@ def test_each_metrics_first_decision_is_kept_apart(store):
     """A decision stands once a look's interval excluded 0 (the confidence sequence's
     intervals hold together): kept per metric and treatment, the primary's under the
     treatment's name, a conversion metric's beside it, neither overwriting the other."""
-    from service.reports.ab import keep_decisions
+    from service.ab.report import keep_decisions
 
     exp = secrets.token_hex(6)
     decided = {"decided": True, "direction": 1, "difference": 0.1, "interval": [0.02, 0.2],

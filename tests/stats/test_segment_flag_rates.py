@@ -29,31 +29,40 @@ N, LOOK, RUNS = 6000, 200, 200
 
 def run(rng, p_beats_champion) -> list[dict]:
     """One run's flags at each look; ``p_beats_champion(arm, device)`` is the chance
-    that ``arm`` beats the champion for a user of that device (r1 vs r2: ½)."""
+    that ``arm`` beats the champion for a user of that device (r1 vs r2: ½).
+
+    The counts of each look are those of the comparisons before it: the running sums of
+    the blocks of ``LOOK`` comparisons (sums of 0, ½ and 1, so exact), not a recount of
+    the prefix at every look."""
     pair = PAIRS[rng.integers(0, 3, N)]
     dev = rng.choice(3, N, p=DEVICE_P)
     mkt = rng.choice(4, N, p=MARKET_P)
     u = rng.random(N)
     tie = rng.random(N) < 0.1
     # s: the outcome for the pair's first arm (the champion in pairs (0, r))
-    p_first = np.array([1 - p_beats_champion(j, d) if i == 0 else 0.5
-                        for (i, j), d in zip(pair, dev, strict=True)])
+    p_arm = np.array([[1 - p_beats_champion(j, d) for d in range(3)] for j in range(3)])
+    p_first = np.where(pair[:, 0] == 0, p_arm[pair[:, 1], dev], 0.5)
     s = np.where(tie, 0.5, (u < p_first).astype(float))
+    # per dimension: each comparison's cell (value, first arm, second arm), and the
+    # running W (value × 3 × 3) and tie counts
+    cells = {"device": dev * 9 + pair[:, 0] * 3 + pair[:, 1],
+             "market": mkt * 9 + pair[:, 0] * 3 + pair[:, 1]}
+    W = {dim: np.zeros((len(vals), 3, 3)) for dim, vals in DIMS.items()}
+    T = {dim: np.zeros((len(vals), 3, 3), dtype=np.int64) for dim, vals in DIMS.items()}
     looks = []
     for end in range(LOOK, N + 1, LOOK):
-        mats = {"device": {v: np.zeros((3, 3)) for v in DIMS["device"]},
-                "market": {v: np.zeros((3, 3)) for v in DIMS["market"]}}
-        ties: dict[str, dict[tuple[int, int], int]] = {}
-        for dim, idx in (("device", dev[:end]), ("market", mkt[:end])):
-            for v, name in enumerate(DIMS[dim]):
-                sel = idx == v
-                W = mats[dim][name]
-                np.add.at(W, (pair[:end][sel, 0], pair[:end][sel, 1]), s[:end][sel])
-                np.add.at(W, (pair[:end][sel, 1], pair[:end][sel, 0]), 1 - s[:end][sel])
-                t = ties.setdefault(f"{dim}={name}", {})
-                for (i, j) in PAIRS:
-                    t[int(i), int(j)] = int(np.sum(sel & tie[:end] & (pair[:end, 0] == i)
-                                                   & (pair[:end, 1] == j)))
+        block = slice(end - LOOK, end)
+        for dim, vals in DIMS.items():
+            size = len(vals) * 9
+            c = cells[dim][block]
+            won = np.bincount(c, weights=s[block], minlength=size).reshape(-1, 3, 3)
+            lost = np.bincount(c, weights=1 - s[block], minlength=size).reshape(-1, 3, 3)
+            W[dim] += won + lost.transpose(0, 2, 1)
+            T[dim] += np.bincount(c[tie[block]], minlength=size).reshape(-1, 3, 3)
+        mats = {dim: {name: W[dim][v].copy() for v, name in enumerate(vals)}
+                for dim, vals in DIMS.items()}
+        ties = {f"{dim}={name}": {(int(i), int(j)): int(T[dim][v, i, j]) for i, j in PAIRS}
+                for dim, vals in DIMS.items() for v, name in enumerate(vals)}
         looks.append(per_segment(DIMS, mats, ties, 0, [1, 2], NAMES)["heterogeneous"])
     return looks
 

@@ -22,8 +22,15 @@ imports with :mod:`ast` (nothing is imported) and check the rules:
   ``watches``, ``volatility``...): it stores plain values it is given
   (:func:`policy_calls`).
 
+* a design is a type (:mod:`service.designs`): nothing outside the registry and
+  ``service/ab/`` compares a design's name (:func:`design_name_checks`); the A/B design's
+  service code lives in ``service/ab/``, its Lua beside it (:func:`ab_strays`); each line
+  of the registry names the module that defines that design, and each design declares
+  every capability of the interface.
+
 Imports inside functions count everywhere, and so does ``importlib.import_module`` with a
-literal name.
+literal name (the designs' registry imports by a table, :data:`service.designs.registry.
+INSTALLED`, which its own test checks).
 """
 
 from __future__ import annotations
@@ -172,9 +179,9 @@ def test_no_import_cycles():
 
 
 #: the concepts of the live service, each a folder of ``service/`` (docs/architecture.md)
-CONCEPTS = ("access", "api", "campaigns", "clicks", "credit", "events", "experiments", "outcomes",
-            "placements", "rankers", "reports", "schemas", "search", "segments", "store",
-            "ubi", "webhooks")
+CONCEPTS = ("ab", "access", "api", "campaigns", "clicks", "credit", "designs", "events",
+            "experiments", "interleaving", "outcomes", "placements", "rankers", "reports",
+            "schemas", "search", "segments", "store", "ubi", "webhooks")
 #: the most modules at the top of ``service/`` (wiring, configuration, errors, tokens,
 #: metrics and the like); everything else lives in its concept's folder
 MAX_TOP_FILES = 12
@@ -390,19 +397,26 @@ def test_the_service_is_small_modules_and_the_tasks_are_thin():
     assert not (ROOT / "service" / "store.py").exists()
     assert len((ROOT / "workers" / "tasks.py").read_text().splitlines()) < 150
     # each Lua script is a file next to its module, and ships with the package
+    import importlib
+
     from service.store import StorePart
+
+    for name in MODULES:  # a design's part of the store is defined in its folder
+        if name.startswith("service."):
+            importlib.import_module(name)
     from service.store.base import GENERATED, lua
 
     # each part of the store (store.<part>) declares its own scripts
     declared = {name for part in StorePart.__subclasses__() for cls in part.__mro__
                 for name in vars(cls).get("SCRIPTS", {}).values()}
     included = {m for name in declared for m in re.findall(r"^-- include: (\w+)$", lua(name), re.M)}
-    files = {p.stem for p in (ROOT / "service" / "store").glob("*.lua")}
+    files = {p.stem for p in (ROOT / "service").rglob("*.lua")}
     assert declared | included == files | set(GENERATED) and len(files) >= 10
     # the guard's check (tests/unit/test_guard_cases.py) and the A/B moments, shared; the
     # outcome->W write and the counts' field names it uses (generated from keys.py)
     assert included == {"guard", "ab_moments", "outcome_write", "fields"}
     assert '"service.store" = ["*.lua"]' in (ROOT / "pyproject.toml").read_text()
+    assert '"service.ab" = ["*.lua"]' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_no_storage_function_takes_a_callable_and_no_policy_is_probed():
@@ -542,3 +556,175 @@ def test_the_outcome_write_is_one_lua_include():
                     and re.match(r"(?:w|t|n|v|c|s|sn|st):", node.value)):
                 spelled.append(f"{name}: {node.value!r}")
     assert not spelled, spelled
+
+
+#: where a design's name may be compared: its registry and the A/B design's own folder
+DESIGN_NAME_HOMES = ("service/designs/registry.py", "service/ab/")
+
+
+def design_name_checks(source: str, name: str = "<source>") -> list[str]:
+    """Where ``source`` chooses a path by the A/B design's name: a comparison with the
+    constant ``"ab"`` on either side (``==``, ``!=``, ``in`` a literal tuple, list or
+    set), a ``case "ab":`` or a call of an ``is_ab`` function."""
+    found = []
+
+    def names_ab(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value == "ab"
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return any(names_ab(e) for e in node.elts)
+        return False
+
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, ast.Compare) and any(
+                names_ab(o) for o in (node.left, *node.comparators)):
+            found.append(f"{name}:{node.lineno} compares a design's name")
+        elif isinstance(node, ast.MatchValue) and names_ab(node.value):
+            found.append(f"{name}:{node.lineno} matches a design's name")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called == "is_ab":
+                found.append(f"{name}:{node.lineno} calls {called}()")
+    return found
+
+
+def test_design_name_checks_finds_the_old_checks():
+    # the forms main had before the designs' registry (issue 46), each caught
+    assert design_name_checks('if imp.design == "ab":\n    pass\n') == [
+        "<source>:1 compares a design's name"]
+    assert design_name_checks('x = meta.get("design") != "ab"') == [
+        "<source>:1 compares a design's name"]
+    assert design_name_checks('ok = d in ("ab", "holdout")') == [
+        "<source>:1 compares a design's name"]
+    assert design_name_checks("if ab.is_ab(meta):\n    pass\n") == ["<source>:1 calls is_ab()"]
+    assert design_name_checks('match d:\n    case "ab":\n        pass\n') == [
+        "<source>:2 matches a design's name"]
+    # asking the design, or a table keyed by its name, is not a check
+    assert design_name_checks("design_of(meta).serve(rt)\nT = {'ab': f}\nT.get(d)") == []
+
+
+def test_nothing_outside_the_registry_and_service_ab_compares_a_design_name():
+    # callers ask the design (service.designs.registry.design_of); only the registry and
+    # the A/B design's own folder may name it
+    found = []
+    for package in ("service", "cli", "workers", "demo"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            if rel.startswith(DESIGN_NAME_HOMES):
+                continue
+            found += design_name_checks(path.read_text(), rel)
+    assert not found, found
+
+
+def ab_strays(root: Path) -> list[str]:
+    """What of the A/B design's service code lives outside ``service/ab/`` under ``root``
+    (a checkout): a module or a Lua script named for it (``ab.py``, ``ab_*.py``,
+    ``ab_*.lua``), a script including its Lua, a module reaching its storage
+    (``store.ab``)."""
+    service = root / "service"
+    found = []
+    for path in sorted([*service.rglob("*.py"), *service.rglob("*.lua")]):
+        rel = path.relative_to(root)
+        if rel.parts[1] == "ab":
+            continue
+        if path.stem == "ab" or path.stem.startswith("ab_"):
+            found.append(f"{rel}: named for the A/B design")
+        if path.suffix == ".lua":
+            found += [f"{rel}: includes {m}" for m in
+                      re.findall(r"^-- include: (ab\w*)$", path.read_text(), re.M)]
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(rel))):
+            if (isinstance(node, ast.Attribute) and node.attr == "ab"
+                    and ast.unparse(node.value).split(".")[-1] == "store"):
+                found.append(f"{rel}:{node.lineno} reaches store.ab")
+    return found
+
+
+def test_the_ab_design_lives_in_service_ab():
+    # A/B's home: its creation, search, report, storage, schemas and Lua in one folder
+    # (its pure statistics are rollout/ab/); the interleaving design's code asks it
+    assert not ab_strays(ROOT), ab_strays(ROOT)
+    assert {p.name for p in (ROOT / "service" / "ab").iterdir()} >= {
+        "design.py", "operations.py", "search.py", "report.py", "store.py", "schemas.py",
+        "ab_search.lua", "ab_click.lua", "ab_moments.lua", "ab_outcome.lua"}
+
+
+def test_every_design_is_one_registry_line_and_declares_its_capabilities():
+    # each line of the registry names the module that defines that design; a design
+    # declares every capability of the interface on its own class (none left to guess)
+    from service.designs import registry
+    from service.designs.base import Design
+
+    capabilities = [n for n, v in vars(Design)["__annotations__"].items()
+                    if "ClassVar" in str(v) and n != "name"]
+    assert {"fixed_arms", "interleaves", "confirmable", "schema"} <= set(capabilities)
+    # what differs is answered by a method each design must write (an outcome's call and
+    # its credit: service.outcomes.attribution), not a flag a caller branches on
+    assert {"creation", "serve", "record_clicks", "end", "outcome_call", "credit_outcome",
+            "report"} <= Design.__abstractmethods__
+    for name, module in registry.INSTALLED.items():
+        design = registry.design_named(name)
+        assert isinstance(design, Design) and design.name == name, module
+        assert type(design).__module__ == module
+        missing = [c for c in capabilities if c not in {
+            k for cls in type(design).__mro__[:-2] for k in vars(cls)}]
+        assert not missing, (name, missing)
+    assert registry.design_of({}).name == registry.DEFAULT == "interleaving"
+    assert registry.design_of({"design": "ab"}) is registry.design_named("ab")
+    assert registry.design_for_body({"design": "nope"}).name == "interleaving"
+    assert registry.confirmer().name == "ab"
+
+
+#: where the A/B design's storage names may stand outside ``service/ab/``: the one module
+#: that builds every key, the one that declares every script, and the scripts' homes
+AB_NAME_HOMES = ("service/ab/", "service/store/keys.py", "service/store/scripts.py",
+                 "service/store/base.py")
+
+
+def ab_storage_names(source: str, name: str = "<source>") -> list[str]:
+    """Where ``source`` builds the A/B design's storage itself: a call or import of an
+    A/B key builder (``ab_*_key``, the confirmed pairs' ``AGREEMENTS``), or an A/B
+    script named (a string ``"ab_<script>"`` naming a script that sits in
+    ``service/ab/``)."""
+    from service.store.base import HOMES
+
+    scripts = {s for s, home in HOMES.items() if home == "ab"}
+    found = []
+    for node in ast.walk(ast.parse(source, name)):
+        ident = (node.id if isinstance(node, ast.Name) else node.attr
+                 if isinstance(node, ast.Attribute) else None)
+        if isinstance(node, ast.ImportFrom):
+            found += [f"{name}:{node.lineno} imports {a.name}" for a in node.names
+                      if re.fullmatch(r"ab_\w+_key|AGREEMENTS", a.name)]
+        elif ident and re.fullmatch(r"ab_\w+_key|AGREEMENTS", ident):
+            found.append(f"{name}:{node.lineno} uses {ident}")
+        elif isinstance(node, ast.Constant) and node.value in scripts:
+            found.append(f"{name}:{node.lineno} names script {node.value}")
+    return found
+
+
+def test_ab_storage_names_finds_the_old_outcome_call():
+    # main's outcome call before A/B's was built in service/ab/ (issue 46), each form caught
+    old = ("from service.store.keys import ab_moments_key, ab_users_key\n"
+           "S = {'_ab_outcome_script': 'ab_outcome'}\n"
+           "k = {'users': ab_users_key(e), 'moments': keys.ab_moments_key(e)}\n")
+    assert ab_storage_names(old) == [
+        "<source>:1 imports ab_moments_key", "<source>:1 imports ab_users_key",
+        "<source>:2 names script ab_outcome", "<source>:3 uses ab_users_key",
+        "<source>:3 uses ab_moments_key"]
+    # a field or a counter named ab_..., a script's own name elsewhere: not A/B's storage
+    assert ab_storage_names("d.get('ab_user'); c['ab_outcomes']; s = 'outcome'") == []
+
+
+def test_only_service_ab_builds_the_ab_designs_keys_and_calls_its_scripts():
+    # A/B's home holds its storage: its keys are built (keys.py defines them) and its
+    # scripts called (scripts.py declares them) from service/ab/ only; the outcome call
+    # of POST /outcomes is the design's (service.designs.base.Design.outcome_call)
+    found = []
+    for package in ("service", "cli", "workers", "demo"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            if not rel.startswith(AB_NAME_HOMES):
+                found += ab_storage_names(path.read_text(), rel)
+    assert not found, found

@@ -11,24 +11,40 @@ from pathlib import Path
 import pytest
 
 from service.store import scripts
-from service.store.base import lua
-from service.store.scripts import CREDIT, METRIC_CREDIT, SCRIPTS, CreditSpec, Guard, MetricSpec
+from service.store.base import lua, script_file
+from service.store.scripts import (
+    CREDIT,
+    METRIC_CREDIT,
+    SCRIPTS,
+    CreditSpec,
+    Guard,
+    MetricSpec,
+)
 
-STORE = Path(__file__).resolve().parents[2] / "service" / "store"
+SERVICE = Path(__file__).resolve().parents[2] / "service"
 #: the scripts other scripts include: functions, no KEYS or ARGV of their own
 INCLUDES = {"guard", "ab_moments", "outcome_write"}
-FILES = sorted(p.stem for p in STORE.glob("*.lua"))
+#: every script file: the store's, and a design's beside its code (service/ab/)
+FILES = sorted(p.stem for p in SERVICE.rglob("*.lua"))
+
+
+def test_each_script_is_found_where_it_sits():
+    # script_file() resolves each script and include to its one file
+    found = {p.stem: p for p in SERVICE.rglob("*.lua")}
+    assert len(found) == len(FILES)
+    for name, path in found.items():
+        assert script_file(name).read_text() == path.read_text(), name
 
 
 def test_every_script_is_declared_and_every_declaration_is_a_script():
     assert set(SCRIPTS) == set(FILES) - INCLUDES
     for name in INCLUDES:
-        assert "-- @keys" not in (STORE / f"{name}.lua").read_text(), name
+        assert "-- @keys" not in script_file(name).read_text(), name
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_the_scripts_header_is_its_declaration(name):
-    own = (STORE / f"{name}.lua").read_text()
+    own = script_file(name).read_text()
     header = (re.findall(r"^-- @keys.*$", own, re.M), re.findall(r"^-- @argv.*$", own, re.M))
     keys, argv = SCRIPTS[name].header()
     assert header == ([keys], [argv])
@@ -37,7 +53,7 @@ def test_the_scripts_header_is_its_declaration(name):
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_the_indices_the_script_reads_fit_its_declaration(name):
     s = SCRIPTS[name]
-    code = re.sub(r"--.*", "", (STORE / f"{name}.lua").read_text())
+    code = re.sub(r"--.*", "", script_file(name).read_text())
     for table, fixed, opt, each in (("KEYS", s.keys, s.optional_keys, s.each_keys),
                                     ("ARGV", s.argv, s.optional_argv, s.each_argv)):
         literal = [int(x) for x in re.findall(rf"\b{table}\[(\d+)\]", code)]

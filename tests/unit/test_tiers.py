@@ -81,3 +81,22 @@ def test_collection_marks_each_test_with_its_tier():
              FakeItem("service/config.py::service.config")]
     tiers.pytest_collection_modifyitems(None, items)
     assert [[m.name for m in item.marks] for item in items] == [["service"], ["unit"]]
+
+
+def test_the_longest_work_unit_runs_first_and_a_split_modules_tests_apart():
+    # a split module's tests are units of their own, each by its own estimate; a group's
+    # modules stay together, estimated as their sum; a module's tests keep their order
+    ids = ["tests/unit/test_a.py::test_1",
+           "tests/service/test_quickstart.py::test_1",
+           "tests/stats/test_verdict_error_rates.py::test_tied_rankers_are_rarely_certified",
+           "tests/e2e/test_metrics.py::test_1",
+           "tests/service/test_quickstart.py::test_2",
+           "tests/stats/test_verdict_error_rates.py::"
+           "test_near_tied_instances_are_rarely_certified_wrongly",
+           "tests/e2e/test_dashboards_prometheus.py::test_1"]
+    items = [FakeItem(i) for i in ids]
+    tiers.schedule(items)
+    assert [i.nodeid for i in items] == [ids[5], ids[3], ids[6], ids[2], ids[1], ids[4],
+                                         ids[0]]
+    assert tiers.unit_seconds(ids[5], ROOT / "tests/stats") > tiers.module_seconds(
+        ROOT / "tests/stats/test_verdict_error_rates.py")

@@ -7,13 +7,13 @@ deletion): its rankers are the placement's control (arm 0, copied at creation) a
 treatments; its meta says ``"design": "ab"`` and names its ``control``, and holds the
 conversion metrics it declares (``metrics``, measured per user: docs/ab-tests.md). The policy kept
 with it (``uniform``) is never asked: its searches are served by
-:mod:`service.search.ab`, one arm's list whole, and measured per user
-(:mod:`service.store.ab`); its report is :mod:`service.reports.ab`.
+:mod:`service.ab.search`, one arm's list whole, and measured per user
+(:mod:`service.ab.store`); its report is :mod:`service.ab.report`.
 
 **Confirming** a certified interleaving experiment creates the A/B test of its winner
 against the placement's control and links the two (``confirms`` in the A/B's meta,
 ``confirmed_by`` in the interleaving's); the pair is kept in ``rd:agreements`` and listed,
-with both verdicts, by ``GET /agreements`` (:mod:`service.reports.ab`).
+with both verdicts, by ``GET /agreements`` (:mod:`service.ab.report`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 
 import bandits
 from rollout.ab.conversions import RESERVED, name_problems
+from service.designs.registry import design_of
 from service.errors import Conflict, NotFound, Unprocessable
 from service.experiments import operations as experiments
 from service.outcomes.declared import CLICK
@@ -96,7 +97,7 @@ def create(rt: Runtime, *, name: str, placement: str, treatments: list[Ranker],
             "guardrails": guardrails, "design": "ab", "control": control.name}
     if confirms:
         meta["confirms"] = confirms
-    if stored:  # conversion metrics, per user (service.store.ab); the verdict stays on ctr
+    if stored:  # conversion metrics, per user (service.ab.store); the verdict stays on ctr
         meta["metrics"], meta["primary"] = stored, CLICK
     rt.store.experiments.create_experiment(
         exp_id, meta=meta, rankers=rankers, bandit=bandit, truth=None,
@@ -106,7 +107,7 @@ def create(rt: Runtime, *, name: str, placement: str, treatments: list[Ranker],
 
 
 def create_from_body(rt: Runtime, body: Any, probe: experiments.Prober | None) -> str:
-    """:func:`create` from a parsed :class:`service.schemas.ab.NewABExperiment`."""
+    """:func:`create` from a parsed :class:`service.ab.schemas.NewABExperiment`."""
     traffic = placement_traffic.traffic_of(body)
     treatments, problems = [], []
     for n, r in enumerate(body.rankers):
@@ -138,7 +139,7 @@ def confirm(rt: Runtime, exp_id: str, body: Any) -> str:
     is not certified, was confirmed already, or its winner is the control."""
     snap = rt.store.experiments.snapshot(exp_id)
     meta = snap.meta
-    if meta.get("design") == "ab":
+    if not design_of(meta).confirmable:
         raise Conflict(f"experiment {exp_id!r} is an A/B test: only an interleaving "
                        f"verdict is confirmed")
     name = meta.get("placement")

@@ -2,7 +2,7 @@
 ``ab``) and the confirmed pairs of ``GET /agreements``.
 
 The statistics are :mod:`rollout.ab`'s and :mod:`rollout.srm`'s; this module reads the
-counters (:meth:`service.store.ab.ABStore.ab_moments`: per arm and metric, the moments
+counters (:meth:`service.ab.store.ABStore.ab_moments`: per arm and metric, the moments
 of the users' values) and shapes the answer:
 
 * per treatment against the control and per metric (``ctr``, ``searches``,
@@ -23,7 +23,6 @@ of the users' values) and shapes the answer:
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from typing import Any
@@ -31,13 +30,11 @@ from typing import Any
 from rollout import srm
 from rollout.ab import Moments, ab_report, agreement_rate, agrees, metric_verdicts
 from rollout.ab.arms import equal_shares
+from service.ab.store import AB_METRICS
 from service.outcomes.declared import Metric, declared
 from service.reports import speedup, splits
 from service.store import Store
-from service.store.ab import AB_METRICS
-from service.store.snapshot import ExperimentMissing, Snapshot
-
-log = logging.getLogger("rankduel.webhooks")
+from service.store.snapshot import Snapshot
 
 
 def conversions_of(meta: dict[str, Any]) -> list[Metric]:
@@ -197,50 +194,13 @@ def pair_speedup(store: Store, ab_id: str) -> dict[str, Any] | None:
     return speedup.for_pair(pair, d, agree)
 
 
-def flagged(store: Store, snap: Snapshot) -> bool:
-    """Whether any split of an experiment is flagged now (the metric's value): its
-    arms' users (an A/B test), its share of its placement, team draft's coin."""
-    if snap.meta.get("design") == "ab":
-        names, arms = arms_of(store, snap)
-        users, _ = split_checks(names, arms)
-        if srm.check([users]).flagged:
-            return True
-    return splits.section(store, snap.meta)["flagged"]
-
-
-def flagged_splits(store: Store) -> list[tuple[str, str, str]]:
-    """``(experiment, placement, what is flagged)`` for each running experiment of a
-    placement whose split is flagged now (:func:`flagged`): what the workers' sweep
-    tells the webhooks (``srm_flag``)."""
-    out = []
-    for name in store.placements.placement_names():
-        try:
-            entries = (store.placements.placement(name) or {}).get("experiments", [])
-        except Exception:
-            log.exception("splits of placement %s not read", name)
-            continue
-        for e in entries:
-            if e["status"] != "running":
-                continue
-            try:
-                snap = store.experiments.snapshot(e["experiment"])
-                if flagged(store, snap):
-                    out.append((e["experiment"], name, _flag_message(store, snap)))
-            except ExperimentMissing:
-                continue
-            except Exception:
-                log.exception("split of experiment %s not checked", e["experiment"])
-    return out
-
-
-def _flag_message(store: Store, snap: Snapshot) -> str:
-    """What is flagged, in words: an A/B test's arms' users first, else its split."""
-    if snap.meta.get("design") == "ab":
-        users, _ = split_checks(*arms_of(store, snap))
-        result = srm.check([users])
-        if result.flagged:
-            return result.message
-    return splits.section(store, snap.meta)["message"] or "its split is out of balance"
+def users_flag(store: Store, snap: Snapshot) -> str | None:
+    """What is flagged of an A/B test's own split now, in words: its arms' users against
+    their equal shares (None: not flagged). Its share of its placement is checked as every
+    experiment's (:func:`service.reports.splits.flagged`)."""
+    users, _ = split_checks(*arms_of(store, snap))
+    result = srm.check([users])
+    return result.message if result.flagged else None
 
 
 def agreements(store: Store) -> dict[str, Any]:
@@ -292,4 +252,4 @@ def agreements(store: Store) -> dict[str, Any]:
             "speedup": speedup.median(p["speedup"] for p in pairs)}
 
 
-__all__ = ["agreements", "arms_of", "build", "flagged", "pair_speedup", "split_checks"]
+__all__ = ["agreements", "arms_of", "build", "pair_speedup", "split_checks", "users_flag"]

@@ -1,6 +1,6 @@
 """A/B experiments on a placement: ``POST /experiments`` with ``"design": "ab"``,
 ``POST /experiments/ID/confirm``, and the answers of an A/B report and of
-``GET /agreements`` (:mod:`service.placements.ab`, :mod:`service.reports.ab`)."""
+``GET /agreements`` (:mod:`service.ab.operations`, :mod:`service.ab.report`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Serving a search of an A/B experiment (``"design": "ab"``): one arm's list, whole.
 
-:func:`service.search.serve.search` hands an A/B experiment's searches here, after the
-controller counted the step (:class:`service.experiments.controller.Choice`: the
-experiment's snapshot and its rankers by arm; arm 0 is the placement's control).
+:func:`service.search.serve.search` hands an A/B experiment's searches here (through its
+design, :class:`service.ab.design.ABDesign`), after the controller counted the step
+(:class:`service.experiments.controller.Choice`: the experiment's snapshot and its rankers
+by arm; arm 0 is the placement's control).
 
 1. **The arm**: :func:`rollout.ab.arms.arm_of` of the user and the experiment's salt,
    sticky, in equal shares. A search without a user id, or of an experiment that is not
@@ -16,10 +17,10 @@ experiment's snapshot and its rankers by arm; arm 0 is the placement's control).
    to be trusted until the treatment is fixed. The control failing too is a 502 (on a
    placement: its fallback, the control's page).
 3. **The count**: the search, its user (a keyed hash, never the id) and its arm go to
-   :meth:`service.store.ab.ABStore.save_ab_search` with the rankers' guardrail counts,
+   :meth:`service.ab.store.ABStore.save_ab_search` with the rankers' guardrail counts,
    one script; the answer carries an impression id and a click token like any
    experiment's, and ``POST /clicks`` with them counts the search clicked, once
-   (:mod:`service.store.ab`). With metrics of an action declared, the same script
+   (:mod:`service.ab.store`). With metrics of an action declared, the same script
    enters a new user in each with the value 0 and writes the last touches an outcome
    event is attributed by (``POST /outcomes``).
 """
@@ -39,11 +40,6 @@ from service.search.ranker_health import SearchTiming
 from service.store.keys import new_impression_id
 from service.store.placements import GUARD_PREFIX
 from service.tokens import issue_token
-
-
-def is_ab(meta: dict[str, Any]) -> bool:
-    """Whether an experiment's meta says it is an A/B test."""
-    return meta.get("design") == "ab"
 
 
 def serve(rt: Runtime, exp_id: str, choice: Any, q: str, k: int, user: str | None,
@@ -107,4 +103,4 @@ def _url(item: dict[str, Any]) -> str | None:
     return None
 
 
-__all__ = ["is_ab", "serve"]
+__all__ = ["serve"]
