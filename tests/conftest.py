@@ -160,6 +160,9 @@ def service_env(redis_url, tmp_path_factory) -> dict[str, str]:
         # a starved test machine's Redis may miss the 50 ms search budget twice in a row:
         # searches would then answer degraded (tests/service/test_store_outage.py tests it)
         "RANKDUEL_STORE_BUDGET_MS": "1000",
+        # and a call may wait for a core longer than the 250 ms default read timeout: a
+        # request would answer 503 (test_live_fidelity tests the timeout with its own 200)
+        "RANKDUEL_REDIS_TIMEOUT_MS": "1000",
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path_factory.mktemp("prom")),
         "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
     })
