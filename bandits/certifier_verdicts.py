@@ -83,7 +83,7 @@ class CertifiedVerdicts:
     def _rest(self) -> list[int]:
         """The arms in the field (not retired) not shown worse: O(K)."""
         worse = self.worse
-        return [int(a) for a in np.flatnonzero(self.status != RETIRED) if int(a) not in worse]
+        return [a for a, s in enumerate(self.status.tolist()) if s != RETIRED and a not in worse]
 
     def verdicts(self) -> dict[str, Any]:
         """The verdicts at ``1 − error_rate`` (:mod:`bandits.confidence`): the certified
@@ -175,8 +175,11 @@ class CertifiedVerdicts:
         if self.certificate is not None:
             return
         rest = self._rest()
+        # a few arms: most sweeps find no pair at the evidence floor, in plain floats
         new = (confidence.shown_worse(self.W, rest, self.error_rate, rest)
-               if len(rest) > 1 else {})
+               if len(rest) > 1 and (len(rest) > 24
+                                     or confidence.any_may_cross(self.W, rest, self.error_rate))
+               else {})
         if new:
             self._show_worse(new)
         else:

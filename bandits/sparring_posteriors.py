@@ -38,7 +38,7 @@ class Posteriors:
     """The active arms' counts and moments, by slot (position in the active list
     ``act``): ``wins[k]``, ``losses[k]`` are arm ``act[k]``'s against active arms."""
 
-    __slots__ = ("losses", "mu", "n", "scalar", "sd", "wins")
+    __slots__ = ("_z", "losses", "mu", "n", "scalar", "sd", "wins")
 
     def __init__(self, W: np.ndarray, act: np.ndarray) -> None:
         s = W[:, act].sum(axis=1)[act]
@@ -47,6 +47,7 @@ class Posteriors:
         sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
         self.n = int(act.size)
         self.scalar = self.n <= SCALAR_ARMS
+        self._z = np.empty(2 * self.n)  # the normals of a draw (scalar path)
         self.wins: list[float] | np.ndarray
         self.losses: list[float] | np.ndarray
         self.mu: list[float] | np.ndarray
@@ -66,11 +67,20 @@ class Posteriors:
         ``rng.standard_normal((2, n))``)."""
         n = self.n
         if self.scalar:
-            z = rng.standard_normal(2 * n).tolist()
+            rng.standard_normal(out=self._z)  # the values of standard_normal(2n)
+            z = self._z.tolist()
             mu, sd = self.mu, self.sd
-            t1 = [a * b + c for a, b, c in zip(z[:n], sd, mu, strict=True)]
-            t2 = [a * b + c for a, b, c in zip(z[n:], sd, mu, strict=True)]
-            return t1.index(max(t1)), t2.index(max(t2))
+            top, x1 = z[0] * sd[0] + mu[0], 0
+            for k in range(1, n):
+                v = z[k] * sd[k] + mu[k]
+                if v > top:  # strictly: the first maximum, as argmax
+                    top, x1 = v, k
+            top, x2 = z[n] * sd[0] + mu[0], 0
+            for k in range(1, n):
+                v = z[n + k] * sd[k] + mu[k]
+                if v > top:
+                    top, x2 = v, k
+            return x1, x2
         zz = rng.standard_normal((2, n))
         zz *= self.sd
         zz += self.mu
