@@ -66,13 +66,17 @@ class CertifiedVerdicts:
         #: readmissions before convergence: ``[arm, arm it beat, n_updates]`` each
         self.revived: list[list[int]] = []
         self._edge: confidence.EdgeTest | None = None  # the edge test at the current K
+        self._edge_key = (0, 0.0)  # the (K, error_rate) it was built for
 
     def _edge_test(self) -> confidence.EdgeTest:
         """The edge test at ``δ/(2(K − 1))`` for the current ``K`` (rebuilt when an arm is
         added)."""
-        level = confidence.per_edge_level(self.K, self.error_rate)
-        if self._edge is None or self._edge.level != level:
-            self._edge = confidence.EdgeTest(level)
+        key = (self.K, self.error_rate)
+        if self._edge is None or self._edge_key != key:
+            level = confidence.per_edge_level(self.K, self.error_rate)
+            if self._edge is None or self._edge.level != level:
+                self._edge = confidence.EdgeTest(level)
+            self._edge_key = key
         return self._edge
 
     def _edge_floor(self) -> float:
