@@ -14,6 +14,7 @@ from service.ab.schemas import NewABExperiment
 from service.designs.base import Design
 from service.runtime import Runtime
 from service.store import ImpressionMissing, Store
+from service.store.outcomes import OutcomeCall, ScriptRun
 from service.store.snapshot import Snapshot
 from service.tokens import user_hash
 
@@ -22,7 +23,6 @@ class ABDesign(Design):
     """An A/B test (the module docstring)."""
 
     name = "ab"
-    counts_outcomes_at_once = True
     fixed_arms: ClassVar[str | None] = ("is an A/B test: its arms are fixed at creation "
                                         "(create another A/B test)")
     interleaves = False
@@ -53,6 +53,14 @@ class ABDesign(Design):
         """Closed; nothing to credit, its counts are kept already."""
         first = rt.store.ab.ab_end(imp.exp, imp.id)
         return {"impression_id": imp.id, "status": "closed", "already_closed": not first}
+
+    def outcome_call(self, store: Store, call: OutcomeCall, member: str) -> ScriptRun:
+        """``ab_outcome.lua``'s, which counts the event per user at once
+        (:meth:`service.ab.store.ABStore.outcome_call`); no pending item."""
+        return store.ab.outcome_call(call)
+
+    def credit_outcome(self, store: Store, exp_id: str) -> None:
+        """Nothing: the script counted the event, no worker credits an A/B test."""
 
     def report(self, store: Store, exp_id: str) -> dict[str, Any]:
         return report.build(store, exp_id)

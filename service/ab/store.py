@@ -34,7 +34,8 @@ in every conversion metric's moments with the value 0 (``ab_search.lua``): a use
 never converts counts, as a 0 (:mod:`rollout.ab.conversions`). The search also writes the
 impression's attribution entry and the user's last touch of each document shown, with
 the arm that served it, living as long as the longest window. An outcome event is
-attributed to the last touch and counted by ``ab_outcome.lua`` (called by
+attributed to the last touch and counted by ``ab_outcome.lua`` (:meth:`ABStore.outcome_call`,
+the A/B design's outcome call, sent by
 :meth:`service.store.outcomes.OutcomeStore.record_outcomes`): it records the event under
 the digest of its ``event_id`` and moves the user's value and the arm's moments in the
 same script, unless that record exists, so a retried event counts once.
@@ -58,6 +59,7 @@ from service.store.keys import (
     imp_key,
     touches_key,
 )
+from service.store.outcomes import OutcomeCall, ScriptRun
 from service.store.scripts import SCRIPTS
 from service.store.snapshot import ExperimentMissing, text
 
@@ -71,7 +73,8 @@ class ABStore(StorePart):
     PART = "ab"
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_ab_search_script": "ab_search",
-                                         "_ab_click_script": "ab_click"}
+                                         "_ab_click_script": "ab_click",
+                                         "_ab_outcome_script": "ab_outcome"}
 
     def save_ab_search(self, imp_id: str, *, exp_id: str, t: int, arm: int, user: str,
                        shown: list[str], urls: list[str | None], token_expires: int,
@@ -117,6 +120,17 @@ class ABStore(StorePart):
         return int(self._ab_click_script(*SCRIPTS["ab_click"].build(
             {"imp": imp_key(exp_id, imp_id), "users": ab_users_key(exp_id),
              "moments": ab_moments_key(exp_id), "counters": counters_key(exp_id)})))
+
+    def outcome_call(self, call: OutcomeCall) -> ScriptRun:
+        """``ab_outcome.lua``'s call for ``call``, which counts the event at once (module
+        docstring: conversions), for :meth:`~service.store.outcomes.OutcomeStore.
+        record_outcomes` to send with the other candidate experiments' calls."""
+        keys, args = call.named(self.clock())
+        return ScriptRun(self._ab_outcome_script, *SCRIPTS["ab_outcome"].build(
+            {**keys, "users": ab_users_key(call.exp_id),
+             "moments": ab_moments_key(call.exp_id), "counters": counters_key(call.exp_id)},
+            {**args, "user": call.user_hash or "",  # name:window_s:kind: counted by kind
+             "windows": ",".join(f"{n}:{w}:{kind}" for n, w, kind in call.windows)}))
 
     def ab_end(self, exp_id: str, imp_id: str) -> bool:
         """Close an A/B search's impression (no credit follows: its counts are already

@@ -1,7 +1,7 @@
 """The interface of an experiment design: its capabilities, declared once as class
 attributes, and what it answers, each operation in one method (the callers:
 :mod:`service.api.operator`, :mod:`service.search.serve`, :mod:`service.search.paging`,
-:mod:`service.clicks.reports`, :mod:`service.outcomes.actions`,
+:mod:`service.clicks.reports`, :mod:`service.outcomes.attribution`,
 :mod:`service.experiments.operations`, :mod:`service.reports`, the workers' sweep).
 
 Types are written loosely (``Any``) where the precise one sits in a layer above this one
@@ -21,9 +21,6 @@ class Design(ABC):
 
     #: its name, as stored in an experiment's meta and an impression's record
     name: ClassVar[str]
-    #: an outcome event is counted for it when attributed, by its own script, and nothing
-    #: is left for a worker (A/B: per user, :mod:`service.outcomes.attribution`)
-    counts_outcomes_at_once: ClassVar[bool]
     #: why its arms are fixed at creation, the end of the 409 refusing a new ranker (A/B:
     #: a new arm would move users between arms); None: a ranker may be added mid-run
     fixed_arms: ClassVar[str | None]
@@ -63,6 +60,21 @@ class Design(ABC):
         """Close impression ``imp`` (the answer of ``POST /impressions/ID/end``): an
         interleaving impression's credit starts (a drain), an A/B search's counts are kept
         already."""
+
+    @abstractmethod
+    def outcome_call(self, store: Any, call: Any, member: str) -> Any:
+        """The script call that attributes and records outcome event ``call`` (a
+        :class:`~service.store.outcomes.OutcomeCall`) for one of its experiments, built
+        by its part of the store (a :class:`~service.store.outcomes.ScriptRun`): ``POST
+        /outcomes`` sends every candidate experiment's in one round trip
+        (:meth:`~service.store.outcomes.OutcomeStore.record_outcomes`). ``member``: the
+        event's name as a pending item, for a design whose workers credit it later."""
+
+    @abstractmethod
+    def credit_outcome(self, store: Any, exp_id: str) -> None:
+        """What follows an outcome event its script attributed (``ok``) for experiment
+        ``exp_id``: its credit started (interleaving: the experiment due in the sweep's
+        index, for a worker), or nothing (A/B: the script counted it)."""
 
     @abstractmethod
     def report(self, store: Any, exp_id: str) -> dict[str, Any]:

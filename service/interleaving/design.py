@@ -17,13 +17,14 @@ from service.reports.build import build as build_report
 from service.runtime import Runtime
 from service.schemas import NewExperiment
 from service.search import serve as searching
+from service.store import Store
+from service.store.outcomes import OutcomeCall, ScriptRun
 
 
 class InterleavingDesign(Design):
     """Interleaving and a dueling-bandit policy (the module docstring)."""
 
     name = "interleaving"
-    counts_outcomes_at_once = False
     fixed_arms: ClassVar[str | None] = None
     interleaves = True
     confirmable = True
@@ -56,6 +57,15 @@ class InterleavingDesign(Design):
 
     def end(self, rt: Runtime, imp: Any) -> dict[str, Any]:
         return clicks.close(rt, imp)
+
+    def outcome_call(self, store: Store, call: OutcomeCall, member: str) -> ScriptRun:
+        """``outcome.lua``'s: the event recorded as a pending item, credited by a worker
+        (:mod:`service.credit.outcome_events`)."""
+        return store.outcomes.outcome_call(call, member)
+
+    def credit_outcome(self, store: Store, exp_id: str) -> None:
+        """The experiment due at once in the sweep's index (a worker credits the event)."""
+        store.drains.mark_due(exp_id, 0.0)
 
     def report(self, store: Any, exp_id: str) -> dict[str, Any]:
         return build_report(store, exp_id)

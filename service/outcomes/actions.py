@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from service.designs.base import Design
 from service.designs.registry import design_of
 from service.outcomes.declared import Metric, declared
 
@@ -28,14 +29,15 @@ MISS_REFRESH_S = 0.25
 
 @dataclass(frozen=True)
 class Candidate:
-    """A running experiment that declares the action: its metrics of that action, and
-    the longest window among all its metrics (the attribution index's TTL); ``ab``: an
-    A/B test (its events are counted per user at once, :mod:`service.ab.store`)."""
+    """A running experiment that declares the action: its metrics of that action, the
+    longest window among all its metrics (the attribution index's TTL), and its design
+    (which builds the event's script call and starts its credit,
+    :mod:`service.outcomes.attribution`)."""
 
     exp_id: str
     metrics: tuple[Metric, ...]
     longest_s: int
-    ab: bool = False
+    design: Design
 
 
 def view(declarations: Mapping[str, tuple[str | None, str | None]]
@@ -61,7 +63,7 @@ def view(declarations: Mapping[str, tuple[str | None, str | None]]
         for action in dict.fromkeys(m.action for m in metrics):
             out.setdefault(action, []).append(Candidate(
                 exp_id, tuple(m for m in metrics if m.action == action), longest,
-                ab=design_of(data).counts_outcomes_at_once))
+                design_of(data)))
     return out
 
 

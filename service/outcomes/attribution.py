@@ -20,7 +20,9 @@ the experiment, due at once, credited by a worker like an impression.
 **A/B experiments** (``"design": "ab"``) attribute the same way, to the last touch their
 searches wrote, and the same script counts the event at once: the user's value of each
 metric within its window moves, and the arm's moments with it (``ab_outcome.lua``,
-:mod:`service.ab.store`); nothing is left for a worker.
+:mod:`service.ab.store`); nothing is left for a worker. Each candidate experiment's
+design builds its call and says what follows it
+(:meth:`~service.designs.base.Design.outcome_call`, ``credit_outcome``).
 
 The request costs one Redis round trip: one script call per candidate experiment
 (pipelined), the candidates coming from the process's cached view of the running
@@ -93,22 +95,22 @@ def record(store: Store, secret: bytes, actions: Actions, *, action: str, doc: s
     if problem:
         raise Unprocessable(problem)
     key = digest(event_id)
-    calls = [_call(c, key, doc, value, action, secret, user, impression_id)
+    member = OUTCOME_MEMBER + key
+    calls = [c.design.outcome_call(store, _call(c, key, doc, value, action, secret, user,
+                                                impression_id), member)
              for c in candidates]
-    replies = store.outcomes.record_outcomes(calls, OUTCOME_MEMBER + key)
+    replies = store.outcomes.record_outcomes(calls)
     return _answer(store, event_id, candidates, replies, by_impression=impression_id is not None)
 
 
 def _call(c: Candidate, key: str, doc: str, value: float | None, action: str, secret: bytes,
           user: str | None, impression_id: str | None) -> OutcomeCall:
-    # an A/B test counts the event at once, by its metrics' kinds (service.ab.store)
-    windows = ",".join(f"{m.name}:{m.window_s}" + (f":{m.value}" if c.ab else "")
-                       for m in c.metrics)
     return OutcomeCall(
-        exp_id=c.exp_id, digest=key, doc=doc, action=action, windows=windows,
+        exp_id=c.exp_id, digest=key, doc=doc, action=action,
+        windows=tuple((m.name, m.window_s, m.value) for m in c.metrics),
         value="" if value is None else repr(float(value)), ttl_s=c.longest_s + EVENT_GRACE_S,
         user_hash=None if user is None else user_hash(secret, c.exp_id, user),
-        imp_id=impression_id, ab=c.ab)
+        imp_id=impression_id)
 
 
 def _answer(store: Store, event_id: str, candidates: list[Candidate],
@@ -123,8 +125,8 @@ def _answer(store: Store, event_id: str, candidates: list[Candidate],
             duplicate |= code == "duplicate"
             attributed.append({"experiment": c.exp_id, "impression_id": reply[1],
                                "metrics": [m for m in reply[2].split(",") if m]})
-            if code == "ok" and not c.ab:  # an A/B test's event is counted already
-                store.drains.mark_due(c.exp_id, 0.0)  # due at once: the sweep's index
+            if code == "ok":  # its credit starts (an A/B test's script counted it)
+                c.design.credit_outcome(store, c.exp_id)
         elif code == "window":
             if by_impression:
                 raise Unprocessable(

@@ -1,24 +1,22 @@
 """Outcome events in Redis (:mod:`service.outcomes`): the experiments' declarations read
-for the request path's cache, an event attributed and recorded (``outcome.lua``, one call
-per candidate experiment, pipelined; an A/B experiment's by ``ab_outcome.lua``, which
-counts it at once: :mod:`service.ab.store`), the workers' reads and the metrics' credit script
-(``metric_credit.lua``), and the metrics' counts. Plain values in and out: nothing here
-decides anything (the keys: :mod:`service.store.keys`)."""
+for the request path's cache, an event attributed and recorded (one call per candidate
+experiment, each built by its design's part of the store: ``outcome.lua`` here, an A/B
+experiment's in :mod:`service.ab.store`; sent pipelined), the workers' reads and the
+metrics' credit script (``metric_credit.lua``), and the metrics' counts. Plain values in
+and out: nothing here decides anything (the keys: :mod:`service.store.keys`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from redis.exceptions import NoScriptError
 
 from bandits import outcomes as rule
 from service.store.base import StorePart
 from service.store.keys import (
-    ab_moments_key,
-    ab_users_key,
     attribution_key,
     counters_key,
     events_key,
@@ -38,25 +36,25 @@ from service.store.snapshot import text
 
 @dataclass(frozen=True)
 class OutcomeCall:
-    """One candidate experiment's call of ``outcome.lua`` (see the script): by user
-    (``user_hash`` set) or by impression (``imp_id`` set)."""
+    """One candidate experiment's outcome event, as its design's outcome script takes it
+    (:meth:`service.designs.base.Design.outcome_call`): by user (``user_hash`` set) or
+    by impression (``imp_id`` set)."""
 
     exp_id: str
     digest: str
     doc: str
-    windows: str  # "metric:window_s,..."
+    #: the action's metrics of the experiment: ``(name, window_s, kind)`` each
+    windows: tuple[tuple[str, int, str], ...]
     value: str
     action: str
     ttl_s: int
     user_hash: str | None = None
     imp_id: str | None = None
-    #: an A/B experiment's call (``ab_outcome.lua``; ``windows`` then
-    #: "metric:window_s:kind,...")
-    ab: bool = False
 
-    def keys_args(self, now: float, member: str) -> tuple[list[str], list[Any]]:
-        """The script's KEYS and ARGV, built through its declaration
-        (:data:`service.store.scripts.SCRIPTS`: ``outcome`` or ``ab_outcome``)."""
+    def named(self, now: float) -> tuple[dict[str, str], dict[str, Any]]:
+        """The keys and arguments every design's outcome script takes, by the names of
+        the scripts' declarations (:data:`service.store.scripts.SCRIPTS`); each design's
+        part adds its own, and ``windows`` in its script's form."""
         if self.user_hash is not None:
             source, form, tail = (touches_key(self.exp_id, self.user_hash), "u",
                                   f"{self.exp_id}.")
@@ -65,17 +63,18 @@ class OutcomeCall:
         keys = {"exp": exp_key(self.exp_id), "event": outcome_event_key(self.exp_id,
                                                                         self.digest),
                 "source": source}
-        args = {"now": now, "form": form, "doc": self.doc, "windows": self.windows,
-                "value": self.value, "ttl": self.ttl_s, "action": self.action,
-                "tail": tail}
-        if self.ab:
-            return SCRIPTS["ab_outcome"].build(
-                {**keys, "users": ab_users_key(self.exp_id),
-                 "moments": ab_moments_key(self.exp_id),
-                 "counters": counters_key(self.exp_id)},
-                {**args, "user": self.user_hash or ""})
-        return SCRIPTS["outcome"].build({**keys, "pending": pending_key(self.exp_id)},
-                                        {**args, "member": member})
+        args = {"now": now, "form": form, "doc": self.doc, "value": self.value,
+                "ttl": self.ttl_s, "action": self.action, "tail": tail}
+        return keys, args
+
+
+class ScriptRun(NamedTuple):
+    """One script call ready to send: the registered script, its KEYS and ARGV (what a
+    part of the store builds for :meth:`OutcomeStore.record_outcomes` to send)."""
+
+    script: Any
+    keys: list[str]
+    args: list[Any]
 
 
 @dataclass
@@ -98,7 +97,6 @@ class OutcomeStore(StorePart):
     """Outcome events and the metrics' counts."""
 
     SCRIPTS: ClassVar[dict[str, str]] = {"_outcome_script": "outcome",
-                                         "_ab_outcome_script": "ab_outcome",
                                          "_metric_credit_script": "metric_credit"}
 
     def declarations(self, exp_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
@@ -115,25 +113,32 @@ class OutcomeStore(StorePart):
         raw = self.r.hget(exp_key(exp_id), "meta")
         return json.loads(raw) if raw else None
 
-    def record_outcomes(self, calls: Sequence[OutcomeCall], member: str) -> list[list[str]]:
-        """Run ``outcome.lua`` (``ab_outcome.lua`` for an A/B experiment's call) for each
-        call: one call directly, several in one pipeline (one round trip either way);
-        each reply as a list of strings."""
-        now = self.clock()
-        scripts = [self._ab_outcome_script if c.ab else self._outcome_script for c in calls]
+    def outcome_call(self, call: OutcomeCall, member: str) -> ScriptRun:
+        """``outcome.lua``'s call for ``call`` (an interleaving experiment's: the event
+        recorded as the pending item ``member``, for the workers to credit)."""
+        keys, args = call.named(self.clock())
+        windows = ",".join(f"{name}:{w}" for name, w, _ in call.windows)  # name:window_s
+        return ScriptRun(self._outcome_script, *SCRIPTS["outcome"].build(
+            {**keys, "pending": pending_key(call.exp_id)},
+            {**args, "windows": windows, "member": member}))
+
+    def record_outcomes(self, calls: Sequence[ScriptRun]) -> list[list[str]]:
+        """Send the candidate experiments' outcome calls, each built by its design's part
+        of the store (:meth:`outcome_call`, :meth:`service.ab.store.ABStore.outcome_call`):
+        one call directly, several in one pipeline (one round trip either way); each
+        reply as a list of strings."""
         if len(calls) == 1:
-            keys, args = calls[0].keys_args(now, member)
-            return [[text(x) for x in self.call(scripts[0], keys=keys, args=args)]]
+            script, keys, args = calls[0]
+            return [[text(x) for x in self.call(script, keys=keys, args=args)]]
         pipe = self.r.pipeline(transaction=False)
-        sent = [c.keys_args(now, member) for c in calls]
-        for script, (keys, args) in zip(scripts, sent, strict=True):
+        for script, keys, args in calls:
             # by name: a cluster pipeline refuses its evalsha() method, not the command
             pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         replies = pipe.execute(raise_on_error=False)
         for n, reply in enumerate(replies):
             if isinstance(reply, NoScriptError):  # a restarted node: the script loads it
-                keys, args = sent[n]
-                replies[n] = scripts[n](keys=keys, args=args)
+                script, keys, args = calls[n]
+                replies[n] = script(keys=keys, args=args)
             elif isinstance(reply, Exception):
                 raise reply
         return [[text(x) for x in r] for r in replies]

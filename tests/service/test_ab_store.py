@@ -88,7 +88,7 @@ def test_conversions_move_each_users_value_once_and_zeros_count(store, rd):
 
     exp = secrets.token_hex(6)
     rd.hset(exp_key(exp), "meta", "{}")
-    windows = "orders:3600:count,revenue:3600:sum"
+    windows = (("orders", 3600, "count"), ("revenue", 3600, "sum"))
     rng = np.random.default_rng(11)
     users: dict[int, list[str]] = {0: [], 1: []}
     arm_of: dict[str, int] = {}
@@ -97,9 +97,8 @@ def test_conversions_move_each_users_value_once_and_zeros_count(store, rd):
 
     def order(user: str, event_id: str, value: float, doc: str = "d1") -> str:
         call = OutcomeCall(exp_id=exp, digest=event_id, doc=doc, windows=windows,
-                           value=repr(value), action="purchase", ttl_s=600, user_hash=user,
-                           ab=True)
-        return store.outcomes.record_outcomes([call], "~" + event_id)[0][0]
+                           value=repr(value), action="purchase", ttl_s=600, user_hash=user)
+        return store.outcomes.record_outcomes([store.ab.outcome_call(call)])[0][0]
 
     for step in range(500):
         if arm_of and rng.random() < 0.35:

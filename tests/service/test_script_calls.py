@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from service.designs.registry import design_named
 from service.store import Entry, Store, StorePart
 from service.store import keys as k
 from service.store.base import PARTS
@@ -103,9 +104,11 @@ def test_every_scripts_call_reads_back_through_its_declaration(spied):
     store.credits.commit_credit(exp_id, sv=store.experiments.snapshot(exp_id).sv, guard=None,
                                 gone={}, entries=[Entry(imp, mark, 1, ("credited",),
                                                         ((0, 1, 1.0, 0),))])
-    call = OutcomeCall(exp_id=exp_id, digest="d1", doc="a", windows="orders:3600",
-                       value="", action="purchase", ttl_s=600, user_hash=user)
-    store.outcomes.record_outcomes([call], "~d1")
+    call = OutcomeCall(exp_id=exp_id, digest="d1", doc="a",
+                       windows=(("orders", 3600, "count"),), value="", action="purchase",
+                       ttl_s=600, user_hash=user)
+    store.outcomes.record_outcomes([design_named("interleaving").outcome_call(store, call,
+                                                                              "~d1")])
     store.outcomes.commit_metric_credit(exp_id, [("~d1", "d1", "{}", MetricSpec(
         ("device=pc",), {"orders": [[0, 1, 1.0]]}, {}, ("outcome_events",)))])
     ab_imp = k.new_impression_id(exp_id)
@@ -114,10 +117,9 @@ def test_every_scripts_call_reads_back_through_its_declaration(spied):
                          counters={"impressions": 1}, conversions=["orders"],
                          attribution_ttl_s=900)
     store.ab.ab_click(exp_id, ab_imp)
-    store.outcomes.record_outcomes([OutcomeCall(exp_id=exp_id, digest="d2", doc="a",
-                                       windows="orders:3600:count", value="",
-                                       action="purchase", ttl_s=600, user_hash=user,
-                                       ab=True)], "~d2")
+    store.outcomes.record_outcomes([design_named("ab").outcome_call(store, OutcomeCall(
+        exp_id=exp_id, digest="d2", doc="a", windows=(("orders", 3600, "count"),), value="",
+        action="purchase", ttl_s=600, user_hash=user), "~d2")])
     place = f"split-{secrets.token_hex(3)}"
     store.splits.count_split(place, {(1, "e1"): 2}, {(1, "e1"): {"x", "y"}})
 
@@ -144,6 +146,9 @@ def test_every_scripts_call_reads_back_through_its_declaration(spied):
         if name in ("outcome", "ab_outcome"):
             assert got.keys["source"] == k.touches_key(exp_id, user)
             assert got.args["form"] == "u" and got.args["action"] == "purchase"
+            # each script's form of the metrics: the A/B script's with their kinds
+            assert got.args["windows"] == ("orders:3600" if name == "outcome"
+                                           else "orders:3600:count")
         if name == "split_count":
             # the retention's generations (service.store.retention): this one's users, the
             # last one's, and the set of the layout before generations

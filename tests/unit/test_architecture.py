@@ -658,8 +658,11 @@ def test_every_design_is_one_registry_line_and_declares_its_capabilities():
 
     capabilities = [n for n, v in vars(Design)["__annotations__"].items()
                     if "ClassVar" in str(v) and n != "name"]
-    assert {"counts_outcomes_at_once", "fixed_arms", "interleaves", "confirmable",
-            "schema"} <= set(capabilities)
+    assert {"fixed_arms", "interleaves", "confirmable", "schema"} <= set(capabilities)
+    # what differs is answered by a method each design must write (an outcome's call and
+    # its credit: service.outcomes.attribution), not a flag a caller branches on
+    assert {"creation", "serve", "record_clicks", "end", "outcome_call", "credit_outcome",
+            "report"} <= Design.__abstractmethods__
     for name, module in registry.INSTALLED.items():
         design = registry.design_named(name)
         assert isinstance(design, Design) and design.name == name, module
@@ -671,3 +674,57 @@ def test_every_design_is_one_registry_line_and_declares_its_capabilities():
     assert registry.design_of({"design": "ab"}) is registry.design_named("ab")
     assert registry.design_for_body({"design": "nope"}).name == "interleaving"
     assert registry.confirmer().name == "ab"
+
+
+#: where the A/B design's storage names may stand outside ``service/ab/``: the one module
+#: that builds every key, the one that declares every script, and the scripts' homes
+AB_NAME_HOMES = ("service/ab/", "service/store/keys.py", "service/store/scripts.py",
+                 "service/store/base.py")
+
+
+def ab_storage_names(source: str, name: str = "<source>") -> list[str]:
+    """Where ``source`` builds the A/B design's storage itself: a call or import of an
+    A/B key builder (``ab_*_key``, the confirmed pairs' ``AGREEMENTS``), or an A/B
+    script named (a string ``"ab_<script>"`` naming a script that sits in
+    ``service/ab/``)."""
+    from service.store.base import HOMES
+
+    scripts = {s for s, home in HOMES.items() if home == "ab"}
+    found = []
+    for node in ast.walk(ast.parse(source, name)):
+        ident = (node.id if isinstance(node, ast.Name) else node.attr
+                 if isinstance(node, ast.Attribute) else None)
+        if isinstance(node, ast.ImportFrom):
+            found += [f"{name}:{node.lineno} imports {a.name}" for a in node.names
+                      if re.fullmatch(r"ab_\w+_key|AGREEMENTS", a.name)]
+        elif ident and re.fullmatch(r"ab_\w+_key|AGREEMENTS", ident):
+            found.append(f"{name}:{node.lineno} uses {ident}")
+        elif isinstance(node, ast.Constant) and node.value in scripts:
+            found.append(f"{name}:{node.lineno} names script {node.value}")
+    return found
+
+
+def test_ab_storage_names_finds_the_old_outcome_call():
+    # main's outcome call before A/B's was built in service/ab/ (issue 46), each form caught
+    old = ("from service.store.keys import ab_moments_key, ab_users_key\n"
+           "S = {'_ab_outcome_script': 'ab_outcome'}\n"
+           "k = {'users': ab_users_key(e), 'moments': keys.ab_moments_key(e)}\n")
+    assert ab_storage_names(old) == [
+        "<source>:1 imports ab_moments_key", "<source>:1 imports ab_users_key",
+        "<source>:2 names script ab_outcome", "<source>:3 uses ab_users_key",
+        "<source>:3 uses ab_moments_key"]
+    # a field or a counter named ab_..., a script's own name elsewhere: not A/B's storage
+    assert ab_storage_names("d.get('ab_user'); c['ab_outcomes']; s = 'outcome'") == []
+
+
+def test_only_service_ab_builds_the_ab_designs_keys_and_calls_its_scripts():
+    # A/B's home holds its storage: its keys are built (keys.py defines them) and its
+    # scripts called (scripts.py declares them) from service/ab/ only; the outcome call
+    # of POST /outcomes is the design's (service.designs.base.Design.outcome_call)
+    found = []
+    for package in ("service", "cli", "workers", "demo"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            if not rel.startswith(AB_NAME_HOMES):
+                found += ab_storage_names(path.read_text(), rel)
+    assert not found, found
