@@ -413,8 +413,11 @@ class DuelingBandit(abc.ABC):
         return arm
 
     def _check_outcome(self, i: int, j: int, outcome: float) -> float:
-        self._check_arm(i)
-        self._check_arm(j)
+        K = self.K  # _check_arm's test inline (every update passes here); it raises
+        if not 0 <= int(i) < K:
+            self._check_arm(i)
+        if not 0 <= int(j) < K:
+            self._check_arm(j)
         s = float(outcome)
         if not 0.0 <= s <= 1.0:
             raise ValueError(f"outcome must be in [0, 1], got {outcome}")

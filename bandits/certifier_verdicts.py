@@ -66,13 +66,17 @@ class CertifiedVerdicts:
         #: readmissions before convergence: ``[arm, arm it beat, n_updates]`` each
         self.revived: list[list[int]] = []
         self._edge: confidence.EdgeTest | None = None  # the edge test at the current K
+        self._edge_key = (0, 0.0)  # the (K, error_rate) it was built for
 
     def _edge_test(self) -> confidence.EdgeTest:
         """The edge test at ``δ/(2(K − 1))`` for the current ``K`` (rebuilt when an arm is
         added)."""
-        level = confidence.per_edge_level(self.K, self.error_rate)
-        if self._edge is None or self._edge.level != level:
-            self._edge = confidence.EdgeTest(level)
+        key = (self.K, self.error_rate)
+        if self._edge is None or self._edge_key != key:
+            level = confidence.per_edge_level(self.K, self.error_rate)
+            if self._edge is None or self._edge.level != level:
+                self._edge = confidence.EdgeTest(level)
+            self._edge_key = key
         return self._edge
 
     def _edge_floor(self) -> float:
@@ -83,7 +87,7 @@ class CertifiedVerdicts:
     def _rest(self) -> list[int]:
         """The arms in the field (not retired) not shown worse: O(K)."""
         worse = self.worse
-        return [int(a) for a in np.flatnonzero(self.status != RETIRED) if int(a) not in worse]
+        return [a for a, s in enumerate(self.status.tolist()) if s != RETIRED and a not in worse]
 
     def verdicts(self) -> dict[str, Any]:
         """The verdicts at ``1 − error_rate`` (:mod:`bandits.confidence`): the certified
@@ -175,8 +179,11 @@ class CertifiedVerdicts:
         if self.certificate is not None:
             return
         rest = self._rest()
+        # a few arms: most sweeps find no pair at the evidence floor, in plain floats
         new = (confidence.shown_worse(self.W, rest, self.error_rate, rest)
-               if len(rest) > 1 else {})
+               if len(rest) > 1 and (len(rest) > 24
+                                     or confidence.any_may_cross(self.W, rest, self.error_rate))
+               else {})
         if new:
             self._show_worse(new)
         else:

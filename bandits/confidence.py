@@ -334,6 +334,30 @@ def shown_worse(W: np.ndarray, arms: list[int] | np.ndarray, delta: float,
     return {int(cand[y]): int(idx[best[y]]) for y in np.flatnonzero(hit.any(axis=0))}
 
 
+def any_may_cross(W: np.ndarray, arms: list[int], delta: float) -> bool:
+    """Whether some pair of ``arms`` passes :func:`crossed`'s first test (the evidence
+    floor) in :func:`shown_worse`: the same operations on the same counts in plain
+    floats, so False means :func:`shown_worse` of ``arms`` against themselves is ``{}``.
+    O(K²) flops without numpy: what the periodic sweep over a few arms asks first.
+
+    >>> W = np.array([[0, 700, 800], [300, 0, 500], [200, 500, 0]], dtype=float)
+    >>> any_may_cross(W, [0, 1, 2], 0.05), any_may_cross(W, [1, 2], 0.05)
+    (True, False)
+    """
+    floor = evidence_floor(per_edge_level(W.shape[0], delta))
+    rows = {a: W[a].tolist() for a in arms}
+    for x in arms:
+        row = rows[x]
+        for y in arms:
+            if x != y:
+                w = row[y]
+                n = float(round(w + rows[y][x]))  # np.rint (half to even)
+                s = w - n / 2.0
+                if n > 0 and s > 0 and 4.0 * s * s >= n * floor:
+                    return True
+    return False
+
+
 def certified_best(W: np.ndarray, arms: list[int] | np.ndarray, delta: float,
                    worse: dict[int, int] | None = None) -> int | None:
     """The ranker certified the best of ``arms`` at ``1 − δ`` (every other one shown

@@ -94,6 +94,7 @@ from bandits.merge_med import MED_ALPHA
 from bandits.merge_med import VERIFY_SCALE as MED_VERIFY_SCALE
 from bandits.non_condorcet_guard import GUARD_PARAMS
 from bandits.params import ALPHA, Param
+from bandits.sparring_posteriors import Posteriors
 from bandits.volatility import Volatility
 
 #: at most this share of the certification duels before convergence go to arms no longer
@@ -165,17 +166,14 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
 
     # ------------------------------------------------------------------ caches
     def _rebuild(self) -> None:
-        """The active list and the posterior moments, from ``W`` and the status: each
-        active arm's wins and losses against the arms still active. The moments are kept
+        """The active list and the posteriors (:class:`Posteriors`), from ``W`` and the
+        status: each active arm's wins and losses against the arms still active, kept
         per slot of the active list (``_slot``: arm -> slot), so a selection reads them
         without gathering."""
         self._arms = act = np.flatnonzero(self.status == ACTIVE)
-        self._slot = {int(a): k for k, a in enumerate(act)}
-        s = self.W[:, act].sum(axis=1)[act]
-        f = self.W[act, :].sum(axis=0)[act]
-        self._wins, self._losses = s, f
-        self._mu = (s + 1.0) / (s + f + 2.0)
-        self._sd = np.sqrt((s + 1.0) * (f + 1.0) / ((s + f + 2.0) ** 2 * (s + f + 3.0)))
+        self._arm_list: list[int] = act.tolist()
+        self._slot = {a: k for k, a in enumerate(self._arm_list)}
+        self._post = Posteriors(self.W, act)
         self._rebuild_pools()
 
     def _rebuild_pools(self) -> None:
@@ -198,16 +196,6 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
             todo = (self.status != RETIRED) & ~out
             todo[act[0]] = False
             self._pending = np.flatnonzero(todo)
-
-    def _add(self, a: int, won: float) -> None:
-        """One more duel of the active arm ``a`` against an active arm, ``won`` of it."""
-        k = self._slot[a]
-        s = self._wins.item(k) + won
-        f = self._losses.item(k) + 1.0 - won
-        self._wins[k], self._losses[k] = s, f
-        n = s + f + 2.0
-        self._mu[k] = (s + 1.0) / n
-        self._sd[k] = math.sqrt((s + 1.0) * (f + 1.0) / (n * n * (n + 1.0)))
 
     # ------------------------------------------------------------------ public
     def threshold(self, t: int | None = None) -> float:
@@ -251,7 +239,7 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
             return int(self.certificate["champion"])
         if self._arms.size == 0:
             return super().best_arm()
-        return int(self._arms[int(np.argmax(self._mu))])
+        return self._arm_list[self._post.best()]
 
     def steady(self) -> bool:
         return self.quiet_steps() == math.inf
@@ -296,31 +284,29 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
                 due = np.flatnonzero(self._due <= self.t)
                 return (c, int(due[self.t % due.size]))
             return (c, c)
-        # θ = μ + σ·z for both draws at once (the same values as one draw at a time)
-        z = self.rng.standard_normal((2, n))
-        z *= self._sd
-        z += self._mu
-        x1, x2 = z.argmax(axis=1).tolist()
+        x1, x2 = self._post.draw(self.rng)  # θ = μ + σ·z, twice
         if x1 == x2:  # certification: the leader against a random challenger
             u = self.rng.random()
             soft = self._soft
             q = min(SOFT_SHARE, soft.size / (soft.size + n - 1.0))
             if u < q:  # one no longer shown (recovery, and its certificate)
-                return (arms.item(x1), soft.item(int(u / q * soft.size)))
+                return (self._arm_list[x1], soft.item(int(u / q * soft.size)))
             x2 = min(int((u - q) / (1.0 - q) * (n - 1)), n - 2)
             x2 += x2 >= x1
-        return (arms.item(x1), arms.item(x2))
+        return (self._arm_list[x1], self._arm_list[x2])
 
     def _update(self, i: int, j: int, outcome: float) -> None:
         if i != j:
             self._version += 1
             wij, wji = self.W.item(i, j), self.W.item(j, i)
             if self.status.item(i) == ACTIVE and self.status.item(j) == ACTIVE:
-                self._add(i, outcome)
-                self._add(j, 1.0 - outcome)
-                if self._beaten(wij, wij + wji):
-                    self._drop(i, j)
-                elif self._beaten(wji, wij + wji):
+                self._post.add_duel(self._slot[i], self._slot[j], outcome)
+                # at most one side has 2w < n (fl(w_ij + w_ji) ≤ 2 max): test only it
+                n = wij + wji
+                if 2.0 * wij < n:
+                    if self._beaten(wij, n):
+                        self._drop(i, j)
+                elif 2.0 * wji < n and self._beaten(wji, n):
                     self._drop(j, i)
             elif (self._arms.size == 1 and self._pending.size and not self.flagged
                   and not self.cycled and i in self._pool_pos and j in self._pool_pos):

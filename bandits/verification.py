@@ -95,6 +95,14 @@ def guard_check(W: np.ndarray, status: np.ndarray, active: np.ndarray, *, n_upda
         return True, None
     every = max(1, (arms.size // 136) ** 2)
     full = (n_updates // check_every) % every == 0
+    # the usual case, in plain floats: an arm that no arm can beat (of the active ones,
+    # when they are tested) means no flag, the answer of the numpy tests below
+    if arms.size <= condorcet_check.SCALAR_ARMS:
+        field = arms.tolist()
+        tested = active.tolist() if 0 < active.size <= max_active else field
+        if any(condorcet_check.surely_unbeaten(W, a, [b for b in field if b != a], delta)
+               for a in tested):
+            return full, None
     res = (condorcet_check.check(W, arms, delta) if full
            else {"flagged": False, "cycle": []})
     over: list[int] = []
