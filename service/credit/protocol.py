@@ -190,8 +190,9 @@ def _write_resolution(store: Store, pipe, exp_id: str, bandit: DuelingBandit,
     (``segments``: id -> labels), the hold cleared. Whether the structure moved."""
     moved = False
     if result.changed:
-        moved = encode_structure(bandit)["state"] != structure_before
-        store.experiments.write_state(pipe, exp_id, bandit, structure=moved)
+        encoded = encode_structure(bandit)  # once: compared, then written if it moved
+        moved = encoded["state"] != structure_before
+        store.experiments.write_state(pipe, exp_id, bandit, structure=moved, encoded=encoded)
         store.experiments.add_audit(
             exp_id, *(audit_entry(store.clock(), **e) for e in result.audit), pipe=pipe)
     store.credits.write_marks(pipe, exp_id, result.results, result.counted, ids,
