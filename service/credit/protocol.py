@@ -132,7 +132,10 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = (),
                     return None  # resolved by another worker meanwhile
                 imps = store.credits.read_impressions(exp_id, ids)
                 bandit = snap.bandit
-                before = encode_structure(bandit)["state"]
+                # the stored structure is the policy's own encoding (decoding and encoding
+                # again gives it back: tests/unit/test_structure_round_trip.py), so the
+                # hold compares with it instead of encoding the policy before update()
+                before = snap.state_json
                 told = verdicts.verdicts(bandit)  # before: the webhooks tell changes
                 result = credit.apply(bandit, imps, ids=ids, t=snap.selections or 0,
                                       names=snap.names, update=True,
