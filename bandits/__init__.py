@@ -46,14 +46,22 @@ ALGORITHMS: dict[str, str] = {
 }
 
 
+#: classes already looked up, by their ``ALGORITHMS`` entry (a worker decodes a policy
+#: at every hold)
+_CLASSES: dict[str, type[DuelingBandit]] = {}
+
+
 def get_algorithm(name: str) -> type[DuelingBandit]:
     """The policy class registered under ``name``."""
-    try:
-        module, cls = ALGORITHMS[name].split(":")
-    except KeyError:
+    spec = ALGORITHMS.get(name)
+    if spec is None:
         known = ", ".join(sorted(ALGORITHMS))
-        raise ValueError(f"unknown algorithm {name!r}; known: {known}") from None
-    return getattr(importlib.import_module(module), cls)
+        raise ValueError(f"unknown algorithm {name!r}; known: {known}")
+    found = _CLASSES.get(spec)
+    if found is None:
+        module, cls = spec.split(":")
+        found = _CLASSES[spec] = getattr(importlib.import_module(module), cls)
+    return found
 
 
 def check_params(name: str, params: dict[str, Any], *, ranges: bool = True) -> dict[str, Any]:

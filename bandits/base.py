@@ -94,6 +94,9 @@ class DuelingBandit(abc.ABC):
     #: True for policies that eliminate arms by a test of their own (the Merge family's
     #: ``_beaten``): the report can then say what the test still needs.
     elimination_test: ClassVar[bool] = False
+    #: True while :meth:`from_state` builds the policy: its constructor may leave out the
+    #: caches that ``_load_extra_state`` rebuilds from the loaded counts
+    _restoring: bool = False
 
     # ------------------------------------------------------------------ parameters
     #: the policy's parameters besides ``n_arms`` and ``seed``, declared once
@@ -343,7 +346,11 @@ class DuelingBandit(abc.ABC):
         """Rebuild a policy from ``state_dict()`` output."""
         if state.get("algorithm") != cls.name:
             raise ValueError(f"state is for {state.get('algorithm')!r}, not {cls.name!r}")
-        obj = cls(int(state["K"]), seed=0, **state.get("params", {}))
+        # built without the caches that _load_extra_state builds again from the loaded
+        # counts (a policy's constructor reads _restoring): a hold decodes a policy each
+        obj = cls.__new__(cls)
+        obj._restoring = True
+        obj.__init__(int(state["K"]), seed=0, **state.get("params", {}))
         obj.t = int(state["t"])
         obj.n_updates = int(state["n_updates"])
         obj.W = np.asarray(state["W"], dtype=float).reshape(obj.K, obj.K)
@@ -354,6 +361,7 @@ class DuelingBandit(abc.ABC):
         }
         obj.rng.bit_generator.state = state["rng"]
         obj._load_extra_state(state)
+        obj._restoring = False
         return obj
 
     def __repr__(self) -> str:

@@ -158,11 +158,11 @@ class SparringCertifier(CertifiedVerdicts, DuelingBandit):
         self.readmitted: list[list[int]] = []
         self.cycled = False
         self._due: np.ndarray | None = None  # verification cache (see _due_min_now)
-        self._due_champ = -1
-        self._due_min = math.inf
+        self._due_champ, self._due_min = -1, math.inf
         self._version = 0
         self._checked = 0
-        self._rebuild()
+        if not self._restoring:  # from_state: _load_extra_state rebuilds from the counts
+            self._rebuild()
 
     # ------------------------------------------------------------------ caches
     def _rebuild(self) -> None:

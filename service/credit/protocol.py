@@ -132,7 +132,10 @@ def resolve_hold(store: Store, exp_id: str, more: Sequence[str] = (),
                     return None  # resolved by another worker meanwhile
                 imps = store.credits.read_impressions(exp_id, ids)
                 bandit = snap.bandit
-                before = encode_structure(bandit)["state"]
+                # the stored structure is the policy's own encoding (decoding and encoding
+                # again gives it back: tests/unit/test_structure_round_trip.py), so the
+                # hold compares with it instead of encoding the policy before update()
+                before = snap.state_json
                 told = verdicts.verdicts(bandit)  # before: the webhooks tell changes
                 result = credit.apply(bandit, imps, ids=ids, t=snap.selections or 0,
                                       names=snap.names, update=True,
@@ -190,8 +193,9 @@ def _write_resolution(store: Store, pipe, exp_id: str, bandit: DuelingBandit,
     (``segments``: id -> labels), the hold cleared. Whether the structure moved."""
     moved = False
     if result.changed:
-        moved = encode_structure(bandit)["state"] != structure_before
-        store.experiments.write_state(pipe, exp_id, bandit, structure=moved)
+        encoded = encode_structure(bandit)  # once: compared, then written if it moved
+        moved = encoded["state"] != structure_before
+        store.experiments.write_state(pipe, exp_id, bandit, structure=moved, encoded=encoded)
         store.experiments.add_audit(
             exp_id, *(audit_entry(store.clock(), **e) for e in result.audit), pipe=pipe)
     store.credits.write_marks(pipe, exp_id, result.results, result.counted, ids,

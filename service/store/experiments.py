@@ -172,14 +172,14 @@ class ExperimentStore(StorePart):
 
     def write_state(self, pipe, exp_id: str, bandit: DuelingBandit, *,
                     rankers: Sequence[Ranker] | None = None, structure: bool = True,
-                    **fields: Any) -> None:
+                    encoded: dict[str, Any] | None = None, **fields: Any) -> None:
         """Queue the policy's new state — ``W``, ``n`` and (``structure``) its structure
         with ``sv`` + 1 — and optionally the rankers or other snapshot fields, with
         ``version`` + 1. Only inside a transaction that WATCHes ``W`` (credits add to
-        it)."""
+        it). ``encoded``: :func:`encode_structure` of ``bandit`` if the caller has it."""
         mapping: dict[str, Any] = dict(n=bandit.n_updates, **fields)
         if structure:
-            mapping.update(encode_structure(bandit))
+            mapping.update(encode_structure(bandit) if encoded is None else encoded)
         if rankers is not None:
             mapping["rankers"] = encode_rankers(rankers)
         pipe.set(w_key(exp_id), encode_w(bandit))
