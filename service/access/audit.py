@@ -77,6 +77,10 @@ def _one(access: Any, key: str, f: Filters, start: str, limit: int
     while found < limit:
         chunk = access.trail_page(key, start, CHUNK)
         for sid, e in chunk:
+            # its time is when it committed, the stream id's (the order entries are read
+            # in): the time the API process wrote into it may be a millisecond off that
+            # order between two trails (two cluster masters) in the same millisecond
+            e = {**e, "ts": _sid(sid)[0] / 1000}
             if f.keep(e):
                 found += 1
                 yield _sid(sid), key, sid, e

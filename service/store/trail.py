@@ -15,7 +15,8 @@ trimmed by age (``RANKDUEL_AUDIT_RETENTION_DAYS``) and expires when no one write
 that long. The trails are listed in ``rd:{access}:trails`` (added before the first
 write, so an entry is never unlisted); :mod:`service.store.access` reads them.
 
-A trail entry is JSON in field ``e`` of a stream entry::
+A trail entry is JSON in field ``e`` of a stream entry (its ``ts`` is read back as the
+stream id's time, when the change committed: :mod:`service.access.audit`)::
 
     {"ts": 1765100000.1, "op": "renameExperiment", "action": "renamed",
      "who": {"key": "k3fa29c01d2e4", "name": "ci-bot"}, "target": {"experiment": "3fa2"},
