@@ -26,6 +26,12 @@ LINE = re.compile(r'^127\.0\.0\.1 \[[^\]]+\] "(GET|POST) (/\S*) HTTP/1\.1" (\d{3
                   r'"[^"]*"$', re.M)
 
 
+#: how long a stopped server may take to exit cleanly: gunicorn gives its workers up to
+#: its graceful timeout (10 s) for open keep-alive connections, and a loaded machine adds
+#: to that (the stack's default 10 s wait then SIGKILLed a clean shutdown, exit -9)
+GRACEFUL_S = 30.0
+
+
 def serve(stack, service_env, tmp_path: Path, name: str, **env: str):
     """``rankduel serve`` with private TMPDIR and HOME; returns (child, base URL, dirs)."""
     tmp, home = tmp_path / f"{name}-tmp", tmp_path / f"{name}-home"
@@ -62,7 +68,7 @@ def test_serve_logs_each_request_and_leaves_nothing_behind(stack, service_env, t
     assert http_json("GET", f"{url}/metrics",
                      headers={"Authorization": f"Bearer {ADMIN}"})[0] == 200
 
-    child.stop()
+    child.stop(timeout=GRACEFUL_S)
     assert child.proc.returncode == 0
     assert list(tmp.iterdir()) == []
     assert list(home.iterdir()) == []  # no ~/.gunicorn control socket either
@@ -79,7 +85,7 @@ def test_access_log_is_redirected_or_off(stack, service_env, tmp_path, redis_url
     child, url, _tmp, _home = serve(stack, service_env, tmp_path, f"serve-{target}",
                                     RANKDUEL_ACCESS_LOG=value)
     assert http_json("GET", f"{url}/healthz")[0] == 200
-    child.stop()  # every line the server would write is written by now
+    child.stop(timeout=GRACEFUL_S)  # every line the server would write is written by now
     assert child.proc.returncode == 0
     assert LINE.findall(child.log_path.read_text()) == []
     if target == "file":
