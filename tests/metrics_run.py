@@ -94,6 +94,11 @@ class MetricsRun:
             "RANKDUEL_INACTIVITY_S": "30",
             "RANKDUEL_CREDIT_RETRY_S": "10",
             "RANKDUEL_VISIBILITY_TIMEOUT_S": "30",
+            # the run shares a 2-core machine with the rest of the suite: a Redis ping or
+            # call slowed by that load must not turn its searches degraded or 503
+            # (tests/conftest.py gives the session API the same)
+            "RANKDUEL_STORE_BUDGET_MS": "1000",
+            "RANKDUEL_REDIS_TIMEOUT_MS": "1000",
             "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         })
         api_port, worker_port = free_port(), free_port()
