@@ -302,8 +302,11 @@ def test_ranker_failures_reach_the_api_log_rate_limited_and_redacted(
     got = lines()
     assert any("WARNING" in ln and "failed: connection" in ln for ln in got), got
     assert any("quarantined for 60 s after 5 consecutive failures" in ln for ln in got), got
-    # 100 searches, at most a few lines: the first failure, the state change
-    assert 2 <= len(got) <= 4, got
+    # 100 searches, at most a few lines a ranker: the first failure, the state change (on
+    # a starved machine the good ranker may time out too: its lines are limited alike)
+    dead_lines = [ln for ln in got if f"experiment {exp} ranker dead" in ln]
+    assert 2 <= len(dead_lines) <= 4, got
+    assert len(got) - len(dead_lines) <= 4, got
     text = "\n".join(got)
     assert "hunter2pass" not in text and "api_key=[redacted]" in text, got
     api.stop()
