@@ -342,9 +342,8 @@ TEST_SECONDS: dict[str, dict[str, float]] = {
         "test_tied_rankers_are_rarely_certified": 50,
     },
     "tests/e2e/test_demo.py": {
-        "test_demo_finds_the_true_best_and_cleans_up[redis]": 135,
-        "test_the_demo_learning_from_revenue_names_the_buyers_ranker": 110,
-        "test_demo_finds_the_true_best_and_cleans_up[cluster]": 75,
+        "test_demo_finds_the_true_best_and_cleans_up": 135,
+        "test_the_demo_on_a_cluster_learning_from_revenue_names_the_buyers_ranker": 110,
         "test_ctrl_c_stops_the_demo_started_with_sigint_ignored": 25,
     },
     "tests/stats/test_segment_flag_rates.py": {
