@@ -14,8 +14,8 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import betainc, betaincinv
 
+from bandits import special
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import LossCounter, rand_argmax
 from bandits.params import ALPHA, Param
@@ -28,14 +28,14 @@ def beta_win_prob(W: np.ndarray) -> np.ndarray:
     function. Thompson-sampling tournaments (DTS Phase 1, RCS line 9) only look at
     whether ``θ_ij > 1/2``, a Bernoulli(``q_ij``) draw: one uniform instead of a Beta.
     """
-    return betainc(W.T + 1.0, W + 1.0, 0.5)
+    return special.betainc(W.T + 1.0, W + 1.0, 0.5)
 
 
 def refresh_win_prob(Q: np.ndarray, W: np.ndarray, i: int, j: int) -> None:
     """Update ``Q = beta_win_prob(W)`` in place after pair ``(i, j)`` was compared."""
     if i != j:
-        Q[i, j] = betainc(W[j, i] + 1.0, W[i, j] + 1.0, 0.5)
-        Q[j, i] = betainc(W[i, j] + 1.0, W[j, i] + 1.0, 0.5)
+        Q[i, j] = special.betainc(W[j, i] + 1.0, W[i, j] + 1.0, 0.5)
+        Q[j, i] = special.betainc(W[i, j] + 1.0, W[j, i] + 1.0, 0.5)
 
 
 def to_threshold32(q: np.ndarray | float) -> np.ndarray:
@@ -228,7 +228,7 @@ class DTS(DuelingBandit):
         if hit.size == 0:
             return (first, first)
         v = rng.random(hit.size) * q[hit]
-        theta = 1.0 - betaincinv(W[first, hit] + 1.0, W[hit, first] + 1.0, v)
+        theta = 1.0 - special.betaincinv(W[first, hit] + 1.0, W[hit, first] + 1.0, v)
         return (first, int(hit[rand_argmax(theta, rng)]))
 
     def _win_prob(self) -> np.ndarray:

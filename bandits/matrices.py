@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit, logit, ndtr  # ndtr: the normal CDF Φ (scipy.stats's norm.cdf)
 
+from bandits import special
 from bandits.base import make_rng
 
 #: how far ``P[i, j] + P[j, i]`` may stray from 1
@@ -257,7 +257,8 @@ def utility_matrix(utilities: np.ndarray | list[float]) -> np.ndarray:
     0.6643
     """
     u = np.asarray(utilities, dtype=float)
-    return _symmetrise(ndtr((u[:, None] - u[None, :]) / math.sqrt(2.0)))
+    # ndtr: the normal CDF Φ (scipy.stats's norm.cdf)
+    return _symmetrise(special.ndtr((u[:, None] - u[None, :]) / math.sqrt(2.0)))
 
 
 def _good_poor(n07: int, n02: int) -> np.ndarray:
@@ -354,7 +355,7 @@ def bradley_terry(
         raise ValueError(
             f"no informative arm left: k={k}, uninformative share {uninformative_share}"
         )
-    delta = float(logit(0.5 + gap))
+    delta = float(special.logit(0.5 + gap))
     # differences between neighbours in the order (best first)
     extra = rng.exponential(1.0, size=max(n_i - 1, 0))
     if winner_gap is None:
@@ -369,7 +370,7 @@ def bradley_terry(
         if n_i < 2:
             raise ValueError("a winner gap needs at least 2 informative arms")
         # the first step (best to second best) is fixed; the exact-minimum step is another
-        w_step = float(logit(0.5 + winner_gap))
+        w_step = float(special.logit(0.5 + winner_gap))
         rest = extra[1:]
         if rest.size:
             rest[rng.integers(rest.size)] = 0.0
@@ -382,8 +383,9 @@ def bradley_terry(
         if not 0.0 < u_gap < 0.5:
             raise ValueError(f"uninformative gap must be in (0, 0.5), got {u_gap}")
         # one common strength: exactly ½ among themselves, below every informative arm
-        theta = np.concatenate([theta, np.full(n_u, theta[-1] - float(logit(0.5 + u_gap)))])
-    P = _symmetrise(expit(theta[:, None] - theta[None, :]))
+        theta = np.concatenate(
+            [theta, np.full(n_u, theta[-1] - float(special.logit(0.5 + u_gap)))])
+    P = _symmetrise(special.expit(theta[:, None] - theta[None, :]))
     # exact ½ between uninformative arms (expit(0) is exactly ½, but say so explicitly)
     P[n_i:, n_i:] = 0.5
     return _shuffled(P, rng)

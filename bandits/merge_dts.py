@@ -108,8 +108,8 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import betainc
 
+from bandits import special
 from bandits.merge_base import THEORETICAL, TUNED_ALPHA, MergeBandit
 from bandits.merge_components import Batch, EliminationTest, PairRule
 from bandits.merge_sampling import (
@@ -263,6 +263,7 @@ class DTSPairs(PairRule):
         PP[a, b] = y
         PP[b, N + a] = y
         # P(θ_ij > ½) = I_½(w_ji + 1, w_ij + 1) for the pair i < j
+        betainc = special.betainc
         bt.pu[self._pidx[a][b]] = betainc(y, x, 0.5) if a < b else betainc(x, y, 0.5)
         bt.choice = None
         if self._ahead is not None:

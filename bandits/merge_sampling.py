@@ -52,7 +52,8 @@ size ``N`` with positions that can never be drawn (see :func:`dts_rows`).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import betainc
+
+from bandits import special
 
 #: up to this batch size a lone batch is drawn with scalar Python code
 SMALL_BATCH = 10
@@ -136,7 +137,7 @@ def dts_rows(W_sub: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
     PP = np.concatenate((W1.T, H), axis=1)
     _, _, iu, ju = incidence(N)
     # P(θ_ij > ½) for θ_ij ~ Beta(w_ij + 1, w_ji + 1) is I_½(w_ji + 1, w_ij + 1)
-    pu = np.where(ju < n, betainc(W1[ju, iu], W1[iu, ju], 0.5), 1.0)
+    pu = np.where(ju < n, special.betainc(W1[ju, iu], W1[iu, ju], 0.5), 1.0)
     return PP, np.append(pu, 2.0)
 
 

@@ -6,8 +6,8 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import betainc
 
+from bandits import special
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import rand_argmax, ucb_column
 from bandits.dts import beta_win_prob
@@ -159,9 +159,9 @@ class RCS(DuelingBandit):
         lq, W = self._lq, self.W
         with np.errstate(divide="ignore"):
             if self.status[j] == ACTIVE:
-                lq[i, j] = np.log(betainc(W[j, i] + 1.0, W[i, j] + 1.0, 0.5))
+                lq[i, j] = np.log(special.betainc(W[j, i] + 1.0, W[i, j] + 1.0, 0.5))
             if self.status[i] == ACTIVE:
-                lq[j, i] = np.log(betainc(W[i, j] + 1.0, W[j, i] + 1.0, 0.5))
+                lq[j, i] = np.log(special.betainc(W[i, j] + 1.0, W[j, i] + 1.0, 0.5))
         self._rows[i] = lq[i].sum()
         self._rows[j] = lq[j].sum()
 

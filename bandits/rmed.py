@@ -6,8 +6,8 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import xlogy
 
+from bandits import special
 from bandits.base import ACTIVE, Comparison, DuelingBandit
 from bandits.common import rand_argmax
 from bandits.params import Param
@@ -21,7 +21,7 @@ def _divergence_terms(w: np.ndarray, w_rev: np.ndarray) -> np.ndarray:
     """
     n = w + w_rev
     n_safe = np.where(n > 0, n, 1.0)
-    term = xlogy(w, 2.0 * w / n_safe) + xlogy(w_rev, 2.0 * w_rev / n_safe)
+    term = special.xlogy(w, 2.0 * w / n_safe) + special.xlogy(w_rev, 2.0 * w_rev / n_safe)
     return np.where((n > 0) & (2.0 * w <= n), term, 0.0)
 
 

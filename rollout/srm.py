@@ -79,7 +79,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln, xlogy
 
 #: a split is flagged when its anytime p-value is below this (its e-value above 1/ALPHA)
 ALPHA = 0.001
@@ -141,6 +140,8 @@ def log_e_value(counts: Sequence[float], shares: Sequence[float],
     >>> log_e_value([50, 50], [1.0, 0.0])
     inf
     """
+    from scipy.special import gammaln, xlogy  # on first use: see bandits.special
+
     x = np.asarray(counts, dtype=float)
     theta = np.asarray(shares, dtype=float)
     if x.shape != theta.shape or np.any(x < 0) or np.any(theta < 0) or theta.sum() <= 0:
