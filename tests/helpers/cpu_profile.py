@@ -6,9 +6,11 @@ as the CPU its process *tree* spent while the test ran (setup, call and teardown
 pytest process, every live descendant (Redis, the worker and its pool, gunicorn, Chromium,
 Prometheus) and the descendants already reaped. A module's session fixtures are charged to
 the test that starts them (the first of its process). Needs psutil (not a dependency of
-the project: ``pip install psutil``).
+the project: ``pip install psutil``). ``-p`` loads it before ``tests/conftest.py`` puts
+``tests/`` on the path, so the command does (``tests/``, not ``tests/helpers/``, whose
+``workers.py`` would shadow the project's ``workers`` package):
 
-    RANKDUEL_CPU_PROFILE=/tmp/prof.jsonl scripts/test -p helpers.cpu_profile
+    PYTHONPATH=tests RANKDUEL_CPU_PROFILE=/tmp/prof.jsonl scripts/test -p helpers.cpu_profile
     .venv/bin/python tests/helpers/cpu_profile.py /tmp/prof.jsonl   # the table, by module
 
 A line of the file is one test: ``{"id", "module", "cpu", "wall", "pid"}``.
