@@ -34,6 +34,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from typing import Any
 
 import redis
@@ -69,8 +70,10 @@ class StoreWatch:
         self._slow = 0
         self._started = False
         self._lock = threading.Lock()
-        # a forked process (a gunicorn worker) starts its own thread on its first search
-        os.register_at_fork(after_in_child=self._forked)
+        # a forked process (a gunicorn worker) starts its own thread on its first search;
+        # held weakly, as the thread holds the watch (:meth:`_run`)
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: (w := ref()) is not None and w._forked())
         #: ``[period_s, fn, next_at]``: work the watch's thread does while the store is up
         self._tasks: list[list[Any]] = []
 
@@ -105,23 +108,42 @@ class StoreWatch:
             if self._started:
                 return
             self._started = True
-            threading.Thread(target=self._run, name="rankduel-store-watch",
-                             daemon=True).start()
+            threading.Thread(target=StoreWatch._run, args=(weakref.ref(self),),
+                             name="rankduel-store-watch", daemon=True).start()
 
-    def _run(self) -> None:
-        client = connect_state(self.config, socket_timeout=self.budget_s,
-                               socket_connect_timeout=self.budget_s)
-        while True:
-            self.ping(client)
-            now = time.monotonic()
-            for task in list(self._tasks):
-                if self.down_since is None and now >= task[2]:
-                    task[2] = now + task[0]
-                    try:
-                        task[1]()
-                    except Exception as exc:  # the next period tries again
-                        log.warning("store watch: %s failed: %s", task[1], exc)
-            time.sleep(PING_EVERY_S)
+    @staticmethod
+    def _run(ref: weakref.ref[StoreWatch]) -> None:
+        """The watch's thread: a ping and the due tasks every :data:`PING_EVERY_S`, for as
+        long as the watch is in use. It holds the watch weakly, so that the thread ends
+        once the app (its runtime) that owns the watch is gone, rather than pinging for
+        the life of the process: a process that builds many apps (a test session)
+        otherwise keeps one pinging thread per app, and the ones whose Redis is gone
+        fail, with a log line, five times a second."""
+        watch = ref()
+        if watch is None:
+            return
+        client = connect_state(watch.config, socket_timeout=watch.budget_s,
+                               socket_connect_timeout=watch.budget_s)
+        try:
+            while watch is not None:
+                watch._tick(client)
+                watch = None  # not held while asleep
+                time.sleep(PING_EVERY_S)
+                watch = ref()
+        finally:
+            client.close()
+
+    def _tick(self, client: Any) -> None:
+        """One ping, then the tasks that are due while the store is up."""
+        self.ping(client)
+        now = time.monotonic()
+        for task in list(self._tasks):
+            if self.down_since is None and now >= task[2]:
+                task[2] = now + task[0]
+                try:
+                    task[1]()
+                except Exception as exc:  # the next period tries again
+                    log.warning("store watch: %s failed: %s", task[1], exc)
 
     def ping(self, client: Any) -> None:
         """One ping: within budget, up; refused or failing, down; too slow

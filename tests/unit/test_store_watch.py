@@ -66,3 +66,24 @@ def test_what_is_an_evicting_or_forgetful_redis():
     assert persistence_problem(_facts(aof=False)) is None  # RDB alone: snapshots
     assert "save ''" in persistence_problem(_facts(aof=False, save=""))
     assert "appendfsync no" in persistence_problem(_facts(aof_fsync="no"))
+
+
+def test_the_watch_thread_ends_with_its_watch(tmp_path):
+    # a process that builds many apps (a test session) kept one thread per app pinging
+    # for ever; the thread holds its watch weakly and ends once the watch is gone
+    import gc
+    import threading
+
+    from helpers.wait import wait_for
+
+    def watches() -> int:
+        return sum(t.name == "rankduel-store-watch" for t in threading.enumerate())
+
+    before = watches()
+    held = [StoreWatch(Config(redis_url=f"unix://{tmp_path}/no-redis.sock"))]
+    assert held[0].up()  # starts the thread; nothing listens: its pings fail
+    wait_for(lambda: held[0].down_since is not None, 10, "the first ping to fail")
+    assert watches() == before + 1
+    held.clear()  # the app that owned it is gone
+    gc.collect()
+    wait_for(lambda: watches() == before, 10, "the watch's thread to end")
