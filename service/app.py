@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-import redis
 from flask import Flask, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
@@ -30,7 +29,7 @@ from service.rankers.client import RankerClient
 from service.runtime import EXTENSION, Runtime, runtime
 from service.search import outage
 from service.store import Contention, ImpressionClosed, ImpressionMissing, Store, TooManyClicks
-from service.store.client import connect_state
+from service.store.client import STORE_ERRORS, UNREACHABLE, connect_state
 from service.store.snapshot import ExperimentMissing, RankerMissing
 
 log = logging.getLogger("rankduel.api")
@@ -114,7 +113,8 @@ def create_app(config: Config | Mapping[str, Any] | None = None) -> Flask:
     for exc_type, status in STORAGE_ERRORS.items():
         app.register_error_handler(exc_type, partial(_storage_error, status=status))
     app.register_error_handler(HTTPException, _http_error)
-    app.register_error_handler(redis.RedisError, _redis_error)
+    for error in STORE_ERRORS:  # a cluster's RedisClusterException is no RedisError
+        app.register_error_handler(error, _redis_error)
     app.register_error_handler(Exception, _internal_error)
     return app
 
@@ -165,11 +165,11 @@ def _http_error(exc: HTTPException):
     return jsonify({"error": message}), exc.code or 500, headers
 
 
-def _redis_error(exc: redis.RedisError):
+def _redis_error(exc: Exception):
     endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
     log.error("redis error on %s %s: %s: %s", request.method, endpoint, type(exc).__name__,
               exc)
-    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+    if isinstance(exc, UNREACHABLE):
         outage.watch(runtime()).failed(exc)  # searches answer without the store
     # clicks, ends and outcomes are sent again (rankduel.js) within the token's life
     return (jsonify({"error": f"state store unavailable ({type(exc).__name__}); retry"}),

@@ -58,7 +58,8 @@ def _crediting() -> Crediting:
 #: what a task retries with backoff: Redis unreachable, a cluster shard down or moving
 #: (a master restarting, a failover), an optimistic transaction that kept losing
 TRANSIENT = (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterDownError,
-             redis.exceptions.TryAgainError, redis.exceptions.SlotNotCoveredError)
+             redis.exceptions.TryAgainError, redis.exceptions.SlotNotCoveredError,
+             redis.exceptions.RedisClusterUnreachableError)
 
 RETRY = dict(
     acks_late=True,

@@ -12,8 +12,6 @@ import contextlib
 import time
 from typing import Any
 
-import redis
-
 from service import metrics
 from service.designs.registry import design_named
 from service.errors import Forbidden, Unprocessable
@@ -23,6 +21,7 @@ from service.store import (
     ImpressionMissing,
     TooManyClicks,
 )
+from service.store.client import STORE_ERRORS
 from service.store.records import Impression
 from service.tokens import verify_token
 
@@ -150,6 +149,6 @@ def close(rt: Runtime, imp: Impression) -> dict[str, Any]:
         # the broker is away: the impression is closed and due; give the lease back so
         # that the next sweep queues its drain (the sweep's index marks it due now); if
         # Redis is away too the lease lapses by itself within drain_lease_s
-        with contextlib.suppress(redis.RedisError):
+        with contextlib.suppress(*STORE_ERRORS):
             rt.store.drains.release_drain(imp.exp, drain)
     return {"impression_id": imp_id, "status": "closed", "already_closed": not first}

@@ -11,11 +11,10 @@ import contextlib
 import logging
 import threading
 
-import redis
-
 from service.credit import outcome_events, protocol
 from service.queue import TaskQueue
 from service.store import Store
+from service.store.client import STORE_ERRORS
 from service.store.keys import OUTCOME_MEMBER
 
 log = logging.getLogger("rankduel.worker")
@@ -79,7 +78,7 @@ class Lease:
     def _beat(self) -> None:
         while not self._stop.wait(self.ttl / 3):
             # Redis away: the drain itself fails and retries, or its lease lapses
-            with contextlib.suppress(redis.RedisError):
+            with contextlib.suppress(*STORE_ERRORS):
                 self.renew()
 
 

@@ -29,8 +29,6 @@ import random
 import time
 from typing import Any
 
-import redis
-
 from rollout import call_counts
 from rollout.assignment import assign
 from service.errors import BadGateway
@@ -41,6 +39,7 @@ from service.runtime import Runtime
 from service.search import outage
 from service.search import serve as searching
 from service.search.ranker_health import SearchTiming
+from service.store.client import STORE_ERRORS
 from service.store.placements import GUARD_PREFIX
 
 log = logging.getLogger("rankduel.search")
@@ -67,7 +66,7 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
         return _degraded(rt, name, q, k, user, timing)
     try:
         view = cache(rt).get(name)
-    except redis.RedisError as exc:
+    except STORE_ERRORS as exc:
         watch.failed(exc)
         return _degraded(rt, name, q, k, user, timing)
     exp_id = assign(view.ranges, view.salt, user, _RNG) if view.ranges else None
@@ -77,7 +76,7 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
         try:
             out = searching.search(rt, exp_id, q, k, user, timing, calls, segments)
             out["placement"] = name
-        except redis.RedisError as exc:  # rankduel's store died halfway: the control
+        except STORE_ERRORS as exc:  # rankduel's store died halfway: the control
             watch.failed(exc)
             return _degraded(rt, name, q, k, user, timing)
         except Exception as exc:  # the experiment cannot serve: the control's list
@@ -92,7 +91,7 @@ def search(rt: Runtime, name: str, q: str, k: int, user: str | None,
     if out is None:
         try:
             out = control(rt, view, q, k, user, timing)
-        except redis.RedisError as exc:  # the control's counts could not be written
+        except STORE_ERRORS as exc:  # the control's counts could not be written
             watch.failed(exc)
             return _degraded(rt, name, q, k, user, timing)
     splits.count(rt, view, out["experiment"] or "control", user)  # the SRM check's counts
@@ -167,7 +166,7 @@ def _maybe_check(rt: Runtime, view: View) -> None:
         view.checked_at = now
         if guardrails.check(rt.store, view.name, view.running, rt.queue):
             cache(rt).forget(view.name)
-    except redis.RedisError:
+    except STORE_ERRORS:
         log.warning("placement %s: guardrails not checked", view.name, exc_info=True)
     finally:
         view.lock.release()

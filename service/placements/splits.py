@@ -18,10 +18,9 @@ import hashlib
 import logging
 import time
 
-import redis
-
 from service.placements.operations import View
 from service.runtime import Runtime
+from service.store.client import STORE_ERRORS
 
 log = logging.getLogger("rankduel.search")
 #: the longest a process keeps a split's counts before writing them
@@ -46,7 +45,7 @@ def count(rt: Runtime, view: View, arm: str, user: str | None) -> None:
         split.update({"s": {}, "u": {}, "at": time.monotonic()})
     try:
         rt.store.splits.count_split(view.name, searches, users, rt.config.retention_s)
-    except redis.RedisError:
+    except STORE_ERRORS:
         log.warning("placement %s: split counts lost", view.name, exc_info=True)
 
 

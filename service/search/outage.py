@@ -45,7 +45,7 @@ from service.rankers.client import RankerFailure
 from service.runtime import Runtime
 from service.search import serve as searching
 from service.search.ranker_health import SearchTiming
-from service.store.client import connect_state
+from service.store.client import STORE_ERRORS, connect_state
 from service.store.records import Ranker
 
 log = logging.getLogger("rankduel.outage")
@@ -155,7 +155,7 @@ class StoreWatch:
             if self._slow >= SLOW_PINGS:
                 self.failed(exc)
             return
-        except redis.RedisError as exc:
+        except STORE_ERRORS as exc:  # refused, or no node of a cluster answers
             self.failed(exc)
             return
         except Exception:  # never let the watch die
@@ -204,7 +204,7 @@ def search_experiment(rt: Runtime, exp_id: str, q: str, k: int, user: str | None
     if w.up():
         try:
             return searching.search(rt, exp_id, q, k, user, timing, segments=segments)
-        except redis.RedisError as exc:
+        except STORE_ERRORS as exc:
             w.failed(exc)
     entry = rt.controller.cached(exp_id) if fallback == "first" else None
     if entry is None:

@@ -21,6 +21,15 @@ from redis.cluster import ClusterNode, RedisCluster
 #: a client of either kind (they share the command interface rankduel uses)
 Client = redis.Redis | RedisCluster
 
+#: what a failing state store raises: every ``redis.RedisError``, and the cluster client's
+#: ``RedisClusterException``, which is not one (``RedisClusterUnreachableError`` when no
+#: node of the cluster answers)
+STORE_ERRORS: tuple[type[Exception], ...] = (redis.RedisError,
+                                             redis.exceptions.RedisClusterException)
+#: the unreachable ones among them: the store is down, not refusing a command
+UNREACHABLE: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError,
+                                            redis.exceptions.RedisClusterUnreachableError)
+
 
 class TaggedCluster(RedisCluster):
     """``RedisCluster`` that routes a script by its first key.

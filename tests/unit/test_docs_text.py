@@ -32,6 +32,7 @@ OUTSIDE_SETTINGS = {
     "RANKDUEL_BENCH_CODE",       # bench/search_cpu.py: the checkout to measure
     "RANKDUEL_UPDATE_DOCS_SCREENSHOT",  # tests/e2e/test_report.py: rewrite docs/operator-ui.png
     "RANKDUEL_TEST_PROCESSES",   # scripts/test: how many pytest-xdist processes
+    "RANKDUEL_CPU_PROFILE",      # tests/helpers/cpu_profile.py: where it writes its figures
 }
 
 

@@ -43,6 +43,29 @@ def test_slow_pings_in_a_row_are_down_one_is_not():
     assert w.down_since is not None
 
 
+def test_an_unreachable_cluster_is_down_and_a_request_answers_503():
+    # no node of a Redis Cluster answers: redis-py raises RedisClusterUnreachableError,
+    # which is no RedisError; the watch logged a traceback five times a second instead
+    # of marking the store down, and a request answered 500
+    unreachable = redis.exceptions.RedisClusterUnreachableError("no node answers")
+    w = StoreWatch(Config())
+    w.ping(Pings(unreachable))
+    assert w.down_since is not None
+
+    from service.app import create_app
+
+    app = create_app(Config(redis_url="redis://127.0.0.1:1/0", admin_token="a" * 24,
+                            secret_key="s" * 24))
+
+    @app.get("/cluster-gone")
+    def gone():
+        raise unreachable
+
+    resp = app.test_client().get("/cluster-gone")
+    assert resp.status_code == 503 and "state store unavailable" in resp.get_json()["error"]
+    assert resp.headers["Retry-After"]
+
+
 def test_a_search_error_marks_it_down():
     w = StoreWatch(Config())
     w.failed(redis.ConnectionError("x"))
@@ -76,14 +99,14 @@ def test_the_watch_thread_ends_with_its_watch(tmp_path):
 
     from helpers.wait import wait_for
 
-    def watches() -> int:
-        return sum(t.name == "rankduel-store-watch" for t in threading.enumerate())
+    def watches() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "rankduel-store-watch"}
 
     before = watches()
     held = [StoreWatch(Config(redis_url=f"unix://{tmp_path}/no-redis.sock"))]
     assert held[0].up()  # starts the thread; nothing listens: its pings fail
     wait_for(lambda: held[0].down_since is not None, 10, "the first ping to fail")
-    assert watches() == before + 1
+    [thread] = watches() - before  # (other tests' watches may start and end meanwhile)
     held.clear()  # the app that owned it is gone
     gc.collect()
-    wait_for(lambda: watches() == before, 10, "the watch's thread to end")
+    wait_for(lambda: not thread.is_alive(), 10, "the watch's thread to end")
