@@ -1,4 +1,5 @@
-"""The ``scipy.special`` functions the policies use, imported on their first use.
+"""The ``scipy.special`` functions the pure packages use (the policies, rollout's SRM e-value and
+A/B sequence), imported on their first use.
 
 ``import scipy.special`` costs about 0.2 CPU s (its array-API layer loads ``numpy.f2py``
 and ``numpy.ma``), paid by every process that imports a policy: the API, the worker, the
@@ -19,7 +20,8 @@ import importlib
 from typing import Any
 
 #: the functions of ``scipy.special`` this module lends
-NAMES = frozenset({"betainc", "betaincinv", "expit", "logit", "ndtr", "xlogy"})
+NAMES = frozenset({"betainc", "betaincinv", "expit", "gammaln", "lambertw", "logit",
+                   "ndtr", "xlogy"})
 
 
 def __getattr__(name: str) -> Any:

@@ -80,6 +80,8 @@ from typing import Any
 
 import numpy as np
 
+from bandits import special
+
 #: a split is flagged when its anytime p-value is below this (its e-value above 1/ALPHA)
 ALPHA = 0.001
 #: the Dirichlet prior is CONCENTRATION × the assigned shares
@@ -140,8 +142,6 @@ def log_e_value(counts: Sequence[float], shares: Sequence[float],
     >>> log_e_value([50, 50], [1.0, 0.0])
     inf
     """
-    from scipy.special import gammaln, xlogy  # on first use: see bandits.special
-
     x = np.asarray(counts, dtype=float)
     theta = np.asarray(shares, dtype=float)
     if x.shape != theta.shape or np.any(x < 0) or np.any(theta < 0) or theta.sum() <= 0:
@@ -153,9 +153,9 @@ def log_e_value(counts: Sequence[float], shares: Sequence[float],
     keep = theta > 0
     x, theta = x[keep], theta[keep]
     a = concentration * theta
-    log_b = float(gammaln(a + x).sum() - gammaln((a + x).sum()))
-    log_b0 = float(gammaln(a).sum() - gammaln(a.sum()))
-    return log_b - log_b0 - float(xlogy(x, theta).sum())
+    log_b = float(special.gammaln(a + x).sum() - special.gammaln((a + x).sum()))
+    log_b0 = float(special.gammaln(a).sum() - special.gammaln(a.sum()))
+    return log_b - log_b0 - float(special.xlogy(x, theta).sum())
 
 
 def _label(arm: str) -> str:

@@ -65,6 +65,8 @@ import math
 
 import numpy as np
 
+from bandits import special
+
 #: the number of users the boundary is tuned for when none is given
 DEFAULT_TARGET_USERS = 10_000
 
@@ -82,9 +84,7 @@ def rho_for(n_target: float, delta: float) -> float:
         raise ValueError(f"delta must be in (0, 1), got {delta}")
     if not n_target > 0:
         raise ValueError(f"n_target must be positive, got {n_target}")
-    from scipy.special import lambertw  # on first use: see bandits.special
-
-    x = -float(lambertw(-(delta**2) / math.e, k=-1).real) - 1.0
+    x = -float(special.lambertw(-(delta**2) / math.e, k=-1).real) - 1.0
     return math.sqrt(x / float(n_target))
 
 
