@@ -150,6 +150,11 @@ class Tally:
     queries: int = 0
     clicks: int = 0
     errors: int = 0
+    #: the first few failures' messages (what a failing test shows)
+    failures: list[str] = field(default_factory=list)
+    #: clicks refused because their impression had closed (the user came back after the
+    #: service's inactivity limit): the contract working, not an error
+    late: int = 0
     regret: float = 0.0
     #: purchases sent (retries not counted), attributed (first deliveries), their value
     purchases: int = 0
@@ -298,12 +303,19 @@ class Demo:
             clicked = np.flatnonzero(CLICK_MODELS[self.opts.click_model].clicks(grades, rng))
             if clicked.size:
                 docs = [(ids[p], int(p) + 1) for p in clicked]
-                if rng.random() < 0.5:  # half the users' beacons send one click at a time
-                    for d in docs:
-                        client.click(page, [d])
-                else:
-                    client.click(page, docs)
-            client.end(page)
+                # half the users' beacons send one click at a time
+                beacons = [[d] for d in docs] if rng.random() < 0.5 else [docs]
+                sent = 0
+                for beacon in beacons:
+                    if not self._report(lambda b=beacon: client.click(page, b)):
+                        # the impression closed (the user came back after its inactivity
+                        # limit): the service rightly refuses the rest, not an error
+                        with self.tally.lock:
+                            self.tally.late += len(docs) - sent
+                        break
+                    sent += len(beacon)
+                clicked = clicked[:sent]
+            self._report(lambda: client.end(page))
             if self.orders is not None:  # the user buys some of what was clicked
                 # event ids are unique per experiment, as an order service's are: a rerun
                 # (same seed, same users) must not find its orders in an earlier run's
@@ -318,12 +330,31 @@ class Demo:
         with self.tally.lock:
             self.tally.clicks += int(clicked.size)
 
-    def _failed(self, exc: Exception) -> None:
-        """Count a failed request; say the first few."""
+    @staticmethod
+    def _report(send: Any, sleep: Any = time.sleep) -> bool:
+        """Send a click or an end as ``rankduel.js`` does: a 503 (the store away) is sent
+        again after 1, 2 and 4 s (each is recorded once however often it is sent).
+        False when the impression had closed (409), which a late user meets."""
+        waits = [1.0, 2.0, 4.0]
+        while True:
+            try:
+                send()
+                return True
+            except ApiResponseError as exc:
+                if exc.status == 409:
+                    return False
+                if exc.status != 503 or not waits:
+                    raise
+            sleep(waits.pop(0))
+
+    def _failed(self, exc: Exception, what: str = "request") -> None:
+        """Count a failed request; keep and say the first few."""
         with self.tally.lock:
             self.tally.errors += 1
+            if len(self.tally.failures) < 5:
+                self.tally.failures.append(f"{what}: {exc}")
         if self.tally.errors <= 5:
-            self.say(f"  request failed: {exc}")
+            self.say(f"  {what} failed: {exc}")
 
     def send(self, client: Client, exp_id: str, first: int, count: int, P: np.ndarray,
              best: int, concurrency: int | None = None) -> None:
@@ -369,10 +400,7 @@ class Demo:
                 self.tally.attributed += 1
 
     def order_failed(self, exc: Exception) -> None:
-        with self.tally.lock:
-            self.tally.errors += 1
-        if self.tally.errors <= 5:
-            self.say(f"  order failed: {exc}")
+        self._failed(exc, "order")
 
     def monitor(self, client: Client, exp_id: str, done: threading.Event) -> None:
         """Print progress and the live elimination state every two seconds."""
@@ -517,6 +545,8 @@ class Demo:
             "impressions": int(c.get("impressions", 0)),
             "fallbacks": int(c.get("fallback", 0)),
             "errors": self.tally.errors,
+            "failures": self.tally.failures,
+            "late_clicks": self.tally.late,
             "active_rankers": [r["name"] for r in state["rankers"] if r["status"] == "active"],
             "seconds": round(self.elapsed, 2),
             "queries_per_second": round(self.tally.queries / max(self.elapsed, 1e-9), 1),

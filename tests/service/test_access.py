@@ -94,7 +94,9 @@ def world(api, ranker_server):
 # ---------------------------------------------------------------------- the walk
 def _state(api, world) -> dict:
     """What the operator API says of everything (keys without their last use, which a
-    refused call's authentication may update; the trail, which records refusals)."""
+    refused call's authentication may update; the trail, which records refusals;
+    webhooks without their delivery state, which the worker updates in the background
+    as other tests' experiments send events, and no API call sets)."""
     admin = world["admin"]
     out = {}
     for path in ["/experiments", "/placements", "/webhooks", "/judging/campaigns",
@@ -104,9 +106,19 @@ def _state(api, world) -> dict:
         status, body = admin.request("GET", path, admin=True)
         assert status == 200, (path, body)
         out[path] = body
+    out["/webhooks"] = [_set_by_callers(h) for h in out["/webhooks"]["webhooks"]]
+    out[f"/webhooks/{world['hook']}"] = _set_by_callers(out[f"/webhooks/{world['hook']}"])
     status, body = admin.request("GET", "/keys", admin=True)
     out["/keys"] = [{k: v for k, v in key.items() if k != "last_used"} for key in body["keys"]]
     return out
+
+
+#: a webhook's fields that only its deliveries change
+DELIVERY_STATE = ("failures_in_a_row", "disabled", "disabled_reason", "disabled_at")
+
+
+def _set_by_callers(hook: dict) -> dict:
+    return {k: v for k, v in hook.items() if k not in DELIVERY_STATE}
 
 
 def _instances(doc: dict) -> list[tuple[str, str, dict]]:

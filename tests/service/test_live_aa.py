@@ -88,7 +88,7 @@ def test_three_identical_rankers_are_never_certified(api, worker, aa_rankers):
                  for n in range(K)],
         probe=False)["id"]  # the world's rankers know only its queries, not the probe's
     demo.send(client, exp_id, 0, SEARCHES, np.full((K, K), 0.5), 0)
-    assert demo.tally.errors == 0
+    assert demo.tally.errors == 0, demo.tally.failures
     state = demo.wait_credited(client, exp_id, timeout=120)
     assert state["counters"]["impressions"] == SEARCHES
     rep = client.report(exp_id)
