@@ -62,7 +62,8 @@ class Live:
     def __init__(self, workdir: str, concurrency: int) -> None:
         from demo.client import Client
         from demo.matrix_world import create_app
-        from demo.stack import Stack, ThreadedServer, free_port
+        from demo.stack import Stack, free_port
+        from demo.wsgi_server import ThreadedServer
 
         self.stack = Stack(workdir).__enter__()
         self.redis_url = self.stack.start_redis()

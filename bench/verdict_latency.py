@@ -50,7 +50,7 @@ class Receiver:
     """A webhook receiver: the arrival time of each ``verdict_certified`` by experiment."""
 
     def __init__(self) -> None:
-        from demo.stack import ThreadedServer
+        from demo.wsgi_server import ThreadedServer
 
         self.arrived: dict[str, float] = {}
         self.lock = threading.Lock()

@@ -39,7 +39,8 @@ import numpy as np
 
 import interleaving
 from demo.client import Client
-from demo.stack import Stack, ThreadedServer, child_pids, free_port, wait_until
+from demo.stack import Stack, child_pids, free_port, wait_until
+from demo.wsgi_server import ThreadedServer
 
 #: what the fault ranker can be told to do
 MODES = ("ok", "hang", "http500", "invalid", "huge")

@@ -33,8 +33,9 @@ import numpy as np
 
 from demo.client import ApiResponseError, Client
 from demo.orders import OrderService
-from demo.stack import Stack, ThreadedServer, free_port, redis_executable
+from demo.stack import Stack, free_port, redis_executable
 from demo.world_rankers import demo_world, ranker_name
+from demo.wsgi_server import ThreadedServer
 
 #: the pairwise interleaving methods (``World.preference_matrix`` estimates with these)
 PAIRWISE = ("team_draft", "probabilistic", "balanced")

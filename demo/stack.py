@@ -416,23 +416,3 @@ class Stack:
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(sig, handler)
         atexit.unregister(self.close)
-
-
-class ThreadedServer:
-    """A WSGI app on a loopback port, served by werkzeug in a daemon thread (tests)."""
-
-    def __init__(self, app, host: str = "127.0.0.1", port: int = 0) -> None:
-        import logging
-
-        from werkzeug.serving import make_server
-
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log in tests
-        self.server = make_server(host, port, app, threaded=True)
-        self.port = self.server.server_port
-        self.url = f"http://{host}:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()

@@ -174,7 +174,7 @@ def service_env(redis_url, tmp_path_factory) -> dict[str, str]:
 def ranker_server():
     from helpers.toy_rankers import make_toy_rankers
 
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
 
     server = ThreadedServer(make_toy_rankers())
     yield server
@@ -233,7 +233,7 @@ SERVER_FIXTURES = frozenset({
     "own_redis", "own_redis_url", "platform", "make_ranker", "engines", "metrics_run",
     "rollout_api", "rc",
     "browser", "rankers", "fixed_rankers", "matrix_rankers", "world_rankers",
-    "aa_rankers",
+    "aa_rankers", "keep_alive_server",
 })
 #: the marker (declared in pyproject.toml) of a test that starts a server, a command or an
 #: interpreter itself

@@ -27,7 +27,8 @@ def main() -> None:
     from helpers.toy_rankers import make_toy_rankers
 
     from demo.client import Client
-    from demo.stack import Stack, ThreadedServer
+    from demo.stack import Stack
+    from demo.wsgi_server import ThreadedServer
 
     SECRET, ADMIN = "migration-secret-0123456789", "migration-admin-0123456789"
     with Stack("/tmp/old/stack") as st:

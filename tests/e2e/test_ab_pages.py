@@ -28,7 +28,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def toy(api):
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
     from tests.service.test_ab_live import _toy_rankers
 
     server = ThreadedServer(_toy_rankers())

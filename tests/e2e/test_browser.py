@@ -24,9 +24,10 @@ from conftest import ADMIN
 import interleaving
 from demo.client import Client
 from demo.faults import check_invariant
-from demo.stack import ThreadedServer, wait_until
+from demo.stack import wait_until
 from demo.web import create_web_app
 from demo.world_rankers import create_ranker_app, demo_world
+from demo.wsgi_server import ThreadedServer
 from service.app import create_app
 from service.store.keys import clicks_key, imp_key, pending_key
 

@@ -12,7 +12,8 @@ import pytest
 from conftest import ADMIN
 
 from demo.client import Client
-from demo.stack import ThreadedServer, wait_until
+from demo.stack import wait_until
+from demo.wsgi_server import ThreadedServer
 from service.app import create_app
 from service.store.keys import placement_page_key
 

@@ -19,7 +19,8 @@ from helpers.wait import wait_for
 
 from cli.commands.export import pages
 from demo.client import Client
-from demo.stack import ThreadedServer, wait_until
+from demo.stack import wait_until
+from demo.wsgi_server import ThreadedServer
 from service.app import create_app
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>shop</title>%(script)s

@@ -87,7 +87,7 @@ def rankers():
     own port may be taken by another process on a busy machine)."""
     from helpers.toy_rankers import make_toy_rankers
 
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
 
     server = ThreadedServer(make_toy_rankers())
     yield server
@@ -97,7 +97,8 @@ def rankers():
 @pytest.mark.parametrize("target", ["in place", "onto a cluster"])
 def test_migrate_keys_then_serve_and_credit(tmp_path, monkeypatch, target, rankers):
     from demo.client import Client
-    from demo.stack import Stack, ThreadedServer
+    from demo.stack import Stack
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.config import Config
     from service.credit.protocol import credit_batch

@@ -29,7 +29,8 @@ from helpers.wait import wait_for
 
 from demo import matrix_world
 from demo.client import Client
-from demo.stack import ThreadedServer, wait_until
+from demo.stack import wait_until
+from demo.wsgi_server import ThreadedServer
 from tests.service.test_segment_report import SEARCHES, drive
 
 #: set to 1 to regenerate the docs' screenshots of these pages (as tests/e2e/test_report.py

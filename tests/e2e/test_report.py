@@ -24,9 +24,10 @@ import requests
 from conftest import ADMIN, ROOT
 
 from demo.run import DemoOptions
-from demo.stack import ThreadedServer, wait_until
+from demo.stack import wait_until
 from demo.traffic import send, start, wait_credited
 from demo.world_rankers import create_ranker_app, ranker_name
+from demo.wsgi_server import ThreadedServer
 
 K = 6
 #: set to 1 to regenerate docs/operator-ui.png from this test; otherwise the screenshot goes

@@ -9,8 +9,8 @@ from typing import Any
 
 def serve_api(env: dict[str, str]):
     """``create_app`` configured from ``env`` (as the worker is), served on a free loopback
-    port by ``demo.stack.ThreadedServer``; the server, with the config as ``.config``."""
-    from demo.stack import ThreadedServer
+    port by ``demo.wsgi_server.ThreadedServer``; the server, with the config as ``.config``."""
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.config import load_config
 

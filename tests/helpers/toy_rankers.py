@@ -30,7 +30,7 @@ def docs(name: str, k: int) -> list[dict]:
 
 
 def make_toy_rankers():
-    """The Flask app of the toy rankers (serve it with ``demo.stack.ThreadedServer``)."""
+    """The Flask app of the toy rankers (serve it with ``demo.wsgi_server.ThreadedServer``)."""
     from flask import Flask, jsonify, request
 
     app = Flask("toy-rankers")

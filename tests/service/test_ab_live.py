@@ -54,7 +54,7 @@ def _toy_rankers():
 
 @pytest.fixture(scope="module")
 def ab_rankers(api):
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
 
     server = ThreadedServer(_toy_rankers())
     yield server

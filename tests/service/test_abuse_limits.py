@@ -16,7 +16,8 @@ from conftest import ADMIN
 from test_service_api import assert_error, rankers_for
 
 from demo.client import Client
-from demo.stack import Stack, ThreadedServer, wait_until
+from demo.stack import Stack, wait_until
+from demo.wsgi_server import ThreadedServer
 from service.app import create_app
 from service.store import Store
 from service.store.keys import DUE, experiment_pattern

@@ -26,7 +26,8 @@ from helpers.wait import wait_for
 from test_service_api import assert_error, rankers_for
 
 from demo.client import Client
-from demo.stack import ThreadedServer, free_port, wait_until
+from demo.stack import free_port, wait_until
+from demo.wsgi_server import ThreadedServer
 from service.app import create_app
 
 SECRET = "tok-9f8e7d6c5b4a-secret"

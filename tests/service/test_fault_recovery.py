@@ -292,7 +292,7 @@ def in_process_api(own_redis_url, ranker_server):
     """The API in this process (so :func:`never_chosen` applies), quarantines of 0.3 s,
     a ranker quarantined after one failure and retired at its third quarantine."""
     from demo.client import Client
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.config import Config
 

@@ -57,7 +57,8 @@ def test_end_answers_202_when_the_broker_is_away(api, ranker_server, rd):
     from test_service_api import rankers_for
 
     from demo.client import Client
-    from demo.stack import ThreadedServer, free_port
+    from demo.stack import free_port
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.store.keys import drains_key, pending_key
 

@@ -17,7 +17,7 @@ from conftest import ADMIN
 from test_service_api import rankers_for
 
 from demo.client import Client
-from demo.stack import ThreadedServer
+from demo.wsgi_server import ThreadedServer
 from service.app import create_app
 
 OLD, NEW = "fe-key-old-0123456789abcdef", "fe-key-new-0123456789abcdef"

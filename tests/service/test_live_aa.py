@@ -27,8 +27,8 @@ from flask import Flask, jsonify, request
 
 from demo.client import Client
 from demo.run import Demo, DemoOptions
-from demo.stack import ThreadedServer
 from demo.world_rankers import demo_world
+from demo.wsgi_server import ThreadedServer
 
 SEARCHES = 3000
 K = 3

@@ -131,7 +131,8 @@ def test_a_stalled_redis_answers_503_quickly(tmp_path, service_env, ranker_serve
     """SIGSTOP the Redis an API uses: /search answers 503 within the configured timeout
     (plus slack for a busy machine), not after seconds; SIGCONT and it serves again."""
     from demo.client import Client
-    from demo.stack import Stack, ThreadedServer
+    from demo.stack import Stack
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.config import Config
 
@@ -180,7 +181,7 @@ def test_rmed1_live_leaves_its_initial_phase(client, worker, rd):
     select() stopped keeping state, 6,000 live selections showed 20 pairs."""
     from bandits.matrices import bradley_terry
     from demo import matrix_world
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
 
     worker.ensure()
     K = 30

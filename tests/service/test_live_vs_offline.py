@@ -13,7 +13,7 @@ import pytest
 
 from bandits.matrices import bradley_terry
 from demo import matrix_world
-from demo.stack import ThreadedServer
+from demo.wsgi_server import ThreadedServer
 
 SEARCHES = 600
 RUNS = 6

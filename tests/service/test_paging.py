@@ -39,7 +39,7 @@ def fixed_rankers():
     page), and a record of the ``k``/``offset`` they were asked for."""
     from flask import Flask, jsonify, request
 
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
 
     app = Flask("fixed-rankers")
     asked: list[tuple[str, str | None, str | None]] = []

@@ -129,7 +129,7 @@ def templated_rankers(base: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def engines():
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
 
     server = ThreadedServer(engine_app())
     yield server

@@ -71,7 +71,7 @@ def test_allow_eviction_starts_with_a_warning(bare_redis):
 
 
 def test_readyz_and_the_metric_report_evicted_keys(bare_redis):
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.config import Config
 

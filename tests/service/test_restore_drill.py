@@ -41,7 +41,7 @@ def test_a_snapshot_restored_into_a_fresh_redis_goes_on(client, worker, rd, stac
                                                         service_env, ranker_server,
                                                         tmp_path):
     from demo.client import Client
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.config import load_config
 

@@ -19,7 +19,7 @@ USERS = [f"user-{i}" for i in range(5000)]
 def rollout_api(service_env):
     """The app at the default guardrail interval (5 s): a failing experiment must trip on
     the search that reaches its threshold, not at the next periodic check."""
-    from demo.stack import ThreadedServer
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.config import load_config
 

@@ -20,7 +20,7 @@ from helpers.wait import wait_for
 from cli.commands.report import table
 from demo import matrix_world
 from demo.client import Client
-from demo.stack import ThreadedServer
+from demo.wsgi_server import ThreadedServer
 
 SEARCHES = 900
 #: P[i, j]: the chance a user clicks doc<i> over doc<j>, by device

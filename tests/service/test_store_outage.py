@@ -30,7 +30,8 @@ def _ranker(server, name: str, path: str) -> dict:
 
 def test_searches_survive_a_redis_sigkill(tmp_path, ranker_server):
     from demo.client import Client
-    from demo.stack import Stack, ThreadedServer
+    from demo.stack import Stack
+    from demo.wsgi_server import ThreadedServer
     from service.app import create_app
     from service.config import Config
 

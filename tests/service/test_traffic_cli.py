@@ -81,8 +81,8 @@ def test_a_wrong_token_is_not_retried(api):
 def test_rankers_coming_up_late_are_used(api):
     """The rankers start only once the command has said it waits for them; it then
     creates its experiment and sends its round."""
-    from demo.stack import ThreadedServer
     from demo.world_rankers import create_ranker_app
+    from demo.wsgi_server import ThreadedServer
 
     port = closed_port()
     proc = traffic(api.url, f"http://127.0.0.1:{port}", "--wait", "90")

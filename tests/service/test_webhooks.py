@@ -21,7 +21,8 @@ import pytest
 import requests
 from conftest import ADMIN, LOOPBACK
 
-from demo.stack import ThreadedServer, free_port, wait_until
+from demo.stack import free_port, wait_until
+from demo.wsgi_server import ThreadedServer
 from service.webhooks import signing
 
 SECRET = "whsec-TOPSECRET-0123456789abcdef"

@@ -22,7 +22,8 @@ import pytest
 
 from demo.client import Client, http_json
 from demo.faults import Users, celery_main, decisive_in_redis, exp_state, pool
-from demo.stack import Stack, ThreadedServer, child_pids, free_port, wait_until
+from demo.stack import Stack, child_pids, free_port, wait_until
+from demo.wsgi_server import ThreadedServer
 
 ADMIN = "faults-admin-token-0123456789"
 
