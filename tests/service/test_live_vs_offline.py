@@ -48,14 +48,14 @@ def test_live_agrees_with_offline(policy, client, worker, rd, matrix_rankers):
     # by a CPU burner and the long fuzz run, MergeDTS lay 0.17 from offline against an
     # estimate of 0.078 (1.5x + 0.03 was the bound then). 2x that, plus 0.06, is a bound
     # a live run with other semantics (e.g. RMED1 stuck in its initial phase, 0.4 and
-    # more) still exceeds by far
-    assert row["tv_live_offline"] <= 2.0 * row["tv_offline_offline"] + 0.06, row
+    # more) still exceeds by far (the row as a string: pytest cuts a dict short)
+    assert row["tv_live_offline"] <= 2.0 * row["tv_offline_offline"] + 0.06, f"{row}"
     # cumulative regret: live is one draw; |live - offline mean| has sd about
     # sd * sqrt(1 + 1/RUNS); 4 sd (plus 5 % for the delay being a distribution live and a
     # constant offline) makes a false alarm rarer than 1 in 10^4
     sd = row["regret_offline_sd"] * np.sqrt(1 + 1 / RUNS)
     assert abs(row["regret_live"] - row["regret_offline_mean"]) <= (
-        4 * sd + 0.05 * row["regret_offline_mean"]), row
+        4 * sd + 0.05 * row["regret_offline_mean"]), f"{row}"
     # the winner: named live whenever offline names it in most runs
     if row["winner_offline"] >= 5 / 6:
         assert row["winner_live"], row
