@@ -144,11 +144,14 @@ class RankerClient:
                 headers["Content-Type"] = "application/json"
         return Request(parts, origin, method, target, headers, body)
 
-    def _read(self, req: Request, conn: http.client.HTTPConnection,
-              ranker: Ranker) -> list[dict[str, Any]]:
+    def _read(self, req: Request, conn: http.client.HTTPConnection, ranker: Ranker,
+              deadline: float) -> list[dict[str, Any]]:
         """Read the answer to the request just sent on ``conn`` (at most ``max_bytes``),
         give the connection back when it was read to its end, and parse it. Raises
-        what :meth:`fetch_timed` turns into a :class:`RankerFailure`."""
+        what :meth:`fetch_timed` turns into a :class:`RankerFailure`: a timeout when the
+        deadline passed during the read, since the watchdog's cut of the socket ends a
+        body delimited by the connection's close (no length, no chunks) as if it were
+        whole, and half an answer is not a bad one."""
         try:
             resp = conn.getresponse()
             length = resp.getheader("Content-Length")
@@ -164,6 +167,8 @@ class RankerClient:
             self._idle.give(req.origin, conn)
         else:  # a body we did not read to its end
             conn.close()
+        if time.monotonic() > deadline:
+            raise TimeoutError("deadline passed")
         if resp.status != 200:
             raise HttpStatus(resp.status)
         return parse_results(answer, self.max_results, ranker.response)
@@ -188,7 +193,7 @@ class RankerClient:
                 except BaseException:
                     conn.close()
                     raise
-                results = self._read(req, conn, ranker)
+                results = self._read(req, conn, ranker, deadline)
             except STALE:
                 if reused and attempt == 0 and time.monotonic() < deadline:
                     continue  # a keep-alive connection the server closed
@@ -371,7 +376,7 @@ class RankerClient:
             if failure is not None:
                 call.conn.close()
                 raise failure
-            results = self._read(call.req, call.conn, r)
+            results = self._read(call.req, call.conn, r, call.deadline)
             if time.monotonic() > call.deadline:
                 raise TimeoutError("deadline passed")
             slots[call.index] = (results, time.perf_counter() - call.t0)

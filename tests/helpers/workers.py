@@ -20,29 +20,36 @@ class WorkerControl:
         self.child = None
         self.generation = 0
         self.delay_ms, self.concurrency = 0.0, 1
+        #: settings of the running worker over the session's environment
+        self.settings: dict[str, str] = {}
 
     def ensure(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
-        """A live worker with these settings: the one running, or a new one."""
+        """A live worker with these settings (and the session's environment): the one
+        running, or a new one."""
         if (self.child is not None and self.child.alive() and self.delay_ms == delay_ms
-                and self.concurrency == concurrency):
+                and self.concurrency == concurrency and not self.settings):
             return
         self.restart(delay_ms, concurrency)
 
-    def restart(self, delay_ms: float = 0.0, concurrency: int = 1) -> None:
-        """Stop the worker (if any) and start a new one; returns once it consumes."""
+    def restart(self, delay_ms: float = 0.0, concurrency: int = 1,
+                settings: dict[str, str] | None = None) -> None:
+        """Stop the worker (if any) and start a new one, with ``settings`` (environment
+        variables) over the session's; returns once it consumes."""
         if self.child is not None:
             self.child.stop()
         self.generation += 1
         self.delay_ms, self.concurrency = delay_ms, concurrency
+        self.settings = dict(settings or {})
+        env = {**self.env, **self.settings}
         name = f"worker{self.generation}"
         if delay_ms:  # slow credit transactions, by a wrapper (tests/fault_worker.py)
             self.child = self.stack.python(name, [
                 str(ROOT / "tests" / "fault_worker.py"), str(delay_ms), "worker",
                 "--no-supervise",  # the patch lives in this process, not in a child
                 "--concurrency", str(concurrency), "--loglevel", "warning",
-                "--hostname", f"{name}-{os.getpid()}@%h"], self.env)
+                "--hostname", f"{name}-{os.getpid()}@%h"], env)
         else:
-            self.child = self.stack.start_worker(self.env, name=name, concurrency=concurrency)
+            self.child = self.stack.start_worker(env, name=name, concurrency=concurrency)
         self.stack.wait_worker(self.child, self.redis_url)
 
     def stop(self) -> None:

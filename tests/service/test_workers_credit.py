@@ -112,8 +112,9 @@ def test_inactive_impressions_are_credited_by_the_sweep(client, ranker_server, w
 def test_worker_killed_mid_task_loses_and_doubles_nothing(client, ranker_server, worker, rd):
     # a slow worker (a credit transaction sleeps 100 ms per impression before EXEC, so the
     # 40 impressions take at least 4 s to credit) is killed with SIGKILL while it works
-    # through them, then replaced by a normal one
-    worker.restart(delay_ms=100)
+    # through them, then replaced by a normal one. It credits 5 impressions a batch: the
+    # searches may all be closed before its first drain, which would take all 40 at once
+    worker.restart(delay_ms=100, settings={"RANKDUEL_CREDIT_BATCH": "5"})
     exp = client.create_experiment(name="crash", rankers=rankers_for(ranker_server, "good", "bad",
                                                                        "mid", "alt"),
                                    algorithm="uniform", interleaving="team_draft", seed=4)
