@@ -119,7 +119,11 @@ def test_a_real_worker_at_info_logs_no_line_per_drain(stack, service_env, redis_
         stack.wait_worker(child, redis_url)
         exp = client.create_experiment(name="logs", algorithm="uniform",
                                        interleaving="team_draft", seed=5,
-                                       rankers=rankers_for(ranker_server, "good", "bad"))
+                                       # 2 s: this test is about the log, and its
+                                       # worker's start can starve this process (one
+                                       # fresh-clone run had both time out at 500 ms)
+                                       rankers=rankers_for(ranker_server, "good", "bad",
+                                                           timeout_ms=2000))
         for _ in range(40):
             page = client.search(exp["id"], "q", k=4)
             client.click(page, [(page["results"][0]["id"], 1)])
