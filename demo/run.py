@@ -160,6 +160,8 @@ class Tally:
     #: purchases sent (retries not counted), attributed (first deliveries), their value
     purchases: int = 0
     attributed: int = 0
+    #: the first few purchases not attributed at their first sending, and why
+    unattributed: list[str] = field(default_factory=list)
     revenue: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -399,6 +401,9 @@ class Demo:
             self.tally.revenue += float(order["value"])
             if answer.get("attributed") and not answer.get("duplicate"):
                 self.tally.attributed += 1
+            elif len(self.tally.unattributed) < 5:  # why, for the summary
+                self.tally.unattributed.append(
+                    f"{order['event_id']}: {answer.get('reason') or 'duplicate'}")
 
     def order_failed(self, exc: Exception) -> None:
         self._failed(exc, "order")
@@ -534,6 +539,7 @@ class Demo:
             "regret": round(self.tally.regret, 3),
             "purchases": self.tally.purchases,
             "purchases_attributed": self.tally.attributed,
+            "unattributed": self.tally.unattributed,
             "orders_retried": self.orders.retried if self.orders else 0,
             "revenue": round(self.tally.revenue, 2),
             "buyers": None if self.world.buyers is None else ranker_name(self.world.buyers),

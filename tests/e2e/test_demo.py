@@ -102,7 +102,7 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path):
     # demo's former MergeDTS (another ranker named in 2 of 1,000 simulated runs at 4,000
     # comparisons, in the world before its purchases); not re-measured for recommended
     assert s["champion"] == s["true_best"]
-    assert s["queries"] == 4000 and s["errors"] == 0
+    assert s["queries"] == 4000 and s["errors"] == 0, s["failures"]
     # every decisive impression is one comparison in W, none lost or doubled
     assert s["decisive_impressions"] == s["comparisons"] > 500
     assert 0 < s["regret"] < s["queries"] * 0.5
@@ -111,7 +111,8 @@ def test_demo_finds_the_true_best_and_cleans_up(tmp_path):
     # to its page, the retried ones counted once; clicks name the best ranker on clicks,
     # revenue the buyers' ranker, and the summary says they disagree
     assert s["algorithm"] == "recommended" and s["primary"] == "click"
-    assert s["purchases"] > 300 and s["purchases_attributed"] == s["purchases"]
+    assert s["purchases"] > 300 and s["purchases_attributed"] == s["purchases"], (
+        s["unattributed"])
     assert s["orders_retried"] > 0
     by = {m["name"]: m for m in s["metrics"]}
     assert list(by) == ["click", "revenue"] and by["click"]["primary"]
@@ -156,7 +157,8 @@ def test_the_demo_on_a_cluster_learning_from_revenue_names_the_buyers_ranker(tmp
     # decisive impressions (the click metric's)
     assert 0 < s["comparisons"] == by["revenue"]["comparisons"] < s["decisive_impressions"]
     assert by["click"]["comparisons"] == s["decisive_impressions"]
-    assert s["purchases_attributed"] == s["purchases"] > 300 and s["errors"] == 0
+    assert s["purchases_attributed"] == s["purchases"] > 300, s["unattributed"]
+    assert s["errors"] == 0, s["failures"]
     assert s["orders_retried"] > 0
     assert f"  revenue (primary): {by['revenue']['verdict']}" in proc.stdout
     if s["metrics_disagree"]:
