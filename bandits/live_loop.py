@@ -8,7 +8,9 @@ generator seeded from ``(experiment seed, t)``. The plain loops
 live semantics so that a policy's offline regret is the regret it has in service.
 
 ``simulate_run(..., delay=D, feedback_batch=B, reload_every=R)`` runs it: the outcome of
-step ``t`` is applied after ``D`` more selections, in groups of ``B``, and with ``R``
+step ``t`` is applied after ``D`` more selections, in groups of ``B`` (or, with
+``applied_at``, after the selection of step ``applied_at[t - 1]``: a live run's own
+schedule, replayed with its long tail and its uneven groups), and with ``R``
 each selection is ``select_at(t, rng_t)`` on a copy rebuilt from ``state_dict()`` every
 ``R`` selections (an API process's cached snapshot), ``rng_t`` a generator that is a
 fixed function of the run's seed and ``t`` (:class:`StepGenerators`). The loop also
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +61,10 @@ class LiveFeedback:
     reload_every: int
     generators: StepGenerators
     shown: np.ndarray
+    #: if given, the step after whose selection the outcome of step ``t`` is applied, at
+    #: ``applied_at[t - 1]`` (at least ``t``; steps past its end wait ``delay``); outcomes
+    #: due at the same step are applied together, as one credit batch of the worker
+    applied_at: Sequence[int] | None = None
 
 
 def loop_live(
@@ -73,7 +79,8 @@ def loop_live(
     observe: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, int, float, int | None]:
     """Select, draw the outcomes at once (same uniforms, in the same order, as the plain
-    loops), and apply them ``delay`` selections later in groups of ``batch``."""
+    loops), and apply them ``delay`` selections later in groups of ``batch``, or at the
+    steps ``applied_at`` gives."""
     Pl = P.tolist()
     rl = r_arm.tolist()
     Rl = ((r_arm[:, None] + r_arm[None, :]) / 2.0).tolist()
@@ -82,6 +89,8 @@ def loop_live(
     regret = np.zeros(cps.size)
     steps = int(cps[-1])
     pending: deque[list[tuple[int, int, float]]] = deque()
+    scheduled: dict[int, list[list[tuple[int, int, float]]]] = {}  # applied_at: by step
+    applied_at = live.applied_at
 
     def apply(n: int, t: int) -> None:
         bandit.sync_step(t)  # the worker's transaction runs at the global step
@@ -91,6 +100,21 @@ def loop_live(
                 bandit.update_many(outcomes)
             else:
                 bandit.update(*outcomes[0])
+
+    def apply_due(t: int, last: bool = False) -> None:
+        """Apply what is due after the selection of step ``t`` (``last``: all of it)."""
+        if applied_at is not None:  # every step is visited, so only step t can fall due
+            for at in sorted(scheduled) if last else [t]:
+                pending.extend(scheduled.pop(at, ()))
+            if pending or last:
+                apply(len(pending), t)
+        elif last:
+            apply(len(pending), t)
+        else:
+            due = len(pending) - live.delay  # outcomes of steps <= t - delay
+            while due >= live.batch:
+                apply(live.batch, t)
+                due -= live.batch
 
     us: list[float] = []
     pos = 0
@@ -128,11 +152,12 @@ def loop_live(
             shown[i, j] += 1
             outcomes = [(i, j, 1.0 if us[pos] < Pl[i][j] else 0.0)]
             pos += 1
-        pending.append(outcomes)
-        due = len(pending) - live.delay  # outcomes of steps <= t - delay
-        while due >= live.batch:
-            apply(live.batch, t)
-            due -= live.batch
+        if applied_at is None:
+            pending.append(outcomes)
+        else:
+            at = max(t, int(applied_at[t - 1])) if t <= len(applied_at) else t + live.delay
+            scheduled.setdefault(at, []).append(outcomes)
+        apply_due(t)
         while ci < cps.size and cps[ci] == t:
             regret[ci] = cum
             if observe is not None:
@@ -144,7 +169,7 @@ def loop_live(
             and single_active(bandit)
             and (selector is bandit or single_active(selector))
         ):
-            apply(len(pending), t)
+            apply_due(t, last=True)
             seconds = time.perf_counter() - start
             finish_fast_forward(bandit, cps, regret, ci, t, cum, rl[S[0]])
             if progress is not None:
@@ -153,7 +178,7 @@ def loop_live(
         if progress is not None and t - done >= BLOCK:
             progress(t - done)
             done = t
-    apply(len(pending), steps)  # feedback still in flight at the end
+    apply_due(steps, last=True)  # feedback still in flight at the end
     seconds = time.perf_counter() - start
     if progress is not None and steps > done:
         progress(steps - done)

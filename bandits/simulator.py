@@ -18,7 +18,7 @@ matrix listing the winner first; ``identified`` is mapped back to the matrix's i
 How a run is stepped lives elsewhere: the plain loops, with their speed-ups and the exact
 fast-forward once a policy has converged, are :mod:`bandits.simulation_loops`; the
 live-like loop (feedback delayed and batched, selections from reloaded snapshots, as the
-live service runs; ``delay``, ``feedback_batch``, ``reload_every``) is
+live service runs; ``delay``, ``feedback_batch`` or ``applied_at``, ``reload_every``) is
 :mod:`bandits.live_loop`. This module sets a run up (matrix, shuffle, seeds, policy),
 picks the loop and reports the result, and aggregates runs.
 """
@@ -26,7 +26,7 @@ picks the loop and reports the result, and aggregates runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +123,7 @@ def simulate_run(
     delay: int = 0,
     feedback_batch: int = 1,
     reload_every: int = 0,
+    applied_at: Sequence[int] | None = None,
     record_shown: bool = False,
     estimate: bool = False,
 ) -> RunResult:
@@ -160,9 +161,16 @@ def simulate_run(
         If positive, select with ``select_at(t, rng_t)`` on a copy of the policy rebuilt
         from its ``state_dict()`` every ``reload_every`` selections, as an API process
         does; ``rng_t`` is a fixed function of ``seed`` and ``t``.
+    applied_at
+        A schedule instead of ``delay`` and ``feedback_batch``: the outcome of step ``t``
+        is applied after the selection of step ``applied_at[t - 1]`` (raised to ``t`` if
+        lower; steps past the schedule's end wait ``delay``), the outcomes due at one
+        step together. A live run's schedule (each impression's step and the step it was
+        credited at) replays its feedback as it was, long tail and uneven batches
+        included, where a constant delay and batch are only its typical values.
     record_shown
         Count the comparisons shown in ``RunResult.shown`` (always done when any of the
-        three above is not at its default; it selects the slower live-like loop).
+        four above is not at its default; it selects the slower live-like loop).
     estimate
         Record at each checkpoint the report's estimate of the comparisons still needed
         to decide (``RunResult.estimates``, :func:`bandits.decision.decide`).
@@ -192,6 +200,10 @@ def simulate_run(
             f"{feedback_batch}, {reload_every}"
         )
 
+    if applied_at is not None:
+        applied_at = [int(a) for a in applied_at]
+        if any(a < 1 for a in applied_at):
+            raise ValueError("applied_at: every entry is a step, 1 or more")
     # a fourth stream (per-step selection generators) leaves the first three as they were
     s_perm, s_policy, s_outcome, s_steps = np.random.SeedSequence(int(seed)).spawn(4)
     perm = np.random.default_rng(s_perm).permutation(K) if shuffle else np.arange(K)
@@ -211,9 +223,10 @@ def simulate_run(
             estimates.append(decide(bandit).estimate)
 
     shown = None
-    if delay or feedback_batch > 1 or reload_every or record_shown:
+    if delay or feedback_batch > 1 or reload_every or record_shown or applied_at is not None:
         shown = np.zeros((K, K), dtype=np.int64)
-        live = LiveFeedback(delay, feedback_batch, reload_every, StepGenerators(s_steps), shown)
+        live = LiveFeedback(delay, feedback_batch, reload_every, StepGenerators(s_steps), shown,
+                            applied_at)
         regret, looped, seconds, ff_at = loop_live(
             bandit, Pr, r_arm, cps, orng, fast_forward, progress, live, observe
         )

@@ -640,6 +640,10 @@ def run_quarantine(p: Platform, *, searches_after: int = 300, algorithm: str = "
             "share_before": round(base_duels / max(base_served, 1), 3),
             "searches_after": served,
             "duels_after": duels, "healthy_share": round(duels / max(served, 1), 3),
+            # the searches after that were not duels: a chosen ranker not called or failed
+            # (fallback), or one ranker chosen (single)
+            **{f"{kind}_after": after.get(kind, 0) - before.get(kind, 0)
+               for kind in ("fallback", "single")},
             "quarantined_s": round(t_q - t_add, 1), "out_of_play_s": round(t_out - t_add, 1),
             "status": {r["name"]: r["status"] for r in state["rankers"]},
             "retired_audit": retired}

@@ -113,13 +113,20 @@ def shown_pairs(shown: np.ndarray) -> Counter:
 def compare(P: np.ndarray, policy: str, live: dict[str, Any], *, searches: int, runs: int,
             seed: int) -> dict[str, Any]:
     """The offline counterpart of a live run (``live``: its ``pairs``, ``regret``,
-    ``winner_found`` and the feedback it measured: ``delay``, ``feedback_batch``,
-    ``reload_every``), over ``runs`` seeds, and how far apart they are."""
+    ``winner_found`` and the feedback it measured: ``applied_at``, ``delay``,
+    ``feedback_batch``, ``reload_every``), over ``runs`` seeds, and how far apart they are.
+
+    The offline runs replay the live run's own credit schedule (``applied_at``: each
+    impression's outcome applied at the step it was credited live) when it is given, so a
+    live run whose worker fell behind for a while is compared with offline runs that fell
+    behind at the same steps; ``delay`` and ``feedback_batch`` (the median and mean) are
+    the fallback, and what the row reports."""
     from bandits.simulator import simulate_run
 
     offs = [simulate_run(P, policy, searches, seed + r, shuffle=False, fast_forward=False,
                          delay=int(live["delay"]),
                          feedback_batch=max(1, round(live["feedback_batch"])),
+                         applied_at=live.get("applied_at"),
                          reload_every=int(live["reload_every"]), record_shown=True)
             for r in range(runs)]
     pairs = [shown_pairs(o.shown) for o in offs]
@@ -134,7 +141,8 @@ def compare(P: np.ndarray, policy: str, live: dict[str, Any], *, searches: int, 
         "regret_live": float(live["regret"]),
         "regret_offline_mean": float(regrets.mean()),
         "regret_offline_sd": float(regrets.std(ddof=1)),
-        "delay": live["delay"], "feedback_batch": live["feedback_batch"],
+        "delay": live["delay"], "delay_max": live.get("delay_max"),
+        "feedback_batch": live["feedback_batch"], "batch_max": live.get("batch_max"),
         "reload_every": live["reload_every"],
     }
 
@@ -142,10 +150,13 @@ def compare(P: np.ndarray, policy: str, live: dict[str, Any], *, searches: int, 
 def measure_feedback(redis_client, exp_id: str, searches_per_second: float,
                      state_max_age_s: float) -> dict[str, float]:
     """The feedback the live path gave one experiment, from what its impressions recorded:
-    the median number of selections between an impression and its credit (``delay``),
-    the mean number credited at one step (``feedback_batch``), and the selections between
-    two snapshot re-reads of an API process (``reload_every``)."""
-    delays, at = [], Counter()
+    the step each impression's outcome was credited at, by the step it was selected at
+    (``applied_at``, for :func:`bandits.simulator.simulate_run`); the median and the
+    largest number of selections between an impression and its credit (``delay``,
+    ``delay_max``), the mean and largest number credited at one step (``feedback_batch``,
+    ``batch_max``), and the selections between two snapshot re-reads of an API process
+    (``reload_every``)."""
+    delays, at, credited_at = [], Counter(), {}
     from service.store.keys import imp_key
 
     for key in redis_client.scan_iter(imp_key(exp_id, "*")):
@@ -158,9 +169,14 @@ def measure_feedback(redis_client, exp_id: str, searches_per_second: float,
         if t_cred is not None:
             delays.append(t_cred - int(t_sel))
             at[t_cred] += 1
+            credited_at[int(t_sel)] = int(t_cred)
+    delay = float(np.median(delays)) if delays else 0.0
+    last = max(credited_at, default=0)
     return {
-        "delay": float(np.median(delays)) if delays else 0.0,
+        "applied_at": [credited_at.get(t, t + int(delay)) for t in range(1, last + 1)],
+        "delay": delay, "delay_max": max(delays, default=0),
         "feedback_batch": float(np.mean(list(at.values()))) if at else 1.0,
+        "batch_max": max(at.values(), default=1),
         "reload_every": max(1, round(searches_per_second * state_max_age_s)),
     }
 

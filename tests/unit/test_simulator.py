@@ -319,6 +319,20 @@ def test_delayed_feedback_schedule():
     assert [t for kind, t, _ in Recorder.log if kind == "update"][:4] == [5, 5, 7, 7]
 
 
+def test_a_live_schedule_is_replayed_as_given():
+    # applied_at: step 1 after selection 4, steps 2 and 3 together after 3 (one batch),
+    # step 4 after 9 (the long tail), step 5 at 2 (raised to 5: never before it is made);
+    # steps 6-10 are past the schedule and wait delay = 1; all in flight at 10 go then
+    Recorder.log = []
+    simulate_run(P3, Recorder, 10, seed=0, shuffle=False, delay=1,
+                 applied_at=[4, 3, 3, 9, 2])
+    updates = [(t, n) for kind, t, n in Recorder.log if kind == "update"]
+    assert updates == [(3, 1), (3, 2), (4, 3), (5, 4), (7, 5), (8, 6), (9, 7), (9, 8),
+                       (10, 9), (10, 10)]
+    with pytest.raises(ValueError, match="applied_at"):
+        simulate_run(P3, "uniform", 10, seed=0, applied_at=[1, 0])
+
+
 def test_delayed_feedback_arguments_are_checked():
     for bad in ({"delay": -1}, {"feedback_batch": 0}, {"reload_every": -2}):
         with pytest.raises(ValueError, match="delay >= 0"):
