@@ -5,7 +5,7 @@ batches credited by the worker) and the simulator replaying the live run's own c
 schedule (each outcome applied at the step it was credited live: MergeDTS's live delay
 has a long tail, up to 113 selections in one credit batch of 109 on a loaded machine,
 against a median of 5, and replaying the median alone put its offline regret at half the
-live one). Fixed seeds; the live run's thread interleaving is not fixed, so the
+live one in a CI run). Fixed seeds; the live run's thread interleaving is not fixed, so the
 tolerances are statistical, stated per assertion.
 """
 
