@@ -73,22 +73,27 @@ def reseed(gen: np.random.Generator, seed: int, t: int) -> np.random.Generator:
 
 
 def quarantined(health: dict[int, dict[str, Any]], now: float) -> frozenset[int]:
-    """The arms whose quarantine is open at ``now``, or that are degraded and not yet due
-    for a probe (:mod:`service.search.degraded`): unavailable to selection, so the
-    policy compares the healthy rankers (:meth:`bandits.base.DuelingBandit.select_available`).
-    A ranker whose quarantine ended is available again: the search that chooses it
-    probes it (:class:`service.search.ranker_health.RankerHealth`), and only a successful probe
-    closes its quarantine.
+    """The arms whose quarantine is open at ``now``, that are degraded and not yet due
+    for a probe (:mod:`service.search.degraded`), or whose probe is in flight:
+    unavailable to selection, so the policy compares the healthy rankers
+    (:meth:`bandits.base.DuelingBandit.select_available`). A ranker whose quarantine ended
+    is available again: the search that chooses it probes it
+    (:class:`service.search.ranker_health.RankerHealth`), and only a successful probe
+    closes its quarantine. Until that probe answers, no other search chooses it (each
+    would be served by its opponent alone: a hanging ranker's probe waits its whole
+    timeout).
 
     Examples
     --------
     >>> sorted(quarantined({1: {"quarantined_until": 20.0}, 2: {"quarantined_until": 5.0},
-    ...                     3: {"quarantined_until": None}}, now=10.0))
-    [1]
+    ...                     3: {"quarantined_until": None},
+    ...                     4: {"quarantined_until": 5.0, "probing_until": 11.0}}, now=10.0))
+    [1, 4]
     """
     return frozenset(arm for arm, h in health.items()
                      if max(h.get("quarantined_until") or 0.0,
-                            h.get("degraded_until") or 0.0) > now)
+                            h.get("degraded_until") or 0.0,
+                            h.get("probing_until") or 0.0) > now)
 
 
 @dataclass

@@ -20,11 +20,12 @@ from service.store.snapshot import (
 def parse_health(raw: dict[Any, Any]) -> dict[int, dict[str, Any]]:
     """``{arm: {"failures": n, "quarantined_until": ts | None, "degraded": reason | None,
     "degraded_until": ts | None}}`` from the health hash (only the rankers failing,
-    quarantined, degraded or with recent bad answers: those also have ``"answers"``)."""
+    quarantined, degraded or with recent bad answers: those also have ``"answers"``; a
+    ranker being probed also has ``"probing_until"``, when its probe right lapses)."""
     out: dict[int, dict[str, Any]] = {}
     for key, value in raw.items():
         kind, _, arm = text(key).partition(":")
-        if kind not in ("f", "q", "d", "u", "w"):
+        if kind not in ("f", "q", "d", "u", "w", "p"):
             continue  # "o": quarantines in a row (HealthStore.quarantines), not this view
         slot = out.setdefault(int(arm), {"failures": 0, "quarantined_until": None,
                                          "degraded": None, "degraded_until": None})
@@ -36,6 +37,8 @@ def parse_health(raw: dict[Any, Any]) -> dict[int, dict[str, Any]]:
             slot["degraded"] = text(value)
         elif kind == "w":
             slot["answers"] = text(value)  # its recent answers (service.search.degraded)
+        elif kind == "p":
+            slot["probing_until"] = float(value)
         else:
             slot["degraded_until"] = float(value)
     return out
@@ -70,14 +73,26 @@ class HealthStore(StorePart):
         """Forget the failures of ``arm``; True if it was quarantined."""
         pipe = self.r.pipeline(transaction=True)
         pipe.hexists(health_key(exp_id), f"q:{int(arm)}")
-        pipe.hdel(health_key(exp_id), f"f:{int(arm)}", f"q:{int(arm)}", f"o:{int(arm)}")
+        pipe.hdel(health_key(exp_id), f"f:{int(arm)}", f"q:{int(arm)}", f"o:{int(arm)}",
+                  f"p:{int(arm)}")
         was_quarantined, _ = pipe.execute()
         return bool(was_quarantined)
 
     def take_probe(self, exp_id: str, arm: int, ttl_s: float) -> bool:
-        """Take the right to call a quarantined ranker once (one request per ``ttl_s``)."""
-        return bool(self.r.set(probe_key(exp_id, arm), 1, nx=True,
-                               px=max(1, int(ttl_s * 1000))))
+        """Take the right to call a quarantined ranker once (one request per ``ttl_s``).
+
+        The health hash records until when (``p:<arm>``), so that selection leaves the
+        ranker out while its probe is in flight (:func:`service.experiments.controller.
+        quarantined`): every other search that chose it then would be served by its
+        opponent alone, no duel, for as long as the probe waits (a hanging ranker's
+        whole timeout). The probe's answer ends it: a success clears it
+        (:meth:`ranker_recovered`, :meth:`ranker_restored`), a failure opens a new
+        quarantine; if the prober dies, it lapses with the right."""
+        taken = bool(self.r.set(probe_key(exp_id, arm), 1, nx=True,
+                                px=max(1, int(ttl_s * 1000))))
+        if taken:
+            self.r.hset(health_key(exp_id), f"p:{int(arm)}", repr(self.clock() + ttl_s))
+        return taken
 
     def ranker_answers(self, exp_id: str, codes: dict[int, str], *, window: int, least: int,
                        share: float, reprobe_s: float) -> dict[int, tuple[int, int, int, bool]]:
@@ -101,6 +116,7 @@ class HealthStore(StorePart):
         """Clear the degraded mark of ``arm`` and its window; True if it was degraded."""
         pipe = self.r.pipeline(transaction=True)
         pipe.hexists(health_key(exp_id), f"d:{int(arm)}")
-        pipe.hdel(health_key(exp_id), f"d:{int(arm)}", f"u:{int(arm)}", f"w:{int(arm)}")
+        pipe.hdel(health_key(exp_id), f"d:{int(arm)}", f"u:{int(arm)}", f"w:{int(arm)}",
+                  f"p:{int(arm)}")
         was_degraded, _ = pipe.execute()
         return bool(was_degraded)
