@@ -20,9 +20,13 @@ def serve_api(env: dict[str, str]):
     return server
 
 
-def rankers_for(server, *names: str) -> list[dict[str, Any]]:
-    """Ranker declarations for the toy rankers ``names`` of ``server`` (1 s timeouts)."""
-    return [{"name": n, "url": f"{server.url}/r/{n}", "timeout_ms": 1000} for n in names]
+def rankers_for(server, *names: str, timeout_ms: int = 2000) -> list[dict[str, Any]]:
+    """Ranker declarations for the toy rankers ``names`` of ``server``
+    (tests/helpers/toy_rankers.py). 2 s by default: a starved test process answers late,
+    and a test about something else must not see a timeout (tests about timeouts give
+    their own)."""
+    return [{"name": n, "url": f"{server.url}/r/{n}", "timeout_ms": timeout_ms}
+            for n in names]
 
 
 def all_credited(client, exp_id: str) -> Callable[[], Any]:

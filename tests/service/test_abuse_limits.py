@@ -13,7 +13,8 @@ import time
 import pytest
 import redis
 from conftest import ADMIN
-from test_service_api import assert_error, rankers_for
+from helpers.api import rankers_for
+from test_service_api import assert_error
 
 from demo.client import Client
 from demo.stack import Stack, wait_until

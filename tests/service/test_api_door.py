@@ -13,7 +13,8 @@ import time
 from urllib.parse import quote
 
 import pytest
-from test_service_api import assert_error, rankers_for
+from helpers.api import rankers_for
+from test_service_api import assert_error
 
 from service.tokens import issue_token
 

@@ -22,8 +22,9 @@ import threading
 import numpy as np
 import pytest
 from flask import Flask, jsonify, request
+from helpers.api import rankers_for
 from helpers.wait import wait_for
-from test_service_api import assert_error, rankers_for
+from test_service_api import assert_error
 
 from demo.client import Client
 from demo.stack import free_port, wait_until

@@ -107,9 +107,8 @@ def test_a_real_worker_at_info_logs_no_line_per_drain(stack, service_env, redis_
                                                       client, ranker_server):
     """A Celery worker at INFO crediting 40 impressions: its log says it started and
     stopped, and has no "received"/"succeeded" line per task run."""
-    from helpers.api import all_credited
+    from helpers.api import all_credited, rankers_for
     from helpers.wait import wait_for
-    from test_service_api import rankers_for
 
     worker.stop()  # this test's worker takes every task
     child = stack.python("info-worker", [

@@ -7,7 +7,7 @@ Against the app on a real loopback port with the session's real Redis.
 
 from __future__ import annotations
 
-from test_service_api import rankers_for
+from helpers.api import rankers_for
 
 
 def _post(client, body):

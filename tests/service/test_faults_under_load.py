@@ -54,7 +54,7 @@ def test_end_answers_202_when_the_broker_is_away(api, ranker_server, rd):
     restart storm): the impression is closed and due, the drain lease is given back, and
     the answer is 202 — the sweep queues the drain once the broker is back."""
     from conftest import ADMIN
-    from test_service_api import rankers_for
+    from helpers.api import rankers_for
 
     from demo.client import Client
     from demo.stack import free_port

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 import pytest
 from conftest import ADMIN
-from test_service_api import rankers_for
+from helpers.api import rankers_for
 
 from demo.client import Client
 from demo.wsgi_server import ThreadedServer

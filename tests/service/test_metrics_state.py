@@ -18,7 +18,7 @@ P = [[0.5, 0.8, 0.6],
 
 
 def rankers(server, *names):
-    return [{"name": n, "url": f"{server.url}/r/{n}", "timeout_ms": 500} for n in names]
+    return [{"name": n, "url": f"{server.url}/r/{n}", "timeout_ms": 2000} for n in names]
 
 
 def scrape(api) -> list:

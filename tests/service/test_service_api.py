@@ -10,15 +10,12 @@ import json
 import time
 
 import pytest
+from helpers.api import rankers_for
 from test_workers_credit import ikey
 
 from service.tokens import issue_token
 
 SECRET = "test-secret-key-0123456789"
-
-
-def rankers_for(server, *names, timeout_ms=500):
-    return [{"name": n, "url": f"{server.url}/r/{n}", "timeout_ms": timeout_ms} for n in names]
 
 
 @pytest.fixture

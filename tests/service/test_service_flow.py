@@ -8,7 +8,7 @@ from helpers.wait import wait_for
 
 def make_experiment(client, ranker_server, names=("good", "bad"), algorithm="uniform",
                     method="team_draft", **extra):
-    rankers = [{"name": n, "url": f"{ranker_server.url}/r/{n}", "timeout_ms": 500}
+    rankers = [{"name": n, "url": f"{ranker_server.url}/r/{n}", "timeout_ms": 2000}
                for n in names]
     return client.create_experiment(name="t", rankers=rankers, algorithm=algorithm,
                                     interleaving=method, seed=7, **extra)
