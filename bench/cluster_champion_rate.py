@@ -16,6 +16,7 @@ wins more than it loses against every other ranker on W summed over the 20 exper
 how many of the ``--seeds`` simulated tests fail it, and the smallest win share seen.
 
     .venv/bin/python bench/cluster_champion_rate.py [--seeds 1000] [--feedback 0:1,10:5]
+        [--alpha 0.262144 --c 10]  (other MergeDTS params than the test's)
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=1000)
     ap.add_argument("--feedback", default="0:1,10:5", help="DELAY:BATCH,...")
+    ap.add_argument("--alpha", type=float, default=PARAMS["alpha"])
+    ap.add_argument("--c", type=float, default=PARAMS["c"])
     a = ap.parse_args()
+    params = dict(PARAMS, alpha=a.alpha, c=a.c)
     world = demo_world(1, 8)
     best = world.true_best
     P = estimate_matrix(world, "team_draft", "perfect", 20_000, np.random.default_rng(1))
@@ -61,7 +65,7 @@ def main() -> None:
         made[:] = [make_bandit("mergedts", K, seed=seed, **params)]
         return made[0]
 
-    print(f"MergeDTS {PARAMS}, {STEPS} steps, {a.seeds} seeds per experiment")
+    print(f"MergeDTS {params}, {STEPS} steps, {a.seeds} seeds per experiment")
     for fb in a.feedback.split(","):
         delay, batch = (int(x) for x in fb.split(":"))
         pooled = np.zeros((a.seeds, 8, 8))
@@ -74,7 +78,7 @@ def main() -> None:
             wrong, compared = 0, []
             for s in range(a.seeds):
                 seed = 100_000 * e + s
-                res = simulate_run(sub, policy, STEPS, seed=seed, params=PARAMS,
+                res = simulate_run(sub, policy, STEPS, seed=seed, params=params,
                                    fast_forward=False, delay=delay, feedback_batch=batch,
                                    record_shown=True)
                 wrong += res.identified != b
