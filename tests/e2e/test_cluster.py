@@ -2,9 +2,12 @@
 binaries, a separate broker Redis, 2 API processes (``rankduel serve``) and 2 Celery
 workers, 20 experiments at once driven by simulated users of the demo's world.
 
-Each experiment must find its true best ranker, and for each, W's total must equal its
-decisive impressions (recomputed from what the cluster stored), also after one worker
-is SIGKILLed while it credits and one cluster master is killed and restarted mid-traffic.
+For each experiment W's total must equal its decisive impressions (recomputed from what
+the cluster stored), also after one worker is SIGKILLed while it credits and one cluster
+master is killed and restarted mid-traffic. As a sanity check of the algorithm, at most
+:data:`WRONG_CHAMPIONS` of the 20 may name another champion than the true best (150
+sessions do not always suffice: see the constant), and on W summed over the 20 the true
+best must beat every other ranker.
 """
 
 from __future__ import annotations
@@ -27,6 +30,22 @@ ADMIN, SECRET = "cluster-admin-token-0123", "cluster-secret-key-0123"
 WORLD_SEED, WORLD_RANKERS = 1, 8
 EXPERIMENTS, PER_EXPERIMENT = 20, 5
 QUERIES = 150  # per experiment, in two phases
+#: Experiments allowed to name a wrong champion. Offline, each of the 20 experiments
+#: (simulate_run, its 5x5 block of the world's team-draft/perfect-click matrix, these
+#: params, 150 steps) names a wrong one in 0.80 % of runs with immediate feedback (321
+#: of 40,000; 99 % upper bound 0.91 %; 0.2-1.7 % per experiment), 0.70 % with delay 2
+#: and 0.46 % with delay 10 in batches of 5 (`bench/cluster_champion_rate.py --seeds 2000
+#: --feedback 0:1,2:1,10:5`, bench/results/cluster_champion_rate.txt): the true best
+#: beats r03 with p = 0.70 only, and 14 of the 20 hold r03 (even an oracle comparing
+#: only those two would need ~140 comparisons for a 5e-6 error). So X wrong of 20 has,
+#: with immediate feedback, P(X >= 1) = 15 % (the old "every one right" failed about once
+#: in 15 suite runs), P(X >= 2) = 1.1 %, P(X >= 3) = 5e-4 and P(X > 3) = 2e-5 (3e-5 at
+#: the upper bound, for every experiment): hence the tolerance 3.
+#: A policy naming a champion at random (4 in 5 wrong) is still caught, and so is one
+#: that ranks the wrong way, by this and by the pooled check (the true best's share of
+#: its comparisons with each ranker, over the 20 experiments, is at least 0.63 in 2000
+#: simulated runs of the test; it must be > 1/2). Every experiment's W is checked exact.
+WRONG_CHAMPIONS = 3
 
 
 class Platform:
@@ -119,7 +138,8 @@ class Users:
 
         self.world = demo_world(WORLD_SEED, WORLD_RANKERS)
         # perfect users (clicks follow the grades): the clearest signal, so that 150
-        # queries name the best of five rankers every time (P(best wins) ~ 0.8 here)
+        # queries name the best of five rankers almost every time (it beats the others
+        # with p = 0.70 to 0.92 here: see WRONG_CHAMPIONS)
         self.model = CLICK_MODELS["perfect"]
         self.clients = [Client(url, ADMIN) for url in platform.apis]
         self.exps = exps
@@ -244,7 +264,8 @@ def test_twenty_experiments_on_a_cluster_survive_a_killed_worker_and_a_restarted
                   r.zrange(drains_key(e), 0, -1, withscores=True), r.hget(exp_key(e), "hold"),
                   time.time()) for e in exps if not all_credited_one(e)]
         raise AssertionError(f"not credited: {stuck}") from None
-    failures = []
+    failures, wrong = [], []
+    pooled = np.zeros((WORLD_RANKERS, WORLD_RANKERS))  # W over all experiments, world order
     for e in exps:
         state = admin.experiment(e)
         W = np.array(state["W"])
@@ -253,10 +274,17 @@ def test_twenty_experiments_on_a_cluster_survive_a_killed_worker_and_a_restarted
         assert decisive >= 10, (e, decisive)  # it compared (then may have converged)
         if not (W.sum() == decisive == c["decisive"] == state["comparisons"]):
             failures.append((e, W.sum(), decisive, c))
+        arms = [int(name[1:]) for name in state["arms"]]  # ranker_name(r) is f"r{r:02d}"
+        assert [ranker_name(r) for r in arms] == state["arms"]
+        pooled[np.ix_(arms, arms)] += W
         if state["champion"] != ranker_name(best):
-            failures.append((e, "champion", state["champion"], ranker_name(best), c,
-                             [(r["name"], r["status"], r["eliminated"], r["wins"],
-                               r["losses"]) for r in state["rankers"]]))
-    assert not failures, failures
+            wrong.append((e, "champion", state["champion"], ranker_name(best), c,
+                          [(r["name"], r["status"], r["eliminated"], r["wins"],
+                            r["losses"]) for r in state["rankers"]]))
+    assert not failures, failures  # W exact everywhere, wrong champions included
+    assert len(wrong) <= WRONG_CHAMPIONS, wrong
+    share = {ranker_name(r): pooled[best, r] / (pooled[best, r] + pooled[r, best])
+             for r in others if pooled[best, r] + pooled[r, best] > 0}
+    assert len(share) == len(others) and min(share.values()) > 0.5, (share, wrong)
     print(f"cluster test: {users.done} sessions over {EXPERIMENTS} experiments in "
           f"{time.monotonic() - t_start:.0f} s")
