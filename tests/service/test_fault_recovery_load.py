@@ -45,6 +45,8 @@ def platform(tmp_path_factory):
         # the default credit settings (the platform's own are shorter)
         "RANKDUEL_CREDIT_RETRY_S": "60", "RANKDUEL_SWEEP_INTERVAL_S": "5",
         "RANKDUEL_DRAIN_LEASE_S": "3",
+        # a starved machine's Redis call may pass the 250 ms default (test_faults_under_load)
+        "RANKDUEL_REDIS_TIMEOUT_MS": "1000",
         "RANKDUEL_RANKER_QUARANTINE_S": str(QUARANTINE_S)})
     yield p
     p.close()
