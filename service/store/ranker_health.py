@@ -82,10 +82,10 @@ class HealthStore(StorePart):
         """Take the right to call a quarantined ranker once (one request per ``ttl_s``).
 
         The health hash records until when (``p:<arm>``), so that selection leaves the
-        ranker out while its probe is in flight (:func:`service.experiments.controller.
-        quarantined`): every other search that chose it then would be served by its
-        opponent alone, no duel, for as long as the probe waits (a hanging ranker's
-        whole timeout). The probe's answer ends it: a success clears it
+        ranker out while its probe is in flight
+        (:func:`service.experiments.controller.quarantined`): every other search that
+        chose it then would be served by its opponent alone, no duel, for as long as the
+        probe waits (a hanging ranker's whole timeout). The probe's answer ends it: a success clears it
         (:meth:`ranker_recovered`, :meth:`ranker_restored`), a failure opens a new
         quarantine; if the prober dies, it lapses with the right."""
         taken = bool(self.r.set(probe_key(exp_id, arm), 1, nx=True,
