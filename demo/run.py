@@ -395,15 +395,27 @@ class Demo:
         done.set()
         monitor.join()
 
+    @staticmethod
+    def attributed_here(order: dict[str, Any], answer: dict[str, Any]) -> bool:
+        """Whether ``POST /outcomes`` attributed ``order`` to this run's experiment (whose
+        id its event id carries). A first send may answer ``duplicate``: the client sends
+        a POST again when the connection dropped before the answer, and the service had
+        recorded the event (a fresh-clone run saw it once in 1,163 orders): recorded
+        once, as event ids are for. An earlier run's experiment that took the event does
+        not count."""
+        exp_id = order["event_id"].partition("-order-")[0]
+        return bool(answer.get("attributed")) and any(
+            e.get("experiment") == exp_id for e in answer.get("experiments", ()))
+
     def order_sent(self, order: dict[str, Any], answer: dict[str, Any]) -> None:
         with self.tally.lock:
             self.tally.purchases += 1
             self.tally.revenue += float(order["value"])
-            if answer.get("attributed") and not answer.get("duplicate"):
+            if self.attributed_here(order, answer):
                 self.tally.attributed += 1
             elif len(self.tally.unattributed) < 5:  # why, for the summary
                 self.tally.unattributed.append(
-                    f"{order['event_id']}: {answer.get('reason') or 'duplicate'}")
+                    f"{order['event_id']}: {answer.get('reason') or answer.get('experiments')}")
 
     def order_failed(self, exc: Exception) -> None:
         self._failed(exc, "order")

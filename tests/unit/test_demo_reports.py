@@ -43,3 +43,17 @@ def test_a_closed_impression_is_a_refused_click_and_other_errors_raise():
     send, _ = _answers(422)
     with pytest.raises(ApiResponseError):
         Demo._report(send, sleep=pytest.fail)
+
+
+def test_an_order_counts_as_attributed_to_its_own_experiment_even_as_a_duplicate():
+    order = {"event_id": "e1-order-7-0", "user": "u", "action": "purchase", "id": "d"}
+    mine = {"experiment": "e1", "impression_id": "e1.x", "metrics": ["revenue"]}
+    other = {"experiment": "e0", "impression_id": "e0.x", "metrics": ["revenue"]}
+    first = {"attributed": True, "duplicate": False, "experiments": [mine]}
+    # the client sent it again after a dropped connection: recorded once, still ours
+    again = {"attributed": True, "duplicate": True, "experiments": [mine]}
+    assert Demo.attributed_here(order, first) and Demo.attributed_here(order, again)
+    # an earlier run's experiment took it: not attributed here
+    assert not Demo.attributed_here(order, {"attributed": True, "duplicate": True,
+                                            "experiments": [other]})
+    assert not Demo.attributed_here(order, {"attributed": False, "reason": "no_impression"})
