@@ -85,9 +85,9 @@ class HealthStore(StorePart):
         ranker out while its probe is in flight
         (:func:`service.experiments.controller.quarantined`): every other search that
         chose it then would be served by its opponent alone, no duel, for as long as the
-        probe waits (a hanging ranker's whole timeout). The probe's answer ends it: a success clears it
-        (:meth:`ranker_recovered`, :meth:`ranker_restored`), a failure opens a new
-        quarantine; if the prober dies, it lapses with the right."""
+        probe waits (a hanging ranker's whole timeout). The probe's answer ends it: a
+        success clears it (:meth:`ranker_recovered`, :meth:`ranker_restored`), a failure
+        opens a new quarantine; if the prober dies, it lapses with the right."""
         taken = bool(self.r.set(probe_key(exp_id, arm), 1, nx=True,
                                 px=max(1, int(ttl_s * 1000))))
         if taken:
