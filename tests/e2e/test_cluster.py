@@ -66,6 +66,9 @@ class Platform:
             "RANKDUEL_INACTIVITY_S": "3", "RANKDUEL_SWEEP_INTERVAL_S": "0.5",
             "RANKDUEL_CREDIT_RETRY_S": "3", "RANKDUEL_VISIBILITY_TIMEOUT_S": "5",
             "RANKDUEL_REDIS_TIMEOUT_MS": "1000",
+            # as conftest's services: a starved machine's store may miss the 50 ms search
+            # budget twice in a row, and searches would answer degraded (no impression)
+            "RANKDUEL_STORE_BUDGET_MS": "1000",
             "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         })
         env.pop("RANKDUEL_CONFIG", None)
@@ -147,6 +150,7 @@ class Users:
         self.ids: dict[str, list[str]] = {e: [] for e in exps}
         self.lock = threading.Lock()
         self.done = 0
+        self.degraded = 0  # searches answered without the store
 
     def session(self, e: int, n: int) -> None:
         exp = self.exps[e]
@@ -155,6 +159,11 @@ class Users:
         q = self.world.sample_query(rng)
         page = retry(lambda: client.search(exp, self.world.query_text(q), k=10,
                                            user=f"u{rng.integers(10**6)}"), "search")
+        if page.get("degraded"):  # served without the store (a master restarting): no
+            with self.lock:       # impression to click on, nothing to credit
+                self.degraded += 1
+                self.done += 1
+            return
         ids = [r["id"] for r in page["results"]]
         clicked = np.flatnonzero(self.model.clicks(self.world.grades(q, ids), rng))
         if clicked.size:
@@ -301,5 +310,6 @@ def test_twenty_experiments_on_a_cluster_survive_a_killed_worker_and_a_restarted
     share = {ranker_name(r): pooled[best, r] / (pooled[best, r] + pooled[r, best])
              for r in others if pooled[best, r] + pooled[r, best] > 0}
     assert len(share) == len(others) and min(share.values()) > 0.5, (share, wrong)
-    print(f"cluster test: {users.done} sessions over {EXPERIMENTS} experiments in "
+    print(f"cluster test: {users.done} sessions ({users.degraded} degraded) over "
+          f"{EXPERIMENTS} experiments in "
           f"{time.monotonic() - t_start:.0f} s")
